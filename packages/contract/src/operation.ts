@@ -1,0 +1,67 @@
+import type { TObject, TSchema } from "@sinclair/typebox";
+import type { RefusalCode } from "./refusal-codes.js";
+import type { Scope } from "./scopes.js";
+
+export type HttpMethod = "GET" | "POST" | "DELETE" | "PATCH";
+
+/**
+ * Who may call an operation. The server enforces this from the catalogue alone;
+ * no handler checks authorization by hand.
+ */
+export type Security =
+  /** No credential (openapi.document, device.start, device.poll). */
+  | { readonly kind: "public" }
+  /** Only a signed-in human dashboard session (`kiln_session`); no bearer credential. */
+  | { readonly kind: "session" }
+  /**
+   * A tenant bearer credential holding `scope`. `cookie`: a dashboard session cookie
+   * alone also reaches it over HTTP (jobs.logs, jobs.logs_stream, usage.export).
+   * `human`: only a person's CLI device token performs it (`human_principal_required`).
+   */
+  | { readonly kind: "tenant"; readonly scope: Scope; readonly cookie?: boolean; readonly human?: boolean }
+  /** An operator session cookie (`kiln_operator_session`). */
+  | { readonly kind: "operator" }
+  /** The operator bootstrap credential as a bearer token (operator.session.create only). */
+  | { readonly kind: "operator-bootstrap" };
+
+export type RequestBody =
+  | { readonly encoding: "json"; readonly schema: TSchema }
+  /** Raw bytes (application/octet-stream) of at most maxBytes. */
+  | { readonly encoding: "bytes"; readonly maxBytes: number; readonly description: string };
+
+export type ResponseBody =
+  | { readonly encoding: "json"; readonly schema: TSchema }
+  | { readonly encoding: "bytes"; readonly contentType: string; readonly description: string }
+  /** Server-sent events (text/event-stream); `event` describes one frame's data. */
+  | { readonly encoding: "sse"; readonly description: string; readonly event: TSchema }
+  | { readonly encoding: "none"; readonly description: string };
+
+export interface Operation {
+  /** The spec's identifier (`jobs.submit`); the identity in OpenAPI, MCP and CLI. */
+  readonly id: string;
+  readonly method: HttpMethod;
+  /** OpenAPI-style path with `{param}` segments. */
+  readonly path: string;
+  readonly summary: string;
+  readonly description?: string;
+  readonly tag: string;
+  readonly security: Security;
+  readonly request: {
+    readonly params?: TObject;
+    readonly query?: TObject;
+    readonly body?: RequestBody;
+  };
+  readonly response: ResponseBody;
+  /** Every refusal code the spec lists for it, A and K expanded. */
+  readonly refusals: readonly RefusalCode[];
+  /** Keyed mutations require exactly one `idempotency-key` header. */
+  readonly keyed: boolean;
+  readonly deprecated?: boolean;
+  /** The MCP tool name and scope from the spec's MCP table, where it lists one. */
+  readonly mcp?: { readonly tool: string; readonly scope: Scope };
+}
+
+/** Identity function that checks an entry's shape and keeps refusal lists free of repeats. */
+export function defineOperation(op: Operation): Operation {
+  return { ...op, refusals: [...new Set(op.refusals)] };
+}
