@@ -1,4 +1,142 @@
-import type { Operation } from "../operation.js";
+import { Type } from "@sinclair/typebox";
+import { defineOperation, type Operation } from "../operation.js";
+import {
+  Admission,
+  DismissalReceipt,
+  PurgeReceipt,
+  PurgeRequest,
+  RepositoriesPage,
+  RepositoryPage,
+  RepositorySettings,
+} from "../records/repositories.js";
+import { SettingReceipt, SettingWrite } from "../records/settings.js";
+import { A, K } from "../refusal-codes.js";
+import { PageQuery } from "../schema-helpers.js";
+
+/** One segment of `owner/name`. */
+export const REPOSITORY_SEGMENT_PATTERN = "^[A-Za-z0-9_.-]{1,100}$";
+export const ADVISORY_ID_PATTERN = "^[A-Za-z0-9_.:-]{1,128}$";
+
+const repositoryParams = {
+  owner: Type.String({ pattern: REPOSITORY_SEGMENT_PATTERN, description: "Repository owner." }),
+  name: Type.String({ pattern: REPOSITORY_SEGMENT_PATTERN, description: "Repository name." }),
+};
+const RepositoryParams = () => Type.Object(repositoryParams, { additionalProperties: false });
 
 /** Repositories (spec table of the same name). */
-export const REPOSITORIES_OPERATIONS: Operation[] = [];
+export const REPOSITORIES_OPERATIONS: Operation[] = [
+  defineOperation({
+    id: "repositories.admission",
+    method: "GET",
+    path: "/api/repositories/{owner}/{name}/admission",
+    summary: "Confirm the repository is onboarded and resolve the merge base of base_ref.",
+    tag: "repositories",
+    security: { kind: "tenant", scope: "submit" },
+    request: {
+      params: RepositoryParams(),
+      query: Type.Object(
+        {
+          base_ref: Type.String({
+            minLength: 1,
+            maxLength: 1024,
+            description: "The base revision (branch, tag or commit id) whose merge base to resolve.",
+          }),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    response: { encoding: "json", schema: Admission },
+    refusals: [...A, "not_found", "upstream_failed"],
+    keyed: false,
+    mcp: { tool: "repositories_admission", scope: "submit" },
+  }),
+  defineOperation({
+    id: "repositories.list",
+    method: "GET",
+    path: "/api/repositories",
+    summary: "List the tenant's onboarded repositories with lineages, storage and advisories.",
+    tag: "repositories",
+    security: { kind: "tenant", scope: "read" },
+    request: { query: Type.Object(PageQuery(), { additionalProperties: false }) },
+    response: { encoding: "json", schema: RepositoriesPage },
+    refusals: [...A, "invalid_request"],
+    keyed: false,
+    mcp: { tool: "repositories_list", scope: "read" },
+  }),
+  defineOperation({
+    id: "repositories.get",
+    method: "GET",
+    path: "/api/repositories/{owner}/{name}",
+    summary: "One repository: its lineages, storage and advisories.",
+    tag: "repositories",
+    security: { kind: "tenant", scope: "read" },
+    request: { params: RepositoryParams() },
+    response: { encoding: "json", schema: RepositoryPage },
+    refusals: [...A, "not_found"],
+    keyed: false,
+    mcp: { tool: "repositories_get", scope: "read" },
+  }),
+  defineOperation({
+    id: "repositories.settings.get",
+    method: "GET",
+    path: "/api/repositories/{owner}/{name}/settings",
+    summary: "The repository's settings at their current version; reading has no lifecycle effect.",
+    tag: "repositories",
+    security: { kind: "tenant", scope: "submit" },
+    request: { params: RepositoryParams() },
+    response: { encoding: "json", schema: RepositorySettings },
+    refusals: [...A, "not_found"],
+    keyed: false,
+    mcp: { tool: "repositories_settings_get", scope: "submit" },
+  }),
+  defineOperation({
+    id: "repositories.settings.write",
+    method: "POST",
+    path: "/api/repositories/{owner}/{name}/settings",
+    summary: "Write repository settings at the version observed; they apply from the next admitted job.",
+    description:
+      "Accepts affected_tests, total_injection_opt_out and wall_clock_ceiling_seconds in `changes`; any other " +
+      "name is refused invalid_request.",
+    tag: "repositories",
+    security: { kind: "tenant", scope: "settings" },
+    request: { params: RepositoryParams(), body: { encoding: "json", schema: SettingWrite } },
+    response: { encoding: "json", schema: SettingReceipt },
+    refusals: [...A, ...K, "invalid_request", "stale_version"],
+    keyed: true,
+    mcp: { tool: "repositories_settings_write", scope: "settings" },
+  }),
+  defineOperation({
+    id: "repositories.advisories.dismiss",
+    method: "POST",
+    path: "/api/repositories/{owner}/{name}/advisories/{advisory}/dismissal",
+    summary: "Dismiss an advisory; the dismissal is remembered and attributed.",
+    tag: "repositories",
+    security: { kind: "tenant", scope: "settings" },
+    request: {
+      params: Type.Object(
+        {
+          ...repositoryParams,
+          advisory: Type.String({ pattern: ADVISORY_ID_PATTERN, description: "The advisory's id." }),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    response: { encoding: "json", schema: DismissalReceipt },
+    refusals: [...A, ...K, "not_found"],
+    keyed: true,
+    mcp: { tool: "repositories_advisories_dismiss", scope: "settings" },
+  }),
+  defineOperation({
+    id: "repositories.lineages.purge",
+    method: "POST",
+    path: "/api/repositories/{owner}/{name}/purges",
+    summary: "Purge a lineage so the next matching job starts cold; requires confirmation.",
+    tag: "repositories",
+    security: { kind: "tenant", scope: "admin" },
+    request: { params: RepositoryParams(), body: { encoding: "json", schema: PurgeRequest } },
+    response: { encoding: "json", schema: PurgeReceipt },
+    refusals: [...A, ...K, "confirmation_required", "not_found", "invalid_request"],
+    keyed: true,
+    mcp: { tool: "repositories_lineages_purge", scope: "admin" },
+  }),
+];

@@ -1,0 +1,79 @@
+import { ROLES, type Role } from "@kiln/contract";
+import { addPersonToTenant, createTenant, onboardRepository, type Storage, systemClock } from "@kiln/storage";
+import { Command, Option } from "commander";
+
+export type OpenStorage = () => Promise<Storage>;
+
+/** Prints a result as JSON (--json) or as one human line. */
+function print(json: boolean, value: Record<string, unknown>, human: string): void {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human}\n`);
+}
+
+async function withStorage<T>(open: OpenStorage, fn: (storage: Storage) => Promise<T>): Promise<T> {
+  const storage = await open();
+  try {
+    return await fn(storage);
+  } finally {
+    await storage.close();
+  }
+}
+
+/**
+ * `kiln-server admin …` (DESIGN.md §7): works against the same data dir or database
+ * as the server and prints JSON with --json.
+ */
+export function adminCommand(open: OpenStorage): Command {
+  const admin = new Command("admin").description("administer tenants, people and repositories");
+
+  const tenant = admin.command("tenant").description("tenants");
+  tenant
+    .command("create <tenant>")
+    .description("create a tenant (a slug: lowercase letters, digits and dashes)")
+    .option("--name <display-name>", "display name")
+    .option("--json", "print JSON")
+    .action(async (id: string, opts: { name?: string; json?: boolean }) => {
+      const created = await withStorage(open, (s) =>
+        createTenant(s, { id, displayName: opts.name ?? id, now: systemClock.now() }),
+      );
+      print(opts.json === true, { tenant: created.id, display_name: created.display_name }, `tenant ${created.id} created`);
+    });
+
+  const user = admin.command("user").description("people");
+  user
+    .command("add <email>")
+    .description("add a person to a tenant with a role (changes the role of an existing member)")
+    .requiredOption("--tenant <tenant>", "tenant")
+    .addOption(new Option("--role <role>", "role").choices([...ROLES]).makeOptionMandatory())
+    .option("--name <name>", "display name")
+    .option("--json", "print JSON")
+    .action(async (email: string, opts: { tenant: string; role: Role; name?: string; json?: boolean }) => {
+      const added = await withStorage(open, (s) =>
+        addPersonToTenant(s, {
+          tenantId: opts.tenant,
+          email,
+          displayName: opts.name ?? email.split("@")[0] ?? email,
+          role: opts.role,
+          now: systemClock.now(),
+        }),
+      );
+      print(
+        opts.json === true,
+        { user_id: added.personId, email, tenant: opts.tenant, role: opts.role },
+        `${email} is ${opts.role} of ${opts.tenant} (user ${added.personId})`,
+      );
+    });
+
+  const repo = admin.command("repo").description("repositories");
+  repo
+    .command("onboard <repository>")
+    .description("onboard owner/name for a tenant (for installs without a source-hosting app)")
+    .requiredOption("--tenant <tenant>", "tenant")
+    .option("--json", "print JSON")
+    .action(async (repository: string, opts: { tenant: string; json?: boolean }) => {
+      await withStorage(open, (s) =>
+        onboardRepository(s, { tenantId: opts.tenant, repository, onboardedBy: "admin", now: systemClock.now() }),
+      );
+      print(opts.json === true, { repository, tenant: opts.tenant }, `${repository} onboarded for ${opts.tenant}`);
+    });
+  return admin;
+}

@@ -1,0 +1,41 @@
+import Fastify, { type FastifyInstance } from "fastify";
+import type { AppDeps } from "./deps.js";
+import { defaultHandlers } from "./handlers/default-handlers.js";
+import type { HandlerTable } from "./handlers/handler.js";
+import { bindCatalogueRoutes } from "./http/bind-catalogue-routes.js";
+import { installBodyParsers } from "./http/body-parsers.js";
+import { installErrorBoundary } from "./http/error-boundary.js";
+import { installResponseContractCheck } from "./http/response-contract-check.js";
+
+/**
+ * The whole HTTP service, built from its dependencies. It never listens: tests
+ * inject requests, and main.ts listens.
+ */
+export function buildApp(deps: AppDeps, handlers: HandlerTable = defaultHandlers): FastifyInstance {
+  const app = Fastify({
+    logger:
+      deps.logger === false || deps.logger === undefined
+        ? false
+        : {
+            ...(typeof deps.logger === "object" ? deps.logger : {}),
+            // Query strings may carry device codes and headers carry credentials:
+            // requests are logged by method and path only.
+            serializers: {
+              req: (req: { method: string; url: string; id: string }) => ({
+                id: req.id,
+                method: req.method,
+                path: req.url.split("?")[0],
+              }),
+            },
+          },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: "array", useDefaults: true, allErrors: false } },
+    // Operation paths are matched exactly; `/api/jobs/` is not `/api/jobs`.
+    routerOptions: { ignoreTrailingSlash: false },
+    return503OnClosing: true,
+  });
+  installErrorBoundary(app);
+  installBodyParsers(app);
+  if (deps.checkResponses === true) installResponseContractCheck(app);
+  bindCatalogueRoutes(app, deps, handlers);
+  return app;
+}

@@ -1,0 +1,27 @@
+import { resolve } from "node:path";
+
+/** The harness contract of DESIGN.md §7: KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL. */
+export interface ServerConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+}
+
+export function parseListen(value: string): { host: string; port: number } {
+  const match = /^(\[[0-9a-fA-F:]+\]|[^:]+):(\d{1,5})$/.exec(value.trim());
+  const port = Number(match?.[2]);
+  if (match?.[1] === undefined || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new Error(`KILN_LISTEN must be host:port, got ${JSON.stringify(value)}`);
+  }
+  return { host: match[1].replace(/^\[|\]$/g, ""), port };
+}
+
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfig {
+  const { host, port } = parseListen(env.KILN_LISTEN ?? "127.0.0.1:7860");
+  const databaseUrl = env.KILN_DATABASE_URL?.trim() || undefined;
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new Error("KILN_DATABASE_URL must be a postgres:// URL (unset it for the embedded SQLite default)");
+  }
+  return { host, port, dataDir: resolve(env.KILN_DATA_DIR ?? "./.kiln"), databaseUrl };
+}

@@ -1,0 +1,91 @@
+import type { Scope } from "@kiln/contract";
+import {
+  appendAuditEntry,
+  type AgentCredentialRow,
+  createAgentCredential,
+  listAgentCredentials,
+  revokeAgentCredential,
+} from "@kiln/storage";
+import { mintToken } from "../auth/token-format.js";
+import { refuse } from "../http/refusal.js";
+import { type Handler, principalOf } from "./handler.js";
+import { pageRequestOf } from "./page-request.js";
+
+const DEFAULT_REQUESTS_PER_MINUTE = 600;
+
+function credentialView(row: AgentCredentialRow) {
+  return {
+    name: row.name,
+    principal: `agent:${row.name}`,
+    scopes: JSON.parse(row.scopes) as Scope[],
+    created_by: row.created_by,
+    created_at: row.created_at,
+    expires_at: row.expires_at,
+    last_used_at: row.last_used_at,
+    revoked_at: row.revoked_at,
+    revoked_by: row.revoked_by,
+    requests_per_minute: row.requests_per_minute,
+  };
+}
+
+interface CredentialRequestBody {
+  name: string;
+  scopes: Scope[];
+  expires_in_seconds: number;
+  requests_per_minute?: number | null;
+}
+
+/** credentials.create: a human admin mints an agent credential; the value is shown once. */
+export const createCredential: Handler = async (ctx) => {
+  const principal = principalOf(ctx);
+  const body = ctx.body as CredentialRequestBody;
+  const value = mintToken("agent");
+  const expiresAt = new Date(ctx.now.getTime() + body.expires_in_seconds * 1000).toISOString();
+  const row = await createAgentCredential(ctx.db, {
+    tenantId: principal.tenantId,
+    name: body.name,
+    token: value,
+    scopes: body.scopes,
+    createdBy: principal.principal,
+    expiresAt,
+    requestsPerMinute: body.requests_per_minute ?? DEFAULT_REQUESTS_PER_MINUTE,
+    now: ctx.now,
+  });
+  if (row === undefined) refuse("conflict", `a live credential named ${body.name} already exists`);
+  await appendAuditEntry(ctx.db, {
+    tenantId: principal.tenantId,
+    actor: principal.principal,
+    target: `credential:${body.name}`,
+    value: `created with scopes ${body.scopes.join(",")}, expires ${expiresAt}, ${row.requests_per_minute} requests/minute`,
+    effective: ctx.now.toISOString(),
+    now: ctx.now,
+  });
+  return { credential: value, view: credentialView(row) };
+};
+
+export const listCredentials: Handler = async (ctx) => {
+  const principal = principalOf(ctx);
+  const page = await listAgentCredentials(ctx.db, { tenantId: principal.tenantId, ...pageRequestOf(ctx.query) });
+  return { credentials: page.rows.map(credentialView), next_cursor: page.nextCursor };
+};
+
+export const revokeCredential: Handler = async (ctx) => {
+  const principal = principalOf(ctx);
+  const name = String(ctx.params.name);
+  const result = await revokeAgentCredential(ctx.db, {
+    tenantId: principal.tenantId,
+    name,
+    revokedBy: principal.principal,
+    now: ctx.now,
+  });
+  if (result.kind === "not_found") refuse("not_found", `no live credential named ${name}`);
+  await appendAuditEntry(ctx.db, {
+    tenantId: principal.tenantId,
+    actor: principal.principal,
+    target: `credential:${name}`,
+    value: "revoked",
+    effective: result.revokedAt,
+    now: ctx.now,
+  });
+  return { name, revoked_at: result.revokedAt, revoked_by: principal.principal };
+};

@@ -1,0 +1,11 @@
+import { openApiDocumentText } from "../openapi-document.js";
+import { type Handler, REPLY_SENT } from "./handler.js";
+
+export const openapiDocument: Handler = async ({ deps, reply }) => {
+  await reply
+    .code(200)
+    .type("application/json; charset=utf-8")
+    .header("cache-control", "public, max-age=300")
+    .send(openApiDocumentText(deps.version));
+  return REPLY_SENT;
+};

@@ -1,0 +1,104 @@
+import { CATALOGUE, type Operation } from "@kiln/contract";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Principal } from "../auth/principal.js";
+import type { AppDeps } from "../deps.js";
+import { type Handler, type HandlerContext, type HandlerTable, REPLY_SENT } from "../handlers/handler.js";
+import { enforceSecurity } from "./enforce-security.js";
+import { idempotencyKeyOf } from "./idempotency-key-header.js";
+import { performKeyed } from "./perform-keyed.js";
+import { refuse } from "./refusal.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    kiln: { principal: Principal | null; idempotencyKey: string | null };
+  }
+}
+
+/** `/api/jobs/{id}` → `/api/jobs/:id` */
+export function fastifyPathOf(path: string): string {
+  return path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ":$1");
+}
+
+const notImplemented: Handler = async (ctx) =>
+  refuse("not_implemented", `${ctx.op.id} is catalogued but not served by this build yet`);
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+async function send(op: Operation, reply: FastifyReply, result: unknown): Promise<void> {
+  if (result === REPLY_SENT) return;
+  if (op.response.encoding === "none") {
+    await reply.code(204).send();
+    return;
+  }
+  await reply.code(200).type(JSON_TYPE).send(JSON.stringify(result));
+}
+
+/**
+ * Binds every catalogued operation in one loop: validation from its schemas,
+ * security from its catalogued security, idempotency from `keyed`. An operation
+ * without a handler answers not_implemented (after its security holds).
+ */
+export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handlers: HandlerTable): void {
+  app.decorateRequest("kiln", null as unknown as FastifyRequest["kiln"]);
+  for (const op of CATALOGUE) {
+    const handler = handlers[op.id] ?? notImplemented;
+    const body = op.request.body;
+    app.route({
+      method: op.method,
+      url: fastifyPathOf(op.path),
+      schema: {
+        ...(op.request.params === undefined ? {} : { params: op.request.params }),
+        ...(op.request.query === undefined ? {} : { querystring: op.request.query }),
+        ...(body?.encoding === "json" ? { body: body.schema } : {}),
+      },
+      ...(body?.encoding === "bytes" ? { bodyLimit: body.maxBytes } : {}),
+      config: { operation: op },
+      // Who is calling is settled before the body is even parsed, so an unauthorized
+      // caller learns nothing from validation.
+      onRequest: async (request) => {
+        request.kiln = { principal: null, idempotencyKey: null };
+        request.kiln.principal = await enforceSecurity(deps, op, request);
+        if (op.keyed) request.kiln.idempotencyKey = idempotencyKeyOf(request);
+      },
+      handler: async (request, reply) => {
+        const now = deps.clock.now();
+        const base = {
+          op,
+          deps,
+          principal: request.kiln.principal,
+          params: (request.params ?? {}) as Record<string, unknown>,
+          query: (request.query ?? {}) as Record<string, unknown>,
+          body: request.body,
+          now,
+          request,
+          reply,
+        };
+        const key = request.kiln.idempotencyKey;
+        const principal = request.kiln.principal;
+        if (key === null || principal === null) {
+          await send(op, reply, await handler({ ...base, db: deps.storage.db } satisfies HandlerContext));
+          return;
+        }
+        const outcome = await performKeyed(
+          deps.storage,
+          {
+            tenantId: principal.tenantId,
+            key,
+            operation: op.id,
+            request: { params: base.params, query: base.query, body: base.body },
+            now,
+          },
+          async (db) => {
+            const result = await handler({ ...base, db });
+            return op.response.encoding === "none"
+              ? { status: 204, body: "" }
+              : { status: 200, body: JSON.stringify(result) };
+          },
+        );
+        if (outcome.replayed) void reply.header("idempotent-replayed", "true");
+        if (outcome.status === 204) await reply.code(204).send();
+        else await reply.code(outcome.status).type(JSON_TYPE).send(outcome.body);
+      },
+    });
+  }
+}

@@ -1,0 +1,90 @@
+import type { FastifyError, FastifyInstance } from "fastify";
+import { InvalidCursorError } from "@kiln/storage";
+import { Refusal } from "./refusal.js";
+
+interface AjvError {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+const CONTEXT_NAMES: Record<string, string> = { body: "body", querystring: "query", params: "path", headers: "header" };
+
+/** `body.scopes[0]` from ajv's `/scopes/0`, so the detail names the field. */
+function fieldOf(context: string, error: AjvError): string {
+  const segments = (error.instancePath ?? "").split("/").filter((s) => s.length > 0);
+  const params = error.params ?? {};
+  const extra =
+    typeof params.missingProperty === "string"
+      ? params.missingProperty
+      : typeof params.additionalProperty === "string"
+        ? params.additionalProperty
+        : undefined;
+  if (extra !== undefined) segments.push(extra);
+  let field = CONTEXT_NAMES[context] ?? context;
+  for (const s of segments) field += /^\d+$/.test(s) ? `[${s}]` : `.${s}`;
+  return field;
+}
+
+/** Turns a schema validation failure into the detail of an invalid_request refusal. */
+export function validationDetail(context: string, errors: readonly AjvError[]): string {
+  const first = errors[0];
+  if (first === undefined) return `${CONTEXT_NAMES[context] ?? context}: invalid`;
+  const field = fieldOf(context, first);
+  const params = first.params ?? {};
+  switch (first.keyword) {
+    case "required":
+      return `${field} is required`;
+    case "additionalProperties":
+      return `${field} is not a member of this record`;
+    case "enum":
+      return `${field} must be one of ${JSON.stringify(params.allowedValues)}`;
+    default:
+      return `${field} ${first.message ?? "is invalid"}`;
+  }
+}
+
+/**
+ * The one place errors become responses. A Refusal renders as its document; schema
+ * and parsing failures become invalid_request naming the field; anything else is
+ * logged with its stack and answered without leaking stack, SQL or paths.
+ */
+export function installErrorBoundary(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError & { validationContext?: string; validation?: AjvError[] }, request, reply) => {
+    let refusal: Refusal;
+    if (error instanceof Refusal) refusal = error;
+    else if (error instanceof InvalidCursorError) {
+      refusal = new Refusal("invalid_request", "query.cursor is not a cursor this list issued");
+    }
+    else if (error.validation !== undefined) {
+      refusal = new Refusal("invalid_request", validationDetail(error.validationContext ?? "body", error.validation));
+    } else if (error.code === "FST_ERR_CTP_INVALID_JSON_BODY" || error.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
+      refusal = new Refusal("invalid_request", "body is not valid JSON");
+    } else if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+      refusal = new Refusal("invalid_request", "body exceeds the size this operation accepts");
+    } else if (error.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
+      refusal = new Refusal("invalid_request", "content-type is not accepted by this operation");
+    } else if (error.code === "FST_ERR_CTP_INVALID_CONTENT_LENGTH") {
+      refusal = new Refusal("invalid_request", "content-length does not match the body");
+    } else {
+      request.log.error({ err: error }, "unexpected failure");
+      refusal = new Refusal(
+        "unavailable",
+        `the service could not perform this request (reference ${request.id}); retry shortly`,
+        { retry_after_seconds: 1 },
+      );
+    }
+    void sendRefusal(reply, refusal);
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    void sendRefusal(reply, new Refusal("not_found", `no operation at ${request.method} ${request.url.split("?")[0]}`));
+  });
+}
+
+export function sendRefusal(reply: import("fastify").FastifyReply, refusal: Refusal) {
+  const doc = refusal.toDocument();
+  if (doc.retry_after_seconds !== undefined) void reply.header("retry-after", String(doc.retry_after_seconds));
+  return reply.code(doc.status).type("application/json; charset=utf-8").send(JSON.stringify(doc));
+}

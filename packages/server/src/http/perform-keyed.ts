@@ -1,0 +1,90 @@
+import { createHash } from "node:crypto";
+import {
+  completeIdempotencyKey,
+  type Db,
+  releaseIdempotencyKey,
+  reserveIdempotencyKey,
+  type Storage,
+} from "@kiln/storage";
+import { Refusal, refuse } from "./refusal.js";
+
+export interface KeyedOutcome {
+  readonly status: number;
+  readonly body: string;
+}
+
+/** Canonical JSON: object keys sorted, so the same request always hashes the same. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+export function requestHashOf(operation: string, request: unknown): string {
+  return createHash("sha256").update(operation).update("\n").update(canonical(request)).digest("hex");
+}
+
+/**
+ * Performs a general keyed mutation at most once per (tenant, key) (spec, Errors):
+ * the first request reserves the key for five minutes and performs; its answer —
+ * success or refusal — is kept 24 hours and replayed to repeats with the same
+ * request; a different request under the key is idempotency_key_reused; a repeat
+ * while the first is still performing is idempotency_key_in_flight.
+ *
+ * The effect and the receipt commit in one transaction, and completion is fenced on
+ * the reservation token: if this reservation expired and another request took the
+ * key over, completion fails and the effect rolls back, so a key never has two
+ * effects. An unexpected failure releases the reservation so a retry can perform.
+ */
+export async function performKeyed(
+  storage: Storage,
+  input: { tenantId: string; key: string; operation: string; request: unknown; now: Date },
+  perform: (db: Db) => Promise<KeyedOutcome>,
+): Promise<KeyedOutcome & { replayed: boolean }> {
+  const requestHash = requestHashOf(input.operation, input.request);
+  const reservation = await reserveIdempotencyKey(storage, {
+    tenantId: input.tenantId,
+    key: input.key,
+    operation: input.operation,
+    requestHash,
+    now: input.now,
+  });
+  switch (reservation.kind) {
+    case "replay":
+      return { status: reservation.status, body: reservation.body, replayed: true };
+    case "reused":
+      return refuse("idempotency_key_reused", "this idempotency-key was used with a different request");
+    case "in_flight":
+      return refuse(
+        "idempotency_key_in_flight",
+        "the first request with this idempotency-key is still being performed; repeat after it answers",
+        { retry_after_seconds: 1 },
+      );
+    case "reserved":
+      break;
+  }
+  const keyRef = { tenantId: input.tenantId, key: input.key, token: reservation.token };
+  try {
+    const outcome = await storage.transaction(async (trx) => {
+      const result = await perform(trx);
+      if (!(await completeIdempotencyKey(trx, { ...keyRef, status: result.status, body: result.body }))) {
+        throw new Error(`idempotency reservation for ${input.operation} was taken over before it completed`);
+      }
+      return result;
+    });
+    return { ...outcome, replayed: false };
+  } catch (error) {
+    if (error instanceof Refusal && error.code !== "unavailable") {
+      // A refusal has no effect (its transaction rolled back); it is the key's answer.
+      const refused = { status: error.status, body: JSON.stringify(error.toDocument()) };
+      if (await completeIdempotencyKey(storage, { ...keyRef, ...refused })) return { ...refused, replayed: false };
+    }
+    await releaseIdempotencyKey(storage, keyRef);
+    throw error;
+  }
+}

@@ -1,0 +1,64 @@
+import type { Role } from "@kiln/contract";
+import { addPersonToTenant, type Clock, createTenant, issueCliToken, type Storage } from "@kiln/storage";
+import type { FastifyInstance } from "fastify";
+import { mintToken } from "../src/auth/token-format.js";
+import { buildApp } from "../src/build-app.js";
+
+/** A settable clock so tests move time instead of waiting. */
+export class TestClock implements Clock {
+  constructor(private current = new Date("2026-11-22T08:00:00.000Z")) {}
+  now(): Date {
+    return new Date(this.current);
+  }
+  advance(seconds: number): void {
+    this.current = new Date(this.current.getTime() + seconds * 1000);
+  }
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  storage: Storage;
+  clock: TestClock;
+  close(): Promise<void>;
+}
+
+/** The real app on real storage, with every response checked against the contract. */
+export async function testApp(storage: Storage): Promise<TestApp> {
+  const clock = new TestClock();
+  const app = buildApp({ storage, clock, version: "test", checkResponses: true });
+  await app.ready();
+  return {
+    app,
+    storage,
+    clock,
+    close: async () => {
+      await app.close();
+      await storage.close();
+    },
+  };
+}
+
+let counter = 0;
+
+/** A tenant with a person of `role` holding a CLI device token; returns the token value. */
+export async function personWithToken(
+  storage: Storage,
+  opts: { tenant?: string; role?: Role; now?: Date } = {},
+): Promise<{ tenant: string; userId: string; token: string }> {
+  counter += 1;
+  const tenant = opts.tenant ?? `t${process.pid}x${counter}`;
+  const now = opts.now ?? new Date("2026-11-22T08:00:00.000Z");
+  if (opts.tenant === undefined) await createTenant(storage, { id: tenant, displayName: tenant, now });
+  const person = await addPersonToTenant(storage, {
+    tenantId: tenant,
+    email: `p${counter}@${tenant}.example`,
+    displayName: `Person ${counter}`,
+    role: opts.role ?? "owner",
+    now,
+  });
+  const token = mintToken("cli");
+  await issueCliToken(storage, { tenantId: tenant, personId: person.personId, token, requestingHost: "test", now });
+  return { tenant, userId: person.personId, token };
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });

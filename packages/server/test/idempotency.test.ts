@@ -1,0 +1,117 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { reserveIdempotencyKey } from "@kiln/storage";
+import { DIALECTS } from "@kiln/storage/testing";
+import { requestHashOf } from "../src/http/perform-keyed.js";
+import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+
+const body = (name: string) => ({ name, scopes: ["read", "submit"], expires_in_seconds: 3600 });
+
+for (const dialect of DIALECTS) {
+  describe(`idempotency of keyed mutations (${dialect.name})`, () => {
+    let t: TestApp;
+    let owner: { tenant: string; token: string };
+    before(async () => {
+      t = await testApp(await dialect.openFresh());
+      owner = await personWithToken(t.storage, { role: "owner" });
+    });
+    after(() => t.close());
+
+    const create = (payload: unknown, headers: Record<string, string | string[]>, token = owner.token) =>
+      t.app.inject({
+        method: "POST",
+        url: "/api/credentials",
+        headers: { "content-type": "application/json", ...bearer(token), ...headers },
+        payload: JSON.stringify(payload),
+      });
+    const count = async (tenant = owner.tenant) =>
+      (await t.storage.db.selectFrom("agent_credentials").select("name").where("tenant_id", "=", tenant).execute()).length;
+
+    it("no idempotency-key, or more than one, is idempotency_key_required", async () => {
+      const none = await create(body("no-key"), {});
+      assert.equal(none.statusCode, 400);
+      assert.equal(none.json().code, "idempotency_key_required");
+      const two = await create(body("two-keys"), { "idempotency-key": ["a", "b"] });
+      assert.equal(two.statusCode, 400);
+      assert.equal(two.json().code, "idempotency_key_required");
+      assert.equal(await count(), 0);
+    });
+
+    it("a repeat with the same request replays the receipt; no second effect", async () => {
+      const first = await create(body("replayed"), { "idempotency-key": "rep-1" });
+      assert.equal(first.statusCode, 200);
+      const again = await create(body("replayed"), { "idempotency-key": "rep-1" });
+      assert.equal(again.statusCode, 200);
+      assert.equal(again.body, first.body);
+      assert.equal(again.headers["idempotent-replayed"], "true");
+      assert.equal(await count(), 1);
+    });
+
+    it("a refusal is the key's answer too, replayed to a repeat", async () => {
+      const first = await create(body("replayed"), { "idempotency-key": "rep-2" }); // name taken → conflict
+      assert.equal(first.statusCode, 409);
+      assert.equal(first.json().code, "conflict");
+      const again = await create(body("replayed"), { "idempotency-key": "rep-2" });
+      assert.equal(again.body, first.body);
+    });
+
+    it("a changed body under the same key is idempotency_key_reused", async () => {
+      const res = await create(body("something-else"), { "idempotency-key": "rep-1" });
+      assert.equal(res.statusCode, 409);
+      assert.equal(res.json().code, "idempotency_key_reused");
+    });
+
+    it("keys are scoped per tenant: another tenant's identical key and body get their own effect", async () => {
+      const other = await personWithToken(t.storage, { role: "owner" });
+      const res = await create(body("replayed"), { "idempotency-key": "rep-1" }, other.token);
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.headers["idempotent-replayed"], undefined);
+      assert.notEqual(res.json().credential, undefined);
+      assert.equal(await count(other.tenant), 1);
+    });
+
+    it("while the first request is in flight a repeat is idempotency_key_in_flight; after five minutes it can take over", async () => {
+      const payload = body("in-flight");
+      const requestHash = requestHashOf("credentials.create", { params: {}, query: {}, body: payload });
+      const held = await reserveIdempotencyKey(t.storage, {
+        tenantId: owner.tenant,
+        key: "flight-1",
+        operation: "credentials.create",
+        requestHash,
+        now: t.clock.now(),
+      });
+      assert.equal(held.kind, "reserved");
+      const res = await create(payload, { "idempotency-key": "flight-1" });
+      assert.equal(res.statusCode, 409);
+      assert.equal(res.json().code, "idempotency_key_in_flight");
+      t.clock.advance(301);
+      const later = await create(payload, { "idempotency-key": "flight-1" });
+      assert.equal(later.statusCode, 200, later.body);
+    });
+
+    it("a receipt is kept 24 hours; after that the key is free again", async () => {
+      const first = await create(body("day-old"), { "idempotency-key": "day-1" });
+      assert.equal(first.statusCode, 200);
+      t.clock.advance(23 * 3600);
+      assert.equal((await create(body("other-body"), { "idempotency-key": "day-1" })).json().code, "idempotency_key_reused");
+      t.clock.advance(3601);
+      const fresh = await create(body("day-new"), { "idempotency-key": "day-1" });
+      assert.equal(fresh.statusCode, 200, fresh.body);
+      assert.equal(fresh.json().view.name, "day-new");
+    });
+
+    it("50 concurrent requests with one key: exactly one effect, every other answer a replay or in flight", async () => {
+      const results = await Promise.all(
+        Array.from({ length: 50 }, () => create(body("raced"), { "idempotency-key": "race-1" })),
+      );
+      const fresh = results.filter((r) => r.statusCode === 200 && r.headers["idempotent-replayed"] === undefined);
+      const replays = results.filter((r) => r.statusCode === 200 && r.headers["idempotent-replayed"] === "true");
+      const inFlight = results.filter((r) => r.statusCode === 409 && r.json().code === "idempotency_key_in_flight");
+      assert.equal(fresh.length, 1);
+      assert.equal(fresh.length + replays.length + inFlight.length, 50);
+      for (const r of replays) assert.equal(r.body, fresh[0]?.body);
+      const names = await t.storage.db.selectFrom("agent_credentials").select("name").where("name", "=", "raced").execute();
+      assert.equal(names.length, 1);
+    });
+  });
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+// Makes `npm start` and `npm test` self-sufficient on a fresh Debian 12 machine:
+// installs what is missing (npm packages, Debian packages) and builds, and is quick
+// when nothing is missing. Plain Node, no dependencies: it runs before npm install.
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const purpose = process.argv.includes("--for") ? process.argv[process.argv.indexOf("--for") + 1] : "start";
+
+/** Debian packages each purpose needs, with a file that proves each is installed. */
+const DEBIAN = {
+  start: [],
+  test: [{ pkg: "postgresql-15", proof: "/usr/lib/postgresql/15/bin/initdb" }],
+};
+
+function run(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit", ...opts });
+  if (r.status !== 0) {
+    process.stderr.write(`setup: ${cmd} ${args.join(" ")} failed (${r.status ?? r.signal})\n`);
+    process.exit(1);
+  }
+}
+
+function ensureDebianPackages() {
+  const missing = (DEBIAN[purpose] ?? []).filter((p) => !existsSync(p.proof)).map((p) => p.pkg);
+  if (missing.length === 0) return;
+  process.stderr.write(`setup: installing Debian packages ${missing.join(", ")}\n`);
+  const sudo = process.getuid?.() === 0 ? [] : ["sudo"];
+  const apt = (args) => run(sudo[0] ?? "apt-get", sudo.length ? ["apt-get", ...args] : args, {
+    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+  });
+  apt(["update", "-qq"]);
+  apt(["install", "-y", "-qq", "--no-install-recommends", ...missing]);
+}
+
+function ensureNpmPackages() {
+  const lock = readFileSync(join(root, "package-lock.json"));
+  const stamp = createHash("sha256").update(lock).digest("hex");
+  const stampFile = join(root, "node_modules", ".kiln-install-stamp");
+  if (existsSync(stampFile) && readFileSync(stampFile, "utf8") === stamp) return;
+  process.stderr.write("setup: installing npm packages\n");
+  run("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"]);
+  writeFileSync(stampFile, stamp);
+}
+
+function build() {
+  run(join(root, "node_modules", ".bin", "tsc"), ["-b", "packages/contract", "packages/storage", "packages/server", "packages/client"]);
+}
+
+ensureDebianPackages();
+ensureNpmPackages();
+build();
+// Quiet on success: the command that follows prints what matters.
+

@@ -1,0 +1,43 @@
+#!/usr/bin/env node
+// `npm test`: lint and format check, then every package's tests under node's test
+// runner against real SQLite and a throwaway PostgreSQL 15 cluster started here
+// and stopped afterwards. The runner's closing summary is what CI reads.
+import { spawnSync } from "node:child_process";
+import { readdirSync, existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { startThrowawayCluster } from "./postgres-cluster.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const only = process.argv.slice(2);
+
+const lint = spawnSync(join(root, "node_modules", ".bin", "biome"), ["check", "."], { cwd: root, stdio: "inherit" });
+if (lint.status !== 0) {
+  process.stderr.write("npm test: lint/format check failed (run `npm run format` and `npx biome check .`)\n");
+  process.exit(1);
+}
+
+function testFiles() {
+  const files = [];
+  for (const pkg of readdirSync(join(root, "packages"))) {
+    const dir = join(root, "packages", pkg, "dist", "test");
+    if (!existsSync(dir)) continue;
+    for (const f of readdirSync(dir)) if (f.endsWith(".test.js")) files.push(join(dir, f));
+  }
+  return only.length === 0 ? files : files.filter((f) => only.some((o) => f.includes(o)));
+}
+
+const cluster = await startThrowawayCluster();
+let status = 1;
+try {
+  const files = testFiles();
+  const result = spawnSync(process.execPath, ["--test", "--test-concurrency=2", ...files], {
+    cwd: root,
+    stdio: "inherit",
+    env: { ...process.env, KILN_TEST_POSTGRES_URL: cluster.url },
+  });
+  status = result.status ?? 1;
+} finally {
+  await cluster.stop();
+}
+process.exit(status);
