@@ -14,7 +14,7 @@ import { TENANT_OPERATIONS } from "./operations/tenant.js";
  * The operation catalogue: every operation defined once. Routes, validation, the
  * OpenAPI document, the typed client, MCP tools and docs are all derived from it.
  */
-export const CATALOGUE: readonly Operation[] = [
+const ENTRIES = [
   ...SOURCES_OPERATIONS,
   ...PUBLIC_AND_SESSION_OPERATIONS,
   ...IDENTITY_ONBOARDING_JOBS_OPERATIONS,
@@ -25,9 +25,16 @@ export const CATALOGUE: readonly Operation[] = [
   ...OPERATOR_DOGFOOD_OPERATIONS,
   ...OPERATOR_HOSTS_OPERATIONS,
   ...OPERATOR_AUDIT_OPERATIONS,
-];
+] as const satisfies readonly Operation[];
 
-const BY_ID = new Map(CATALOGUE.map((op) => [op.id, op]));
+export const CATALOGUE: readonly Operation[] = ENTRIES;
+
+/** One catalogue entry with its literal types (the typed client derives from these). */
+export type CatalogueEntry = (typeof ENTRIES)[number];
+/** Every operation id of the catalogue, as a type. */
+export type OperationId = CatalogueEntry["id"];
+
+const BY_ID = new Map<string, Operation>(CATALOGUE.map((op) => [op.id, op]));
 
 export function operationById(id: string): Operation {
   const op = BY_ID.get(id);

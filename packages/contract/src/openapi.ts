@@ -119,7 +119,9 @@ function requestBodyOf(op: Operation, components: ComponentRegistry): Json | und
   return {
     required: true,
     description: `${body.description} At most ${body.maxBytes} bytes.`,
-    content: { "application/octet-stream": { schema: { type: "string", contentMediaType: "application/octet-stream" } } },
+    content: {
+      "application/octet-stream": { schema: { type: "string", contentMediaType: "application/octet-stream" } },
+    },
   };
 }
 
@@ -127,11 +129,17 @@ function successOf(op: Operation, components: ComponentRegistry): [string, Json]
   const r = op.response;
   switch (r.encoding) {
     case "json":
-      return ["200", { description: op.summary, content: { "application/json": { schema: components.ref(r.schema) } } }];
+      return [
+        "200",
+        { description: op.summary, content: { "application/json": { schema: components.ref(r.schema) } } },
+      ];
     case "bytes":
       return [
         "200",
-        { description: r.description, content: { [r.contentType]: { schema: { type: "string", contentMediaType: r.contentType } } } },
+        {
+          description: r.description,
+          content: { [r.contentType]: { schema: { type: "string", contentMediaType: r.contentType } } },
+        },
       ];
     case "sse":
       return [

@@ -61,7 +61,10 @@ export interface Operation {
   readonly mcp?: { readonly tool: string; readonly scope: Scope };
 }
 
-/** Identity function that checks an entry's shape and keeps refusal lists free of repeats. */
-export function defineOperation(op: Operation): Operation {
+/**
+ * Checks an entry's shape, keeps its refusal list free of repeats and preserves its
+ * literal types, so the typed client derives inputs and outputs from the catalogue.
+ */
+export function defineOperation<const T extends Operation>(op: T): T {
   return { ...op, refusals: [...new Set(op.refusals)] };
 }

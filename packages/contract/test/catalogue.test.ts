@@ -24,10 +24,11 @@ describe("operation catalogue against the spec's endpoint tables", () => {
   it("besides the spec's operations, only the three deprecated predecessor routes", () => {
     const specIds = new Set(spec.map((s) => s.id));
     const extra = CATALOGUE.filter((op) => !specIds.has(op.id));
-    assert.deepEqual(
-      extra.map((op) => `${op.method} ${op.path}`).sort(),
-      ["POST /api/jobs", "POST /api/v2/jobs", "POST /api/v3/jobs"],
-    );
+    assert.deepEqual(extra.map((op) => `${op.method} ${op.path}`).sort(), [
+      "POST /api/jobs",
+      "POST /api/v2/jobs",
+      "POST /api/v3/jobs",
+    ]);
     for (const op of extra) {
       assert.equal(op.deprecated, true, op.id);
       assert.equal(op.keyed, false, op.id);

@@ -11,7 +11,8 @@ describe("refusal codes", () => {
     const spec = specRefusalStatuses();
     assert.equal(spec.size, 22);
     assert.deepEqual([...SPEC_REFUSAL_CODES].sort(), [...spec.keys()].sort());
-    for (const [code, status] of spec) assert.equal(REFUSAL_CODES[code as keyof typeof REFUSAL_CODES].status, status, code);
+    for (const [code, status] of spec)
+      assert.equal(REFUSAL_CODES[code as keyof typeof REFUSAL_CODES].status, status, code);
   });
 
   it("every code is documented with its meaning and appears in the served document", () => {

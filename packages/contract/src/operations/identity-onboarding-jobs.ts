@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { defineOperation, type Operation } from "../operation.js";
+import { defineOperation } from "../operation.js";
 import { ClaimReceipt, ClaimRequest, Identity, Onboarding } from "../records/identity.js";
 import {
   ArtifactInventory,
@@ -23,7 +23,7 @@ const attemptParam = () => Type.Integer({ minimum: 1, description: "Attempt numb
 const jobParams = () => Type.Object({ id: jobIdParam() }, { additionalProperties: false });
 
 /** Identity, onboarding, jobs (spec table of the same name). */
-export const IDENTITY_ONBOARDING_JOBS_OPERATIONS: Operation[] = [
+export const IDENTITY_ONBOARDING_JOBS_OPERATIONS = [
   defineOperation({
     id: "identity.current",
     method: "GET",

@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { defineOperation, type Operation } from "../operation.js";
+import { defineOperation } from "../operation.js";
 import { AuditRefusal, OperatorAudit } from "../records/operator.js";
 
 const sequenceParams = Type.Object(
@@ -8,7 +8,7 @@ const sequenceParams = Type.Object(
 );
 
 /** Operator audit. */
-export const OPERATOR_AUDIT_OPERATIONS: Operation[] = [
+export const OPERATOR_AUDIT_OPERATIONS = [
   defineOperation({
     id: "operator.audit.list",
     method: "GET",

@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { defineOperation, type Operation } from "../operation.js";
+import { defineOperation } from "../operation.js";
 import {
   DogfoodGateEvidenceRecorded,
   DogfoodGateEvidenceRequest,
@@ -21,7 +21,7 @@ import {
 } from "../records/dogfood.js";
 
 /** Operator dogfood trial operations. */
-export const OPERATOR_DOGFOOD_OPERATIONS: Operation[] = [
+export const OPERATOR_DOGFOOD_OPERATIONS = [
   defineOperation({
     id: "operator.dogfood.period",
     method: "GET",

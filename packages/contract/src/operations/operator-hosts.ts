@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { defineOperation, type Operation } from "../operation.js";
+import { defineOperation } from "../operation.js";
 import {
   ACTIVATION_OPERATION_PATTERN,
   CanaryAttribution,
@@ -46,7 +46,7 @@ const incidentParams = Type.Object(
 const BASE = ["operator_not_found", "unavailable"] as const;
 
 /** Operator hosts, identities, placements, canaries, recovery, incidents. */
-export const OPERATOR_HOSTS_OPERATIONS: Operation[] = [
+export const OPERATOR_HOSTS_OPERATIONS = [
   defineOperation({
     id: "operator.hosts.list",
     method: "GET",

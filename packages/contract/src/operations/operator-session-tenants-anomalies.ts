@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { defineOperation, type Operation } from "../operation.js";
+import { defineOperation } from "../operation.js";
 import {
   FlagDispositionRequest,
   OPERATOR_IDENTIFIER_PATTERN,
@@ -24,7 +24,7 @@ const anomalyParams = Type.Object(
 );
 
 /** Operator session, tenant controls, anomalies, platform states. */
-export const OPERATOR_SESSION_TENANTS_ANOMALIES_OPERATIONS: Operation[] = [
+export const OPERATOR_SESSION_TENANTS_ANOMALIES_OPERATIONS = [
   defineOperation({
     id: "operator.session.create",
     method: "POST",

@@ -20,7 +20,7 @@ const predecessor = (version: 1 | 2 | 3, path: string): Operation =>
   });
 
 /** The three deprecated predecessor submission routes. */
-export const PREDECESSOR_SUBMISSION_OPERATIONS: Operation[] = [
+export const PREDECESSOR_SUBMISSION_OPERATIONS = [
   predecessor(1, "/api/jobs"),
   predecessor(2, "/api/v2/jobs"),
   predecessor(3, "/api/v3/jobs"),

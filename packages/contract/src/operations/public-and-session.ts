@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { defineOperation, type Operation } from "../operation.js";
+import { defineOperation } from "../operation.js";
 import { DeviceApprovalReceipt, DeviceAuthorization, DevicePoll, PendingDevice, UserCode } from "../records/device.js";
 import { JobEvent } from "../records/jobs.js";
 import { OpenApiDocument } from "../records/openapi-document.js";
@@ -8,7 +8,7 @@ import { K } from "../refusal-codes.js";
 const userCodeQuery = () => Type.Object({ user_code: UserCode() }, { additionalProperties: false });
 
 /** Public and session-only operations (spec table of the same name). */
-export const PUBLIC_AND_SESSION_OPERATIONS: Operation[] = [
+export const PUBLIC_AND_SESSION_OPERATIONS = [
   defineOperation({
     id: "openapi.document",
     method: "GET",

@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { defineOperation, type Operation } from "../operation.js";
+import { defineOperation } from "../operation.js";
 import {
   Admission,
   DismissalReceipt,
@@ -24,7 +24,7 @@ const repositoryParams = {
 const RepositoryParams = () => Type.Object(repositoryParams, { additionalProperties: false });
 
 /** Repositories (spec table of the same name). */
-export const REPOSITORIES_OPERATIONS: Operation[] = [
+export const REPOSITORIES_OPERATIONS = [
   defineOperation({
     id: "repositories.admission",
     method: "GET",

@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { defineOperation, type Operation } from "../operation.js";
+import { defineOperation } from "../operation.js";
 import {
   PartNumber,
   Sha256Hex,
@@ -24,7 +24,7 @@ const uploadParams = () => Type.Object({ upload: UploadId() }, { additionalPrope
 const partParams = () => Type.Object({ upload: UploadId(), part: PartNumber() }, { additionalProperties: false });
 
 /** Sources: the streamed archive transport (spec table Sources). */
-export const SOURCES_OPERATIONS: Operation[] = [
+export const SOURCES_OPERATIONS = [
   defineOperation({
     id: "sources.capabilities",
     method: "GET",

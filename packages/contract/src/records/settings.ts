@@ -1,5 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { Closed, NextCursor, Nullable, RepositoryName, Timestamp } from "../schema-helpers.js";
+import { SizeSchema, TOOLCHAIN_PATTERN } from "./jobs.js";
 
 /* ───────────────────────────── Settings ───────────────────────────── */
 
@@ -79,16 +80,6 @@ export const TENANT_OPERATOR_CONTROLLED_SETTINGS = [
   "rate_card",
   "suspension",
 ] as const;
-
-/** Machine sizes (microVM shapes). */
-export const SIZES = ["kiln2-cpu", "kiln4-cpu", "kiln8-cpu", "kiln16-cpu"] as const;
-const SizeSchema = (description: string) =>
-  Type.Union(
-    SIZES.map((s) => Type.Literal(s)),
-    { description },
-  );
-
-export const TOOLCHAIN_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$";
 
 /** Longest retention a tenant may choose, in days. */
 export const MAX_RETENTION_DAYS = 365;
