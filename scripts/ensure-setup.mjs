@@ -30,9 +30,10 @@ function ensureDebianPackages() {
   if (missing.length === 0) return;
   process.stderr.write(`setup: installing Debian packages ${missing.join(", ")}\n`);
   const sudo = process.getuid?.() === 0 ? [] : ["sudo"];
-  const apt = (args) => run(sudo[0] ?? "apt-get", sudo.length ? ["apt-get", ...args] : args, {
-    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
-  });
+  const apt = (args) =>
+    run(sudo[0] ?? "apt-get", sudo.length ? ["apt-get", ...args] : args, {
+      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+    });
   apt(["update", "-qq"]);
   apt(["install", "-y", "-qq", "--no-install-recommends", ...missing]);
 }
@@ -48,11 +49,16 @@ function ensureNpmPackages() {
 }
 
 function build() {
-  run(join(root, "node_modules", ".bin", "tsc"), ["-b", "packages/contract", "packages/storage", "packages/server", "packages/client"]);
+  run(join(root, "node_modules", ".bin", "tsc"), [
+    "-b",
+    "packages/contract",
+    "packages/storage",
+    "packages/server",
+    "packages/client",
+  ]);
 }
 
 ensureDebianPackages();
 ensureNpmPackages();
 build();
 // Quiet on success: the command that follows prints what matters.
-

@@ -3,7 +3,7 @@
 // runner against real SQLite and a throwaway PostgreSQL 15 cluster started here
 // and stopped afterwards. The runner's closing summary is what CI reads.
 import { spawnSync } from "node:child_process";
-import { readdirSync, existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startThrowawayCluster } from "./postgres-cluster.mjs";

@@ -81,7 +81,7 @@ export function createClient(options: ClientOptions) {
     const headers: Record<string, string> = { accept: "application/json", ...options.headers };
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
     if (parts.idempotencyKey !== undefined) headers["idempotency-key"] = parts.idempotencyKey;
-    let body: BodyInit | undefined;
+    let body: string | Uint8Array | undefined;
     if (op.request.body?.encoding === "json") {
       headers["content-type"] = "application/json";
       body = JSON.stringify(parts.body);

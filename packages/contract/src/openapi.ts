@@ -1,5 +1,5 @@
 import type { TObject, TSchema } from "@sinclair/typebox";
-import type { Operation } from "./operation.js";
+import { type Operation, possibleRefusals } from "./operation.js";
 import { REFUSAL_CODES, type RefusalCode } from "./refusal-codes.js";
 
 /** A JSON value as it appears in the generated document. */
@@ -162,7 +162,7 @@ function successOf(op: Operation, components: ComponentRegistry): [string, Json]
 /** Refusal responses grouped by HTTP status; each lists the codes it may carry. */
 function refusalResponsesOf(op: Operation): Record<string, Json> {
   const byStatus = new Map<number, RefusalCode[]>();
-  for (const code of op.refusals) {
+  for (const code of possibleRefusals(op)) {
     const status = REFUSAL_CODES[code].status;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }

@@ -68,3 +68,17 @@ export interface Operation {
 export function defineOperation<const T extends Operation>(op: T): T {
   return { ...op, refusals: [...new Set(op.refusals)] };
 }
+
+/**
+ * Every refusal an operation can actually give: the spec's list, plus invalid_request
+ * wherever a request part is validated against a schema (a request that fails its
+ * schema is always invalid_request, even where the spec's row omits it), plus
+ * not_implemented while its feature has not landed. The served document lists these;
+ * `x-kiln-refusals` keeps the spec's own list.
+ */
+export function possibleRefusals(op: Operation): readonly RefusalCode[] {
+  const validated = op.request.params !== undefined || op.request.query !== undefined || op.request.body !== undefined;
+  return [
+    ...new Set<RefusalCode>([...op.refusals, ...(validated ? (["invalid_request"] as const) : []), "not_implemented"]),
+  ];
+}

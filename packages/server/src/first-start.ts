@@ -7,10 +7,18 @@ const FIRST_OWNER = "owner@localhost";
  * On the very first start (no tenant at all) kiln creates a tenant and an owner so
  * a newcomer has someone to sign in as. Returns what it created, or null.
  */
-export async function ensureFirstStartTenant(storage: Storage, now: Date): Promise<{ tenant: string; email: string } | null> {
+export async function ensureFirstStartTenant(
+  storage: Storage,
+  now: Date,
+): Promise<{ tenant: string; email: string } | null> {
   const any = await storage.db.selectFrom("tenants").select("id").limit(1).executeTakeFirst();
   if (any !== undefined) return null;
-  await createTenant(storage, { id: FIRST_TENANT, displayName: "Default tenant", now });
-  await addPersonToTenant(storage, { tenantId: FIRST_TENANT, email: FIRST_OWNER, displayName: "Owner", role: "owner", now });
+  const clock = { now: () => now };
+  await createTenant(storage, { id: FIRST_TENANT, displayName: "Default tenant" }, clock);
+  await addPersonToTenant(
+    storage,
+    { tenantId: FIRST_TENANT, email: FIRST_OWNER, displayName: "Owner", role: "owner" },
+    clock,
+  );
   return { tenant: FIRST_TENANT, email: FIRST_OWNER };
 }

@@ -15,7 +15,12 @@ program
   .action(async () => {
     const config = configFromEnv();
     const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
-    const app = buildApp({ storage, clock: systemClock, version: VERSION, logger: { level: process.env.KILN_LOG_LEVEL ?? "info" } });
+    const app = buildApp({
+      storage,
+      clock: systemClock,
+      version: VERSION,
+      logger: { level: process.env.KILN_LOG_LEVEL ?? "info" },
+    });
     const shutdown = async () => {
       await app.close();
       await storage.close();
@@ -28,7 +33,8 @@ program
     const where = config.databaseUrl === undefined ? `data dir ${config.dataDir}` : "PostgreSQL";
     process.stdout.write(`kiln ${VERSION} serving ${address} (${where})\n`);
     process.stdout.write(`  OpenAPI document: ${address}/api/openapi.json\n`);
-    if (first !== null) process.stdout.write(`  first start: created tenant ${first.tenant} with owner ${first.email}\n`);
+    if (first !== null)
+      process.stdout.write(`  first start: created tenant ${first.tenant} with owner ${first.email}\n`);
   });
 
 program.addCommand(

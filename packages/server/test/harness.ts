@@ -1,7 +1,7 @@
 import type { Role } from "@kiln/contract";
 import { addPersonToTenant, type Clock, createTenant, issueCliToken, type Storage } from "@kiln/storage";
 import type { FastifyInstance } from "fastify";
-import { mintToken } from "../src/auth/token-format.js";
+import { hashToken, mintToken } from "../src/auth/token-format.js";
 import { buildApp } from "../src/build-app.js";
 
 /** A settable clock so tests move time instead of waiting. */
@@ -48,17 +48,25 @@ export async function personWithToken(
   counter += 1;
   const tenant = opts.tenant ?? `t${process.pid}x${counter}`;
   const now = opts.now ?? new Date("2026-11-22T08:00:00.000Z");
-  if (opts.tenant === undefined) await createTenant(storage, { id: tenant, displayName: tenant, now });
-  const person = await addPersonToTenant(storage, {
-    tenantId: tenant,
-    email: `p${counter}@${tenant}.example`,
-    displayName: `Person ${counter}`,
-    role: opts.role ?? "owner",
-    now,
-  });
+  const clock = { now: () => now };
+  if (opts.tenant === undefined) await createTenant(storage, { id: tenant, displayName: tenant }, clock);
+  const { person } = await addPersonToTenant(
+    storage,
+    {
+      tenantId: tenant,
+      email: `p${counter}@${tenant}.example`,
+      displayName: `Person ${counter}`,
+      role: opts.role ?? "owner",
+    },
+    clock,
+  );
   const token = mintToken("cli");
-  await issueCliToken(storage, { tenantId: tenant, personId: person.personId, token, requestingHost: "test", now });
-  return { tenant, userId: person.personId, token };
+  await issueCliToken(
+    storage,
+    { tenantId: tenant, personId: person.id, tokenHash: hashToken(token), requestingHost: "test" },
+    clock,
+  );
+  return { tenant, userId: person.id, token };
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });

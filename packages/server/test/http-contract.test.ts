@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CATALOGUE } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
-import { buildApp } from "../src/build-app.js";
 import { mintToken } from "../src/auth/token-format.js";
+import { buildApp } from "../src/build-app.js";
 import { defaultHandlers } from "../src/handlers/default-handlers.js";
 import { bearer, personWithToken, type TestApp, TestClock, testApp } from "./harness.js";
 
@@ -20,7 +20,12 @@ for (const dialect of DIALECTS) {
     after(() => t.close());
 
     const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-      t.app.inject({ method: "POST", url, headers: { "content-type": "application/json", ...headers }, payload: JSON.stringify(body) });
+      t.app.inject({
+        method: "POST",
+        url,
+        headers: { "content-type": "application/json", ...headers },
+        payload: JSON.stringify(body),
+      });
 
     it("an unknown route is a not_found Refusal", async () => {
       const res = await t.app.inject({ method: "GET", url: "/api/nothing-here" });
@@ -30,7 +35,12 @@ for (const dialect of DIALECTS) {
     });
 
     it("no credential, a malformed one, and a well-formed unknown one are unauthenticated", async () => {
-      for (const headers of [{}, bearer("kiln_cli_nonsense"), { authorization: "Basic abc" }, bearer(mintToken("cli"))]) {
+      for (const headers of [
+        {},
+        bearer("kiln_cli_nonsense"),
+        { authorization: "Basic abc" },
+        bearer(mintToken("cli")),
+      ]) {
         const res = await t.app.inject({ method: "GET", url: "/api/audit", headers });
         assert.equal(res.statusCode, 401, JSON.stringify(headers));
         assert.equal(res.json().code, "unauthenticated");
@@ -46,7 +56,11 @@ for (const dialect of DIALECTS) {
     });
 
     it("an unknown member of a closed record is invalid_request naming the field", async () => {
-      const res = await post("/api/credentials", { ...validCredential, colour: "blue" }, { ...bearer(owner.token), "idempotency-key": "v1" });
+      const res = await post(
+        "/api/credentials",
+        { ...validCredential, colour: "blue" },
+        { ...bearer(owner.token), "idempotency-key": "v1" },
+      );
       assert.equal(res.statusCode, 400);
       assert.equal(res.json().code, "invalid_request");
       assert.match(res.json().detail, /body\.colour/);
@@ -88,7 +102,11 @@ for (const dialect of DIALECTS) {
         ["colour=red", /query\.colour/],
         ["cursor=bm90LWEtY3Vyc29y", /query\.cursor/],
       ] as const) {
-        const res = await t.app.inject({ method: "GET", url: `/api/credentials?${query}`, headers: bearer(owner.token) });
+        const res = await t.app.inject({
+          method: "GET",
+          url: `/api/credentials?${query}`,
+          headers: bearer(owner.token),
+        });
         assert.equal(res.statusCode, 400, query);
         assert.equal(res.json().code, "invalid_request");
         assert.match(res.json().detail, field);
@@ -98,14 +116,22 @@ for (const dialect of DIALECTS) {
     it("pages are keyset: stable under inserts between reads, next_cursor null on the last page", async () => {
       const tenant = await personWithToken(t.storage, { role: "owner" });
       const create = (name: string) =>
-        post("/api/credentials", { ...validCredential, name }, { ...bearer(tenant.token), "idempotency-key": `page-${name}` });
+        post(
+          "/api/credentials",
+          { ...validCredential, name },
+          { ...bearer(tenant.token), "idempotency-key": `page-${name}` },
+        );
       for (const name of ["a1", "a2", "a3", "a4", "a5"]) assert.equal((await create(name)).statusCode, 200);
       const seen: string[] = [];
       let cursor: string | null = null;
       let pages = 0;
       do {
         const query: string = cursor === null ? "limit=2" : `limit=2&cursor=${encodeURIComponent(cursor)}`;
-        const res = await t.app.inject({ method: "GET", url: `/api/credentials?${query}`, headers: bearer(tenant.token) });
+        const res = await t.app.inject({
+          method: "GET",
+          url: `/api/credentials?${query}`,
+          headers: bearer(tenant.token),
+        });
         assert.equal(res.statusCode, 200);
         const page = res.json() as { credentials: { name: string }[]; next_cursor: string | null };
         seen.push(...page.credentials.map((c) => c.name));
@@ -130,7 +156,9 @@ for (const dialect of DIALECTS) {
     });
 
     it("operator operations answer operator_not_found to tenant credentials and to no credential", async () => {
-      for (const op of CATALOGUE.filter((o) => o.security.kind === "operator" || o.security.kind === "operator-bootstrap")) {
+      for (const op of CATALOGUE.filter(
+        (o) => o.security.kind === "operator" || o.security.kind === "operator-bootstrap",
+      )) {
         const url = op.path.replace(/\{[a-z_]+\}/g, "x1");
         for (const headers of [{}, bearer(owner.token)]) {
           const res = await t.app.inject({ method: op.method, url, headers });
@@ -170,8 +198,15 @@ describe("operations not yet served", () => {
     const owner = await personWithToken(t.storage, { role: "owner" });
     const missing = CATALOGUE.filter((op) => defaultHandlers[op.id] === undefined && op.security.kind === "tenant");
     for (const op of missing) {
-      const url = op.path.replace(/\{owner\}/, "acme").replace(/\{name\}/, "widget").replace(/\{[a-z_]+\}/g, "1");
-      const res = await t.app.inject({ method: op.method, url, headers: { ...bearer(owner.token), "idempotency-key": `ni-${op.id}` } });
+      const url = op.path
+        .replace(/\{owner\}/, "acme")
+        .replace(/\{name\}/, "widget")
+        .replace(/\{[a-z_]+\}/g, "1");
+      const res = await t.app.inject({
+        method: op.method,
+        url,
+        headers: { ...bearer(owner.token), "idempotency-key": `ni-${op.id}` },
+      });
       // Validation may refuse first (required query members); otherwise the answer is not_implemented.
       if (res.statusCode === 400 && res.json().code === "invalid_request") continue;
       assert.equal(res.statusCode, 501, `${op.id}: ${res.body}`);

@@ -25,7 +25,8 @@ for (const dialect of DIALECTS) {
         payload: JSON.stringify(payload),
       });
     const count = async (tenant = owner.tenant) =>
-      (await t.storage.db.selectFrom("agent_credentials").select("name").where("tenant_id", "=", tenant).execute()).length;
+      (await t.storage.db.selectFrom("agent_credentials").select("name").where("tenant_id", "=", tenant).execute())
+        .length;
 
     it("no idempotency-key, or more than one, is idempotency_key_required", async () => {
       const none = await create(body("no-key"), {});
@@ -93,7 +94,10 @@ for (const dialect of DIALECTS) {
       const first = await create(body("day-old"), { "idempotency-key": "day-1" });
       assert.equal(first.statusCode, 200);
       t.clock.advance(23 * 3600);
-      assert.equal((await create(body("other-body"), { "idempotency-key": "day-1" })).json().code, "idempotency_key_reused");
+      assert.equal(
+        (await create(body("other-body"), { "idempotency-key": "day-1" })).json().code,
+        "idempotency_key_reused",
+      );
       t.clock.advance(3601);
       const fresh = await create(body("day-new"), { "idempotency-key": "day-1" });
       assert.equal(fresh.statusCode, 200, fresh.body);
@@ -110,7 +114,11 @@ for (const dialect of DIALECTS) {
       assert.equal(fresh.length, 1);
       assert.equal(fresh.length + replays.length + inFlight.length, 50);
       for (const r of replays) assert.equal(r.body, fresh[0]?.body);
-      const names = await t.storage.db.selectFrom("agent_credentials").select("name").where("name", "=", "raced").execute();
+      const names = await t.storage.db
+        .selectFrom("agent_credentials")
+        .select("name")
+        .where("name", "=", "raced")
+        .execute();
       assert.equal(names.length, 1);
     });
   });

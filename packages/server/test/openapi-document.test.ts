@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { CATALOGUE } from "@kiln/contract";
+import { openSqliteForTest } from "@kiln/storage/testing";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { openSqliteForTest } from "@kiln/storage/testing";
 import { committedOpenApiPath } from "../src/generate-artifacts.js";
 import { openApiDocumentText } from "../src/openapi-document.js";
 import { testApp } from "./harness.js";
@@ -28,7 +28,8 @@ describe("GET /api/openapi.json", () => {
     assert.equal(doc.openapi, "3.1.0");
     const listed = new Map<string, string>();
     for (const [path, methods] of Object.entries(doc.paths)) {
-      for (const [method, entry] of Object.entries(methods)) listed.set(entry.operationId, `${method.toUpperCase()} ${path}`);
+      for (const [method, entry] of Object.entries(methods))
+        listed.set(entry.operationId, `${method.toUpperCase()} ${path}`);
     }
     assert.equal(listed.size, 95);
     for (const op of CATALOGUE) assert.equal(listed.get(op.id), `${op.method} ${op.path}`, op.id);

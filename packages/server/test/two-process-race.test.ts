@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
 import { openStorage, type Storage } from "@kiln/storage";
 import { createPostgresTestDatabase } from "@kiln/storage/testing";
 import { personWithToken } from "./harness.js";
@@ -75,7 +75,11 @@ describe("idempotency across two server processes sharing PostgreSQL", () => {
     process.stdout.write(
       `# two-process race: ${fresh.length} effect, ${replays.length} replays, ${inFlight.length} in flight\n`,
     );
-    assert.equal(fresh.length, 1, JSON.stringify(responses.filter((r) => r.status !== 200 && !r.body.includes("in_flight"))));
+    assert.equal(
+      fresh.length,
+      1,
+      JSON.stringify(responses.filter((r) => r.status !== 200 && !r.body.includes("in_flight"))),
+    );
     assert.equal(replays.length + inFlight.length, 49);
     for (const r of replays) assert.equal(r.body, fresh[0]?.body);
     const rows = await storage.db

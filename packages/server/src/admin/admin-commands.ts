@@ -1,6 +1,9 @@
-import { ROLES, type Role } from "@kiln/contract";
-import { addPersonToTenant, createTenant, onboardRepository, type Storage, systemClock } from "@kiln/storage";
+import { REPOSITORY_PATTERN, ROLES, type Role } from "@kiln/contract";
+import { addPersonToTenant, createTenant, onboardRepository, type Storage } from "@kiln/storage";
 import { Command, Option } from "commander";
+
+const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
 export type OpenStorage = () => Promise<Storage>;
 
@@ -32,10 +35,15 @@ export function adminCommand(open: OpenStorage): Command {
     .option("--name <display-name>", "display name")
     .option("--json", "print JSON")
     .action(async (id: string, opts: { name?: string; json?: boolean }) => {
-      const created = await withStorage(open, (s) =>
-        createTenant(s, { id, displayName: opts.name ?? id, now: systemClock.now() }),
+      if (!TENANT_SLUG.test(id)) throw new Error(`tenant must match ${TENANT_SLUG.source}, got ${JSON.stringify(id)}`);
+      const { tenant: created, created: isNew } = await withStorage(open, (s) =>
+        createTenant(s, { id, displayName: opts.name ?? id }),
       );
-      print(opts.json === true, { tenant: created.id, display_name: created.display_name }, `tenant ${created.id} created`);
+      print(
+        opts.json === true,
+        { tenant: created.id, display_name: created.displayName, created: isNew },
+        isNew ? `tenant ${created.id} created` : `tenant ${created.id} already exists`,
+      );
     });
 
   const user = admin.command("user").description("people");
@@ -47,19 +55,19 @@ export function adminCommand(open: OpenStorage): Command {
     .option("--name <name>", "display name")
     .option("--json", "print JSON")
     .action(async (email: string, opts: { tenant: string; role: Role; name?: string; json?: boolean }) => {
+      if (!EMAIL.test(email)) throw new Error(`not an email address: ${JSON.stringify(email)}`);
       const added = await withStorage(open, (s) =>
         addPersonToTenant(s, {
           tenantId: opts.tenant,
           email,
           displayName: opts.name ?? email.split("@")[0] ?? email,
           role: opts.role,
-          now: systemClock.now(),
         }),
       );
       print(
         opts.json === true,
-        { user_id: added.personId, email, tenant: opts.tenant, role: opts.role },
-        `${email} is ${opts.role} of ${opts.tenant} (user ${added.personId})`,
+        { user_id: added.person.id, email: added.person.email, tenant: opts.tenant, role: added.membership.role },
+        `${added.person.email} is ${added.membership.role} of ${opts.tenant} (user ${added.person.id})`,
       );
     });
 
@@ -70,8 +78,11 @@ export function adminCommand(open: OpenStorage): Command {
     .requiredOption("--tenant <tenant>", "tenant")
     .option("--json", "print JSON")
     .action(async (repository: string, opts: { tenant: string; json?: boolean }) => {
+      if (!new RegExp(REPOSITORY_PATTERN).test(repository)) {
+        throw new Error(`repository must be owner/name, got ${JSON.stringify(repository)}`);
+      }
       await withStorage(open, (s) =>
-        onboardRepository(s, { tenantId: opts.tenant, repository, onboardedBy: "admin", now: systemClock.now() }),
+        onboardRepository(s, { tenantId: opts.tenant, name: repository, onboardedBy: "admin" }),
       );
       print(opts.json === true, { repository, tenant: opts.tenant }, `${repository} onboarded for ${opts.tenant}`);
     });

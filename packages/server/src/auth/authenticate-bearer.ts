@@ -35,7 +35,9 @@ export async function authenticateBearer(storage: Storage, token: string, now: D
   const row = await findAgentCredentialByHash(storage, hash);
   if (row === undefined) refuse("unauthenticated", "the bearer credential did not verify");
   if (row.revoked_at !== null) {
-    refuse("credential_revoked", `credential ${row.name} was revoked at ${row.revoked_at}`, { revoked_at: row.revoked_at });
+    refuse("credential_revoked", `credential ${row.name} was revoked at ${row.revoked_at}`, {
+      revoked_at: row.revoked_at,
+    });
   }
   if (row.expires_at <= now.toISOString()) {
     refuse("credential_expired", `credential ${row.name} expired at ${row.expires_at}`, { expired_at: row.expires_at });

@@ -11,7 +11,9 @@ export interface Principal {
   readonly role: Role | null;
   readonly scopes: readonly Scope[];
   /** How the caller authenticated. */
-  readonly via: { readonly kind: "cli_token"; readonly tokenId: string } | { readonly kind: "agent_credential"; readonly name: string };
+  readonly via:
+    | { readonly kind: "cli_token"; readonly tokenId: string }
+    | { readonly kind: "agent_credential"; readonly name: string };
   /** Agent credentials only: the per-credential request limit. */
   readonly requestsPerMinute: number | null;
 }

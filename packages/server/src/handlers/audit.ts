@@ -6,11 +6,11 @@ import { pageRequestOf } from "./page-request.js";
 export const listAudit: Handler = async (ctx) => {
   const page = await listAuditEntries(ctx.db, { tenantId: principalOf(ctx).tenantId, ...pageRequestOf(ctx.query) });
   return {
-    entries: page.rows.map((e) => ({
+    entries: page.entries.map((e) => ({
       actor: e.actor,
       target: e.target,
       value: e.value,
-      changed_at: e.changed_at,
+      changed_at: e.changedAt,
       effective: e.effective,
     })),
     next_cursor: page.nextCursor,

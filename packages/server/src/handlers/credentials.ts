@@ -1,12 +1,12 @@
 import type { Scope } from "@kiln/contract";
 import {
-  appendAuditEntry,
   type AgentCredentialRow,
+  appendAuditEntry,
   createAgentCredential,
   listAgentCredentials,
   revokeAgentCredential,
 } from "@kiln/storage";
-import { mintToken } from "../auth/token-format.js";
+import { hashToken, mintToken } from "../auth/token-format.js";
 import { refuse } from "../http/refusal.js";
 import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
@@ -41,25 +41,30 @@ export const createCredential: Handler = async (ctx) => {
   const body = ctx.body as CredentialRequestBody;
   const value = mintToken("agent");
   const expiresAt = new Date(ctx.now.getTime() + body.expires_in_seconds * 1000).toISOString();
-  const row = await createAgentCredential(ctx.db, {
-    tenantId: principal.tenantId,
-    name: body.name,
-    token: value,
-    scopes: body.scopes,
-    createdBy: principal.principal,
-    expiresAt,
-    requestsPerMinute: body.requests_per_minute ?? DEFAULT_REQUESTS_PER_MINUTE,
-    now: ctx.now,
-  });
+  const row = await createAgentCredential(
+    ctx.db,
+    {
+      tenantId: principal.tenantId,
+      name: body.name,
+      tokenHash: hashToken(value),
+      scopes: body.scopes,
+      createdBy: principal.principal,
+      expiresAt,
+      requestsPerMinute: body.requests_per_minute ?? DEFAULT_REQUESTS_PER_MINUTE,
+    },
+    ctx.clock,
+  );
   if (row === undefined) refuse("conflict", `a live credential named ${body.name} already exists`);
-  await appendAuditEntry(ctx.db, {
-    tenantId: principal.tenantId,
-    actor: principal.principal,
-    target: `credential:${body.name}`,
-    value: `created with scopes ${body.scopes.join(",")}, expires ${expiresAt}, ${row.requests_per_minute} requests/minute`,
-    effective: ctx.now.toISOString(),
-    now: ctx.now,
-  });
+  await appendAuditEntry(
+    ctx.db,
+    {
+      tenantId: principal.tenantId,
+      actor: principal.principal,
+      target: `credential:${body.name}`,
+      value: `created with scopes ${body.scopes.join(",")}, expires ${expiresAt}, ${row.requests_per_minute} requests/minute`,
+    },
+    ctx.clock,
+  );
   return { credential: value, view: credentialView(row) };
 };
 
@@ -72,20 +77,22 @@ export const listCredentials: Handler = async (ctx) => {
 export const revokeCredential: Handler = async (ctx) => {
   const principal = principalOf(ctx);
   const name = String(ctx.params.name);
-  const result = await revokeAgentCredential(ctx.db, {
-    tenantId: principal.tenantId,
-    name,
-    revokedBy: principal.principal,
-    now: ctx.now,
-  });
+  const result = await revokeAgentCredential(
+    ctx.db,
+    { tenantId: principal.tenantId, name, revokedBy: principal.principal },
+    ctx.clock,
+  );
   if (result.kind === "not_found") refuse("not_found", `no live credential named ${name}`);
-  await appendAuditEntry(ctx.db, {
-    tenantId: principal.tenantId,
-    actor: principal.principal,
-    target: `credential:${name}`,
-    value: "revoked",
-    effective: result.revokedAt,
-    now: ctx.now,
-  });
+  await appendAuditEntry(
+    ctx.db,
+    {
+      tenantId: principal.tenantId,
+      actor: principal.principal,
+      target: `credential:${name}`,
+      value: "revoked",
+      effective: result.revokedAt,
+    },
+    ctx.clock,
+  );
   return { name, revoked_at: result.revokedAt, revoked_by: principal.principal };
 };

@@ -1,5 +1,5 @@
 import type { Operation } from "@kiln/contract";
-import type { Db } from "@kiln/storage";
+import type { Clock, Db } from "@kiln/storage";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
@@ -15,6 +15,8 @@ export interface HandlerContext {
   /** For a keyed mutation, the transaction its idempotency receipt commits in. */
   readonly db: Db;
   readonly now: Date;
+  /** A clock fixed at `now`, for storage verbs: one request sees one instant. */
+  readonly clock: Clock;
   readonly request: FastifyRequest;
   readonly reply: FastifyReply;
 }

@@ -70,6 +70,7 @@ export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handler
           query: (request.query ?? {}) as Record<string, unknown>,
           body: request.body,
           now,
+          clock: { now: () => new Date(now) },
           request,
           reply,
         };

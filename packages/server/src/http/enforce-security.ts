@@ -17,7 +17,11 @@ function bearerOf(request: FastifyRequest): string | null {
  * Establishes the caller and checks the operation's catalogued security. This is
  * the only authorization code path: handlers never check scopes themselves.
  */
-export async function enforceSecurity(deps: AppDeps, op: Operation, request: FastifyRequest): Promise<Principal | null> {
+export async function enforceSecurity(
+  deps: AppDeps,
+  op: Operation,
+  request: FastifyRequest,
+): Promise<Principal | null> {
   const security = op.security;
   switch (security.kind) {
     case "public":
@@ -28,7 +32,8 @@ export async function enforceSecurity(deps: AppDeps, op: Operation, request: Fas
       return refuse("operator_not_found", "the operator surface answers only an operator session");
     case "session":
       // Dashboard sessions arrive with the identity issue; a bearer credential never reaches these.
-      if (bearerOf(request) !== null) refuse("session_required", `${op.id} is performed only inside a signed-in session`);
+      if (bearerOf(request) !== null)
+        refuse("session_required", `${op.id} is performed only inside a signed-in session`);
       return refuse("unauthenticated", `${op.id} needs a signed-in session`);
     case "tenant": {
       const token = bearerOf(request);

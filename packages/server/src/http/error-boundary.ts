@@ -1,5 +1,5 @@
-import type { FastifyError, FastifyInstance } from "fastify";
 import { InvalidCursorError } from "@kiln/storage";
+import type { FastifyError, FastifyInstance } from "fastify";
 import { Refusal } from "./refusal.js";
 
 interface AjvError {
@@ -51,32 +51,33 @@ export function validationDetail(context: string, errors: readonly AjvError[]): 
  * logged with its stack and answered without leaking stack, SQL or paths.
  */
 export function installErrorBoundary(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError & { validationContext?: string; validation?: AjvError[] }, request, reply) => {
-    let refusal: Refusal;
-    if (error instanceof Refusal) refusal = error;
-    else if (error instanceof InvalidCursorError) {
-      refusal = new Refusal("invalid_request", "query.cursor is not a cursor this list issued");
-    }
-    else if (error.validation !== undefined) {
-      refusal = new Refusal("invalid_request", validationDetail(error.validationContext ?? "body", error.validation));
-    } else if (error.code === "FST_ERR_CTP_INVALID_JSON_BODY" || error.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
-      refusal = new Refusal("invalid_request", "body is not valid JSON");
-    } else if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-      refusal = new Refusal("invalid_request", "body exceeds the size this operation accepts");
-    } else if (error.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
-      refusal = new Refusal("invalid_request", "content-type is not accepted by this operation");
-    } else if (error.code === "FST_ERR_CTP_INVALID_CONTENT_LENGTH") {
-      refusal = new Refusal("invalid_request", "content-length does not match the body");
-    } else {
-      request.log.error({ err: error }, "unexpected failure");
-      refusal = new Refusal(
-        "unavailable",
-        `the service could not perform this request (reference ${request.id}); retry shortly`,
-        { retry_after_seconds: 1 },
-      );
-    }
-    void sendRefusal(reply, refusal);
-  });
+  app.setErrorHandler(
+    (error: FastifyError & { validationContext?: string; validation?: AjvError[] }, request, reply) => {
+      let refusal: Refusal;
+      if (error instanceof Refusal) refusal = error;
+      else if (error instanceof InvalidCursorError) {
+        refusal = new Refusal("invalid_request", "query.cursor is not a cursor this list issued");
+      } else if (error.validation !== undefined) {
+        refusal = new Refusal("invalid_request", validationDetail(error.validationContext ?? "body", error.validation));
+      } else if (error.code === "FST_ERR_CTP_INVALID_JSON_BODY" || error.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
+        refusal = new Refusal("invalid_request", "body is not valid JSON");
+      } else if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+        refusal = new Refusal("invalid_request", "body exceeds the size this operation accepts");
+      } else if (error.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
+        refusal = new Refusal("invalid_request", "content-type is not accepted by this operation");
+      } else if (error.code === "FST_ERR_CTP_INVALID_CONTENT_LENGTH") {
+        refusal = new Refusal("invalid_request", "content-length does not match the body");
+      } else {
+        request.log.error({ err: error }, "unexpected failure");
+        refusal = new Refusal(
+          "unavailable",
+          `the service could not perform this request (reference ${request.id}); retry shortly`,
+          { retry_after_seconds: 1 },
+        );
+      }
+      void sendRefusal(reply, refusal);
+    },
+  );
 
   app.setNotFoundHandler((request, reply) => {
     void sendRefusal(reply, new Refusal("not_found", `no operation at ${request.method} ${request.url.split("?")[0]}`));

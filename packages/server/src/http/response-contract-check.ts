@@ -1,4 +1,4 @@
-import { type Operation, Refusal as RefusalSchema } from "@kiln/contract";
+import { type Operation, possibleRefusals, Refusal as RefusalSchema } from "@kiln/contract";
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifyInstance } from "fastify";
@@ -36,7 +36,7 @@ export function installResponseContractCheck(app: FastifyInstance): void {
       const code = (document as { code?: string }).code ?? "";
       const status = (document as { status?: number }).status;
       if (status !== reply.statusCode) problems.push(`refusal status ${status} differs from HTTP ${reply.statusCode}`);
-      if (op !== undefined && code !== "not_implemented" && !op.refusals.includes(code as never)) {
+      if (op !== undefined && !possibleRefusals(op).includes(code as never)) {
         problems.push(`${op.id} answered ${code}, which its catalogue entry does not list`);
       }
     } else if (op !== undefined && op.response.encoding === "json") {

@@ -1,0 +1,56 @@
+export type { Kysely } from "kysely";
+export { appendAuditEntry } from "./audit/append-audit-entry.js";
+export { appendOperatorAuditEntry } from "./audit/append-operator-audit-entry.js";
+export type { AppendAuditEntryInput, AuditEntry, AuditPage } from "./audit/audit-entry.js";
+export { listAuditEntries } from "./audit/list-audit-entries.js";
+export { listOperatorAuditEntries } from "./audit/list-operator-audit-entries.js";
+export { type Clock, systemClock } from "./clock.js";
+export type { AgentCredentialRow } from "./credentials/agent-credential.js";
+export { createAgentCredential } from "./credentials/create-agent-credential.js";
+export { findAgentCredentialByHash } from "./credentials/find-agent-credential-by-hash.js";
+export { type CliTokenHolder, findCliTokenByHash } from "./credentials/find-cli-token-by-hash.js";
+export { issueCliToken } from "./credentials/issue-cli-token.js";
+export { listAgentCredentials } from "./credentials/list-agent-credentials.js";
+export { revokeAgentCredential } from "./credentials/revoke-agent-credential.js";
+export type { Capabilities, DialectName, Storage } from "./dialect.js";
+export { InvalidCursorError, UnknownTenantError } from "./errors.js";
+export { type Db, executorOf, inTransaction, type StorageOrTransaction } from "./executor.js";
+export {
+  type CompleteIdempotencyKeyInput,
+  completeIdempotencyKey,
+} from "./idempotency/complete-idempotency-key.js";
+export { purgeExpiredIdempotencyKeys } from "./idempotency/purge-expired-idempotency-keys.js";
+export { releaseIdempotencyKey } from "./idempotency/release-idempotency-key.js";
+export {
+  DEFAULT_RESERVATION_SECONDS,
+  DEFAULT_RETENTION_SECONDS,
+  type ReserveIdempotencyKeyInput,
+  type ReserveIdempotencyKeyResult,
+  reserveIdempotencyKey,
+} from "./idempotency/reserve-idempotency-key.js";
+export { type AppliedMigrations, migrateToLatest } from "./migrations/migrate-to-latest.js";
+export { type OpenStorageOptions, openStorage } from "./open-storage.js";
+export {
+  type CursorValue,
+  type CursorValueKind,
+  decodeCursor,
+  encodeCursor,
+  fetchKeysetPage,
+  type KeysetPage,
+  type KeysetPageOptions,
+  type KeysetSortColumn,
+  type SortDirection,
+} from "./pagination/keyset-page.js";
+export { type OnboardedRepository, onboardRepository } from "./repositories/onboard-repository.js";
+export { type Database, MEMBERSHIP_ROLES, type MembershipRole } from "./schema.js";
+export { SQLITE_FILE_NAME } from "./sqlite/open-sqlite-storage.js";
+export {
+  type AddPersonToTenantInput,
+  type AddPersonToTenantResult,
+  addPersonToTenant,
+} from "./tenants/add-person-to-tenant.js";
+export { createTenant } from "./tenants/create-tenant.js";
+export { findPersonByEmail } from "./tenants/find-person-by-email.js";
+export { findTenant } from "./tenants/find-tenant.js";
+export type { Membership, Person, Tenant } from "./tenants/tenant.js";
+export { formatTimestamp } from "./timestamps.js";

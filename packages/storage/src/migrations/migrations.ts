@@ -1,0 +1,23 @@
+import type { Migration, MigrationProvider } from "kysely";
+import type { DialectName } from "../dialect.js";
+import { initialSchema } from "./0001-initial-schema.js";
+import { credentials } from "./0002-credentials.js";
+
+/**
+ * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
+ * refuses to start if the database has applied one that is missing here, so never rename or
+ * remove an entry — add a new one.
+ *
+ * In-code rather than read from a folder, so the compiled package carries its schema with it
+ * and each migration can be told which engine it runs on.
+ */
+export function migrationsFor(dialect: DialectName): Record<string, Migration> {
+  return {
+    "0001-initial-schema": initialSchema(dialect),
+    "0002-credentials": credentials(dialect),
+  };
+}
+
+export function migrationProviderFor(dialect: DialectName): MigrationProvider {
+  return { getMigrations: async () => migrationsFor(dialect) };
+}

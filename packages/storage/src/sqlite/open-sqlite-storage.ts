@@ -1,0 +1,57 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import BetterSqlite3 from "better-sqlite3";
+import { Kysely } from "kysely";
+import type { Capabilities, Storage } from "../dialect.js";
+import type { Database } from "../schema.js";
+import { retryWhileBusy } from "./retry-while-busy.js";
+import { createSqliteDialect } from "./sqlite-dialect.js";
+
+export const SQLITE_FILE_NAME = "kiln.sqlite3";
+
+const SQLITE_CAPABILITIES: Capabilities = Object.freeze({
+  skipLocked: false,
+  returning: true,
+  singleWriter: true,
+  rowLocks: false,
+  multiProcess: true,
+  listenNotify: false,
+});
+
+/** Opens (creating if needed) `<dataDir>/kiln.sqlite3`. Migrations are run by `openStorage`. */
+export async function openSqliteStorage(dataDir: string): Promise<Storage> {
+  mkdirSync(dataDir, { recursive: true });
+  const database = new BetterSqlite3(join(dataDir, SQLITE_FILE_NAME));
+  try {
+    await configureConnection(database);
+  } catch (error) {
+    database.close();
+    throw error;
+  }
+  const db = new Kysely<Database>({ dialect: createSqliteDialect(database) });
+  return {
+    dialect: "sqlite",
+    capabilities: SQLITE_CAPABILITIES,
+    db,
+    transaction: (fn) => db.transaction().execute(fn),
+    close: () => db.destroy(),
+  };
+}
+
+async function configureConnection(database: BetterSqlite3.Database): Promise<void> {
+  // 0: never sleep inside a synchronous call; the driver waits asynchronously instead, with the
+  // same five-second budget (see retry-while-busy.ts).
+  database.pragma("busy_timeout = 0");
+  // WAL: readers never block the writer and the writer never blocks readers, across processes.
+  // Switching a fresh file to WAL needs a brief exclusive lock, hence the retry. The mode is
+  // stored in the file, so later opens find it already set.
+  const mode = await retryWhileBusy(() => database.pragma("journal_mode = WAL", { simple: true }));
+  if (mode !== "wal") {
+    throw new Error(`SQLite refused WAL mode (got ${String(mode)}); is the data dir on a network filesystem?`);
+  }
+  // FULL: a commit is on disk (WAL fsynced) before it is acknowledged — receipts, audit and the
+  // ledger must survive power loss, not just a process crash (NORMAL only guarantees the latter).
+  database.pragma("synchronous = FULL");
+  // Off by default in SQLite, per connection.
+  database.pragma("foreign_keys = ON");
+}

@@ -1,0 +1,162 @@
+import type BetterSqlite3 from "better-sqlite3";
+import {
+  type CompiledQuery,
+  type DatabaseConnection,
+  type DatabaseIntrospector,
+  type Dialect,
+  type DialectAdapter,
+  type Driver,
+  type Kysely,
+  type QueryCompiler,
+  type QueryResult,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+} from "kysely";
+import { retryWhileBusy } from "./retry-while-busy.js";
+
+/**
+ * Kysely's SQLite dialect, changed in the two places where several *processes* share one file:
+ *
+ * 1. Transactions begin with `BEGIN IMMEDIATE`, not Kysely's plain (deferred) `BEGIN`.
+ *    A deferred transaction takes only a read snapshot at its first read and tries to upgrade
+ *    to the write lock at its first write. If another process committed in between, the upgrade
+ *    cannot succeed (the snapshot is stale) and SQLite answers SQLITE_BUSY(_SNAPSHOT) at once —
+ *    no busy timeout helps, the transaction has to be retried from the top. With
+ *    `BEGIN IMMEDIATE` the write lock is taken before the first read, so a transaction either
+ *    waits at `BEGIN` (harmless, nothing done yet) or runs to the end without conflict.
+ *    The price: write transactions are serialized database-wide (`capabilities.singleWriter`).
+ *
+ * 2. Waiting for the lock is asynchronous (`retryWhileBusy`), because better-sqlite3 is
+ *    synchronous and SQLite's own busy handler would block the event loop while it waits.
+ *    Statements inside a transaction are not retried: under `BEGIN IMMEDIATE` in WAL mode they
+ *    never meet SQLITE_BUSY, and if one ever did, re-running it alone would be wrong.
+ *
+ * Within one process, Kysely already serializes all use of the single connection (the mutex
+ * below), so concurrent callers queue instead of contending.
+ *
+ * The adapter also reports transactional DDL (SQLite has it; Kysely's adapter says no, to be
+ * safe for other SQLite drivers). That makes the Migrator run migrations inside one
+ * `BEGIN IMMEDIATE` transaction, so the write lock doubles as the migration lock when two
+ * processes open a fresh file at once.
+ */
+export function createSqliteDialect(database: BetterSqlite3.Database): Dialect {
+  return {
+    createDriver: (): Driver => new ImmediateTransactionSqliteDriver(database),
+    createQueryCompiler: (): QueryCompiler => new SqliteQueryCompiler(),
+    createAdapter: (): DialectAdapter => new TransactionalDdlSqliteAdapter(),
+    createIntrospector: (db: Kysely<unknown>): DatabaseIntrospector => new SqliteIntrospector(db),
+  };
+}
+
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
+class ImmediateTransactionSqliteDriver implements Driver {
+  readonly #connection: SqliteConnection;
+  readonly #mutex = new ConnectionMutex();
+
+  constructor(database: BetterSqlite3.Database) {
+    this.#connection = new SqliteConnection(database);
+  }
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    await this.#mutex.lock();
+    return this.#connection;
+  }
+
+  async beginTransaction(): Promise<void> {
+    // Isolation settings are ignored: SQLite transactions are serializable.
+    await this.#connection.run("begin immediate");
+  }
+
+  async commitTransaction(): Promise<void> {
+    await this.#connection.run("commit");
+  }
+
+  async rollbackTransaction(): Promise<void> {
+    await this.#connection.run("rollback");
+  }
+
+  async releaseConnection(): Promise<void> {
+    this.#mutex.unlock();
+  }
+
+  async destroy(): Promise<void> {
+    this.#connection.close();
+  }
+}
+
+class SqliteConnection implements DatabaseConnection {
+  readonly #db: BetterSqlite3.Database;
+
+  constructor(db: BetterSqlite3.Database) {
+    this.#db = db;
+  }
+
+  async run(sqlText: string): Promise<void> {
+    await this.#execute(() => {
+      this.#db.exec(sqlText);
+    });
+  }
+
+  close(): void {
+    this.#db.close();
+  }
+
+  async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    const { sql, parameters } = compiledQuery;
+    return this.#execute((): QueryResult<R> => {
+      const statement = this.#db.prepare(sql);
+      if (statement.reader) {
+        return { rows: statement.all(parameters) as R[] };
+      }
+      const { changes, lastInsertRowid } = statement.run(parameters);
+      return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+    });
+  }
+
+  async *streamQuery<R>(compiledQuery: CompiledQuery, chunkSize = 100): AsyncIterableIterator<QueryResult<R>> {
+    // Rows are materialized first: a live better-sqlite3 iterator would hold the read snapshot
+    // across the consumer's awaits. The tables here are small per query; nothing streams yet.
+    const { rows } = await this.executeQuery<R>(compiledQuery);
+    for (let start = 0; start < rows.length; start += chunkSize) {
+      yield { rows: rows.slice(start, start + chunkSize) };
+    }
+  }
+
+  /** Retries SQLITE_BUSY only outside a transaction, where it means nothing was done. */
+  #execute<T>(attempt: () => T): Promise<T> {
+    if (this.#db.inTransaction) {
+      return Promise.resolve().then(attempt);
+    }
+    return retryWhileBusy(attempt);
+  }
+}
+
+/** The single connection's lock, as in Kysely's own SqliteDriver. */
+class ConnectionMutex {
+  #held: Promise<void> | undefined;
+  #release: (() => void) | undefined;
+
+  async lock(): Promise<void> {
+    while (this.#held) {
+      await this.#held;
+    }
+    this.#held = new Promise((resolve) => {
+      this.#release = resolve;
+    });
+  }
+
+  unlock(): void {
+    const release = this.#release;
+    this.#held = undefined;
+    this.#release = undefined;
+    release?.();
+  }
+}

@@ -1,0 +1,7 @@
+export {
+  createPostgresTestDatabase,
+  DIALECTS,
+  type DialectUnderTest,
+  openSqliteForTest,
+  type TestDatabase,
+} from "./test-databases.js";

@@ -1,0 +1,97 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { sql } from "kysely";
+import { createTenant, migrateToLatest, systemClock } from "../src/index.js";
+import { migrationsFor } from "../src/migrations/migrations.js";
+import { DIALECTS } from "./dialects.js";
+
+for (const dialect of DIALECTS) {
+  describe(`migrations [${dialect.name}]`, { skip: dialect.skip }, () => {
+    it("applies each migration once; reopening changes nothing and keeps the data", async () => {
+      const database = await dialect.createDatabase();
+      try {
+        const first = await database.open();
+        await createTenant(first, { id: "acme", displayName: "Acme" }, systemClock);
+        await first.close();
+
+        const second = await database.open();
+        try {
+          assert.deepEqual(await migrateToLatest(second), { applied: [] });
+          const applied = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(
+            second.db,
+          );
+          assert.deepEqual(
+            applied.rows.map((row) => row.name),
+            Object.keys(migrationsFor(dialect.name)).sort(),
+          );
+          const tenant = await second.db.selectFrom("tenants").selectAll().executeTakeFirstOrThrow();
+          assert.equal(tenant.display_name, "Acme");
+        } finally {
+          await second.close();
+        }
+      } finally {
+        await database.dispose();
+      }
+    });
+
+    it("several Storages opening one fresh database at once migrate it exactly once", async () => {
+      const database = await dialect.createDatabase();
+      try {
+        const storages = await Promise.all(Array.from({ length: 4 }, () => database.open()));
+        try {
+          const [any] = storages;
+          assert.ok(any);
+          const applied = await sql<{ name: string }>`select name from kysely_migration`.execute(any.db);
+          assert.equal(applied.rows.length, Object.keys(migrationsFor(dialect.name)).length);
+        } finally {
+          await Promise.all(storages.map((storage) => storage.close()));
+        }
+      } finally {
+        await database.dispose();
+      }
+    });
+
+    it("configures the engine as the design requires", async () => {
+      const storage = await dialect.openFresh();
+      try {
+        if (storage.dialect === "sqlite") {
+          const pragma = async (name: string) =>
+            (await sql<Record<string, unknown>>`select * from ${sql.raw(`pragma_${name}`)}`.execute(storage.db))
+              .rows[0];
+          assert.deepEqual(await pragma("journal_mode"), { journal_mode: "wal" });
+          assert.deepEqual(await pragma("synchronous"), { synchronous: 2 }); // FULL
+          assert.deepEqual(await pragma("foreign_keys"), { foreign_keys: 1 });
+          assert.equal(storage.capabilities.singleWriter, true);
+        } else {
+          const row = await sql<{
+            big: unknown;
+            now: unknown;
+          }>`select 9007199254740991::bigint as big, now() as now`.execute(storage.db);
+          assert.equal(row.rows[0]?.big, Number.MAX_SAFE_INTEGER);
+          assert.equal(typeof row.rows[0]?.now, "string");
+          await assert.rejects(
+            sql`select 9007199254740993::bigint as too_big`.execute(storage.db),
+            /does not fit a JavaScript number/,
+          );
+          assert.equal(storage.capabilities.skipLocked, true);
+        }
+      } finally {
+        await storage.close();
+      }
+    });
+
+    it("refuses timestamps that are not fixed-width ISO-8601 UTC with milliseconds", async () => {
+      const storage = await dialect.openFresh();
+      try {
+        await assert.rejects(
+          storage.db
+            .insertInto("tenants")
+            .values({ id: "x", display_name: "X", created_at: "2026-11-22T07:10:13Z" })
+            .execute(),
+        );
+      } finally {
+        await storage.close();
+      }
+    });
+  });
+}

@@ -1,0 +1,201 @@
+// Throwaway PostgreSQL 15 cluster for tests: a fresh data directory in a temp dir, a free
+// loopback port, trust authentication, no fsync. Nothing here is fit for real data.
+//
+//   import { startThrowawayCluster } from "./postgres-cluster.mjs";
+//   const { url, stop } = await startThrowawayCluster();
+//
+//   node scripts/postgres-cluster.mjs              # prints the URL, stops on Ctrl-C / SIGTERM
+//   node scripts/postgres-cluster.mjs -- CMD ARGS  # runs CMD with KILN_TEST_POSTGRES_URL set,
+//                                                  # stops the cluster, exits with CMD's status
+//
+// initdb and the server refuse to run as root, so when this script runs as root (CI, fresh
+// machines) both run as the `postgres` OS user the Debian package creates, through `runuser`,
+// and the temp dir is handed to that user. Run as any other user, they run as that user.
+
+import { spawn } from "node:child_process";
+import { appendFile, chmod, chown, mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const POSTGRES_BIN = process.env.KILN_POSTGRES_BIN ?? "/usr/lib/postgresql/15/bin";
+const SERVICE_USER = "postgres";
+
+/**
+ * Starts a cluster and resolves once it accepts connections.
+ * @returns {Promise<{ url: string, stop: () => Promise<void> }>}
+ */
+export async function startThrowawayCluster() {
+  const asServiceUser = process.getuid?.() === 0;
+  const dir = await mkdtemp(join(tmpdir(), "kiln-postgres-"));
+  const dataDir = join(dir, "data");
+  const run = (program, args) => runCommand(join(POSTGRES_BIN, program), args, { cwd: dir, asServiceUser });
+
+  try {
+    if (asServiceUser) {
+      const { uid, gid } = await serviceUserIds();
+      await chown(dir, uid, gid);
+    }
+    // The data directory must not be readable by others, and the postgres user must own it.
+    await chmod(dir, 0o700);
+
+    // --locale=C: independent of whatever LANG the machine has (an ungenerated locale makes
+    // initdb fail); C collation also orders our text timestamps and ids bytewise.
+    await run("initdb", [
+      "-D",
+      dataDir,
+      "--auth=trust",
+      "-U",
+      "postgres",
+      "-E",
+      "UTF8",
+      "--locale=C",
+      "--no-sync",
+      "--no-instructions",
+    ]);
+
+    let lastError;
+    // A free port can be taken between probing and binding; try a few.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const port = await freeLoopbackPort();
+      // Appended to the file initdb wrote (as root, appending keeps the postgres user as owner);
+      // later lines override earlier ones, so a retry's port wins.
+      await appendFile(
+        join(dataDir, "postgresql.conf"),
+        [
+          "",
+          "# kiln throwaway test cluster",
+          "listen_addresses = '127.0.0.1'",
+          `port = ${port}`,
+          `unix_socket_directories = '${dir}'`,
+          // Durability is pointless for a cluster deleted after the run, and fsync is slow.
+          "fsync = off",
+          "synchronous_commit = off",
+          "full_page_writes = off",
+          // Test files run in parallel, each opening pools of several connections.
+          "max_connections = 300",
+          "",
+        ].join("\n"),
+      );
+      try {
+        await run("pg_ctl", ["-D", dataDir, "-l", join(dir, "postgres.log"), "-w", "-t", "60", "start"]);
+      } catch (error) {
+        lastError = error;
+        continue;
+      }
+      const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+      let stopped;
+      const stop = () => {
+        stopped ??= (async () => {
+          await run("pg_ctl", ["-D", dataDir, "-m", "fast", "-w", "stop"]).catch(() => {});
+          await rm(dir, { recursive: true, force: true });
+        })();
+        return stopped;
+      };
+      return { url, stop };
+    }
+    throw lastError ?? new Error("PostgreSQL did not start");
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/**
+ * Runs a PostgreSQL program, as the postgres user when we are root; rejects with its output if
+ * it fails. The working directory is the cluster's dir, which that user can enter (PostgreSQL
+ * tools fail when they cannot resolve the current directory).
+ */
+function runCommand(program, args, { cwd, asServiceUser }) {
+  const [command, argv] = asServiceUser ? ["runuser", ["-u", SERVICE_USER, "--", program, ...args]] : [program, args];
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, argv, {
+      cwd,
+      env: { ...process.env, LC_ALL: "C" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.on("error", (error) => reject(new Error(`could not run ${command}: ${error.message}`)));
+    child.on("close", (code, signal) => {
+      if (code === 0) {
+        resolve(output);
+      } else {
+        const status = signal ? `signal ${signal}` : `status ${code}`;
+        reject(new Error(`${[command, ...argv].join(" ")} failed with ${status}:\n${output.trim()}`));
+      }
+    });
+  });
+}
+
+async function serviceUserIds() {
+  const [uid, gid] = await Promise.all([
+    runCommand("id", ["-u", SERVICE_USER], { asServiceUser: false }),
+    runCommand("id", ["-g", SERVICE_USER], { asServiceUser: false }),
+  ]).catch((error) => {
+    throw new Error(
+      `the '${SERVICE_USER}' OS user is missing; is the postgresql-15 package installed?\n${error.message}`,
+    );
+  });
+  return { uid: Number(uid.trim()), gid: Number(gid.trim()) };
+}
+
+function freeLoopbackPort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function main(argv) {
+  const separator = argv.indexOf("--");
+  const command = separator === -1 ? [] : argv.slice(separator + 1);
+  const cluster = await startThrowawayCluster();
+
+  let stopping = false;
+  const stopAndExit = async (code) => {
+    if (stopping) return;
+    stopping = true;
+    await cluster.stop();
+    process.exit(code);
+  };
+  process.on("SIGINT", () => stopAndExit(130));
+  process.on("SIGTERM", () => stopAndExit(143));
+
+  if (command.length === 0) {
+    console.log(cluster.url);
+    console.error("PostgreSQL is running; Ctrl-C (SIGINT) or SIGTERM stops it and deletes its data.");
+    setInterval(() => {}, 1 << 30);
+    return;
+  }
+
+  const [program = "", ...args] = command;
+  const child = spawn(program, args, {
+    stdio: "inherit",
+    env: { ...process.env, KILN_TEST_POSTGRES_URL: cluster.url },
+  });
+  child.on("error", (error) => {
+    console.error(`could not run ${program}: ${error.message}`);
+    stopAndExit(127);
+  });
+  child.on("exit", (code, signal) => stopAndExit(code ?? (signal ? 128 : 1)));
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main(process.argv.slice(2)).catch((error) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  });
+}
