@@ -8,6 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
+const PACKAGES = ["contract", "storage", "server", "client"];
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const purpose = process.argv.includes("--for") ? process.argv[process.argv.indexOf("--for") + 1] : "start";
 
@@ -38,14 +39,24 @@ function ensureDebianPackages() {
   apt(["install", "-y", "-qq", "--no-install-recommends", ...missing]);
 }
 
+/** What the installed node_modules must match: every manifest and the lockfile. */
+function manifestsDigest() {
+  const hash = createHash("sha256");
+  for (const file of ["package.json", "package-lock.json", ...PACKAGES.map((p) => `packages/${p}/package.json`)]) {
+    const path = join(root, file);
+    if (existsSync(path)) hash.update(file).update(readFileSync(path));
+  }
+  return hash.digest("hex");
+}
+
 function ensureNpmPackages() {
-  const lock = readFileSync(join(root, "package-lock.json"));
-  const stamp = createHash("sha256").update(lock).digest("hex");
   const stampFile = join(root, "node_modules", ".kiln-install-stamp");
-  if (existsSync(stampFile) && readFileSync(stampFile, "utf8") === stamp) return;
+  if (existsSync(stampFile) && readFileSync(stampFile, "utf8") === manifestsDigest()) return;
   process.stderr.write("setup: installing npm packages\n");
-  run("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"]);
-  writeFileSync(stampFile, stamp);
+  // `npm install`, not `npm ci`: the lockfile carries no registry URLs or foreign-platform
+  // optional packages on these machines, which `npm ci` refuses as out of sync.
+  run("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error"]);
+  writeFileSync(stampFile, manifestsDigest());
 }
 
 function build() {
