@@ -5,17 +5,21 @@ import { KilnRefusal, KilnTransportError } from "./errors.js";
 type EntryOf<Id extends OperationId> = Extract<CatalogueEntry, { id: Id }>;
 
 /** All members optional? then the part itself may be omitted. */
-type PartInput<Name extends string, S> = S extends TObject
-  ? Partial<Static<S>> extends Static<S>
-    ? { [K in Name]?: Static<S> }
-    : { [K in Name]: Static<S> }
-  : unknown;
-
-type BodyInput<B> = B extends { encoding: "json"; schema: infer S extends TSchema }
-  ? { body: Static<S> }
-  : B extends { encoding: "bytes" }
-    ? { body: Uint8Array }
+type PartInput<Name extends string, S> = [S] extends [never]
+  ? unknown
+  : S extends TObject
+    ? Partial<Static<S>> extends Static<S>
+      ? { [K in Name]?: Static<S> }
+      : { [K in Name]: Static<S> }
     : unknown;
+
+type BodyInput<B> = [B] extends [never]
+  ? unknown
+  : B extends { encoding: "json"; schema: infer S extends TSchema }
+    ? { body: Static<S> }
+    : B extends { encoding: "bytes" }
+      ? { body: Uint8Array }
+      : unknown;
 
 /** A call's input: path params, query, body and (keyed mutations) the idempotency key. */
 export type InputOf<Id extends OperationId> = PartInput<

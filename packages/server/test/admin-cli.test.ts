@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { findPersonByEmail, openStorage } from "@kiln/storage";
+
+const MAIN = fileURLToPath(new URL("../src/main.js", import.meta.url));
+const run = promisify(execFile);
+
+describe("kiln-server admin --json (DESIGN.md §7)", () => {
+  let dataDir: string;
+  const admin = async (...args: string[]) => {
+    const { stdout } = await run(process.execPath, [MAIN, "admin", ...args, "--json"], {
+      env: { ...process.env, KILN_DATA_DIR: dataDir, KILN_DATABASE_URL: "" },
+    });
+    return JSON.parse(stdout) as Record<string, unknown>;
+  };
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), "kiln-admin-"));
+  });
+  after(() => rm(dataDir, { recursive: true, force: true }));
+
+  it("tenant create, user add and repo onboard print JSON and write the same data dir the server reads", async () => {
+    assert.deepEqual(await admin("tenant", "create", "acme"), { tenant: "acme", display_name: "acme", created: true });
+    const added = await admin("user", "add", "Ada@Acme.dev", "--tenant", "acme", "--role", "admin", "--name", "Ada");
+    assert.equal(added.email, "ada@acme.dev");
+    assert.equal(added.role, "admin");
+    assert.match(String(added.user_id), /^usr_[0-9a-f]{20}$/);
+    const again = await admin("user", "add", "ada@acme.dev", "--tenant", "acme", "--role", "viewer");
+    assert.equal(again.user_id, added.user_id);
+    assert.equal(again.role, "viewer");
+    assert.deepEqual(await admin("repo", "onboard", "acme/widget", "--tenant", "acme"), {
+      repository: "acme/widget",
+      tenant: "acme",
+    });
+    const storage = await openStorage({ dataDir });
+    try {
+      assert.equal((await findPersonByEmail(storage, "ada@acme.dev"))?.id, added.user_id);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it("refuses bad input with a message and a failing exit status", async () => {
+    await assert.rejects(admin("tenant", "create", "Not A Slug"), /tenant must match/);
+    await assert.rejects(admin("user", "add", "x@y.z", "--tenant", "acme", "--role", "emperor"), /role/);
+    await assert.rejects(admin("user", "add", "x@y.z", "--tenant", "nobody", "--role", "member"));
+    await assert.rejects(admin("repo", "onboard", "no-slash", "--tenant", "acme"), /owner\/name/);
+  });
+});
