@@ -14,7 +14,13 @@ describe("typed client against a real listening server", () => {
   let token: string;
   before(async () => {
     storage = await openSqliteForTest();
-    app = buildApp({ storage, clock: { now: () => new Date() }, version: "test", checkResponses: true });
+    app = buildApp({
+      storage,
+      clock: { now: () => new Date() },
+      version: "test",
+      publicOrigin: "http://kiln.test",
+      checkResponses: true,
+    });
     await app.listen({ host: "127.0.0.1", port: 0 });
     endpoint = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     await createTenant(storage, { id: "acme" });

@@ -1,4 +1,6 @@
+import fastifyCookie from "@fastify/cookie";
 import Fastify, { type FastifyInstance } from "fastify";
+import { LastUsedRecorder } from "./auth/last-used-recorder.js";
 import type { AppDeps } from "./deps.js";
 import { defaultHandlers } from "./handlers/default-handlers.js";
 import type { HandlerTable } from "./handlers/handler.js";
@@ -6,12 +8,14 @@ import { bindCatalogueRoutes } from "./http/bind-catalogue-routes.js";
 import { installBodyParsers } from "./http/body-parsers.js";
 import { installErrorBoundary } from "./http/error-boundary.js";
 import { installResponseContractCheck } from "./http/response-contract-check.js";
+import { registerPages } from "./pages/register-pages.js";
 
 /**
  * The whole HTTP service, built from its dependencies. It never listens: tests
  * inject requests, and main.ts listens.
  */
-export function buildApp(deps: AppDeps, handlers: HandlerTable = defaultHandlers): FastifyInstance {
+export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandlers): FastifyInstance {
+  const deps: AppDeps = { ...given, lastUsed: given.lastUsed ?? new LastUsedRecorder(given.storage) };
   const app = Fastify({
     logger:
       deps.logger === false || deps.logger === undefined
@@ -33,9 +37,14 @@ export function buildApp(deps: AppDeps, handlers: HandlerTable = defaultHandlers
     routerOptions: { ignoreTrailingSlash: false },
     return503OnClosing: true,
   });
+  void app.register(fastifyCookie);
+  app.addHook("onClose", async () => {
+    await deps.lastUsed?.close();
+  });
   installErrorBoundary(app);
   installBodyParsers(app);
   if (deps.checkResponses === true) installResponseContractCheck(app);
   bindCatalogueRoutes(app, deps, handlers);
+  registerPages(app, deps);
   return app;
 }

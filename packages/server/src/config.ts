@@ -6,6 +6,8 @@ export interface ServerConfig {
   readonly port: number;
   readonly dataDir: string;
   readonly databaseUrl: string | undefined;
+  /** KILN_PUBLIC_URL: where people and devices reach kiln; defaults to the listen address. */
+  readonly publicOrigin: string | undefined;
 }
 
 export function parseListen(value: string): { host: string; port: number } {
@@ -23,5 +25,14 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new Error("KILN_DATABASE_URL must be a postgres:// URL (unset it for the embedded SQLite default)");
   }
-  return { host, port, dataDir: resolve(env.KILN_DATA_DIR ?? "./.kiln"), databaseUrl };
+  const publicUrl = env.KILN_PUBLIC_URL?.trim() || undefined;
+  let publicOrigin: string | undefined;
+  if (publicUrl !== undefined) {
+    const url = new URL(publicUrl);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("KILN_PUBLIC_URL must be http(s)://");
+    publicOrigin = url.origin;
+  } else if (port !== 0) {
+    publicOrigin = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  }
+  return { host, port, dataDir: resolve(env.KILN_DATA_DIR ?? "./.kiln"), databaseUrl, publicOrigin };
 }

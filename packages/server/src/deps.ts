@@ -1,9 +1,17 @@
 import type { Clock, Storage } from "@kiln/storage";
+import type { LastUsedRecorder } from "./auth/last-used-recorder.js";
 
 /** Everything buildApp needs from the outside world; main.ts wires the real ones. */
 export interface AppDeps {
   readonly storage: Storage;
   readonly clock: Clock;
+  /**
+   * The origin people and devices reach kiln at (KILN_PUBLIC_URL), used in sign-in
+   * links and verification URIs and to recognise kiln's own pages.
+   */
+  readonly publicOrigin: string;
+  /** Coalesces last_used_at writes; buildApp makes one when absent. */
+  readonly lastUsed?: LastUsedRecorder;
   /** Version string served in the OpenAPI document. */
   readonly version: string;
   /**

@@ -1,24 +1,40 @@
 #!/usr/bin/env node
+import { createServer } from "node:net";
 import { openStorage, systemClock } from "@kiln/storage";
 import { Command } from "commander";
 import { adminCommand } from "./admin/admin-commands.js";
+import { mintSignInLink } from "./admin/mint-sign-in-link.js";
 import { buildApp } from "./build-app.js";
-import { configFromEnv } from "./config.js";
+import { configFromEnv, type ServerConfig } from "./config.js";
 import { ensureFirstStartTenant } from "./first-start.js";
 import { VERSION } from "./version.js";
+
+/** With port 0 and no KILN_PUBLIC_URL, the origin is known only once a port is chosen. */
+async function resolvePort(config: ServerConfig): Promise<number> {
+  if (config.port !== 0 || config.publicOrigin !== undefined) return config.port;
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, config.host, resolve));
+  const address = probe.address();
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  if (address === null || typeof address === "string") throw new Error("could not choose a port");
+  return address.port;
+}
 
 const program = new Command("kiln-server").description("the kiln control plane").version(VERSION);
 
 program
   .command("serve")
-  .description("serve the tenant and operator APIs (KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL)")
+  .description("serve the tenant and operator APIs (KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL, KILN_PUBLIC_URL)")
   .action(async () => {
     const config = configFromEnv();
+    const port = await resolvePort(config);
+    const publicOrigin = config.publicOrigin ?? `http://${config.host}:${port}`;
     const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
     const app = buildApp({
       storage,
       clock: systemClock,
       version: VERSION,
+      publicOrigin,
       logger: { level: process.env.KILN_LOG_LEVEL ?? "info" },
     });
     const shutdown = async () => {
@@ -28,19 +44,25 @@ program
     };
     process.once("SIGINT", shutdown);
     process.once("SIGTERM", shutdown);
-    const address = await app.listen({ host: config.host, port: config.port });
+    const address = await app.listen({ host: config.host, port });
     const first = await ensureFirstStartTenant(storage, systemClock.now());
     const where = config.databaseUrl === undefined ? `data dir ${config.dataDir}` : "PostgreSQL";
-    process.stdout.write(`kiln ${VERSION} serving ${address} (${where})\n`);
-    process.stdout.write(`  OpenAPI document: ${address}/api/openapi.json\n`);
-    if (first !== null)
-      process.stdout.write(`  first start: created tenant ${first.tenant} with owner ${first.email}\n`);
+    const out = (line: string) => process.stdout.write(`${line}\n`);
+    out(`kiln ${VERSION} serving ${address} (${where})`);
+    out(`  OpenAPI document: ${publicOrigin}/api/openapi.json`);
+    if (first !== null) {
+      const link = await mintSignInLink(storage, publicOrigin, first.email, first.tenant);
+      out(`  first start: created tenant ${first.tenant} with owner ${first.email}`);
+      out(`  sign in to the dashboard (one-time link, 24 hours): ${link}`);
+      out(`  more links: kiln-server admin sign-in-link ${first.email}`);
+      out("  log the CLI in: kiln login   (approve the code on the page it names while signed in)");
+    }
   });
 
 program.addCommand(
-  adminCommand(async () => {
+  adminCommand(() => {
     const config = configFromEnv();
-    return openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+    return { config, open: () => openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl }) };
   }),
 );
 

@@ -25,7 +25,7 @@ export interface TestApp {
 /** The real app on real storage, with every response checked against the contract. */
 export async function testApp(storage: Storage): Promise<TestApp> {
   const clock = new TestClock();
-  const app = buildApp({ storage, clock, version: "test", checkResponses: true });
+  const app = buildApp({ storage, clock, version: "test", publicOrigin: "http://kiln.test", checkResponses: true });
   await app.ready();
   return {
     app,

@@ -174,7 +174,13 @@ describe("failures that were not foreseen", () => {
   it("are answered without stack traces, SQL or paths", async () => {
     const t = await testApp(await (DIALECTS[0]?.openFresh() ?? Promise.reject(new Error("no dialect"))));
     const leaky = buildApp(
-      { storage: t.storage, clock: new TestClock(), version: "test", checkResponses: true },
+      {
+        storage: t.storage,
+        clock: new TestClock(),
+        version: "test",
+        publicOrigin: "http://kiln.test",
+        checkResponses: true,
+      },
       {
         ...defaultHandlers,
         "audit.list": async () => {

@@ -17,3 +17,8 @@ export function newReservationToken(): string {
 export function newCliTokenId(): string {
   return `tok_${randomBytes(10).toString("hex")}`;
 }
+
+/** Session handles (`ses_` + 20 hex digits), never the cookie value. */
+export function newSessionId(): string {
+  return `ses_${randomBytes(10).toString("hex")}`;
+}

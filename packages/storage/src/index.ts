@@ -11,7 +11,15 @@ export { findAgentCredentialByHash } from "./credentials/find-agent-credential-b
 export { type CliTokenHolder, findCliTokenByHash } from "./credentials/find-cli-token-by-hash.js";
 export { issueCliToken } from "./credentials/issue-cli-token.js";
 export { listAgentCredentials } from "./credentials/list-agent-credentials.js";
+export { type CliTokenRow, listCliTokens } from "./credentials/list-cli-tokens.js";
+export { recordLastUsed } from "./credentials/record-last-used.js";
 export { revokeAgentCredential } from "./credentials/revoke-agent-credential.js";
+export { revokeCliToken } from "./credentials/revoke-cli-token.js";
+export { approveDeviceAuthorization } from "./devices/approve-device-authorization.js";
+export { type DeviceAuthorizationRow, findDeviceAuthorization } from "./devices/find-device-authorization.js";
+export { recordDevicePoll } from "./devices/record-device-poll.js";
+export { redeemDeviceAuthorization } from "./devices/redeem-device-authorization.js";
+export { startDeviceAuthorization } from "./devices/start-device-authorization.js";
 export type { Capabilities, DialectName, Storage } from "./dialect.js";
 export { InvalidCursorError, UnknownTenantError } from "./errors.js";
 export { type Db, executorOf, inTransaction, type StorageOrTransaction } from "./executor.js";
@@ -31,6 +39,11 @@ export {
 export { type AppliedMigrations, migrateToLatest } from "./migrations/migrate-to-latest.js";
 export { type OpenStorageOptions, openStorage } from "./open-storage.js";
 export {
+  findCurrentOperatorCredential,
+  type OperatorCredentialRow,
+  replaceOperatorCredential,
+} from "./operator/operator-credential.js";
+export {
   type CursorValue,
   type CursorValueKind,
   decodeCursor,
@@ -41,8 +54,14 @@ export {
   type KeysetSortColumn,
   type SortDirection,
 } from "./pagination/keyset-page.js";
+export { countRequestInWindow, purgeRateWindows } from "./rate-limits/count-request-in-window.js";
 export { type OnboardedRepository, onboardRepository } from "./repositories/onboard-repository.js";
 export { type Database, MEMBERSHIP_ROLES, type MembershipRole } from "./schema.js";
+export { createSession } from "./sessions/create-session.js";
+export { createSignInLink } from "./sessions/create-sign-in-link.js";
+export { endSession } from "./sessions/end-session.js";
+export { findLiveSession } from "./sessions/find-live-session.js";
+export { redeemSignInLink } from "./sessions/redeem-sign-in-link.js";
 export { SQLITE_FILE_NAME } from "./sqlite/open-sqlite-storage.js";
 export {
   type AddPersonToTenantInput,
@@ -52,5 +71,6 @@ export {
 export { createTenant } from "./tenants/create-tenant.js";
 export { findPersonByEmail } from "./tenants/find-person-by-email.js";
 export { findTenant } from "./tenants/find-tenant.js";
+export { listMembershipsOfPerson } from "./tenants/list-memberships-of-person.js";
 export type { Membership, Person, Tenant } from "./tenants/tenant.js";
 export { formatTimestamp } from "./timestamps.js";

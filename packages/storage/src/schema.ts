@@ -15,6 +15,70 @@ export interface Database {
   operator_audit_entries: OperatorAuditEntriesTable;
   cli_tokens: CliTokensTable;
   agent_credentials: AgentCredentialsTable;
+  sessions: SessionsTable;
+  sign_in_links: SignInLinksTable;
+  device_authorizations: DeviceAuthorizationsTable;
+  rate_windows: RateWindowsTable;
+  operator_credentials: OperatorCredentialsTable;
+}
+
+/** A dashboard (`person`) or operator (`operator`) session; the cookie value is only hashed here. */
+export interface SessionsTable {
+  /** `ses_<random>`: a handle for logs and audit, never the cookie value. */
+  id: string;
+  token_hash: string;
+  kind: "person" | "operator";
+  tenant_id: string | null;
+  person_id: string | null;
+  created_at: string;
+  expires_at: string;
+  ended_at: string | null;
+}
+
+/** A one-time sign-in link: redeemed at most once, before it expires. */
+export interface SignInLinksTable {
+  token_hash: string;
+  tenant_id: string;
+  person_id: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+/**
+ * An RFC 8628 device authorization. `pending` until a signed-in person approves it
+ * (`approved`), then `redeemed` once its CLI token has been issued to the device.
+ */
+export interface DeviceAuthorizationsTable {
+  device_code_hash: string;
+  /** Normalized: upper case, no separator. */
+  user_code: string;
+  requesting_host: string;
+  state: "pending" | "approved" | "redeemed";
+  interval_seconds: number;
+  created_at: string;
+  expires_at: string;
+  last_polled_at: string | null;
+  approved_tenant_id: string | null;
+  approved_by: string | null;
+  approved_at: string | null;
+  cli_token_id: string | null;
+}
+
+/** Requests counted per bucket (a credential, a client address) and fixed window. */
+export interface RateWindowsTable {
+  bucket: string;
+  window_start: string;
+  count: number;
+}
+
+/** The operator bootstrap credential: hashed to verify, encrypted so the admin CLI can show it again. */
+export interface OperatorCredentialsTable {
+  id: string;
+  credential_hash: string;
+  credential_ciphertext: string;
+  created_at: string;
+  retired_at: string | null;
 }
 
 /** A person's CLI device token. Only the SHA-256 of the value is stored. */

@@ -1,19 +1,23 @@
 import { REPOSITORY_PATTERN, ROLES, type Role } from "@kiln/contract";
 import { addPersonToTenant, createTenant, onboardRepository, type Storage } from "@kiln/storage";
 import { Command, Option } from "commander";
+import { masterKey, operatorCredential } from "../auth/operator-credential.js";
+import type { ServerConfig } from "../config.js";
+import { mintSignInLink } from "./mint-sign-in-link.js";
 
 const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
-export type OpenStorage = () => Promise<Storage>;
+/** The server's configuration and a way to open its storage, resolved when a command runs. */
+export type AdminContext = () => { config: ServerConfig; open: () => Promise<Storage> };
 
 /** Prints a result as JSON (--json) or as one human line. */
 function print(json: boolean, value: Record<string, unknown>, human: string): void {
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human}\n`);
 }
 
-async function withStorage<T>(open: OpenStorage, fn: (storage: Storage) => Promise<T>): Promise<T> {
-  const storage = await open();
+async function withStorage<T>(context: AdminContext, fn: (storage: Storage) => Promise<T>): Promise<T> {
+  const storage = await context().open();
   try {
     return await fn(storage);
   } finally {
@@ -25,7 +29,7 @@ async function withStorage<T>(open: OpenStorage, fn: (storage: Storage) => Promi
  * `kiln-server admin …` (DESIGN.md §7): works against the same data dir or database
  * as the server and prints JSON with --json.
  */
-export function adminCommand(open: OpenStorage): Command {
+export function adminCommand(open: AdminContext): Command {
   const admin = new Command("admin").description("administer tenants, people and repositories");
 
   const tenant = admin.command("tenant").description("tenants");
@@ -85,6 +89,29 @@ export function adminCommand(open: OpenStorage): Command {
         onboardRepository(s, { tenantId: opts.tenant, name: repository, onboardedBy: "admin" }),
       );
       print(opts.json === true, { repository, tenant: opts.tenant }, `${repository} onboarded for ${opts.tenant}`);
+    });
+  admin
+    .command("sign-in-link <email>")
+    .description("print a one-time dashboard sign-in link for a person (valid 24 hours)")
+    .option("--tenant <tenant>", "tenant to sign in to (default: the person's first)")
+    .option("--json", "print JSON")
+    .action(async (email: string, opts: { tenant?: string; json?: boolean }) => {
+      const { config } = open();
+      const origin = config.publicOrigin ?? "http://127.0.0.1:7860";
+      const url = await withStorage(open, (s) => mintSignInLink(s, origin, email, opts.tenant));
+      print(opts.json === true, { url }, url);
+    });
+
+  admin
+    .command("operator-credential")
+    .description("print the operator bootstrap credential (minting the first); --rotate replaces it")
+    .option("--rotate", "mint a new credential; the previous one stops opening sessions")
+    .option("--json", "print JSON")
+    .action(async (opts: { rotate?: boolean; json?: boolean }) => {
+      const { config } = open();
+      const key = masterKey(config.dataDir);
+      const credential = await withStorage(open, (s) => operatorCredential(s, key, opts.rotate === true));
+      print(opts.json === true, { credential }, credential);
     });
   return admin;
 }

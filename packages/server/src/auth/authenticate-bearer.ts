@@ -50,7 +50,7 @@ export async function authenticateBearer(storage: Storage, token: string, now: D
     displayName: row.name,
     role: null,
     scopes: JSON.parse(row.scopes) as Scope[],
-    via: { kind: "agent_credential", name: row.name },
+    via: { kind: "agent_credential", name: row.name, tokenHash: hash },
     requestsPerMinute: row.requests_per_minute,
   };
 }

@@ -1,8 +1,13 @@
 import { CATALOGUE } from "@kiln/contract";
 import { listAudit } from "./audit.js";
+import { listOwnCliTokens, revokeOwnCliToken } from "./cli-tokens.js";
 import { createCredential, listCredentials, revokeCredential } from "./credentials.js";
+import { approveDevice, pendingDevice, pollDevice, startDevice } from "./device.js";
 import type { Handler, HandlerTable } from "./handler.js";
+import { cliTenant, currentIdentity } from "./identity.js";
 import { openapiDocument } from "./openapi-document.js";
+import { exportOperatorAudit, listOperatorAudit, refuseOperatorAuditChange } from "./operator-audit.js";
+import { createOperatorSession, deleteOperatorSession } from "./operator-session.js";
 import { refusePredecessorSubmission } from "./predecessor-submissions.js";
 
 const predecessors: Record<string, Handler> = Object.fromEntries(
@@ -13,8 +18,22 @@ const predecessors: Record<string, Handler> = Object.fromEntries(
 export const defaultHandlers: HandlerTable = {
   "openapi.document": openapiDocument,
   ...predecessors,
+  "device.start": startDevice,
+  "device.poll": pollDevice,
+  "device.pending": pendingDevice,
+  "device.approve": approveDevice,
+  "identity.current": currentIdentity,
+  "cli.tenant": cliTenant,
+  "cli_tokens.list": listOwnCliTokens,
+  "cli_tokens.revoke": revokeOwnCliToken,
   "credentials.create": createCredential,
   "credentials.list": listCredentials,
   "credentials.revoke": revokeCredential,
   "audit.list": listAudit,
+  "operator.session.create": createOperatorSession,
+  "operator.session.delete": deleteOperatorSession,
+  "operator.audit.list": listOperatorAudit,
+  "operator.audit.export": exportOperatorAudit,
+  "operator.audit.refuse_patch": refuseOperatorAuditChange,
+  "operator.audit.refuse_delete": refuseOperatorAuditChange,
 };

@@ -1,7 +1,7 @@
 import type { Operation } from "@kiln/contract";
 import type { Clock, Db } from "@kiln/storage";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Principal } from "../auth/principal.js";
+import type { OperatorPrincipal, Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
 
 export interface HandlerContext {
@@ -9,6 +9,8 @@ export interface HandlerContext {
   readonly deps: AppDeps;
   /** null only for public operations. */
   readonly principal: Principal | null;
+  /** Operator operations only. */
+  readonly operator: OperatorPrincipal | null;
   readonly params: Record<string, unknown>;
   readonly query: Record<string, unknown>;
   readonly body: unknown;
@@ -36,4 +38,10 @@ export type HandlerTable = Readonly<Record<string, Handler>>;
 export function principalOf(ctx: HandlerContext): Principal {
   if (ctx.principal === null) throw new Error(`${ctx.op.id} reached its handler without a principal`);
   return ctx.principal;
+}
+
+/** The operator of an operator operation. */
+export function operatorOf(ctx: HandlerContext): OperatorPrincipal {
+  if (ctx.operator === null) throw new Error(`${ctx.op.id} reached its handler without an operator session`);
+  return ctx.operator;
 }

@@ -1,6 +1,6 @@
 import { CATALOGUE, type Operation } from "@kiln/contract";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Principal } from "../auth/principal.js";
+import type { OperatorPrincipal, Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
 import { type Handler, type HandlerContext, type HandlerTable, REPLY_SENT } from "../handlers/handler.js";
 import { enforceSecurity } from "./enforce-security.js";
@@ -10,7 +10,7 @@ import { refuse } from "./refusal.js";
 
 declare module "fastify" {
   interface FastifyRequest {
-    kiln: { principal: Principal | null; idempotencyKey: string | null };
+    kiln: { principal: Principal | null; operator: OperatorPrincipal | null; idempotencyKey: string | null };
   }
 }
 
@@ -56,8 +56,10 @@ export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handler
       // Who is calling is settled before the body is even parsed, so an unauthorized
       // caller learns nothing from validation.
       onRequest: async (request) => {
-        request.kiln = { principal: null, idempotencyKey: null };
-        request.kiln.principal = await enforceSecurity(deps, op, request);
+        request.kiln = { principal: null, operator: null, idempotencyKey: null };
+        const caller = await enforceSecurity(deps, op, request);
+        request.kiln.principal = caller.principal;
+        request.kiln.operator = caller.operator;
         if (op.keyed) request.kiln.idempotencyKey = idempotencyKeyOf(request);
       },
       handler: async (request, reply) => {
@@ -66,6 +68,7 @@ export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handler
           op,
           deps,
           principal: request.kiln.principal,
+          operator: request.kiln.operator,
           params: (request.params ?? {}) as Record<string, unknown>,
           query: (request.query ?? {}) as Record<string, unknown>,
           body: request.body,

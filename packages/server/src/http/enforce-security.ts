@@ -1,9 +1,25 @@
-import type { Operation } from "@kiln/contract";
+import { LEAST_ROLE_FOR_SCOPE, type Operation } from "@kiln/contract";
+import { findLiveSession } from "@kiln/storage";
 import type { FastifyRequest } from "fastify";
 import { authenticateBearer } from "../auth/authenticate-bearer.js";
-import type { Principal } from "../auth/principal.js";
+import { authenticateSession } from "../auth/authenticate-session.js";
+import { enforceRateLimit } from "../auth/enforce-rate-limit.js";
+import { verifyOperatorCredential } from "../auth/operator-credential.js";
+import type { OperatorPrincipal, Principal } from "../auth/principal.js";
+import { cookieOf, OPERATOR_SESSION_COOKIE, SESSION_COOKIE } from "../auth/session-cookies.js";
+import { hashSecret } from "../auth/session-secret.js";
 import type { AppDeps } from "../deps.js";
 import { refuse } from "./refusal.js";
+
+/** Requests per minute a client address may make to the public device endpoints. */
+export const PUBLIC_LIMITS: Readonly<Record<string, number>> = { "device.start": 10, "device.poll": 120 };
+
+export interface Caller {
+  readonly principal: Principal | null;
+  readonly operator: OperatorPrincipal | null;
+}
+
+const NOBODY: Caller = { principal: null, operator: null };
 
 function bearerOf(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
@@ -14,38 +30,99 @@ function bearerOf(request: FastifyRequest): string | null {
 }
 
 /**
- * Establishes the caller and checks the operation's catalogued security. This is
- * the only authorization code path: handlers never check scopes themselves.
+ * A cookie-authenticated mutation must come from kiln's own pages: browsers name the
+ * page's origin on every cross-site POST, and a request from elsewhere is refused
+ * (SameSite=Lax already keeps the cookie off cross-site POSTs; this is the second lock).
  */
-export async function enforceSecurity(
-  deps: AppDeps,
-  op: Operation,
-  request: FastifyRequest,
-): Promise<Principal | null> {
+function refuseCrossSite(request: FastifyRequest, publicOrigin: string): void {
+  if (request.method === "GET" || request.method === "HEAD") return;
+  const origin = request.headers.origin;
+  const site = request.headers["sec-fetch-site"];
+  const own = new Set([publicOrigin, `${request.protocol}://${request.host}`]);
+  if ((origin !== undefined && !own.has(origin)) || site === "cross-site" || site === "same-site") {
+    refuse("unauthenticated", "a session mutation must come from kiln's own pages (cross-site request refused)");
+  }
+}
+
+async function personSession(deps: AppDeps, request: FastifyRequest, op: Operation): Promise<Principal> {
+  const cookie = cookieOf(request, SESSION_COOKIE);
+  if (cookie === null) return refuse("unauthenticated", `${op.id} needs a signed-in session`);
+  refuseCrossSite(request, deps.publicOrigin);
+  return authenticateSession(deps.storage, cookie, deps.clock.now());
+}
+
+/**
+ * Establishes the caller and checks the operation's catalogued security. This is the
+ * only authorization code path: handlers never check scopes, roles or sessions.
+ */
+export async function enforceSecurity(deps: AppDeps, op: Operation, request: FastifyRequest): Promise<Caller> {
   const security = op.security;
+  const now = deps.clock.now();
   switch (security.kind) {
-    case "public":
-      return null;
-    case "operator":
-    case "operator-bootstrap":
-      // Operator sessions arrive with the identity issue; until then no caller holds one.
-      return refuse("operator_not_found", "the operator surface answers only an operator session");
-    case "session":
-      // Dashboard sessions arrive with the identity issue; a bearer credential never reaches these.
-      if (bearerOf(request) !== null)
+    case "public": {
+      const limit = PUBLIC_LIMITS[op.id];
+      if (limit !== undefined) {
+        await enforceRateLimit(deps.storage, { bucket: `${op.id}:${request.ip}`, limit, now, what: op.id });
+      }
+      return NOBODY;
+    }
+    case "operator-bootstrap": {
+      const token = bearerOf(request);
+      if (token === null || !(await verifyOperatorCredential(deps.storage, token))) {
+        return refuse("operator_not_found", "the operator surface answers only an operator session");
+      }
+      return NOBODY;
+    }
+    case "operator": {
+      const cookie = cookieOf(request, OPERATOR_SESSION_COOKIE);
+      const session =
+        cookie === null
+          ? undefined
+          : await findLiveSession(deps.storage, { tokenHash: hashSecret(cookie), kind: "operator", now });
+      if (session === undefined)
+        return refuse("operator_not_found", "the operator surface answers only an operator session");
+      refuseCrossSite(request, deps.publicOrigin);
+      return {
+        principal: null,
+        operator: { kind: "operator", principal: `operator:${session.id}`, sessionId: session.id },
+      };
+    }
+    case "session": {
+      if (cookieOf(request, SESSION_COOKIE) === null && bearerOf(request) !== null) {
         refuse("session_required", `${op.id} is performed only inside a signed-in session`);
-      return refuse("unauthenticated", `${op.id} needs a signed-in session`);
+      }
+      return { principal: await personSession(deps, request, op), operator: null };
+    }
     case "tenant": {
       const token = bearerOf(request);
-      if (token === null) refuse("unauthenticated", `${op.id} needs a bearer credential`);
-      const principal = await authenticateBearer(deps.storage, token, deps.clock.now());
+      let principal: Principal;
+      if (token === null && security.cookie === true && cookieOf(request, SESSION_COOKIE) !== null) {
+        principal = await personSession(deps, request, op);
+      } else if (token === null) {
+        return refuse("unauthenticated", `${op.id} needs a bearer credential`);
+      } else {
+        principal = await authenticateBearer(deps.storage, token, now);
+      }
       if (!principal.scopes.includes(security.scope)) {
+        if (principal.via.kind === "session") {
+          const role = LEAST_ROLE_FOR_SCOPE[security.scope];
+          refuse("role_required", `${op.id} needs the ${role} role`, { role });
+        }
         refuse("out_of_scope", `${op.id} needs the ${security.scope} scope`, { scope: security.scope });
       }
-      if (security.human === true && principal.kind !== "person") {
-        refuse("human_principal_required", `${op.id} is a human act; an agent credential cannot perform it`);
+      if (security.human === true && !(principal.kind === "person" && principal.via.kind === "cli_token")) {
+        refuse("human_principal_required", `${op.id} is a human act performed with a person's CLI device token`);
       }
-      return principal;
+      if (principal.requestsPerMinute !== null && principal.via.kind === "agent_credential") {
+        await enforceRateLimit(deps.storage, {
+          bucket: `agent:${principal.tenantId}:${principal.via.tokenHash}`,
+          limit: principal.requestsPerMinute,
+          now,
+          what: `credential ${principal.via.name}`,
+        });
+      }
+      deps.lastUsed?.note(principal, now);
+      return { principal, operator: null };
     }
   }
 }

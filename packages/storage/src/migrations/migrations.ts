@@ -2,6 +2,7 @@ import type { Migration, MigrationProvider } from "kysely";
 import type { DialectName } from "../dialect.js";
 import { initialSchema } from "./0001-initial-schema.js";
 import { credentials } from "./0002-credentials.js";
+import { identity } from "./0003-identity.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -15,6 +16,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
   return {
     "0001-initial-schema": initialSchema(dialect),
     "0002-credentials": credentials(dialect),
+    "0003-identity": identity(),
   };
 }
 

@@ -1,0 +1,46 @@
+import { appendAuditEntry, listCliTokens, revokeCliToken } from "@kiln/storage";
+import { refuse } from "../http/refusal.js";
+import { type Handler, principalOf } from "./handler.js";
+import { pageRequestOf } from "./page-request.js";
+
+/** cli_tokens.list: the calling person's own device tokens (never their values). */
+export const listOwnCliTokens: Handler = async (ctx) => {
+  const p = principalOf(ctx);
+  const page = await listCliTokens(ctx.db, {
+    tenantId: p.tenantId,
+    personId: p.principal,
+    ...pageRequestOf(ctx.query),
+  });
+  return {
+    tokens: page.rows.map((t) => ({
+      id: t.id,
+      principal: t.person_id,
+      requesting_host: t.requesting_host,
+      created_at: t.created_at,
+      last_used_at: t.last_used_at,
+      revoked_at: t.revoked_at,
+      revoked_by: t.revoked_by,
+    })),
+    next_cursor: page.nextCursor,
+  };
+};
+
+/** cli_tokens.revoke: one of the person's own tokens; the next request presenting it is refused. */
+export const revokeOwnCliToken: Handler = async (ctx) => {
+  const p = principalOf(ctx);
+  const id = String(ctx.params.id);
+  const result = await revokeCliToken(ctx.db, { tenantId: p.tenantId, personId: p.principal, id }, ctx.clock);
+  if (result.kind === "not_found") return refuse("not_found", `you have no live CLI token ${id}`);
+  await appendAuditEntry(
+    ctx.db,
+    {
+      tenantId: p.tenantId,
+      actor: p.principal,
+      target: `cli-token:${id}`,
+      value: "revoked",
+      effective: result.revokedAt,
+    },
+    ctx.clock,
+  );
+  return { id, revoked_at: result.revokedAt, revoked_by: p.principal };
+};

@@ -1,0 +1,36 @@
+import { findTenant, listMembershipsOfPerson } from "@kiln/storage";
+import { type Handler, principalOf } from "./handler.js";
+
+/** identity.current: the closed Identity record for a person or an agent. */
+export const currentIdentity: Handler = async (ctx) => {
+  const p = principalOf(ctx);
+  const memberships =
+    p.userId === null
+      ? []
+      : (await listMembershipsOfPerson(ctx.db, p.userId)).map((m) => ({
+          tenant: m.tenantId,
+          organization_id: m.organizationId,
+          role: m.role,
+        }));
+  return {
+    principal: p.principal,
+    kind: p.kind,
+    user_id: p.userId,
+    display_name: p.displayName,
+    tenant: p.tenantId,
+    role: p.role,
+    scopes: [...p.scopes],
+    memberships,
+    // No source-hosting app can be claimed by this runtime yet.
+    installation_active: null,
+    // People sign out of dashboard sessions; agents have no session to end.
+    sign_out_available: p.kind === "person",
+  };
+};
+
+/** cli.tenant: the active tenant and who is acting in it. */
+export const cliTenant: Handler = async (ctx) => {
+  const p = principalOf(ctx);
+  const tenant = await findTenant(ctx.db, p.tenantId);
+  return { tenant: p.tenantId, display_name: tenant?.displayName ?? p.tenantId, principal: p.principal, kind: p.kind };
+};

@@ -1,0 +1,21 @@
+import { type Clock, systemClock } from "../clock.js";
+import { executorOf, type StorageOrTransaction } from "../executor.js";
+import { formatTimestamp } from "../timestamps.js";
+
+export async function createSignInLink(
+  target: StorageOrTransaction,
+  input: { tokenHash: string; tenantId: string; personId: string; expiresAt: Date },
+  clock: Clock = systemClock,
+): Promise<void> {
+  await executorOf(target)
+    .insertInto("sign_in_links")
+    .values({
+      token_hash: input.tokenHash,
+      tenant_id: input.tenantId,
+      person_id: input.personId,
+      created_at: formatTimestamp(clock.now()),
+      expires_at: formatTimestamp(input.expiresAt),
+      used_at: null,
+    })
+    .execute();
+}

@@ -1,0 +1,18 @@
+import { type Clock, systemClock } from "../clock.js";
+import { executorOf, type StorageOrTransaction } from "../executor.js";
+import { formatTimestamp } from "../timestamps.js";
+
+/** Ends the session (sign-out); returns its handle if it was live. */
+export async function endSession(
+  target: StorageOrTransaction,
+  tokenHash: string,
+  clock: Clock = systemClock,
+): Promise<{ id: string } | undefined> {
+  return executorOf(target)
+    .updateTable("sessions")
+    .set({ ended_at: formatTimestamp(clock.now()) })
+    .where("token_hash", "=", tokenHash)
+    .where("ended_at", "is", null)
+    .returning("id")
+    .executeTakeFirst();
+}
