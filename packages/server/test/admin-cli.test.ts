@@ -45,6 +45,18 @@ describe("kiln-server admin --json (DESIGN.md §7)", () => {
     }
   });
 
+  it("sign-in-link prints a one-time link; operator-credential prints the same credential until --rotate", async () => {
+    const { url } = (await admin("sign-in-link", "ada@acme.dev", "--tenant", "acme")) as { url: string };
+    assert.match(url, /^http:\/\/127\.0\.0\.1:7860\/auth\/sign-in\?token=[A-Za-z0-9_-]{43}$/);
+    await assert.rejects(admin("sign-in-link", "nobody@acme.dev"), /no person/);
+    const first = (await admin("operator-credential")) as { credential: string };
+    assert.match(first.credential, /^kiln_operator_/);
+    assert.deepEqual(await admin("operator-credential"), first);
+    const rotated = (await admin("operator-credential", "--rotate")) as { credential: string };
+    assert.notEqual(rotated.credential, first.credential);
+    assert.deepEqual(await admin("operator-credential"), rotated);
+  });
+
   it("refuses bad input with a message and a failing exit status", async () => {
     await assert.rejects(admin("tenant", "create", "Not A Slug"), /tenant must match/);
     await assert.rejects(admin("user", "add", "x@y.z", "--tenant", "acme", "--role", "emperor"), /role/);
