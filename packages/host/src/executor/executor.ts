@@ -1,0 +1,78 @@
+/**
+ * The executor interface: one attempt of one job, run in isolation. Implementations
+ * (`sandbox` with bubblewrap + cgroups; later `microvm` with QEMU) share one test suite.
+ * An executor never talks to the control plane: the host agent hands it a prepared job
+ * directory and streams what it reports.
+ */
+
+/** vCPUs, memory and process count granted to an attempt (from the job's size). */
+export interface ResourceLimits {
+  readonly vcpus: number;
+  readonly memoryBytes: number;
+  readonly pids: number;
+}
+
+/** A rustup toolchain the host admits: its name and the directory holding bin/cargo, bin/rustc, lib/. */
+export interface AdmittedToolchain {
+  readonly name: string;
+  readonly path: string;
+}
+
+export interface ExecutionRequest {
+  /** Unique per attempt; names the cgroup and the job directories. */
+  readonly attemptId: string;
+  readonly limits: ResourceLimits;
+  /** Host path holding the materialized source; the only writable place besides targetDir and homeDir. */
+  readonly workspaceDir: string;
+  /** Host path used as CARGO_TARGET_DIR (writable). */
+  readonly targetDir: string;
+  /** Host path used as HOME and CARGO_HOME for the attempt (writable, starts empty). */
+  readonly homeDir: string;
+  /** Extra read-only directories made visible at the same path inside (e.g. a directory source of vendored crates). */
+  readonly readOnlyBinds?: readonly string[];
+  readonly toolchain: AdmittedToolchain;
+  /** The command, argv[0] resolved inside the sandbox's PATH (e.g. ["cargo", "test", "--offline"]). */
+  readonly argv: readonly string[];
+  /** Relative to workspaceDir. */
+  readonly workingDirectory: string;
+  /** Exactly the environment the job declared, plus what the executor sets (PATH, HOME, CARGO_HOME, CARGO_TARGET_DIR, …); nothing from the host. */
+  readonly environment: Readonly<Record<string, string>>;
+  /** The attempt is ended (and reported `wall_clock_ceiling`) after this many seconds. */
+  readonly wallClockSeconds: number;
+  /** Only `offline` for now: no network namespace access at all. */
+  readonly network: "offline";
+  /** Every byte the command writes, as it arrives. */
+  readonly onOutput: (stream: "stdout" | "stderr", chunk: Buffer) => void;
+  /** Aborting cancels the attempt: the whole process tree is reaped. */
+  readonly signal: AbortSignal;
+}
+
+export type ExecutionOutcome =
+  /** The command ran to its end; see exitCode. */
+  | "exited"
+  | "wall_clock_ceiling"
+  | "cancelled"
+  /** The executor itself failed (could not set up the sandbox, …); see detail. */
+  | "infrastructure";
+
+export interface ExecutionResult {
+  readonly outcome: ExecutionOutcome;
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  /** The kernel killed a process for exceeding the memory limit. */
+  readonly oomKilled: boolean;
+  readonly startedAt: Date;
+  readonly finishedAt: Date;
+  /** CPU time the attempt consumed (user + system), where the cgroup reports it. */
+  readonly cpuSeconds: number | null;
+  readonly peakMemoryBytes: number | null;
+  /** The isolation that actually ran, for the evidence: never claims more than it did. */
+  readonly isolation: "sandbox" | "microvm";
+  /** Human-readable notes on setup (cgroup layout found, limits applied), for the evidence and logs. */
+  readonly detail: readonly string[];
+}
+
+export interface Executor {
+  readonly isolation: "sandbox" | "microvm";
+  run(request: ExecutionRequest): Promise<ExecutionResult>;
+}
