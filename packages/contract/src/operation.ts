@@ -57,6 +57,12 @@ export interface Operation {
   /** Keyed mutations require exactly one `idempotency-key` header. */
   readonly keyed: boolean;
   readonly deprecated?: boolean;
+  /**
+   * Response members that are secrets shown once (credentials.create's `credential`).
+   * A keyed mutation's stored receipt never holds them: a replay carries a notice in
+   * their place, so no secret sits in the idempotency store.
+   */
+  readonly shownOnce?: readonly string[];
   /** The MCP tool name and scope from the spec's MCP table, where it lists one. */
   readonly mcp?: { readonly tool: string; readonly scope: Scope };
 }

@@ -14,7 +14,9 @@ export async function ensureFirstStartTenant(
   const any = await storage.db.selectFrom("tenants").select("id").limit(1).executeTakeFirst();
   if (any !== undefined) return null;
   const clock = { now: () => now };
-  await createTenant(storage, { id: FIRST_TENANT, displayName: "Default tenant" }, clock);
+  // Two servers starting at once on an empty database: only one creates the tenant.
+  const { created } = await createTenant(storage, { id: FIRST_TENANT, displayName: "Default tenant" }, clock);
+  if (!created) return null;
   await addPersonToTenant(
     storage,
     { tenantId: FIRST_TENANT, email: FIRST_OWNER, displayName: "Owner", role: "owner" },

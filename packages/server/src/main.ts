@@ -51,7 +51,7 @@ program
     out(`kiln ${VERSION} serving ${address} (${where})`);
     out(`  OpenAPI document: ${publicOrigin}/api/openapi.json`);
     if (first !== null) {
-      const link = await mintSignInLink(storage, publicOrigin, first.email, first.tenant);
+      const link = await mintSignInLink(storage, publicOrigin, first.email, first.tenant, systemClock);
       out(`  first start: created tenant ${first.tenant} with owner ${first.email}`);
       out(`  sign in to the dashboard (one-time link, 24 hours): ${link}`);
       out(`  more links: kiln-server admin sign-in-link ${first.email}`);

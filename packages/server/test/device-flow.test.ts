@@ -57,7 +57,7 @@ for (const dialect of DIALECTS) {
       assert.equal((await poll(started.device_code)).state, "pending");
       assert.equal((await poll(started.device_code)).state, "limited", "a poll inside the interval is limited");
 
-      const cookie = await signIn(t.app, t.storage, email);
+      const cookie = await signIn(t.app, t.storage, email, undefined, t.clock);
       const page = await t.app.inject({
         method: "GET",
         url: `/device?user_code=${started.user_code}`,
@@ -146,7 +146,7 @@ for (const dialect of DIALECTS) {
       assert.equal(withBearer.json().code, "session_required");
       const nothing = await t.app.inject({ method: "POST", url, headers: { "idempotency-key": "a2" } });
       assert.equal(nothing.json().code, "unauthenticated");
-      const cookie = await signIn(t.app, t.storage, email);
+      const cookie = await signIn(t.app, t.storage, email, undefined, t.clock);
       const crossSite = await t.app.inject({
         method: "POST",
         url,
@@ -165,7 +165,7 @@ for (const dialect of DIALECTS) {
     });
 
     it("a sign-in link works once; signing out ends the session", async () => {
-      const link = new URL(await mintSignInLink(t.storage, "http://kiln.test", email));
+      const link = new URL(await mintSignInLink(t.storage, "http://kiln.test", email, undefined, t.clock));
       const first = await t.app.inject({ method: "GET", url: `${link.pathname}${link.search}` });
       assert.equal(first.statusCode, 303);
       const second = await t.app.inject({ method: "GET", url: `${link.pathname}${link.search}` });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { reserveIdempotencyKey } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { requestHashOf } from "../src/http/perform-keyed.js";
+import { requestHashOf, SHOWN_ONCE_NOTICE } from "../src/http/perform-keyed.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 
 const body = (name: string) => ({ name, scopes: ["read", "submit"], expires_in_seconds: 3600 });
@@ -43,8 +43,11 @@ for (const dialect of DIALECTS) {
       assert.equal(first.statusCode, 200);
       const again = await create(body("replayed"), { "idempotency-key": "rep-1" });
       assert.equal(again.statusCode, 200);
-      assert.equal(again.body, first.body);
       assert.equal(again.headers["idempotent-replayed"], "true");
+      // The same receipt, except the credential value: it is shown once and never stored.
+      assert.deepEqual(again.json().view, first.json().view);
+      assert.match(first.json().credential, /^kiln_agent_/);
+      assert.equal(again.json().credential, SHOWN_ONCE_NOTICE);
       assert.equal(await count(), 1);
     });
 
@@ -113,7 +116,7 @@ for (const dialect of DIALECTS) {
       const inFlight = results.filter((r) => r.statusCode === 409 && r.json().code === "idempotency_key_in_flight");
       assert.equal(fresh.length, 1);
       assert.equal(fresh.length + replays.length + inFlight.length, 50);
-      for (const r of replays) assert.equal(r.body, fresh[0]?.body);
+      for (const r of replays) assert.deepEqual(r.json().view, fresh[0]?.json().view);
       const names = await t.storage.db
         .selectFrom("agent_credentials")
         .select("name")

@@ -43,7 +43,7 @@ describe("a session whose role lacks the scope", () => {
     const email = (
       await t.storage.db.selectFrom("persons").select("email").where("id", "=", viewer.userId).executeTakeFirstOrThrow()
     ).email;
-    const cookie = await signIn(t.app, t.storage, email);
+    const cookie = await signIn(t.app, t.storage, email, undefined, t.clock);
     const res = await probe.inject({ method: "GET", url: "/probe", headers: { cookie: `kiln_session=${cookie}` } });
     assert.equal(res.statusCode, 403);
     assert.equal(res.json().code, "role_required");
@@ -55,7 +55,7 @@ describe("a session whose role lacks the scope", () => {
     const email = (
       await t.storage.db.selectFrom("persons").select("email").where("id", "=", owner.userId).executeTakeFirstOrThrow()
     ).email;
-    const cookie = await signIn(t.app, t.storage, email);
+    const cookie = await signIn(t.app, t.storage, email, undefined, t.clock);
     const res = await probe.inject({ method: "GET", url: "/probe", headers: { cookie: `kiln_session=${cookie}` } });
     assert.equal(res.statusCode, 200, res.body);
     assert.equal(res.json().principal, owner.userId);

@@ -1,11 +1,17 @@
 import assert from "node:assert/strict";
-import type { Storage } from "@kiln/storage";
+import type { Clock, Storage } from "@kiln/storage";
 import type { FastifyInstance } from "fastify";
 import { mintSignInLink } from "../src/admin/mint-sign-in-link.js";
 
 /** Opens a real one-time sign-in link and returns the `kiln_session` cookie it set. */
-export async function signIn(app: FastifyInstance, storage: Storage, email: string, tenant?: string): Promise<string> {
-  const link = new URL(await mintSignInLink(storage, "http://kiln.test", email, tenant));
+export async function signIn(
+  app: FastifyInstance,
+  storage: Storage,
+  email: string,
+  tenant?: string,
+  clock?: Clock,
+): Promise<string> {
+  const link = new URL(await mintSignInLink(storage, "http://kiln.test", email, tenant, clock));
   const res = await app.inject({ method: "GET", url: `${link.pathname}${link.search}` });
   assert.equal(res.statusCode, 303, res.body);
   const cookie = res.cookies.find((c) => c.name === "kiln_session");

@@ -192,6 +192,7 @@ export const TENANT_OPERATIONS = [
     response: { encoding: "json", schema: CredentialIssued },
     refusals: [...A, ...K, "human_principal_required", "invalid_request", "conflict"],
     keyed: true,
+    shownOnce: ["credential"],
   }),
   defineOperation({
     id: "credentials.list",

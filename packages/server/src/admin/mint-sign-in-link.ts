@@ -1,4 +1,11 @@
-import { createSignInLink, findPersonByEmail, listMembershipsOfPerson, type Storage } from "@kiln/storage";
+import {
+  type Clock,
+  createSignInLink,
+  findPersonByEmail,
+  listMembershipsOfPerson,
+  type Storage,
+  systemClock,
+} from "@kiln/storage";
 import { hashSecret, mintSecret } from "../auth/session-secret.js";
 
 export const SIGN_IN_LINK_SECONDS = 24 * 3600;
@@ -12,6 +19,7 @@ export async function mintSignInLink(
   publicOrigin: string,
   email: string,
   tenant?: string,
+  clock: Clock = systemClock,
 ): Promise<string> {
   const person = await findPersonByEmail(storage, email);
   if (person === undefined) throw new Error(`no person with email ${email}`);
@@ -21,11 +29,15 @@ export async function mintSignInLink(
     throw new Error(tenant === undefined ? `${email} belongs to no tenant` : `${email} is not a member of ${tenant}`);
   }
   const token = mintSecret();
-  await createSignInLink(storage, {
-    tokenHash: hashSecret(token),
-    tenantId: membership.tenantId,
-    personId: person.id,
-    expiresAt: new Date(Date.now() + SIGN_IN_LINK_SECONDS * 1000),
-  });
+  await createSignInLink(
+    storage,
+    {
+      tokenHash: hashSecret(token),
+      tenantId: membership.tenantId,
+      personId: person.id,
+      expiresAt: new Date(clock.now().getTime() + SIGN_IN_LINK_SECONDS * 1000),
+    },
+    clock,
+  );
   return `${publicOrigin}/auth/sign-in?token=${token}`;
 }

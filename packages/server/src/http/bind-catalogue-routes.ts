@@ -91,6 +91,7 @@ export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handler
             operation: op.id,
             request: { params: base.params, query: base.query, body: base.body },
             now,
+            shownOnce: op.shownOnce ?? [],
           },
           async (db) => {
             const result = await handler({ ...base, db });

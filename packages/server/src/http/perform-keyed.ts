@@ -13,6 +13,16 @@ export interface KeyedOutcome {
   readonly body: string;
 }
 
+export const SHOWN_ONCE_NOTICE = "(shown once; a replay does not repeat it — revoke and mint a new one if it was lost)";
+
+/** The receipt to keep: the answer with every shown-once member replaced by a notice. */
+export function receiptOf(outcome: KeyedOutcome, shownOnce: readonly string[]): KeyedOutcome {
+  if (shownOnce.length === 0 || outcome.status >= 400) return outcome;
+  const document = JSON.parse(outcome.body) as Record<string, unknown>;
+  for (const member of shownOnce) if (member in document) document[member] = SHOWN_ONCE_NOTICE;
+  return { status: outcome.status, body: JSON.stringify(document) };
+}
+
 /** Canonical JSON: object keys sorted, so the same request always hashes the same. */
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
@@ -43,7 +53,14 @@ export function requestHashOf(operation: string, request: unknown): string {
  */
 export async function performKeyed(
   storage: Storage,
-  input: { tenantId: string; key: string; operation: string; request: unknown; now: Date },
+  input: {
+    tenantId: string;
+    key: string;
+    operation: string;
+    request: unknown;
+    now: Date;
+    shownOnce?: readonly string[];
+  },
   perform: (db: Db) => Promise<KeyedOutcome>,
 ): Promise<KeyedOutcome & { replayed: boolean }> {
   const requestHash = requestHashOf(input.operation, input.request);
@@ -72,7 +89,8 @@ export async function performKeyed(
   try {
     const outcome = await storage.transaction(async (trx) => {
       const result = await perform(trx);
-      if (!(await completeIdempotencyKey(trx, { ...keyRef, status: result.status, body: result.body }))) {
+      const receipt = receiptOf(result, input.shownOnce ?? []);
+      if (!(await completeIdempotencyKey(trx, { ...keyRef, status: receipt.status, body: receipt.body }))) {
         throw new Error(`idempotency reservation for ${input.operation} was taken over before it completed`);
       }
       return result;

@@ -1,0 +1,168 @@
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { after, before, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { openStorage, type Storage } from "@kiln/storage";
+import { createPostgresTestDatabase, DIALECTS } from "@kiln/storage/testing";
+import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+
+const MAIN = fileURLToPath(new URL("../src/main.js", import.meta.url));
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+const credentialRequest = (name: string, requestsPerMinute: number) =>
+  JSON.stringify({ name, scopes: ["read"], expires_in_seconds: 3600, requests_per_minute: requestsPerMinute });
+
+for (const dialect of DIALECTS) {
+  describe(`per-credential rate limit (${dialect.name})`, { skip: dialect.skip }, () => {
+    let t: TestApp;
+    let owner: { tenant: string; token: string };
+    before(async () => {
+      t = await testApp(await dialect.openFresh());
+      owner = await personWithToken(t.storage, { role: "owner" });
+    });
+    after(() => t.close());
+
+    const mint = async (name: string, requestsPerMinute: number): Promise<string> => {
+      const res = await t.app.inject({
+        method: "POST",
+        url: "/api/credentials",
+        headers: { "content-type": "application/json", "idempotency-key": `mint-${name}`, ...bearer(owner.token) },
+        payload: credentialRequest(name, requestsPerMinute),
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.json().view.requests_per_minute, requestsPerMinute);
+      return res.json().credential as string;
+    };
+    const identity = (token: string) => t.app.inject({ method: "GET", url: "/api/identity", headers: bearer(token) });
+
+    it("five a minute: five answers, then rate_limited naming the minute's end with Retry-After", async () => {
+      const limited = await mint("five-a-minute", 5);
+      const other = await mint("bystander", 5);
+      const start = t.clock.now();
+      const boundary = new Date(Math.floor(start.getTime() / 60000) * 60000 + 60000).toISOString();
+      for (let i = 1; i <= 5; i++) {
+        const res = await identity(limited);
+        assert.equal(res.statusCode, 200, `request ${i}: ${res.body}`);
+      }
+      const sixth = await identity(limited);
+      assert.equal(sixth.statusCode, 429, sixth.body);
+      assert.equal(sixth.json().code, "rate_limited");
+      assert.match(sixth.json().reset_at, RFC3339);
+      assert.equal(sixth.json().reset_at, boundary);
+      assert.equal(sixth.headers["retry-after"], "60");
+      assert.equal(sixth.json().retry_after_seconds, 60);
+
+      // The limit is the credential's own: another credential and the person are unaffected.
+      assert.equal((await identity(other)).statusCode, 200);
+      assert.equal((await identity(owner.token)).statusCode, 200);
+
+      // Still limited until reset_at, with Retry-After counting down to it.
+      t.clock.advance(45);
+      const later = await identity(limited);
+      assert.equal(later.statusCode, 429, later.body);
+      assert.equal(later.json().reset_at, boundary);
+      assert.equal(later.headers["retry-after"], "15");
+
+      // Past reset_at a new window opens.
+      t.clock.advance(16);
+      assert.ok(t.clock.now().toISOString() > boundary);
+      for (let i = 1; i <= 5; i++) {
+        const res = await identity(limited);
+        assert.equal(res.statusCode, 200, `after reset, request ${i}: ${res.body}`);
+      }
+      assert.equal((await identity(limited)).statusCode, 429);
+    });
+  });
+}
+
+/** Starts `kiln-server serve` on an ephemeral port and resolves its base URL once it listens. */
+async function startServer(databaseUrl: string): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [MAIN, "serve"], {
+    env: { ...process.env, KILN_LISTEN: "127.0.0.1:0", KILN_DATABASE_URL: databaseUrl, KILN_LOG_LEVEL: "warn" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  child.stdout?.setEncoding("utf8");
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 20000);
+    child.stdout?.on("data", (chunk: string) => {
+      out += chunk;
+      const m = /serving (http:\/\/\S+)/.exec(out);
+      if (m?.[1] !== undefined) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`server exited ${code}: ${out}`)));
+  });
+  return { url, child };
+}
+
+const postgresSkip = DIALECTS.find((d) => d.name === "postgres")?.skip ?? false;
+
+describe("per-credential rate limit across two server processes sharing PostgreSQL", { skip: postgresSkip }, () => {
+  let db: { url: string; drop(): Promise<void> };
+  let storage: Storage;
+  const servers: { url: string; child: ChildProcess }[] = [];
+
+  before(async () => {
+    db = await createPostgresTestDatabase();
+    storage = await openStorage({ databaseUrl: db.url, dataDir: "/nonexistent" });
+    servers.push(await startServer(db.url));
+    servers.push(await startServer(db.url));
+  });
+  after(async () => {
+    for (const s of servers) {
+      s.child.kill("SIGTERM");
+      if (s.child.exitCode === null) await once(s.child, "exit");
+    }
+    await storage.close();
+    await db.drop();
+  });
+
+  it("requests alternating between the processes share one limit: the sixth in the minute is rate_limited", async () => {
+    const owner = await personWithToken(storage, { role: "owner" });
+    const minted = await fetch(`${servers[0]?.url}/api/credentials`, {
+      method: "POST",
+      headers: { ...bearer(owner.token), "content-type": "application/json", "idempotency-key": "mint-shared" },
+      body: credentialRequest("shared-limit", 5),
+    });
+    assert.equal(minted.status, 200, await minted.clone().text());
+    const credential = ((await minted.json()) as { credential: string }).credential;
+
+    // The windows are wall-clock minutes: start with at least ten seconds of this one left.
+    const intoMinute = Date.now() % 60000;
+    if (intoMinute > 50000) await sleep(60000 - intoMinute + 200);
+    const windowStart = Math.floor(Date.now() / 60000) * 60000;
+    const boundary = new Date(windowStart + 60000).toISOString();
+
+    const answers: { server: number; status: number; retryAfter: string | null; body: Record<string, unknown> }[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${servers[i % 2]?.url}/api/identity`, { headers: bearer(credential) });
+      answers.push({
+        server: i % 2,
+        status: res.status,
+        retryAfter: res.headers.get("retry-after"),
+        body: (await res.json()) as Record<string, unknown>,
+      });
+    }
+    assert.equal(Math.floor(Date.now() / 60000) * 60000, windowStart, "the minute turned during the test; rerun");
+    process.stdout.write(
+      `# two-process rate limit: ${answers.map((a) => `${a.status}@server${a.server}`).join(", ")}\n`,
+    );
+
+    for (const a of answers.slice(0, 5)) assert.equal(a.status, 200, JSON.stringify(a));
+    const sixth = answers[5];
+    assert.ok(sixth !== undefined);
+    assert.equal(sixth.status, 429, JSON.stringify(sixth));
+    assert.equal(sixth.body.code, "rate_limited");
+    assert.match(String(sixth.body.reset_at), RFC3339);
+    assert.equal(sixth.body.reset_at, boundary);
+    assert.match(sixth.retryAfter ?? "", /^\d+$/);
+    const retryAfter = Number(sixth.retryAfter);
+    assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+    assert.equal(sixth.body.retry_after_seconds, retryAfter);
+  });
+});
