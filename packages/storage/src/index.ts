@@ -4,6 +4,7 @@ export { appendOperatorAuditEntry } from "./audit/append-operator-audit-entry.js
 export type { AppendAuditEntryInput, AuditEntry, AuditPage } from "./audit/audit-entry.js";
 export { listAuditEntries } from "./audit/list-audit-entries.js";
 export { listOperatorAuditEntries } from "./audit/list-operator-audit-entries.js";
+export { LocalBlobStore } from "./blobs/local-blob-store.js";
 export { type Clock, systemClock } from "./clock.js";
 export type { AgentCredentialRow } from "./credentials/agent-credential.js";
 export { createAgentCredential } from "./credentials/create-agent-credential.js";
@@ -36,6 +37,19 @@ export {
   type ReserveIdempotencyKeyResult,
   reserveIdempotencyKey,
 } from "./idempotency/reserve-idempotency-key.js";
+export { appendLogRecords, type LogLine } from "./jobs/append-log-records.js";
+export { type AttemptRow, claimNextJob } from "./jobs/claim-next-job.js";
+export { type AttemptReport, finishAttempt } from "./jobs/finish-attempt.js";
+export { insertJob, type JobRow } from "./jobs/insert-job.js";
+export { newJobId } from "./jobs/job-ids.js";
+export { type JobFilters, listJobs } from "./jobs/list-jobs.js";
+export { type JobRecord, readJob } from "./jobs/read-job.js";
+export { decodeLogCursor, encodeLogCursor, readLogRecords } from "./jobs/read-log-page.js";
+export { reclaimExpiredLeases } from "./jobs/reclaim-expired-leases.js";
+export { recordTransition } from "./jobs/record-transition.js";
+export { registerHost } from "./jobs/register-host.js";
+export { type LeaseRenewal, renewAttemptLease } from "./jobs/renew-attempt-lease.js";
+export { type CancellationResult, requestCancellation } from "./jobs/request-cancellation.js";
 export { type AppliedMigrations, migrateToLatest } from "./migrations/migrate-to-latest.js";
 export { type OpenStorageOptions, openStorage } from "./open-storage.js";
 export {

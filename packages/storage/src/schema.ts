@@ -20,6 +20,122 @@ export interface Database {
   device_authorizations: DeviceAuthorizationsTable;
   rate_windows: RateWindowsTable;
   operator_credentials: OperatorCredentialsTable;
+  jobs: JobsTable;
+  job_transitions: JobTransitionsTable;
+  hosts: HostsTable;
+  attempts: AttemptsTable;
+  log_records: LogRecordsTable;
+  job_events: JobEventsTable;
+  artifacts: ArtifactsTable;
+}
+
+/** A job. JSON columns hold the contract's shapes as text. */
+export interface JobsTable {
+  id: string;
+  tenant_id: string;
+  repository: string;
+  branch: string;
+  base_commit: string;
+  head_sha: string | null;
+  size: string;
+  class: string;
+  description: string;
+  status: string;
+  submitted_by: string;
+  /** The idempotency key of the submission (null for retries, which have no key). */
+  submission_key: string | null;
+  request_hash: string;
+  /** JSON: the CargoInvocation as submitted. */
+  invocation: string;
+  /** JSON: [{path, sha256, bytes, executable}] — the exact source, bytes in the blob store. */
+  source_manifest: string;
+  wall_clock_seconds: number;
+  max_attempts: number;
+  attempts_started: number;
+  accepted_at: string;
+  queued_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  /** JSON JobFailure or null. */
+  failure: string | null;
+  queue_annotation: string | null;
+  retry_of: string | null;
+  cancel_requested_at: string | null;
+  cancel_requested_by: string | null;
+  /** JSON: the admitted toolchain, origin and network policy. */
+  admitted: string | null;
+  /** JSON: metered usage once closed. */
+  usage: string | null;
+  /** JSON: the settlement once the terminal job settled (exactly once). */
+  settlement: string | null;
+}
+
+export interface JobTransitionsTable {
+  job_id: string;
+  position: number;
+  from_status: string | null;
+  to_status: string;
+  at: string;
+  reason: string;
+}
+
+export interface HostsTable {
+  id: string;
+  vcpus: number;
+  memory_bytes: number;
+  isolation: string;
+  state: "serving" | "draining";
+  enrolled_at: string;
+  last_heartbeat_at: string | null;
+}
+
+/** One attempt of a job on a host, leased: only the holder of lease_token may report for it. */
+export interface AttemptsTable {
+  job_id: string;
+  number: number;
+  host_id: string;
+  vcpus: number;
+  lease_token: string;
+  lease_expires_at: string;
+  state: "running" | "finished" | "lost";
+  started_at: string;
+  finished_at: string | null;
+  outcome: string | null;
+  exit_code: number | null;
+  /** JSON: the host's evidence for this attempt (phases, crates, tests, unit, usage). */
+  report: string | null;
+  cargo_output_sha256: string | null;
+  cargo_output_bytes: number | null;
+}
+
+export interface LogRecordsTable {
+  job_id: string;
+  sequence: number;
+  attempt: number;
+  stream: "stdout" | "stderr" | "system";
+  at: string;
+  text: string;
+}
+
+export interface JobEventsTable {
+  sequence: Generated<number>;
+  tenant_id: string;
+  job_id: string;
+  repository: string;
+  status: string;
+  previous_status: string | null;
+  at: string;
+}
+
+export interface ArtifactsTable {
+  job_id: string;
+  attempt: number;
+  idx: number;
+  path: string;
+  bytes: number;
+  sha256: string;
+  published_at: string;
+  expires_at: string;
 }
 
 /** A dashboard (`person`) or operator (`operator`) session; the cookie value is only hashed here. */

@@ -3,6 +3,7 @@ import type { DialectName } from "../dialect.js";
 import { initialSchema } from "./0001-initial-schema.js";
 import { credentials } from "./0002-credentials.js";
 import { identity } from "./0003-identity.js";
+import { jobs } from "./0004-jobs.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -17,6 +18,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0001-initial-schema": initialSchema(dialect),
     "0002-credentials": credentials(dialect),
     "0003-identity": identity(),
+    "0004-jobs": jobs(dialect),
   };
 }
 

@@ -1,0 +1,53 @@
+import type { Storage } from "../dialect.js";
+import { formatTimestamp } from "../timestamps.js";
+
+export interface LogLine {
+  readonly stream: "stdout" | "stderr" | "system";
+  readonly at: Date;
+  readonly text: string;
+}
+
+/**
+ * Appends log lines for an attempt, fenced by its lease: a stale host's lines are
+ * refused (false) and never interleave with a newer attempt's. Sequences are the job's
+ * own, assigned here under the same transaction, so they are gap-free and ordered.
+ */
+export async function appendLogRecords(
+  storage: Storage,
+  input: { jobId: string; attempt: number; leaseToken: string | null; lines: readonly LogLine[] },
+): Promise<boolean> {
+  if (input.lines.length === 0) return true;
+  return storage.transaction(async (trx) => {
+    if (input.leaseToken !== null) {
+      const holder = await trx
+        .selectFrom("attempts")
+        .select("number")
+        .where("job_id", "=", input.jobId)
+        .where("number", "=", input.attempt)
+        .where("lease_token", "=", input.leaseToken)
+        .where("state", "=", "running")
+        .executeTakeFirst();
+      if (holder === undefined) return false;
+    }
+    const last = await trx
+      .selectFrom("log_records")
+      .select((eb) => eb.fn.max("sequence").as("sequence"))
+      .where("job_id", "=", input.jobId)
+      .executeTakeFirst();
+    let sequence = Number(last?.sequence ?? 0);
+    await trx
+      .insertInto("log_records")
+      .values(
+        input.lines.map((line) => ({
+          job_id: input.jobId,
+          sequence: ++sequence,
+          attempt: input.attempt,
+          stream: line.stream,
+          at: formatTimestamp(line.at),
+          text: line.text,
+        })),
+      )
+      .execute();
+    return true;
+  });
+}

@@ -1,0 +1,100 @@
+import type { Storage } from "../dialect.js";
+import { formatTimestamp } from "../timestamps.js";
+import { recordTransition } from "./record-transition.js";
+
+export interface AttemptReport {
+  /** passed / failed end the job; cancelled ends it cancelled; lost hands it back to the queue. */
+  readonly outcome: "passed" | "failed" | "cancelled";
+  readonly exitCode: number | null;
+  readonly failure: { phase: string; cause: string; detail: string } | null;
+  /** JSON of the attempt's evidence. */
+  readonly report: string;
+  readonly cargoOutput: { sha256: string; bytes: number } | null;
+  readonly artifacts: readonly { path: string; bytes: number; sha256: string }[];
+  readonly artifactRetentionSeconds: number;
+  /** Metered usage of this attempt. */
+  readonly usage: { size: string; seconds: number; vcpuSeconds: number };
+}
+
+/**
+ * Completes an attempt and settles its job, exactly once. Fenced: the UPDATE of the
+ * attempt matches only the current lease token on a running attempt, so a stale host
+ * (whose attempt was reclaimed and re-placed) can never report over a newer attempt.
+ * The job's terminal status, usage and settlement are written in the same transaction.
+ */
+export async function finishAttempt(
+  storage: Storage,
+  input: { jobId: string; attempt: number; leaseToken: string; now: Date; result: AttemptReport },
+): Promise<"finished" | "stale"> {
+  const now = formatTimestamp(input.now);
+  return storage.transaction(async (trx) => {
+    const r = input.result;
+    const fenced = await trx
+      .updateTable("attempts")
+      .set({
+        state: "finished",
+        finished_at: now,
+        outcome: r.outcome,
+        exit_code: r.exitCode,
+        report: r.report,
+        cargo_output_sha256: r.cargoOutput?.sha256 ?? null,
+        cargo_output_bytes: r.cargoOutput?.bytes ?? null,
+      })
+      .where("job_id", "=", input.jobId)
+      .where("number", "=", input.attempt)
+      .where("lease_token", "=", input.leaseToken)
+      .where("state", "=", "running")
+      .executeTakeFirst();
+    if (fenced.numUpdatedRows === 0n) return "stale";
+    const job = await trx.selectFrom("jobs").selectAll().where("id", "=", input.jobId).executeTakeFirstOrThrow();
+    const status = r.outcome === "cancelled" || job.status === "cancellation_requested" ? "cancelled" : r.outcome;
+    const usage = { size: r.usage.size, seconds: r.usage.seconds, vcpu_seconds: r.usage.vcpuSeconds, closed_at: now };
+    await trx
+      .updateTable("jobs")
+      .set({
+        status,
+        finished_at: now,
+        failure:
+          status === "passed"
+            ? null
+            : JSON.stringify(r.failure ?? { phase: "build", cause: "cancelled", detail: "cancelled" }),
+        usage: JSON.stringify(usage),
+        settlement: JSON.stringify({ settled_at: now, status, attempts: input.attempt, usage_recorded: true }),
+      })
+      .where("id", "=", input.jobId)
+      .execute();
+    if (r.artifacts.length > 0) {
+      const expires = formatTimestamp(new Date(input.now.getTime() + r.artifactRetentionSeconds * 1000));
+      await trx
+        .insertInto("artifacts")
+        .values(
+          r.artifacts.map((a, idx) => ({
+            job_id: input.jobId,
+            attempt: input.attempt,
+            idx,
+            path: a.path,
+            bytes: a.bytes,
+            sha256: a.sha256,
+            published_at: now,
+            expires_at: expires,
+          })),
+        )
+        .execute();
+    }
+    await recordTransition(trx, {
+      jobId: job.id,
+      tenantId: job.tenant_id,
+      repository: job.repository,
+      from: job.status,
+      to: status,
+      at: input.now,
+      reason:
+        status === "passed"
+          ? `attempt ${input.attempt} passed`
+          : status === "cancelled"
+            ? `attempt ${input.attempt} reaped after cancellation`
+            : `attempt ${input.attempt} failed: ${r.failure?.cause ?? "unknown"}`,
+    });
+    return "finished";
+  });
+}

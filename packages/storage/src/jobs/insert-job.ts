@@ -1,0 +1,46 @@
+import type { Insertable, Selectable } from "kysely";
+import { inTransaction, type StorageOrTransaction } from "../executor.js";
+import type { JobsTable } from "../schema.js";
+import { recordTransition } from "./record-transition.js";
+
+export type JobRow = Selectable<JobsTable>;
+
+/**
+ * Accepts a job, or finds the one this submission already created. The unique index
+ * on (tenant_id, submission_key) makes the idempotency key the durable submission
+ * identity: of two racing submissions with one key exactly one inserts (ON CONFLICT
+ * DO NOTHING), and both then read the same row. The caller compares request_hash to
+ * tell a replay from changed input.
+ */
+export async function insertJob(
+  target: StorageOrTransaction,
+  row: Insertable<JobsTable> & { accepted_at: string },
+): Promise<{ job: JobRow; created: boolean }> {
+  return inTransaction(target, async (trx) => {
+    const inserted = await trx
+      .insertInto("jobs")
+      .values(row)
+      .onConflict((c) => c.columns(["tenant_id", "submission_key"]).doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (inserted !== undefined) {
+      await recordTransition(trx, {
+        jobId: inserted.id,
+        tenantId: inserted.tenant_id,
+        repository: inserted.repository,
+        from: null,
+        to: "queued",
+        at: new Date(inserted.accepted_at),
+        reason: inserted.retry_of === null ? `submitted by ${inserted.submitted_by}` : `retry of ${inserted.retry_of}`,
+      });
+      return { job: inserted, created: true };
+    }
+    const existing = await trx
+      .selectFrom("jobs")
+      .selectAll()
+      .where("tenant_id", "=", row.tenant_id)
+      .where("submission_key", "=", row.submission_key ?? "")
+      .executeTakeFirstOrThrow();
+    return { job: existing, created: false };
+  });
+}

@@ -1,0 +1,48 @@
+import { executorOf, type StorageOrTransaction } from "../executor.js";
+import { fetchKeysetPage, type KeysetPage } from "../pagination/keyset-page.js";
+import type { JobRow } from "./insert-job.js";
+
+export interface JobFilters {
+  readonly repository?: string;
+  readonly branch?: string;
+  readonly status?: string;
+  readonly class?: string;
+}
+
+/**
+ * A page of the tenant's jobs, newest first (keyset on accepted_at, id), with the
+ * tenant's total before filtering and roll-up counts by status.
+ */
+export async function listJobs(
+  target: StorageOrTransaction,
+  input: { tenantId: string; filters: JobFilters; limit: number; cursor?: string | null },
+): Promise<KeysetPage<JobRow> & { total: number; summary: Record<string, number> }> {
+  const db = executorOf(target);
+  let query = db.selectFrom("jobs").selectAll().where("tenant_id", "=", input.tenantId);
+  const f = input.filters;
+  if (f.repository !== undefined) query = query.where("repository", "=", f.repository);
+  if (f.branch !== undefined) query = query.where("branch", "=", f.branch);
+  if (f.status !== undefined) query = query.where("status", "=", f.status);
+  if (f.class !== undefined) query = query.where("class", "=", f.class);
+  const page = await fetchKeysetPage(query, {
+    sort: [
+      ["accepted_at", "desc", "text"],
+      ["id", "desc", "text"],
+    ],
+    limit: input.limit,
+    cursor: input.cursor,
+  });
+  const counts = await db
+    .selectFrom("jobs")
+    .select(["status", (eb) => eb.fn.countAll().as("n")])
+    .where("tenant_id", "=", input.tenantId)
+    .groupBy("status")
+    .execute();
+  const summary: Record<string, number> = {};
+  let total = 0;
+  for (const row of counts) {
+    summary[row.status] = Number(row.n);
+    total += Number(row.n);
+  }
+  return { ...page, total, summary };
+}

@@ -1,0 +1,33 @@
+import type { Selectable } from "kysely";
+import { executorOf, type StorageOrTransaction } from "../executor.js";
+import type { ArtifactsTable, JobTransitionsTable } from "../schema.js";
+import type { AttemptRow } from "./claim-next-job.js";
+import type { JobRow } from "./insert-job.js";
+
+export interface JobRecord {
+  readonly job: JobRow;
+  readonly transitions: Selectable<JobTransitionsTable>[];
+  readonly attempts: AttemptRow[];
+  readonly artifacts: Selectable<ArtifactsTable>[];
+}
+
+/** A tenant's job with everything its views are made of; undefined for another tenant's. */
+export async function readJob(
+  target: StorageOrTransaction,
+  input: { tenantId: string; jobId: string },
+): Promise<JobRecord | undefined> {
+  const db = executorOf(target);
+  const job = await db
+    .selectFrom("jobs")
+    .selectAll()
+    .where("id", "=", input.jobId)
+    .where("tenant_id", "=", input.tenantId)
+    .executeTakeFirst();
+  if (job === undefined) return undefined;
+  const [transitions, attempts, artifacts] = await Promise.all([
+    db.selectFrom("job_transitions").selectAll().where("job_id", "=", job.id).orderBy("position").execute(),
+    db.selectFrom("attempts").selectAll().where("job_id", "=", job.id).orderBy("number").execute(),
+    db.selectFrom("artifacts").selectAll().where("job_id", "=", job.id).orderBy("attempt").orderBy("idx").execute(),
+  ]);
+  return { job, transitions, attempts, artifacts };
+}

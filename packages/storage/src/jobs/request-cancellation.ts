@@ -1,0 +1,65 @@
+import type { Storage } from "../dialect.js";
+import { formatTimestamp } from "../timestamps.js";
+import { recordTransition } from "./record-transition.js";
+
+export type CancellationResult =
+  | { kind: "requested"; status: "cancellation_requested" | "cancelled" }
+  | { kind: "not_found" }
+  | { kind: "terminal"; status: string };
+
+/**
+ * Cancels a job. A queued job is cancelled at once and settles explicitly with no
+ * attempt and no usage record; a running one moves to cancellation_requested and its
+ * host reaps it at the next heartbeat (metering closes at this instant). Repeating the
+ * request while it is being reaped answers the same.
+ */
+export async function requestCancellation(
+  storage: Storage,
+  input: { tenantId: string; jobId: string; by: string; now: Date },
+): Promise<CancellationResult> {
+  const now = formatTimestamp(input.now);
+  return storage.transaction(async (trx) => {
+    const job = await trx
+      .selectFrom("jobs")
+      .selectAll()
+      .where("id", "=", input.jobId)
+      .where("tenant_id", "=", input.tenantId)
+      .executeTakeFirst();
+    if (job === undefined) return { kind: "not_found" };
+    if (job.status === "cancellation_requested") return { kind: "requested", status: "cancellation_requested" };
+    if (job.status !== "queued" && job.status !== "running") return { kind: "terminal", status: job.status };
+    const to = job.status === "queued" ? "cancelled" : "cancellation_requested";
+    const moved = await trx
+      .updateTable("jobs")
+      .set({
+        status: to,
+        cancel_requested_at: now,
+        cancel_requested_by: input.by,
+        ...(to === "cancelled"
+          ? {
+              finished_at: now,
+              failure: JSON.stringify({
+                phase: "queue",
+                cause: "cancelled",
+                detail: `cancelled by ${input.by} before placement`,
+              }),
+              settlement: JSON.stringify({ settled_at: now, status: "cancelled", attempts: 0, usage_recorded: false }),
+            }
+          : {}),
+      })
+      .where("id", "=", job.id)
+      .where("status", "=", job.status)
+      .executeTakeFirst();
+    if (moved.numUpdatedRows === 0n) return { kind: "terminal", status: "changed" };
+    await recordTransition(trx, {
+      jobId: job.id,
+      tenantId: job.tenant_id,
+      repository: job.repository,
+      from: job.status,
+      to,
+      at: input.now,
+      reason: `cancelled by ${input.by}`,
+    });
+    return { kind: "requested", status: to };
+  });
+}
