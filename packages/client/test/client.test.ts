@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { buildApp, hashToken, mintToken } from "@kiln/server";
-import { addPersonToTenant, createTenant, issueCliToken, type Storage } from "@kiln/storage";
+import { addPersonToTenant, createTenant, issueCliToken, LocalBlobStore, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { createClient, KilnRefusal, KilnTransportError } from "../src/index.js";
@@ -19,6 +22,7 @@ describe("typed client against a real listening server", () => {
       clock: { now: () => new Date() },
       version: "test",
       publicOrigin: "http://kiln.test",
+      blobs: new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-"))),
       checkResponses: true,
     });
     await app.listen({ host: "127.0.0.1", port: 0 });

@@ -199,6 +199,7 @@ export function buildOpenApiDocument(catalogue: readonly Operation[], refusal: T
       responses: { [status]: success, ...refusalResponsesOf(op) },
       "x-kiln-refusals": [...op.refusals],
       "x-kiln-keyed": op.keyed,
+      ...(op.idempotency === "durable-owner" ? { "x-kiln-idempotency": "durable-owner" } : {}),
       ...(op.shownOnce === undefined ? {} : { "x-kiln-shown-once": [...op.shownOnce] }),
       ...(op.security.kind === "tenant" ? { "x-kiln-scope": op.security.scope } : {}),
       ...(op.mcp === undefined ? {} : { "x-kiln-mcp-tool": op.mcp.tool }),

@@ -25,7 +25,7 @@ export type Security =
   | { readonly kind: "operator-bootstrap" };
 
 export type RequestBody =
-  | { readonly encoding: "json"; readonly schema: TSchema }
+  | { readonly encoding: "json"; readonly schema: TSchema; readonly maxBytes?: number }
   /** Raw bytes (application/octet-stream) of at most maxBytes. */
   | { readonly encoding: "bytes"; readonly maxBytes: number; readonly description: string };
 
@@ -56,6 +56,13 @@ export interface Operation {
   readonly refusals: readonly RefusalCode[];
   /** Keyed mutations require exactly one `idempotency-key` header. */
   readonly keyed: boolean;
+  /**
+   * How a keyed mutation reconciles repeats (spec, Errors): `receipt` (default) keeps the
+   * answer 24 hours; `durable-owner` (job submission, source transfer) makes the key the
+   * record's identity forever — an equal retry returns the original, changed input is
+   * `conflict` — and the handler reconciles it.
+   */
+  readonly idempotency?: "receipt" | "durable-owner";
   readonly deprecated?: boolean;
   /**
    * Response members that are secrets shown once (credentials.create's `credential`).

@@ -1,1 +1,36 @@
+export * from "./agent/attempt-evidence.js";
+export * from "./agent/cargo-output-observer.js";
+export * from "./agent/host-agent.js";
+export * from "./agent/host-protocol.js";
+export * from "./agent/run-attempt.js";
+export * from "./evidence/index.js";
+export {
+  admitToolchain,
+  hostTriple,
+  type InstalledToolchain,
+  listAdmittedToolchains,
+  resolveToolchain,
+  ToolchainNotAdmittedError,
+  type ToolchainOptions,
+} from "./executor/admit-toolchains.js";
+export {
+  AttemptCgroup,
+  type AttemptCgroupOptions,
+  CgroupUnavailableError,
+  type CgroupUsage,
+  type EnforcedLimits,
+} from "./executor/attempt-cgroup.js";
+export {
+  type CgroupHierarchy,
+  type CgroupLayout,
+  type CgroupLayoutKind,
+  cgroupDirectory,
+  describeCgroupLayout,
+  detectCgroupLayout,
+  NO_CGROUPS,
+  parseCgroupLayout,
+  parseProcessCgroups,
+} from "./executor/cgroup-layout.js";
 export * from "./executor/executor.js";
+export { removeJobDirectories } from "./executor/remove-job-directories.js";
+export { createSandboxExecutor, type SandboxExecutorOptions } from "./executor/sandbox-executor.js";

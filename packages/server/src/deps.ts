@@ -1,9 +1,13 @@
-import type { Clock, Storage } from "@kiln/storage";
+import type { Clock, LocalBlobStore, Storage } from "@kiln/storage";
 import type { LastUsedRecorder } from "./auth/last-used-recorder.js";
 
 /** Everything buildApp needs from the outside world; main.ts wires the real ones. */
 export interface AppDeps {
   readonly storage: Storage;
+  /** Source, output and artifact bytes, addressed by SHA-256. */
+  readonly blobs: LocalBlobStore;
+  /** Nudges the scheduler after a submission or cancellation (the local host polls otherwise). */
+  readonly wakeScheduler?: () => void;
   readonly clock: Clock;
   /**
    * The origin people and devices reach kiln at (KILN_PUBLIC_URL), used in sign-in

@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 import { createServer } from "node:net";
-import { openStorage, systemClock } from "@kiln/storage";
+import { join } from "node:path";
+import { LocalBlobStore, openStorage, systemClock } from "@kiln/storage";
 import { Command } from "commander";
 import { adminCommand } from "./admin/admin-commands.js";
 import { mintSignInLink } from "./admin/mint-sign-in-link.js";
 import { buildApp } from "./build-app.js";
 import { configFromEnv, type ServerConfig } from "./config.js";
 import { ensureFirstStartTenant } from "./first-start.js";
+import { startLocalHost } from "./local-host.js";
 import { VERSION } from "./version.js";
 
 /** With port 0 and no KILN_PUBLIC_URL, the origin is known only once a port is chosen. */
@@ -30,14 +32,25 @@ program
     const port = await resolvePort(config);
     const publicOrigin = config.publicOrigin ?? `http://${config.host}:${port}`;
     const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+    const blobs = new LocalBlobStore(join(config.dataDir, "blobs"));
+    // The local host starts after the app; submissions before then wait for its first poll.
+    let wake = () => {};
     const app = buildApp({
       storage,
       clock: systemClock,
       version: VERSION,
       publicOrigin,
+      blobs,
+      wakeScheduler: () => wake(),
       logger: { level: process.env.KILN_LOG_LEVEL ?? "info" },
     });
+    const host =
+      process.env.KILN_LOCAL_HOST === "off"
+        ? null
+        : await startLocalHost({ storage, blobs, clock: systemClock }, { workRoot: join(config.dataDir, "attempts") });
+    if (host !== null) wake = host.wake;
     const shutdown = async () => {
+      await host?.stop();
       await app.close();
       await storage.close();
       process.exit(0);

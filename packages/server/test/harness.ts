@@ -1,8 +1,22 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Role } from "@kiln/contract";
-import { addPersonToTenant, type Clock, createTenant, issueCliToken, type Storage } from "@kiln/storage";
+import {
+  addPersonToTenant,
+  type Clock,
+  createTenant,
+  issueCliToken,
+  LocalBlobStore,
+  type Storage,
+} from "@kiln/storage";
 import type { FastifyInstance } from "fastify";
 import { hashToken, mintToken } from "../src/auth/token-format.js";
 import { buildApp } from "../src/build-app.js";
+import type { AppDeps } from "../src/deps.js";
+
+/** A blob store in a fresh temporary directory. */
+export const testBlobs = () => new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-")));
 
 /** A settable clock so tests move time instead of waiting. */
 export class TestClock implements Clock {
@@ -17,6 +31,7 @@ export class TestClock implements Clock {
 
 export interface TestApp {
   app: FastifyInstance;
+  deps: AppDeps;
   storage: Storage;
   clock: TestClock;
   close(): Promise<void>;
@@ -25,10 +40,19 @@ export interface TestApp {
 /** The real app on real storage, with every response checked against the contract. */
 export async function testApp(storage: Storage): Promise<TestApp> {
   const clock = new TestClock();
-  const app = buildApp({ storage, clock, version: "test", publicOrigin: "http://kiln.test", checkResponses: true });
+  const deps: AppDeps = {
+    storage,
+    clock,
+    version: "test",
+    publicOrigin: "http://kiln.test",
+    blobs: testBlobs(),
+    checkResponses: true,
+  };
+  const app = buildApp(deps);
   await app.ready();
   return {
     app,
+    deps,
     storage,
     clock,
     close: async () => {

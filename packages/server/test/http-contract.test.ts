@@ -5,7 +5,7 @@ import { DIALECTS } from "@kiln/storage/testing";
 import { mintToken } from "../src/auth/token-format.js";
 import { buildApp } from "../src/build-app.js";
 import { defaultHandlers } from "../src/handlers/default-handlers.js";
-import { bearer, personWithToken, type TestApp, TestClock, testApp } from "./harness.js";
+import { bearer, personWithToken, type TestApp, TestClock, testApp, testBlobs } from "./harness.js";
 
 const validCredential = { name: "ci-bot", scopes: ["read"], expires_in_seconds: 3600 };
 
@@ -179,6 +179,7 @@ describe("failures that were not foreseen", () => {
         clock: new TestClock(),
         version: "test",
         publicOrigin: "http://kiln.test",
+        blobs: testBlobs(),
         checkResponses: true,
       },
       {

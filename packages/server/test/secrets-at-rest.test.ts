@@ -10,7 +10,7 @@ import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { mintSignInLink } from "../src/admin/mint-sign-in-link.js";
 import { masterKey, operatorCredential } from "../src/auth/operator-credential.js";
 import { buildApp } from "../src/build-app.js";
-import { bearer, TestClock } from "./harness.js";
+import { bearer, TestClock, testBlobs } from "./harness.js";
 
 /**
  * Every secret kiln issues — device codes, CLI tokens, agent credentials, sign-in link tokens,
@@ -95,6 +95,7 @@ for (const dialect of DIALECTS) {
         clock,
         version: "test",
         publicOrigin: "http://kiln.test",
+        blobs: testBlobs(),
         checkResponses: true,
         logger: { level: "trace", stream: { write: (line: string) => void logLines.push(line) } },
       });

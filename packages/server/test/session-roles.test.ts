@@ -6,7 +6,7 @@ import { openSqliteForTest } from "@kiln/storage/testing";
 import Fastify, { type FastifyInstance } from "fastify";
 import { enforceSecurity } from "../src/http/enforce-security.js";
 import { installErrorBoundary } from "../src/http/error-boundary.js";
-import { personWithToken, type TestApp, testApp } from "./harness.js";
+import { personWithToken, type TestApp, testApp, testBlobs } from "./harness.js";
 import { signIn } from "./sign-in.js";
 
 /**
@@ -26,7 +26,7 @@ describe("a session whose role lacks the scope", () => {
     installErrorBoundary(probe);
     probe.get("/probe", async (request) => {
       const caller = await enforceSecurity(
-        { storage: t.storage, clock: t.clock, version: "test", publicOrigin: "http://kiln.test" },
+        { storage: t.storage, clock: t.clock, version: "test", publicOrigin: "http://kiln.test", blobs: testBlobs() },
         adminOnly,
         request,
       );

@@ -44,6 +44,8 @@ export { insertJob, type JobRow } from "./jobs/insert-job.js";
 export { newJobId } from "./jobs/job-ids.js";
 export { type JobFilters, listJobs } from "./jobs/list-jobs.js";
 export { type JobRecord, readJob } from "./jobs/read-job.js";
+export { type JobEventRow, latestJobEventSequence, readJobEvents } from "./jobs/read-job-events.js";
+export { readJobStatus } from "./jobs/read-job-status.js";
 export { decodeLogCursor, encodeLogCursor, readLogRecords } from "./jobs/read-log-page.js";
 export { reclaimExpiredLeases } from "./jobs/reclaim-expired-leases.js";
 export { recordTransition } from "./jobs/record-transition.js";

@@ -9,6 +9,8 @@ export interface HandlerContext {
   readonly deps: AppDeps;
   /** null only for public operations. */
   readonly principal: Principal | null;
+  /** The idempotency-key of a keyed mutation (durable-owner handlers reconcile it). */
+  readonly idempotencyKey: string | null;
   /** Operator operations only. */
   readonly operator: OperatorPrincipal | null;
   readonly params: Record<string, unknown>;

@@ -51,7 +51,7 @@ export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handler
         ...(op.request.query === undefined ? {} : { querystring: op.request.query }),
         ...(body?.encoding === "json" ? { body: body.schema } : {}),
       },
-      ...(body?.encoding === "bytes" ? { bodyLimit: body.maxBytes } : {}),
+      ...(body?.maxBytes === undefined ? {} : { bodyLimit: body.maxBytes }),
       config: { operation: op },
       // Who is calling is settled before the body is even parsed, so an unauthorized
       // caller learns nothing from validation.
@@ -69,6 +69,7 @@ export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handler
           deps,
           principal: request.kiln.principal,
           operator: request.kiln.operator,
+          idempotencyKey: request.kiln.idempotencyKey,
           params: (request.params ?? {}) as Record<string, unknown>,
           query: (request.query ?? {}) as Record<string, unknown>,
           body: request.body,
@@ -79,7 +80,8 @@ export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handler
         };
         const key = request.kiln.idempotencyKey;
         const principal = request.kiln.principal;
-        if (key === null || principal === null) {
+        if (key === null || principal === null || op.idempotency === "durable-owner") {
+          // Durable-owner operations reconcile their key themselves (ctx.idempotencyKey).
           await send(op, reply, await handler({ ...base, db: deps.storage.db } satisfies HandlerContext));
           return;
         }

@@ -1,4 +1,4 @@
-import type { Storage } from "../dialect.js";
+import { inTransaction, type StorageOrTransaction } from "../executor.js";
 import { formatTimestamp } from "../timestamps.js";
 import { recordTransition } from "./record-transition.js";
 
@@ -11,14 +11,15 @@ export type CancellationResult =
  * Cancels a job. A queued job is cancelled at once and settles explicitly with no
  * attempt and no usage record; a running one moves to cancellation_requested and its
  * host reaps it at the next heartbeat (metering closes at this instant). Repeating the
- * request while it is being reaped answers the same.
+ * request while it is being reaped answers the same. It joins the caller's transaction
+ * (the keyed mutation's receipt commits with it).
  */
 export async function requestCancellation(
-  storage: Storage,
+  target: StorageOrTransaction,
   input: { tenantId: string; jobId: string; by: string; now: Date },
 ): Promise<CancellationResult> {
   const now = formatTimestamp(input.now);
-  return storage.transaction(async (trx) => {
+  return inTransaction(target, async (trx) => {
     const job = await trx
       .selectFrom("jobs")
       .selectAll()

@@ -1,0 +1,57 @@
+/**
+ * What the host learns from cargo's output while an attempt runs. The concrete parser
+ * (`../evidence/`) implements it; the runner only feeds lines and reads the summary.
+ */
+export interface OutputObserver {
+  pushLine(stream: "stdout" | "stderr", line: string): void;
+  summary(): OutputSummary;
+}
+
+export interface OutputSummary {
+  /** The contract's report items for crates and tests (attempt is added by the control plane). */
+  readonly crates: readonly Record<string, unknown>[];
+  readonly tests: readonly Record<string, unknown>[];
+  /** Whether cargo reported the build finished successfully (null when it never said). */
+  readonly buildSucceeded: boolean | null;
+  readonly failedTests: number;
+}
+
+export interface Phase {
+  name: string;
+  status: "passed" | "failed" | "skipped" | "cancelled";
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+}
+
+/** Times a named phase of the attempt for the evidence. */
+export class PhaseClock {
+  readonly phases: Phase[] = [];
+
+  async run<T>(
+    name: string,
+    fn: () => Promise<T>,
+    statusOf: (value: T) => Phase["status"] = () => "passed",
+  ): Promise<T> {
+    const started = new Date();
+    try {
+      const value = await fn();
+      this.record(name, started, statusOf(value));
+      return value;
+    } catch (error) {
+      this.record(name, started, "failed");
+      throw error;
+    }
+  }
+
+  record(name: string, started: Date, status: Phase["status"]): void {
+    const finished = new Date();
+    this.phases.push({
+      name,
+      status,
+      started_at: started.toISOString(),
+      finished_at: finished.toISOString(),
+      duration_ms: finished.getTime() - started.getTime(),
+    });
+  }
+}

@@ -1,0 +1,74 @@
+import { type AttemptRunnerDeps, runAttempt } from "./run-attempt.js";
+
+/**
+ * The host agent loop: enrolls, then claims attempts while it has free vCPUs and runs
+ * each one concurrently. `wake()` claims at once (after a submission); otherwise it
+ * polls. `stop()` stops claiming and waits for running attempts.
+ */
+export class HostAgent {
+  private running = new Set<Promise<void>>();
+  private usedVcpus = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private claiming = false;
+  private stopped = false;
+
+  constructor(
+    private readonly deps: AttemptRunnerDeps & {
+      readonly vcpus: number;
+      readonly memoryBytes: number;
+      readonly pollMs?: number;
+    },
+  ) {}
+
+  async start(): Promise<void> {
+    await this.deps.protocol.enroll({
+      id: this.deps.hostId,
+      vcpus: this.deps.vcpus,
+      memoryBytes: this.deps.memoryBytes,
+      isolation: this.deps.executor.isolation,
+    });
+    this.schedule();
+  }
+
+  wake(): void {
+    void this.claim();
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.claim().finally(() => this.schedule()), this.deps.pollMs ?? 500);
+    this.timer.unref();
+  }
+
+  private async claim(): Promise<void> {
+    if (this.claiming || this.stopped) return;
+    this.claiming = true;
+    try {
+      while (!this.stopped) {
+        const free = this.deps.vcpus - this.usedVcpus;
+        if (free <= 0) break;
+        const placement = await this.deps.protocol.claim(this.deps.hostId, free);
+        if (placement === null) break;
+        this.usedVcpus += placement.limits.vcpus;
+        const task: Promise<void> = runAttempt(this.deps, placement)
+          .catch(() => undefined)
+          .finally(() => {
+            this.usedVcpus -= placement.limits.vcpus;
+            this.running.delete(task);
+            this.wake();
+          });
+        this.running.add(task);
+      }
+    } catch {
+      // The control plane did not answer; the next poll tries again.
+    } finally {
+      this.claiming = false;
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    await Promise.all(this.running);
+  }
+}

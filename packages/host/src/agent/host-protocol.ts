@@ -1,0 +1,71 @@
+import type { ResourceLimits } from "../executor/executor.js";
+
+/**
+ * What a host agent and the control plane say to each other. The agent depends on
+ * nothing else of the control plane, so it runs in-process beside an embedded server
+ * today and as its own `kiln-host` process over HTTP later, unchanged.
+ */
+
+export interface SourceEntry {
+  readonly path: string;
+  readonly sha256: string;
+  readonly bytes: number;
+  readonly executable: boolean;
+}
+
+export interface Invocation {
+  readonly operation: string;
+  readonly toolchain?: string;
+  readonly arguments: readonly string[];
+  readonly working_directory?: string;
+  readonly artifacts?: readonly string[];
+  readonly environment?: Readonly<Record<string, string>>;
+}
+
+/** One leased attempt of one job, placed on this host. */
+export interface Placement {
+  readonly jobId: string;
+  readonly attempt: number;
+  readonly leaseToken: string;
+  readonly size: string;
+  readonly limits: ResourceLimits;
+  readonly invocation: Invocation;
+  /** The toolchain admitted at submission (requested or pinned by the source) and its origin. */
+  readonly toolchain: string;
+  readonly source: readonly SourceEntry[];
+  readonly wallClockSeconds: number;
+}
+
+export interface AttemptRef {
+  readonly jobId: string;
+  readonly attempt: number;
+  readonly leaseToken: string;
+}
+
+export interface LogLine {
+  readonly stream: "stdout" | "stderr" | "system";
+  readonly at: Date;
+  readonly text: string;
+}
+
+export interface AttemptResult {
+  readonly outcome: "passed" | "failed" | "cancelled";
+  readonly exitCode: number | null;
+  readonly failure: { phase: string; cause: string; detail: string } | null;
+  /** The attempt's evidence (phases, crates, tests, unit, …) as the host measured it. */
+  readonly report: Readonly<Record<string, unknown>>;
+  readonly cargoOutput: { sha256: string; bytes: number } | null;
+  readonly artifacts: readonly { path: string; bytes: number; sha256: string }[];
+}
+
+export interface HostProtocol {
+  enroll(host: { id: string; vcpus: number; memoryBytes: number; isolation: string }): Promise<void>;
+  /** The next attempt that fits `freeVcpus`, leased to this host, or null. */
+  claim(hostId: string, freeVcpus: number): Promise<Placement | null>;
+  /** Renews the lease; `cancel` asks the host to reap; `stale` means another holder owns it now. */
+  heartbeat(ref: AttemptRef): Promise<"continue" | "cancel" | "stale">;
+  appendLogs(ref: AttemptRef, lines: readonly LogLine[]): Promise<"accepted" | "stale">;
+  fetchBlob(sha256: string): Promise<Buffer>;
+  putBlob(bytes: Uint8Array): Promise<{ sha256: string; bytes: number }>;
+  finish(ref: AttemptRef, result: AttemptResult): Promise<"finished" | "stale">;
+}

@@ -1,0 +1,219 @@
+import { createHash } from "node:crypto";
+import { insertJob, type JobRow, listJobs, newJobId, readJob, requestCancellation } from "@kiln/storage";
+import { requestHashOf } from "../http/perform-keyed.js";
+import { refuse } from "../http/refusal.js";
+import {
+  admitInlineFiles,
+  admitInvocation,
+  type InlineFile,
+  jobClassOf,
+  pinnedToolchain,
+} from "../jobs/admit-inline-source.js";
+import { jobView, MAX_ATTEMPTS, PLATFORM_WALL_CLOCK_SECONDS, TERMINAL_STATUSES } from "../jobs/job-view.js";
+import { type Handler, type HandlerContext, principalOf } from "./handler.js";
+import { pageRequestOf } from "./page-request.js";
+
+interface Submission {
+  schema_version: 1 | 2;
+  repository: string;
+  size: string;
+  workspace: {
+    base_commit: string;
+    branch: string;
+    invocation: {
+      operation: string;
+      toolchain?: string;
+      arguments: string[];
+      working_directory?: string;
+      artifacts?: string[];
+      environment?: Record<string, string>;
+    };
+    source: { files: InlineFile[] } | { archive: { upload: string } };
+  };
+  check?: { head_sha: string };
+}
+
+async function requireOnboarded(ctx: HandlerContext, tenantId: string, repository: string): Promise<void> {
+  const onboarded = await ctx.db
+    .selectFrom("repositories")
+    .select("name")
+    .where("tenant_id", "=", tenantId)
+    .where("name", "=", repository)
+    .executeTakeFirst();
+  if (onboarded === undefined) refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
+}
+
+/**
+ * jobs.submit: admits a captured Cargo workspace. The idempotency key is the durable
+ * submission identity: an equal retry returns the original job whatever time passed;
+ * changed input under the key is conflict.
+ */
+export const submitJob: Handler = async (ctx) => {
+  const principal = principalOf(ctx);
+  const body = ctx.body as Submission;
+  const key = ctx.idempotencyKey ?? refuse("idempotency_key_required", "jobs.submit needs an idempotency-key");
+  const requestHash = requestHashOf("jobs.submit", body);
+  const existing = await ctx.db
+    .selectFrom("jobs")
+    .select(["id", "request_hash"])
+    .where("tenant_id", "=", principal.tenantId)
+    .where("submission_key", "=", key)
+    .executeTakeFirst();
+  if (existing !== undefined) return replayOrConflict(existing, requestHash, key);
+
+  const source = body.workspace.source;
+  const files = "files" in source ? source.files : null;
+  if ((body.schema_version === 1) !== (files !== null)) {
+    refuse("invalid_request", "body.schema_version must be 1 with inline files and 2 with an archive reference");
+  }
+  await requireOnboarded(ctx, principal.tenantId, body.repository);
+  if (files === null) {
+    // Streamed archives arrive with the sources operations; no upload can be verified yet.
+    const upload = "archive" in source ? source.archive.upload : "";
+    return refuse("not_found", `upload ${upload} is not a verified upload of ${body.repository} for this tenant`);
+  }
+  admitInlineFiles(files);
+  const invocation = body.workspace.invocation;
+  admitInvocation(invocation, files);
+
+  const manifest = [];
+  for (const file of files) {
+    const stored = await ctx.deps.blobs.put(Uint8Array.from(file.bytes));
+    manifest.push({ path: file.path, sha256: stored.sha256, bytes: stored.bytes, executable: file.executable });
+  }
+  const workingDirectory = invocation.working_directory ?? ".";
+  const pinned = pinnedToolchain(files, workingDirectory);
+  const toolchain = invocation.toolchain ?? pinned ?? "stable";
+  const origin =
+    invocation.toolchain !== undefined ? "invocation" : pinned !== null ? "rust-toolchain-file" : "host-default";
+  const now = ctx.now.toISOString();
+  const { job, created } = await insertJob(ctx.db, {
+    id: newJobId(ctx.now),
+    tenant_id: principal.tenantId,
+    repository: body.repository,
+    branch: body.workspace.branch,
+    base_commit: body.workspace.base_commit,
+    head_sha: body.check?.head_sha ?? null,
+    size: body.size,
+    class: jobClassOf(invocation.operation, invocation.arguments, toolchain),
+    description: ["cargo", invocation.operation, ...invocation.arguments].join(" "),
+    status: "queued",
+    submitted_by: principal.principal,
+    submission_key: key,
+    request_hash: requestHash,
+    invocation: JSON.stringify(invocation),
+    source_manifest: JSON.stringify(manifest),
+    wall_clock_seconds: PLATFORM_WALL_CLOCK_SECONDS,
+    max_attempts: MAX_ATTEMPTS,
+    attempts_started: 0,
+    accepted_at: now,
+    queued_at: now,
+    admitted: JSON.stringify({
+      toolchain,
+      toolchain_origin: origin,
+      network_policy: "offline",
+      configuration_sha256: null,
+    }),
+    retry_of: null,
+  });
+  if (!created) return replayOrConflict(job, requestHash, key);
+  ctx.deps.wakeScheduler?.();
+  return job.id;
+};
+
+function replayOrConflict(job: Pick<JobRow, "id" | "request_hash">, requestHash: string, key: string): string {
+  if (job.request_hash !== requestHash) {
+    refuse("conflict", `idempotency-key ${key} already submitted job ${job.id} with different input`);
+  }
+  return job.id;
+}
+
+export const getJob: Handler = async (ctx) => {
+  const record = await readJob(ctx.db, { tenantId: principalOf(ctx).tenantId, jobId: String(ctx.params.id) });
+  if (record === undefined) return refuse("not_found", `no job ${String(ctx.params.id)}`);
+  return jobView(record);
+};
+
+export const listTenantJobs: Handler = async (ctx) => {
+  const q = ctx.query as Record<string, string | undefined>;
+  const page = await listJobs(ctx.db, {
+    tenantId: principalOf(ctx).tenantId,
+    filters: {
+      ...(q.repository === undefined ? {} : { repository: q.repository }),
+      ...(q.branch === undefined ? {} : { branch: q.branch }),
+      ...(q.status === undefined ? {} : { status: q.status }),
+      ...(q.class === undefined ? {} : { class: q.class }),
+    },
+    ...pageRequestOf(ctx.query),
+  });
+  const jobs = [];
+  for (const job of page.rows) {
+    const record = await readJob(ctx.db, { tenantId: job.tenant_id, jobId: job.id });
+    if (record !== undefined) jobs.push(jobView(record));
+  }
+  const s = page.summary;
+  return {
+    jobs,
+    total: page.total,
+    summary: {
+      queued: s.queued ?? 0,
+      running: (s.running ?? 0) + (s.cancellation_requested ?? 0),
+      passed: s.passed ?? 0,
+      failed: (s.failed ?? 0) + (s.cancelled ?? 0),
+    },
+    next_cursor: page.nextCursor,
+  };
+};
+
+export const cancelJob: Handler = async (ctx) => {
+  const principal = principalOf(ctx);
+  const id = String(ctx.params.id);
+  const result = await requestCancellation(ctx.db, {
+    tenantId: principal.tenantId,
+    jobId: id,
+    by: principal.principal,
+    now: ctx.now,
+  });
+  if (result.kind === "not_found") return refuse("not_found", `no job ${id}`);
+  if (result.kind === "terminal")
+    return refuse("conflict", `job ${id} is ${result.status}; only a queued or running job can be cancelled`);
+  ctx.deps.wakeScheduler?.();
+  return { job: id, state: "cancellation_requested", requested_by: principal.principal };
+};
+
+/** jobs.retry: a terminal job → a fresh linked job with the same source and invocation. */
+export const retryJob: Handler = async (ctx) => {
+  const principal = principalOf(ctx);
+  const id = String(ctx.params.id);
+  const record = await readJob(ctx.db, { tenantId: principal.tenantId, jobId: id });
+  if (record === undefined) return refuse("not_found", `no job ${id}`);
+  const original = record.job;
+  if (!TERMINAL_STATUSES.has(original.status)) {
+    return refuse("conflict", `job ${id} is ${original.status}; only a terminal job can be retried`);
+  }
+  const now = ctx.now.toISOString();
+  const { job } = await insertJob(ctx.db, {
+    ...original,
+    id: newJobId(ctx.now),
+    status: "queued",
+    submitted_by: principal.principal,
+    submission_key: null,
+    request_hash: createHash("sha256")
+      .update(`retry:${original.id}:${ctx.idempotencyKey ?? ""}`)
+      .digest("hex"),
+    attempts_started: 0,
+    accepted_at: now,
+    queued_at: now,
+    started_at: null,
+    finished_at: null,
+    failure: null,
+    queue_annotation: null,
+    retry_of: original.id,
+    cancel_requested_at: null,
+    cancel_requested_by: null,
+    usage: null,
+    settlement: null,
+  });
+  ctx.deps.wakeScheduler?.();
+  return { original: original.id, retry: job.id, submitted_by: principal.principal };
+};

@@ -1,0 +1,102 @@
+import type { AttemptRef, AttemptResult, HostProtocol, LogLine, Placement } from "@kiln/host";
+import {
+  appendLogRecords,
+  type Clock,
+  claimNextJob,
+  finishAttempt,
+  type LocalBlobStore,
+  registerHost,
+  renewAttemptLease,
+  type Storage,
+} from "@kiln/storage";
+import { ARTIFACT_RETENTION_SECONDS, parseJson, SIZE_SHAPES, VCPUS_OF_SIZE } from "../jobs/job-view.js";
+
+/** How long a lease lives without a heartbeat; hosts renew every few seconds. */
+export const LEASE_SECONDS = 15;
+
+/** Processes a sandbox may hold, per vCPU of its size (cargo and rustc fan out per core). */
+const PIDS_PER_VCPU = 512;
+
+/**
+ * The control plane's side of the host protocol, bound in-process for the embedded
+ * local host. An HTTP binding of the same interface serves remote `kiln-host`s.
+ */
+export function inProcessHostProtocol(deps: { storage: Storage; blobs: LocalBlobStore; clock: Clock }): HostProtocol {
+  const { storage, blobs, clock } = deps;
+  return {
+    async enroll(host) {
+      await registerHost(storage, { ...host, now: clock.now() });
+    },
+
+    async claim(hostId, freeVcpus): Promise<Placement | null> {
+      const placed = await claimNextJob(storage, {
+        hostId,
+        freeVcpus,
+        vcpusOfSize: VCPUS_OF_SIZE,
+        leaseSeconds: LEASE_SECONDS,
+        now: clock.now(),
+      });
+      if (placed === undefined) return null;
+      const { job, attempt } = placed;
+      const shape = SIZE_SHAPES[job.size] ?? { vcpus: 2, memoryBytes: 4 * 2 ** 30 };
+      const admitted = parseJson<{ toolchain: string }>(job.admitted);
+      return {
+        jobId: job.id,
+        attempt: attempt.number,
+        leaseToken: attempt.lease_token,
+        size: job.size,
+        limits: { vcpus: shape.vcpus, memoryBytes: shape.memoryBytes, pids: shape.vcpus * PIDS_PER_VCPU },
+        invocation: JSON.parse(job.invocation),
+        toolchain: admitted?.toolchain ?? "stable",
+        source: JSON.parse(job.source_manifest),
+        wallClockSeconds: job.wall_clock_seconds,
+      };
+    },
+
+    async heartbeat(ref: AttemptRef) {
+      const renewal = await renewAttemptLease(storage, { ...ref, leaseSeconds: LEASE_SECONDS, now: clock.now() });
+      if (renewal.kind === "stale") return "stale";
+      return renewal.cancelRequested ? "cancel" : "continue";
+    },
+
+    async appendLogs(ref: AttemptRef, lines: readonly LogLine[]) {
+      const accepted = await appendLogRecords(storage, { ...ref, lines });
+      return accepted ? "accepted" : "stale";
+    },
+
+    fetchBlob: (sha256) => blobs.get(sha256),
+    putBlob: (bytes) => blobs.put(bytes),
+
+    async finish(ref: AttemptRef, result: AttemptResult) {
+      const now = clock.now();
+      const row = await storage.db
+        .selectFrom("attempts")
+        .innerJoin("jobs", "jobs.id", "attempts.job_id")
+        .select(["attempts.started_at", "attempts.vcpus", "jobs.size", "jobs.cancel_requested_at"])
+        .where("attempts.job_id", "=", ref.jobId)
+        .where("attempts.number", "=", ref.attempt)
+        .executeTakeFirst();
+      if (row === undefined) return "stale";
+      // Metering closes at the cancellation request: nothing after a cancel is billed.
+      const end =
+        row.cancel_requested_at !== null && row.cancel_requested_at < now.toISOString()
+          ? new Date(row.cancel_requested_at)
+          : now;
+      const seconds = Math.max(0, Math.ceil((end.getTime() - new Date(row.started_at).getTime()) / 1000));
+      return finishAttempt(storage, {
+        ...ref,
+        now,
+        result: {
+          outcome: result.outcome,
+          exitCode: result.exitCode,
+          failure: result.failure,
+          report: JSON.stringify(result.report),
+          cargoOutput: result.cargoOutput,
+          artifacts: result.artifacts,
+          artifactRetentionSeconds: ARTIFACT_RETENTION_SECONDS,
+          usage: { size: row.size, seconds, vcpuSeconds: seconds * row.vcpus },
+        },
+      });
+    },
+  };
+}

@@ -1,0 +1,151 @@
+import { refuse } from "../http/refusal.js";
+
+export interface InlineFile {
+  readonly path: string;
+  readonly bytes: readonly number[];
+  readonly executable: boolean;
+}
+
+/**
+ * The spec's rules for the legacy inline source beyond its schema: canonical
+ * repository-relative paths (no absolute path, no `.` or `..` segment, no empty
+ * segment, no backslash, no NUL), the complete set sorted by path in byte order with no
+ * duplicate, and no file that is also a directory of another. Each refusal names the
+ * offending member.
+ */
+export function admitInlineFiles(files: readonly InlineFile[]): void {
+  let previous: string | null = null;
+  const paths = new Set<string>();
+  files.forEach((file, index) => {
+    const field = `body.workspace.source.files[${index}].path`;
+    const path = file.path;
+    if (path.startsWith("/")) refuse("invalid_request", `${field} is absolute: ${JSON.stringify(path)}`);
+    if (/[\\\0]/.test(path)) refuse("invalid_request", `${field} contains a backslash or NUL`);
+    for (const segment of path.split("/")) {
+      if (segment === "" || segment === "." || segment === "..") {
+        refuse("invalid_request", `${field} is not canonical (empty, . or .. segment): ${JSON.stringify(path)}`);
+      }
+    }
+    if (previous !== null) {
+      const order = Buffer.compare(Buffer.from(previous), Buffer.from(path));
+      if (order === 0) refuse("invalid_request", `${field} duplicates ${JSON.stringify(path)}`);
+      if (order > 0) refuse("invalid_request", `${field} is out of order: files must be sorted by path`);
+    }
+    previous = path;
+    paths.add(path);
+  });
+  for (const [index, file] of files.entries()) {
+    const segments = file.path.split("/");
+    for (let i = 1; i < segments.length; i++) {
+      const parent = segments.slice(0, i).join("/");
+      if (paths.has(parent)) {
+        refuse(
+          "invalid_request",
+          `body.workspace.source.files[${index}].path lies under ${JSON.stringify(parent)}, which is a file`,
+        );
+      }
+    }
+  }
+}
+
+const REFUSED_ARGUMENTS = [/^--target-dir(=|$)/, /^--config(=|$)/, /^-Z/, /^--manifest-path=(\/|.*\.\.)/];
+const REFUSED_ENVIRONMENT = new Set([
+  "CARGO_HOME",
+  "CARGO_TARGET_DIR",
+  "CARGO_BUILD_TARGET_DIR",
+  "RUSTUP_HOME",
+  "RUSTUP_TOOLCHAIN",
+  "PATH",
+  "HOME",
+  "LD_PRELOAD",
+  "LD_LIBRARY_PATH",
+  "LD_AUDIT",
+  "RUSTC",
+  "RUSTC_WRAPPER",
+  "RUSTC_WORKSPACE_WRAPPER",
+  "CARGO",
+]);
+
+/** Arguments and environment that would step outside the sandbox's contract. */
+export function admitInvocation(
+  invocation: {
+    arguments: readonly string[];
+    environment?: Readonly<Record<string, string>>;
+    working_directory?: string;
+    artifacts?: readonly string[];
+  },
+  files: readonly InlineFile[] | null,
+): void {
+  invocation.arguments.forEach((arg, index) => {
+    if (REFUSED_ARGUMENTS.some((re) => re.test(arg))) {
+      refuse(
+        "invalid_request",
+        `body.workspace.invocation.arguments[${index}] (${arg}) is not admitted: kiln owns the target dir, configuration and toolchain flags`,
+      );
+    }
+    if (arg === "--manifest-path" && /^\/|\.\./.test(invocation.arguments[index + 1] ?? "")) {
+      refuse(
+        "invalid_request",
+        `body.workspace.invocation.arguments[${index + 1}]: --manifest-path must stay inside the source`,
+      );
+    }
+  });
+  for (const name of Object.keys(invocation.environment ?? {})) {
+    if (REFUSED_ENVIRONMENT.has(name) || name.startsWith("LD_")) {
+      refuse(
+        "invalid_request",
+        `body.workspace.invocation.environment.${name} would change the sandbox and is not admitted`,
+      );
+    }
+  }
+  (invocation.artifacts ?? []).forEach((pattern, index) => {
+    if (pattern.startsWith("/") || pattern.split("/").includes("..")) {
+      refuse(
+        "invalid_request",
+        `body.workspace.invocation.artifacts[${index}] must be relative to the target dir, without ..`,
+      );
+    }
+  });
+  const wd = invocation.working_directory ?? ".";
+  if (wd !== "." && files !== null && !files.some((f) => f.path.startsWith(`${wd}/`))) {
+    refuse(
+      "invalid_request",
+      `body.workspace.invocation.working_directory ${JSON.stringify(wd)} is not a directory of the source`,
+    );
+  }
+}
+
+/**
+ * The toolchain a rust-toolchain.toml (or legacy rust-toolchain) file pins, if any:
+ * `[toolchain] channel = "…"` or a bare channel line.
+ */
+export function pinnedToolchain(files: readonly InlineFile[], workingDirectory: string): string | null {
+  const dirs = workingDirectory === "." ? [""] : [`${workingDirectory}/`, ""];
+  for (const dir of dirs) {
+    for (const name of ["rust-toolchain.toml", "rust-toolchain"]) {
+      const file = files.find((f) => f.path === `${dir}${name}`);
+      if (file === undefined) continue;
+      const text = Buffer.from(file.bytes).toString("utf8");
+      const channel =
+        /^\s*channel\s*=\s*"([^"]+)"/m.exec(text)?.[1] ?? (/^[\w.-]+\s*$/.test(text.trim()) ? text.trim() : null);
+      if (channel !== null) return channel;
+    }
+  }
+  return null;
+}
+
+/**
+ * The job class — the lineage key of its warm cache: the operation family (build and
+ * test share compiled dependencies; check and clippy share metadata; doc; bench), the
+ * profile (release when `--release` or `--profile release`) and the toolchain.
+ */
+export function jobClassOf(operation: string, args: readonly string[], toolchain: string): string {
+  const family = operation === "check" || operation === "clippy" ? "check" : operation === "test" ? "build" : operation;
+  const profileIndex = args.indexOf("--profile");
+  const profile = args.includes("--release")
+    ? "release"
+    : profileIndex >= 0
+      ? (args[profileIndex + 1] ?? "dev")
+      : "dev";
+  return `${family}/${profile}/${toolchain}`;
+}

@@ -1,0 +1,58 @@
+import { availableParallelism, totalmem } from "node:os";
+import { join } from "node:path";
+import {
+  admitToolchain,
+  cargoOutputObserver,
+  createSandboxExecutor,
+  type Executor,
+  HostAgent,
+  removeJobDirectories,
+} from "@kiln/host";
+import type { Clock, LocalBlobStore, Storage } from "@kiln/storage";
+import { inProcessHostProtocol } from "./host-protocol/in-process-host-protocol.js";
+import { startLeaseReaper } from "./scheduler/lease-reaper.js";
+
+export interface LocalHostOptions {
+  readonly hostId?: string;
+  /** Where attempt directories live (removed after each attempt). */
+  readonly workRoot: string;
+  /**
+   * vCPU slots the host offers. The embedded host offers 16 by default so that every
+   * size can be placed on a small machine; each attempt's cgroup still caps it at its
+   * size's quota.
+   */
+  readonly vcpus?: number;
+  readonly executor?: Executor;
+  readonly heartbeatSeconds?: number;
+}
+
+/**
+ * The embedded default: one local host running beside the server, speaking the host
+ * protocol in-process, plus the lease reaper that hands lost attempts back to the queue.
+ */
+export async function startLocalHost(
+  deps: { storage: Storage; blobs: LocalBlobStore; clock: Clock },
+  options: LocalHostOptions,
+): Promise<{ wake: () => void; stop: () => Promise<void> }> {
+  const agent = new HostAgent({
+    hostId: options.hostId ?? "local",
+    protocol: inProcessHostProtocol(deps),
+    executor: options.executor ?? createSandboxExecutor(),
+    resolveToolchain: (name) => admitToolchain(name),
+    newObserver: cargoOutputObserver,
+    workRoot: join(options.workRoot),
+    removeDirectories: removeJobDirectories,
+    vcpus: options.vcpus ?? Math.max(16, availableParallelism()),
+    memoryBytes: totalmem(),
+    heartbeatSeconds: options.heartbeatSeconds ?? 2,
+  });
+  await agent.start();
+  const reaper = startLeaseReaper({ storage: deps.storage, clock: deps.clock, onReclaimed: () => agent.wake() });
+  return {
+    wake: () => agent.wake(),
+    stop: async () => {
+      reaper.stop();
+      await agent.stop();
+    },
+  };
+}

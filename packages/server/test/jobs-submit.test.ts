@@ -1,0 +1,219 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { onboardRepository } from "@kiln/storage";
+import { DIALECTS } from "@kiln/storage/testing";
+import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+
+const file = (path: string, text: string, executable = false) => ({ path, bytes: [...Buffer.from(text)], executable });
+
+export function submission(
+  overrides: Record<string, unknown> = {},
+  files = [
+    file("Cargo.toml", '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n'),
+    file("src/lib.rs", "pub fn f() {}\n"),
+  ],
+) {
+  return {
+    schema_version: 1,
+    repository: "acme/widget",
+    size: "kiln2-cpu",
+    workspace: {
+      base_commit: "0123456789abcdef0123456789abcdef01234567",
+      branch: "main",
+      invocation: { operation: "test", arguments: ["--workspace"] },
+      source: { files },
+    },
+    ...overrides,
+  };
+}
+
+for (const dialect of DIALECTS) {
+  describe(`jobs.submit and the job lifecycle without a host (${dialect.name})`, () => {
+    let t: TestApp;
+    let member: { tenant: string; userId: string; token: string };
+    before(async () => {
+      t = await testApp(await dialect.openFresh());
+      member = await personWithToken(t.storage, { role: "member" });
+      await onboardRepository(t.storage, { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" });
+    });
+    after(() => t.close());
+
+    const submit = (body: unknown, key: string, token = member.token) =>
+      t.app.inject({
+        method: "POST",
+        url: "/api/v4/jobs",
+        headers: { ...bearer(token), "content-type": "application/json", "idempotency-key": key },
+        payload: JSON.stringify(body),
+      });
+
+    it("accepts a workspace, queues it, and the key is the durable submission identity", async () => {
+      const first = await submit(submission(), "sub-1");
+      assert.equal(first.statusCode, 200, first.body);
+      const id = first.json() as string;
+      assert.match(id, /^job_/);
+      t.clock.advance(3 * 86400); // long past the 24-hour receipt window: still the same job
+      const replay = await submit(submission(), "sub-1");
+      assert.equal(replay.json(), id);
+      const changed = await submit(submission({ size: "kiln4-cpu" }), "sub-1");
+      assert.equal(changed.statusCode, 409);
+      assert.equal(changed.json().code, "conflict");
+
+      const job = (await t.app.inject({ method: "GET", url: `/api/jobs/${id}`, headers: bearer(member.token) })).json();
+      assert.equal(job.status, "queued");
+      assert.equal(job.repo, "acme/widget");
+      assert.equal(job.description, "cargo test --workspace");
+      assert.equal(job.class, "build/dev/stable");
+      assert.deepEqual(
+        job.transitions.map((x: { to: string }) => x.to),
+        ["queued"],
+      );
+    });
+
+    it("refuses what the spec refuses, naming the problem", async () => {
+      const cases: [unknown, number, string, RegExp][] = [
+        [submission({ repository: "acme/not-onboarded" }), 404, "not_found", /not onboarded/],
+        [submission({ size: "kiln3-cpu" }), 400, "invalid_request", /body\.size/],
+        [submission({ check: { head_sha: "ABC" } }), 400, "invalid_request", /head_sha/],
+        [submission({ schema_version: 2 }), 400, "invalid_request", /schema_version/],
+        [submission({}, [file("/etc/passwd", "x")]), 400, "invalid_request", /files\[0\]\.path/],
+        [submission({}, [file("a/../b", "x")]), 400, "invalid_request", /files\[0\]\.path/],
+        [submission({}, [file("a/./b", "x")]), 400, "invalid_request", /files\[0\]\.path/],
+        [submission({}, [file("b", "x"), file("a", "y")]), 400, "invalid_request", /out of order/],
+        [submission({}, [file("a", "x"), file("a", "y")]), 400, "invalid_request", /duplicates/],
+        [submission({}, [file("a", "x"), file("a/b", "y")]), 400, "invalid_request", /which is a file/],
+        [submission({}, [{ path: "a", bytes: [256], executable: false }]), 400, "invalid_request", /bytes\[0\]/],
+        [
+          submission({ workspace: { ...submission().workspace, invocation: { operation: "run", arguments: [] } } }),
+          400,
+          "invalid_request",
+          /operation/,
+        ],
+        [
+          submission({
+            workspace: {
+              ...submission().workspace,
+              invocation: { operation: "build", arguments: ["--target-dir", "/tmp"] },
+            },
+          }),
+          400,
+          "invalid_request",
+          /arguments\[0\]/,
+        ],
+        [
+          submission({
+            workspace: {
+              ...submission().workspace,
+              invocation: { operation: "build", arguments: [], environment: { LD_PRELOAD: "x" } },
+            },
+          }),
+          400,
+          "invalid_request",
+          /environment\.LD_PRELOAD/,
+        ],
+      ];
+      let n = 0;
+      for (const [body, status, code, detail] of cases) {
+        const res = await submit(body, `bad-${n++}`);
+        assert.equal(res.statusCode, status, `${n}: ${res.body}`);
+        assert.equal(res.json().code, code, res.body);
+        assert.match(res.json().detail, detail, res.body);
+      }
+    });
+
+    it("honours rust-toolchain.toml and reports it as the origin; executable bits are kept", async () => {
+      const files = [
+        file("Cargo.toml", '[package]\nname = "demo"\nversion = "0.1.0"\n'),
+        file("run.sh", "#!/bin/sh\n", true),
+        file("rust-toolchain.toml", '[toolchain]\nchannel = "nightly"\n'),
+      ];
+      const res = await submit(submission({}, files), "pinned");
+      assert.equal(res.statusCode, 200, res.body);
+      const row = await t.storage.db
+        .selectFrom("jobs")
+        .selectAll()
+        .where("id", "=", res.json())
+        .executeTakeFirstOrThrow();
+      assert.deepEqual(JSON.parse(row.admitted ?? "{}"), {
+        toolchain: "nightly",
+        toolchain_origin: "rust-toolchain-file",
+        network_policy: "offline",
+        configuration_sha256: null,
+      });
+      assert.equal(row.class, "build/dev/nightly");
+      const manifest = JSON.parse(row.source_manifest) as { path: string; executable: boolean; sha256: string }[];
+      assert.deepEqual(
+        manifest.map((m) => [m.path, m.executable]),
+        [
+          ["Cargo.toml", false],
+          ["run.sh", true],
+          ["rust-toolchain.toml", false],
+        ],
+      );
+      assert.equal((await t.deps.blobs.get(manifest[1]?.sha256 ?? "")).toString(), "#!/bin/sh\n");
+    });
+
+    it("a job cancelled before placement settles with no attempt and no usage; a terminal job can be retried, a queued one not", async () => {
+      const id = (await submit(submission(), "to-cancel")).json() as string;
+      const retryEarly = await t.app.inject({
+        method: "POST",
+        url: `/api/jobs/${id}/retry`,
+        headers: { ...bearer(member.token), "idempotency-key": "r0" },
+      });
+      assert.equal(retryEarly.statusCode, 409);
+      const cancel = await t.app.inject({
+        method: "POST",
+        url: `/api/jobs/${id}/cancel`,
+        headers: { ...bearer(member.token), "idempotency-key": "c1" },
+      });
+      assert.equal(cancel.statusCode, 200, cancel.body);
+      assert.deepEqual(cancel.json(), { job: id, state: "cancellation_requested", requested_by: member.userId });
+      const job = (await t.app.inject({ method: "GET", url: `/api/jobs/${id}`, headers: bearer(member.token) })).json();
+      assert.equal(job.status, "cancelled");
+      assert.equal(job.failure.cause, "cancelled");
+      const row = await t.storage.db.selectFrom("jobs").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+      assert.equal(row.usage, null);
+      assert.deepEqual(JSON.parse(row.settlement ?? "{}").attempts, 0);
+      assert.equal(JSON.parse(row.settlement ?? "{}").usage_recorded, false);
+      const again = await t.app.inject({
+        method: "POST",
+        url: `/api/jobs/${id}/cancel`,
+        headers: { ...bearer(member.token), "idempotency-key": "c2" },
+      });
+      assert.equal(again.statusCode, 409);
+      assert.equal(again.json().code, "conflict");
+      const retry = await t.app.inject({
+        method: "POST",
+        url: `/api/jobs/${id}/retry`,
+        headers: { ...bearer(member.token), "idempotency-key": "r1" },
+      });
+      assert.equal(retry.statusCode, 200, retry.body);
+      assert.equal(retry.json().original, id);
+      const fresh = (
+        await t.app.inject({ method: "GET", url: `/api/jobs/${retry.json().retry}`, headers: bearer(member.token) })
+      ).json();
+      assert.equal(fresh.retry_of, id);
+      assert.equal(fresh.status, "queued");
+    });
+
+    it("jobs.list: newest first, filters, summary and total", async () => {
+      const page = (
+        await t.app.inject({ method: "GET", url: "/api/jobs?limit=2", headers: bearer(member.token) })
+      ).json();
+      assert.equal(page.jobs.length, 2);
+      assert.ok(page.jobs[0].accepted_at >= page.jobs[1].accepted_at);
+      assert.equal(page.total, page.summary.queued + page.summary.running + page.summary.passed + page.summary.failed);
+      const cancelled = (
+        await t.app.inject({ method: "GET", url: "/api/jobs?status=cancelled", headers: bearer(member.token) })
+      ).json();
+      assert.ok(cancelled.jobs.every((j: { status: string }) => j.status === "cancelled"));
+      assert.ok(cancelled.jobs.length >= 1);
+    });
+
+    it("another tenant's job is not found", async () => {
+      const id = (await submit(submission(), "mine")).json() as string;
+      const other = await personWithToken(t.storage, { role: "owner" });
+      const res = await t.app.inject({ method: "GET", url: `/api/jobs/${id}`, headers: bearer(other.token) });
+      assert.equal(res.statusCode, 404);
+    });
+  });
+}
