@@ -14,8 +14,16 @@ const purpose = process.argv.includes("--for") ? process.argv[process.argv.index
 
 /** Debian packages each purpose needs, with a file that proves each is installed. */
 const DEBIAN = {
-  start: [],
-  test: [{ pkg: "postgresql-15", proof: "/usr/lib/postgresql/15/bin/initdb" }],
+  // bubblewrap: the `sandbox` executor (packages/host) runs every attempt in it.
+  start: [{ pkg: "bubblewrap", proof: "/usr/bin/bwrap" }],
+  test: [
+    { pkg: "postgresql-15", proof: "/usr/lib/postgresql/15/bin/initdb" },
+    { pkg: "bubblewrap", proof: "/usr/bin/bwrap" },
+    // A real crate for the end-to-end test and bench/ (Debian's crate sources form an offline
+    // directory source); serde only because cargo resolves semver's optional dependency.
+    { pkg: "librust-semver-dev", proof: "/usr/share/cargo/registry/semver-1.0.14/Cargo.toml" },
+    { pkg: "librust-serde-dev", proof: "/usr/share/cargo/registry/serde-1.0.152/Cargo.toml" },
+  ],
 };
 
 function run(cmd, args, opts = {}) {

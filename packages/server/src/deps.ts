@@ -6,6 +6,11 @@ export interface AppDeps {
   readonly storage: Storage;
   /** Source, output and artifact bytes, addressed by SHA-256. */
   readonly blobs: LocalBlobStore;
+  /**
+   * The platform's wall-clock ceiling for jobs, in seconds (default 3600, also the
+   * maximum). The repository setting that lowers it arrives with repository settings.
+   */
+  readonly wallClockSeconds?: number;
   /** Nudges the scheduler after a submission or cancellation (the local host polls otherwise). */
   readonly wakeScheduler?: () => void;
   readonly clock: Clock;

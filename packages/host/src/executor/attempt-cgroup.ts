@@ -114,18 +114,32 @@ function numberIn(text: string | null): number | null {
   return Number.isFinite(n) ? n : null;
 }
 
-/** Enables `controllers` for the children of `directory` (cgroup v2 only); throws if the kernel refuses. */
-async function enableSubtreeControllers(directory: string, controllers: readonly string[]): Promise<void> {
-  const present = ((await readText(join(directory, "cgroup.subtree_control"))) ?? "").split(/\s+/);
-  const missing = controllers.filter((c) => !present.includes(c));
-  if (missing.length === 0) return;
-  await writeFile(join(directory, "cgroup.subtree_control"), missing.map((c) => `+${c}`).join(" "));
+/**
+ * Enables `controllers` for the children of `directory` (cgroup v2 only), one at a time so that
+ * one refusal (say, cpu with realtime tasks present) does not cost the others; returns those enabled.
+ */
+async function enableSubtreeControllers(directory: string, controllers: readonly string[]): Promise<string[]> {
+  const enabled: string[] = [];
+  for (const controller of controllers) {
+    const present = ((await readText(join(directory, "cgroup.subtree_control"))) ?? "").split(/\s+/);
+    if (!present.includes(controller)) {
+      try {
+        await writeFile(join(directory, "cgroup.subtree_control"), `+${controller}`);
+      } catch {
+        continue;
+      }
+    }
+    enabled.push(controller);
+  }
+  return enabled;
 }
 
 export class AttemptCgroup {
   private constructor(
     /** Every directory created for this attempt, one per hierarchy, in creation order. */
     readonly directories: readonly string[],
+    /** The shared parents; removed after the attempt when no other attempt uses them. */
+    private readonly parents: readonly string[],
     private readonly roles: Roles,
     /** What was found and applied, for the evidence. */
     readonly detail: readonly string[],
@@ -162,20 +176,23 @@ export class AttemptCgroup {
     const v2Wanted = ["cpu", "memory", "pids"].filter((c) => byController.get(c) === layout.unified);
 
     const created: string[] = [];
+    const parents: string[] = [];
     const placed = new Map<CgroupHierarchy, string>();
     for (const hierarchy of hierarchies) {
       try {
-        const parent = await AttemptCgroup.prepareParent(hierarchy, ownCgroups, parentName, v2Wanted, detail);
-        const directory = join(parent, attemptId);
-        try {
-          await mkdir(directory);
-        } catch (error) {
-          // A leftover of a crashed agent with the same attempt id: reuse it only if it is empty.
-          if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-          await rmdir(directory);
-          await mkdir(directory);
-        }
+        const { parent, directory, enabled } = await AttemptCgroup.createIn(
+          hierarchy,
+          ownCgroups,
+          parentName,
+          attemptId,
+          hierarchy.version === 2 ? v2Wanted : [],
+          detail,
+        );
+        // Controllers cgroup v2 would not enable here are simply absent for this attempt (rlimit fallback).
+        for (const controller of v2Wanted)
+          if (hierarchy.version === 2 && !enabled.includes(controller)) byController.delete(controller);
         created.push(directory);
+        parents.push(parent);
         placed.set(hierarchy, directory);
       } catch (error) {
         detail.push(`cgroup: cannot create the attempt cgroup in ${hierarchy.mountPoint}: ${errorText(error)}`);
@@ -200,7 +217,7 @@ export class AttemptCgroup {
       freezer: roleOf("freezer"),
       unified: layout.unified === null ? null : (placed.get(layout.unified) ?? null),
     };
-    const attempt = new AttemptCgroup(created, roles, detail);
+    const attempt = new AttemptCgroup(created, parents, roles, detail);
     try {
       attempt.enforced = await attempt.applyLimits(limits, detail);
       return attempt;
@@ -210,38 +227,74 @@ export class AttemptCgroup {
     }
   }
 
-  /** Creates (once) the `kiln` parent for `hierarchy` and returns its directory. */
+  /**
+   * Creates the attempt's directory in `hierarchy` under the shared parent. Another attempt's
+   * cleanup may remove the (then empty) parent between our mkdirs, so a vanished parent is
+   * simply prepared again.
+   */
+  private static async createIn(
+    hierarchy: CgroupHierarchy,
+    ownCgroups: ReadonlyMap<string, string>,
+    parentName: string,
+    attemptId: string,
+    v2Wanted: readonly string[],
+    detail: string[],
+  ): Promise<{ parent: string; directory: string; enabled: readonly string[] }> {
+    for (let tries = 1; ; tries++) {
+      const { parent, enabled } = await AttemptCgroup.prepareParent(
+        hierarchy,
+        ownCgroups,
+        parentName,
+        v2Wanted,
+        detail,
+      );
+      const directory = join(parent, attemptId);
+      try {
+        await mkdir(directory);
+        return { parent, directory, enabled };
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === "ENOENT" && tries < 5) continue;
+        if (code !== "EEXIST") throw error;
+        // A leftover of a crashed agent with the same attempt id: reuse it only if it is empty.
+        await rmdir(directory);
+        await mkdir(directory);
+        return { parent, directory, enabled };
+      }
+    }
+  }
+
+  /** Creates (if needed) the `kiln` parent for `hierarchy`; on cgroup v2 also enables what it can of `v2Wanted`. */
   private static async prepareParent(
     hierarchy: CgroupHierarchy,
     ownCgroups: ReadonlyMap<string, string>,
     parentName: string,
     v2Wanted: readonly string[],
     detail: string[],
-  ): Promise<string> {
+  ): Promise<{ parent: string; enabled: readonly string[] }> {
     const own = cgroupDirectory(hierarchy, ownCgroups.get(hierarchyKey(hierarchy)) ?? "/");
-    if (hierarchy.version === 1 || v2Wanted.length === 0) {
+    if (v2Wanted.length === 0) {
       // v1 has no internal-process rule, and cgroup2's core files need no controllers: nest under our own cgroup.
       const parent = join(own, parentName);
       await mkdir(parent, { recursive: true });
-      return parent;
+      return { parent, enabled: [] };
     }
     // cgroup v2 with controllers: they must be enabled in every ancestor's subtree_control, which
     // the kernel refuses (EBUSY) for a non-root cgroup that has processes of its own, such as ours.
     let base = own;
-    try {
-      await enableSubtreeControllers(own, v2Wanted);
-    } catch (error) {
-      if (own === hierarchy.mountPoint) throw error;
-      detail.push(
-        `cgroup: cannot enable ${v2Wanted.join(",")} below ${own} (${errorText(error)}); using ${hierarchy.mountPoint}`,
-      );
+    let enabled = await enableSubtreeControllers(own, v2Wanted);
+    if (enabled.length < v2Wanted.length && own !== hierarchy.mountPoint) {
+      detail.push(`cgroup: cannot enable ${v2Wanted.join(",")} below ${own}; using ${hierarchy.mountPoint}`);
       base = hierarchy.mountPoint;
-      await enableSubtreeControllers(base, v2Wanted);
+      enabled = await enableSubtreeControllers(base, v2Wanted);
     }
     const parent = join(base, parentName);
     await mkdir(parent, { recursive: true });
-    await enableSubtreeControllers(parent, v2Wanted);
-    return parent;
+    enabled = await enableSubtreeControllers(parent, enabled);
+    for (const controller of v2Wanted)
+      if (!enabled.includes(controller))
+        detail.push(`cgroup: the ${controller} controller cannot be enabled for attempts under ${parent}`);
+    return { parent, enabled };
   }
 
   /** Writes the limits and reads each back, so the evidence states what the kernel actually holds. */
@@ -425,6 +478,9 @@ export class AttemptCgroup {
         }
       }
     }
+    // Leave the host's hierarchies as they were found: an empty parent goes too (EBUSY while
+    // another attempt still runs under it is expected and fine).
+    for (const parent of this.parents) await rmdir(parent).catch(() => undefined);
     return failures;
   }
 }

@@ -88,6 +88,7 @@ const LAUNCHER = [
   "set -eu",
   "stage=$1; shift",
   'while [ "$1" != "--" ]; do echo 0 > "$1" || exit 121; shift; done; shift',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
   'for fd in /proc/self/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 4 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi; done',
   'mount -t tmpfs -o mode=0755,size=1m,nosuid,nodev,noexec kiln-stage "$stage"',
   'while [ "$1" != "--" ]; do mkdir "$stage/$1"; mount --bind "$2" "$stage/$1"; shift 2; done; shift',
@@ -99,8 +100,8 @@ const LAUNCHER = [
 /** Host system directories the toolchain needs, read-only at their own paths (or recreated as the same symlinks). */
 const SYSTEM_PATHS = ["/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc/alternatives", "/etc/ld.so.cache"];
 
-/** Paths a job directory may not be (or be inside): the sandbox's own structure. */
-const RESERVED_PATHS = ["/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/dev", "/sys", "/run/kiln"];
+/** Paths a job directory may not be (or be inside): the sandbox's own structure (plus the staging and toolchain paths). */
+const RESERVED_PATHS = ["/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/dev", "/sys"];
 
 interface Setup {
   readonly user: SandboxUser;
@@ -109,6 +110,7 @@ interface Setup {
     readonly setpriv: string;
     readonly prlimit: string;
     readonly bash: string;
+    readonly chown: string;
   };
   readonly bwrapVersion: string;
   readonly supportsDisableUserns: boolean;
@@ -161,7 +163,7 @@ function within(path: string, parent: string): boolean {
 }
 
 /** Returns what is wrong with the request, or null. */
-async function requestProblem(request: ExecutionRequest, toolchainMountPoint: string): Promise<string | null> {
+async function requestProblem(request: ExecutionRequest, reserved: readonly string[]): Promise<string | null> {
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(request.attemptId))
     return `attemptId ${JSON.stringify(request.attemptId)} must be 1–128 of [A-Za-z0-9_.-]`;
   if (request.argv.length === 0) return "argv is empty";
@@ -184,7 +186,7 @@ async function requestProblem(request: ExecutionRequest, toolchainMountPoint: st
       return `${name} does not exist: ${path}`;
     }
     if (name === "toolchain.path") continue;
-    if (path === "/" || path === "/tmp" || [...RESERVED_PATHS, toolchainMountPoint].some((r) => within(path, r)))
+    if (path === "/" || path === "/tmp" || [...RESERVED_PATHS, ...reserved].some((r) => within(path, r)))
       return `${name} may not be ${path}: it would cover the sandbox's own structure`;
   }
   if (!within(resolve(request.workspaceDir, request.workingDirectory), request.workspaceDir))
@@ -219,17 +221,18 @@ class SandboxExecutor implements Executor {
     });
     const { stdout } = await run(this.options.bwrapPath, ["--version"]);
     const bwrapVersion = /(\d+\.\d+(?:\.\d+)?)/.exec(stdout)?.[1] ?? "unknown";
-    const [unshare, setpriv, prlimit, bash, user] = await Promise.all([
+    const [unshare, setpriv, prlimit, bash, chown, user] = await Promise.all([
       findTool("unshare"),
       findTool("setpriv"),
       findTool("prlimit"),
       findTool("bash"),
+      findTool("chown"),
       ensureSandboxUser(this.options.sandboxUser),
     ]);
     await mkdir(this.options.stagingDirectory, { recursive: true, mode: 0o755 });
     return {
       user,
-      tools: { unshare, setpriv, prlimit, bash },
+      tools: { unshare, setpriv, prlimit, bash, chown },
       bwrapVersion,
       supportsDisableUserns: versionAtLeast(bwrapVersion, 0, 8),
       supportsTmpfsSize: versionAtLeast(bwrapVersion, 0, 7),
@@ -267,7 +270,7 @@ class SandboxExecutor implements Executor {
       detail.push(`sandbox setup failed: ${errorText(error)}`);
       return result("infrastructure");
     }
-    const problem = await requestProblem(request, this.options.toolchainMountPoint);
+    const problem = await requestProblem(request, [this.options.toolchainMountPoint, this.options.stagingDirectory]);
     if (problem !== null) {
       detail.push(`request refused: ${problem}`);
       return result("infrastructure");
@@ -282,7 +285,15 @@ class SandboxExecutor implements Executor {
     try {
       // The job directories are the only writable places; the sandbox user must own them.
       const owner = `${setup.user.uid}:${setup.user.gid}`;
-      await run("chown", ["-R", "--no-dereference", owner, request.workspaceDir, request.targetDir, request.homeDir]);
+      // -R without -L never follows a symlink the job planted; --no-dereference changes links themselves.
+      await run(setup.tools.chown, [
+        "-R",
+        "--no-dereference",
+        owner,
+        request.workspaceDir,
+        request.targetDir,
+        request.homeDir,
+      ]);
     } catch (error) {
       detail.push(`could not hand the job directories to ${setup.user.name}: ${errorText(error)}`);
       return result("infrastructure");
@@ -307,6 +318,10 @@ class SandboxExecutor implements Executor {
     }
 
     try {
+      if (request.signal.aborted) {
+        detail.push("cancelled before the sandbox started");
+        return result("cancelled");
+      }
       return await this.launch(request, setup, cgroup, detail, result);
     } finally {
       if (cgroup !== null) {
@@ -419,11 +434,13 @@ class SandboxExecutor implements Executor {
           ? "cancelled: every process of the attempt was killed"
           : `wall-clock ceiling of ${request.wallClockSeconds} s reached: every process of the attempt was killed`,
       );
-      void killEverything();
+      killEverything().catch((error: unknown) => detail.push(`killing the attempt failed: ${errorText(error)}`));
     };
     const timer = setTimeout(() => end("wall_clock_ceiling"), request.wallClockSeconds * 1000);
     const onAbort = () => end("cancelled");
     request.signal.addEventListener("abort", onAbort, { once: true });
+    // An abort that landed while the launcher was being spawned would otherwise go unnoticed.
+    if (request.signal.aborted) onAbort();
 
     const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((done) => {
       child.once("exit", (code, signal) => done({ code, signal }));
@@ -435,10 +452,14 @@ class SandboxExecutor implements Executor {
     // The pid namespace is gone once the launcher has exited; the cgroup is checked (and killed) as a backstop.
     let emptied = true;
     if (cgroup !== null) emptied = await cgroup.killAll();
-    const closedInTime = await Promise.race([
-      closed.then(() => true),
-      new Promise<boolean>((r) => setTimeout(() => r(false), 5000).unref()),
-    ]);
+    // The streams close once the last holder of the pipes is gone, which the kill above ensures;
+    // the bound only guards against a kernel that keeps a killed process around unusually long.
+    const closedInTime =
+      exit.error === undefined &&
+      (await Promise.race([
+        closed.then(() => true),
+        new Promise<boolean>((r) => setTimeout(() => r(false), 5000).unref()),
+      ]));
     if (!closedInTime) for (const stream of child.stdio) stream?.destroy();
     const usage = cgroup !== null ? await cgroup.usage() : null;
     if (cgroup !== null) {
@@ -564,6 +585,9 @@ class SandboxExecutor implements Executor {
       `${stage}/home`,
       request.homeDir,
       ...(request.readOnlyBinds ?? []).flatMap((path, i) => ["--ro-bind", `${stage}/ro-${i}`, path]),
+      // The sandbox's root (a tmpfs holding the mount points) read-only too: /etc, /opt, / itself.
+      "--remount-ro",
+      "/",
       "--chdir",
       workingDirectory,
     ];

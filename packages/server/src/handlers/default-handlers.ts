@@ -5,6 +5,11 @@ import { createCredential, listCredentials, revokeCredential } from "./credentia
 import { approveDevice, pendingDevice, pollDevice, startDevice } from "./device.js";
 import type { Handler, HandlerTable } from "./handler.js";
 import { cliTenant, currentIdentity } from "./identity.js";
+import { jobArtifactBytes, jobArtifacts } from "./job-artifacts.js";
+import { cliEvents, dashboardEvents } from "./job-events.js";
+import { jobCargoOutput, jobEvidence } from "./job-evidence.js";
+import { jobLogs, jobLogsStream } from "./job-logs.js";
+import { cancelJob, getJob, listTenantJobs, retryJob, submitJob } from "./jobs.js";
 import { openapiDocument } from "./openapi-document.js";
 import { exportOperatorAudit, listOperatorAudit, refuseOperatorAuditChange } from "./operator-audit.js";
 import { createOperatorSession, deleteOperatorSession } from "./operator-session.js";
@@ -24,6 +29,19 @@ export const defaultHandlers: HandlerTable = {
   "device.approve": approveDevice,
   "identity.current": currentIdentity,
   "cli.tenant": cliTenant,
+  "jobs.submit": submitJob,
+  "jobs.get": getJob,
+  "jobs.list": listTenantJobs,
+  "jobs.cancel": cancelJob,
+  "jobs.retry": retryJob,
+  "jobs.logs": jobLogs,
+  "jobs.logs_stream": jobLogsStream,
+  "jobs.evidence": jobEvidence,
+  "jobs.cargo_output": jobCargoOutput,
+  "jobs.artifacts": jobArtifacts,
+  "jobs.artifact_bytes": jobArtifactBytes,
+  "cli.events": cliEvents,
+  "events.stream": dashboardEvents,
   "cli_tokens.list": listOwnCliTokens,
   "cli_tokens.revoke": revokeOwnCliToken,
   "credentials.create": createCredential,

@@ -103,7 +103,7 @@ export const submitJob: Handler = async (ctx) => {
     request_hash: requestHash,
     invocation: JSON.stringify(invocation),
     source_manifest: JSON.stringify(manifest),
-    wall_clock_seconds: PLATFORM_WALL_CLOCK_SECONDS,
+    wall_clock_seconds: Math.min(ctx.deps.wallClockSeconds ?? PLATFORM_WALL_CLOCK_SECONDS, PLATFORM_WALL_CLOCK_SECONDS),
     max_attempts: MAX_ATTEMPTS,
     attempts_started: 0,
     accepted_at: now,

@@ -10,7 +10,10 @@ export interface LogLine {
 /**
  * Appends log lines for an attempt, fenced by its lease: a stale host's lines are
  * refused (false) and never interleave with a newer attempt's. Sequences are the job's
- * own, assigned here under the same transaction, so they are gap-free and ordered.
+ * own, assigned here under the same transaction, so they are gap-free and ordered; on
+ * PostgreSQL the job's row is locked first so two appends to one job (host lines and a
+ * control-plane system line) take turns instead of colliding on the next sequence.
+ * SQLite's single writer serializes them already.
  */
 export async function appendLogRecords(
   storage: Storage,
@@ -18,6 +21,9 @@ export async function appendLogRecords(
 ): Promise<boolean> {
   if (input.lines.length === 0) return true;
   return storage.transaction(async (trx) => {
+    if (storage.capabilities.rowLocks) {
+      await trx.selectFrom("jobs").select("id").where("id", "=", input.jobId).forUpdate().executeTakeFirst();
+    }
     if (input.leaseToken !== null) {
       const holder = await trx
         .selectFrom("attempts")

@@ -1,0 +1,495 @@
+/**
+ * The behaviour every executor must show, run against the real thing (real isolation, real
+ * cargo, crates generated at test time): `executorSuite("sandbox", () => createSandboxExecutor())`.
+ * A future microvm executor runs the same suite.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { admitToolchain } from "../src/executor/admit-toolchains.js";
+import type { AdmittedToolchain, ExecutionRequest, ExecutionResult, Executor } from "../src/executor/executor.js";
+import { removeJobDirectories } from "../src/executor/remove-job-directories.js";
+
+export interface Job {
+  readonly workspaceDir: string;
+  readonly targetDir: string;
+  readonly homeDir: string;
+}
+
+export interface Attempt {
+  readonly result: ExecutionResult;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly elapsedMs: number;
+  readonly attemptId: string;
+}
+
+const MiB = 1024 * 1024;
+const DEFAULT_LIMITS = { vcpus: 2, memoryBytes: 2048 * MiB, pids: 512 };
+
+/** Creates the three job directories under `root`. */
+export async function makeJob(root: string, name: string): Promise<Job> {
+  const job = {
+    workspaceDir: join(root, name, "workspace"),
+    targetDir: join(root, name, "target"),
+    homeDir: join(root, name, "home"),
+  };
+  for (const dir of Object.values(job)) await mkdir(dir, { recursive: true });
+  return job;
+}
+
+/** Writes a crate into the job's workspace: Cargo.toml plus the given files. */
+export async function writeCrate(job: Job, name: string, files: Record<string, string>): Promise<void> {
+  await writeFile(
+    join(job.workspaceDir, "Cargo.toml"),
+    `[package]\nname = "${name}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n`,
+  );
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(job.workspaceDir, path)), { recursive: true });
+    await writeFile(join(job.workspaceDir, path), text);
+  }
+}
+
+/** Every pid on the host whose cgroup path or (unless `cgroupOnly`) command line contains `needle` (never this test process). */
+export async function hostProcessesMatching(needle: string, cgroupOnly = false): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir("/proc")) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      const cgroup = await readFile(`/proc/${pid}/cgroup`, "utf8");
+      const cmdline = (await readFile(`/proc/${pid}/cmdline`, "utf8")).replaceAll("\0", " ");
+      if (cgroup.includes(needle) || (!cgroupOnly && cmdline.includes(needle))) found.push(pid);
+    } catch {
+      // The process exited while we looked.
+    }
+  }
+  return found;
+}
+
+/** Directories named `name` anywhere in the mounted cgroup hierarchies (bounded depth). */
+export async function cgroupDirectoriesNamed(name: string): Promise<string[]> {
+  const mountinfo = await readFile("/proc/self/mountinfo", "utf8");
+  const roots = mountinfo
+    .split("\n")
+    .map((line) => line.split(" "))
+    .filter((f) => {
+      const dash = f.indexOf("-");
+      return dash > 0 && (f[dash + 1] === "cgroup" || f[dash + 1] === "cgroup2");
+    })
+    .map((f) => f[4] ?? "");
+  const found: string[] = [];
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    if (depth > 6) return;
+    let entries: import("node:fs").Dirent[];
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      if (!e.isDirectory()) continue;
+      if (e.name === name) found.push(join(dir, e.name));
+      await walk(join(dir, e.name), depth + 1);
+    }
+  };
+  for (const root of roots) if (root !== "") await walk(root, 0);
+  return found;
+}
+
+/** Asserts that nothing of the attempt survives: no process, no cgroup directory. */
+export async function assertNothingSurvives(attemptId: string, marker?: string): Promise<void> {
+  assert.deepEqual(await hostProcessesMatching(attemptId), [], "a process of the attempt is still in its cgroup");
+  if (marker !== undefined)
+    assert.deepEqual(await hostProcessesMatching(marker), [], "a process carrying the marker survived");
+  assert.deepEqual(await cgroupDirectoriesNamed(attemptId), [], "the attempt's cgroup still exists");
+}
+
+export function executorSuite(name: string, makeExecutor: () => Executor | Promise<Executor>): void {
+  describe(`executor suite: ${name}`, () => {
+    let executor: Executor;
+    let toolchain: AdmittedToolchain;
+    let root: string;
+    let counter = 0;
+
+    const attempt = async (
+      job: Job,
+      request: Partial<ExecutionRequest> & { argv: readonly string[] },
+      whileRunning?: (attemptId: string) => void,
+    ): Promise<Attempt> => {
+      const attemptId = `suite-${name}-${++counter}-${randomBytes(4).toString("hex")}`;
+      const stdout: Buffer[] = [];
+      const stderr: Buffer[] = [];
+      const started = Date.now();
+      const running = executor.run({
+        attemptId,
+        limits: DEFAULT_LIMITS,
+        ...job,
+        toolchain,
+        workingDirectory: ".",
+        environment: {},
+        wallClockSeconds: 120,
+        network: "offline",
+        signal: new AbortController().signal,
+        onOutput: (stream, chunk) => (stream === "stdout" ? stdout : stderr).push(chunk),
+        ...request,
+      });
+      whileRunning?.(attemptId);
+      const result = await running;
+      return {
+        result,
+        stdout: Buffer.concat(stdout).toString("utf8"),
+        stderr: Buffer.concat(stderr).toString("utf8"),
+        elapsedMs: Date.now() - started,
+        attemptId,
+      };
+    };
+    const explain = (a: Attempt) =>
+      `outcome ${a.result.outcome} exit ${a.result.exitCode}\n--- stdout\n${a.stdout}\n--- stderr\n${a.stderr}\n--- detail\n${a.result.detail.join("\n")}`;
+
+    let probe: Job;
+    let probeBinary: string;
+    let otherJob: Job;
+    let secretPath: string;
+
+    before(async () => {
+      executor = await makeExecutor();
+      toolchain = await admitToolchain("stable");
+      root = await mkdtemp(join(tmpdir(), `kiln-executor-suite-${name}-`));
+      probe = await makeJob(root, "probe");
+      probeBinary = join(probe.targetDir, "debug", "probe");
+      await writeCrate(probe, "probe", PROBE_CRATE);
+      otherJob = await makeJob(root, "other");
+      secretPath = join(otherJob.workspaceDir, "secret.txt");
+      await writeFile(secretPath, "another job's secret\n", { mode: 0o600 });
+    });
+    after(async () => {
+      await removeJobDirectories([root]);
+    });
+
+    it("reports its isolation", () => {
+      assert.equal(executor.isolation, name === "microvm" ? "microvm" : "sandbox");
+    });
+
+    it("runs a passing `cargo test --offline` of a generated crate", async () => {
+      const job = await makeJob(root, "passing");
+      await writeCrate(job, "passing", {
+        "src/lib.rs": "pub fn add(a: u32, b: u32) -> u32 { a + b }\n#[test]\nfn adds() { assert_eq!(add(2, 2), 4); }\n",
+      });
+      const a = await attempt(job, { argv: ["cargo", "test", "--offline"] });
+      assert.equal(a.result.outcome, "exited", explain(a));
+      assert.equal(a.result.exitCode, 0, explain(a));
+      assert.match(a.stdout, /test adds \.\.\. ok/);
+      assert.match(a.stdout, /test result: ok\. 1 passed; 0 failed/);
+      assert.equal(a.result.isolation, executor.isolation);
+      assert.ok(a.result.finishedAt >= a.result.startedAt);
+      await assertNothingSurvives(a.attemptId);
+    });
+
+    it("reports a failing `cargo test` as a non-zero exit", async () => {
+      const job = await makeJob(root, "failing");
+      await writeCrate(job, "failing", {
+        "src/lib.rs": '#[test]\nfn fails() { assert_eq!(1 + 1, 3, "arithmetic still works"); }\n',
+      });
+      const a = await attempt(job, { argv: ["cargo", "test", "--offline"] });
+      assert.equal(a.result.outcome, "exited", explain(a));
+      assert.equal(a.result.exitCode, 101, explain(a));
+      assert.match(a.stdout, /test result: FAILED\. 0 passed; 1 failed/);
+    });
+
+    it("builds the probe crate; its build script sees only the declared environment", async () => {
+      process.env.KILN_HOST_CANARY = "leaked-from-host";
+      try {
+        const a = await attempt(probe, {
+          argv: ["cargo", "build", "--offline"],
+          environment: { KILN_DECLARED: "declared-value" },
+        });
+        assert.equal(a.result.exitCode, 0, explain(a));
+        assert.ok(existsSync(probeBinary), "the probe binary was built into the target dir");
+        assert.match(a.stderr, /BUILDENV KILN_DECLARED=declared-value/, explain(a));
+        assert.match(a.stderr, new RegExp(`BUILDENV HOME=${probe.homeDir}\\b`));
+        assert.match(a.stderr, new RegExp(`BUILDENV CARGO_HOME=${probe.homeDir}\\b`));
+        assert.doesNotMatch(a.stderr, /KILN_HOST_CANARY|leaked-from-host/);
+        assert.doesNotMatch(a.stderr, /BUILDENV RUSTUP_TOOLCHAIN=/);
+      } finally {
+        delete process.env.KILN_HOST_CANARY;
+      }
+    });
+
+    it("gives the command exactly the declared environment plus the executor's variables", async () => {
+      process.env.KILN_HOST_CANARY = "leaked-from-host";
+      try {
+        const a = await attempt(probe, {
+          argv: [probeBinary, "env"],
+          environment: { KILN_DECLARED: "declared-value" },
+        });
+        assert.equal(a.result.exitCode, 0, explain(a));
+        const env = new Map(
+          a.stdout
+            .split("\n")
+            .filter((l) => l.startsWith("ENV "))
+            .map((l) => {
+              const [k, ...v] = l.slice(4).split("=");
+              return [k ?? "", v.join("=")] as const;
+            }),
+        );
+        assert.equal(env.get("KILN_DECLARED"), "declared-value");
+        assert.equal(env.get("HOME"), probe.homeDir);
+        assert.equal(env.get("CARGO_HOME"), probe.homeDir);
+        assert.equal(env.get("CARGO_TARGET_DIR"), probe.targetDir);
+        assert.equal(env.get("CARGO_NET_OFFLINE"), "true");
+        const allowed = new Set([
+          "KILN_DECLARED",
+          "PATH",
+          "HOME",
+          "CARGO_HOME",
+          "CARGO_TARGET_DIR",
+          "CARGO_NET_OFFLINE",
+          "PWD",
+        ]);
+        assert.deepEqual(
+          [...env.keys()].filter((k) => !allowed.has(k)),
+          [],
+          "variables nobody declared reached the command",
+        );
+      } finally {
+        delete process.env.KILN_HOST_CANARY;
+      }
+    });
+
+    it("has no network: public, link-local and the host's loopback are all unreachable", async () => {
+      let connections = 0;
+      const server: Server = createServer((socket) => {
+        connections++;
+        socket.destroy();
+      });
+      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+      const address = server.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      try {
+        const targets = ["1.1.1.1:53", "169.254.169.254:80", `127.0.0.1:${port}`];
+        const a = await attempt(probe, { argv: [probeBinary, "net", ...targets] });
+        assert.equal(a.result.exitCode, 0, explain(a));
+        for (const target of targets) assert.match(a.stdout, new RegExp(`NET ${target} FAILED`), explain(a));
+        assert.doesNotMatch(a.stdout, /CONNECTED/);
+        assert.equal(connections, 0, "the host's listener was reached from inside");
+      } finally {
+        server.close();
+      }
+    });
+
+    it("cannot read /root or another job's directory, nor write outside its own directories", async () => {
+      const marker = `kiln-escape-${randomBytes(6).toString("hex")}`;
+      const a = await attempt(probe, { argv: [probeBinary, "escape", secretPath, marker] });
+      assert.equal(a.result.exitCode, 0, explain(a));
+      for (const what of [
+        "read /root",
+        "read rustup home",
+        "read secret",
+        "write /usr",
+        "write /etc",
+        "write toolchain",
+      ])
+        assert.match(a.stdout, new RegExp(`ESCAPE ${what} DENIED`), explain(a));
+      // Writing /tmp may succeed inside (a private tmpfs), but must not reach the host's /tmp.
+      assert.match(a.stdout, /ESCAPE write \/tmp (ALLOWED|DENIED)/);
+      assert.equal(existsSync(join("/tmp", marker)), false, "the host's /tmp received the job's file");
+      assert.equal(existsSync(join("/usr", marker)), false);
+      assert.equal(existsSync(join("/etc", marker)), false);
+      assert.equal(existsSync(join(toolchain.path, "bin", marker)), false);
+      // Its own directories are writable.
+      assert.match(a.stdout, /ESCAPE write workspace ALLOWED/);
+    });
+
+    it("OOM-kills a test that exceeds the memory limit; cargo (its parent) survives and reports it", async () => {
+      // Build the test binary with room to spare, so that only the test itself meets the limit.
+      const build = await attempt(probe, { argv: ["cargo", "test", "--offline", "--no-run"] });
+      assert.equal(build.result.exitCode, 0, explain(build));
+      const a = await attempt(probe, {
+        argv: ["cargo", "test", "--offline", "--", "--nocapture"],
+        environment: { KILN_ALLOC_MIB: "512" },
+        limits: { ...DEFAULT_LIMITS, memoryBytes: 256 * MiB },
+      });
+      assert.equal(a.result.oomKilled, true, explain(a));
+      assert.equal(a.result.outcome, "exited", explain(a));
+      assert.equal(a.result.exitCode, 101, `cargo test reported the failure itself\n${explain(a)}`);
+      assert.match(a.stdout, /allocating 512 MiB/);
+      assert.doesNotMatch(a.stdout, /allocated/);
+      assert.match(a.stderr, /SIGKILL|signal: 9/, `cargo outlived the killed test binary\n${explain(a)}`);
+      await assertNothingSurvives(a.attemptId);
+    });
+
+    it("contains a fork bomb with the pids limit; the host is unharmed", async () => {
+      const spawner = await attempt(probe, {
+        argv: ["sh", "-c", 'i=0; while [ "$i" -lt 1000 ]; do sleep 60 & i=$((i+1)); echo "spawned $i"; done'],
+        limits: { ...DEFAULT_LIMITS, pids: 64 },
+        wallClockSeconds: 20,
+      });
+      const spawned = [...spawner.stdout.matchAll(/spawned (\d+)/g)].map((m) => Number(m[1]));
+      const most = Math.max(0, ...spawned);
+      assert.ok(most > 0 && most < 64, `spawned ${most} background processes under pids=64\n${explain(spawner)}`);
+      assert.equal(spawner.result.outcome, "exited", explain(spawner));
+      assert.notEqual(spawner.result.exitCode, 0, "the shell saw fork fail");
+      await assertNothingSurvives(spawner.attemptId);
+
+      const bomb = await attempt(probe, {
+        argv: ["sh", "-c", "bomb() { bomb | bomb & }; bomb; sleep 30"],
+        limits: { ...DEFAULT_LIMITS, pids: 64 },
+        wallClockSeconds: 3,
+      });
+      assert.ok(["exited", "wall_clock_ceiling"].includes(bomb.result.outcome), explain(bomb));
+      assert.ok(bomb.elapsedMs < 8000, `the bomb attempt took ${bomb.elapsedMs} ms`);
+      await assertNothingSurvives(bomb.attemptId);
+      assert.equal(spawnSync("true").status, 0, "the host can still start processes");
+    });
+
+    it("ends an attempt at the wall-clock ceiling", async () => {
+      const a = await attempt(probe, { argv: ["sleep", "30"], wallClockSeconds: 2 });
+      assert.equal(a.result.outcome, "wall_clock_ceiling", explain(a));
+      assert.equal(a.result.exitCode, null);
+      assert.ok(a.elapsedMs >= 1900 && a.elapsedMs < 3500, `took ${a.elapsedMs} ms`);
+      await assertNothingSurvives(a.attemptId);
+    });
+
+    it("cancels mid-build: the whole tree, setsid'd and double-forked children included, is gone within 2 s", async () => {
+      const job = await makeJob(root, "cancel");
+      const marker = `kiln-cancel-${randomBytes(6).toString("hex")}`;
+      await writeCrate(job, "cancel", { "src/lib.rs": "pub fn nothing() {}\n", "build.rs": CANCEL_BUILD_SCRIPT });
+      const controller = new AbortController();
+      let abortedAt = 0;
+      let seenBeforeAbort: number[] = [];
+      const a = await attempt(
+        job,
+        {
+          argv: ["cargo", "build", "--offline"],
+          environment: { KILN_MARKER: marker },
+          signal: controller.signal,
+          wallClockSeconds: 110,
+        },
+        () => {
+          void (async () => {
+            // Wait until the build script and all three of its children are running, then cancel.
+            const deadline = Date.now() + 90_000;
+            while (Date.now() < deadline) {
+              seenBeforeAbort = await hostProcessesMatching(marker);
+              if (seenBeforeAbort.length >= 3) break;
+              await sleep(100);
+            }
+            abortedAt = Date.now();
+            controller.abort();
+          })();
+        },
+      );
+      const returnedAfter = Date.now() - abortedAt;
+      assert.ok(seenBeforeAbort.length >= 3, `marker processes seen before cancelling: ${seenBeforeAbort.length}`);
+      assert.equal(a.result.outcome, "cancelled", explain(a));
+      assert.ok(returnedAfter < 2000, `run() returned ${returnedAfter} ms after the abort`);
+      assert.deepEqual(await hostProcessesMatching(marker), []);
+      assert.ok(Date.now() - abortedAt < 2500, "checked within the 2 s window");
+      await assertNothingSurvives(a.attemptId, marker);
+    });
+
+    it("reports cancelled without running when the signal is already aborted", async () => {
+      const controller = new AbortController();
+      controller.abort();
+      const a = await attempt(probe, { argv: ["true"], signal: controller.signal });
+      assert.equal(a.result.outcome, "cancelled");
+      assert.equal(a.result.exitCode, null);
+    });
+  });
+}
+
+/** A crate whose binary probes the sandbox from inside and whose build script prints its environment. */
+const PROBE_CRATE: Record<string, string> = {
+  "build.rs": `fn main() {
+    for (k, v) in std::env::vars() {
+        println!("cargo:warning=BUILDENV {k}={v}");
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+}
+`,
+  "src/main.rs": `use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+fn report<T>(what: &str, result: std::io::Result<T>) {
+    match result {
+        Ok(_) => println!("ESCAPE {what} ALLOWED"),
+        Err(e) => println!("ESCAPE {what} DENIED {e}"),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("env") => {
+            for (k, v) in std::env::vars() {
+                println!("ENV {k}={v}");
+            }
+        }
+        Some("net") => {
+            for target in &args[2..] {
+                let addr: SocketAddr = target.parse().expect("address");
+                match TcpStream::connect_timeout(&addr, Duration::from_secs(3)) {
+                    Ok(_) => println!("NET {target} CONNECTED"),
+                    Err(e) => println!("NET {target} FAILED {e}"),
+                }
+            }
+        }
+        Some("escape") => {
+            let (secret, marker) = (&args[2], &args[3]);
+            report("read /root", std::fs::read_dir("/root"));
+            report("read rustup home", std::fs::read_dir("/root/.rustup/toolchains"));
+            report("read secret", std::fs::read_to_string(secret));
+            report("write /usr", std::fs::write(format!("/usr/{marker}"), b"x"));
+            report("write /etc", std::fs::write(format!("/etc/{marker}"), b"x"));
+            let cargo_dir = std::env::var("PATH").unwrap_or_default().split(':')
+                .find(|d| std::path::Path::new(d).join("cargo").exists()).unwrap_or("/nonexistent").to_string();
+            report("write toolchain", std::fs::write(format!("{cargo_dir}/{marker}"), b"x"));
+            report("write /tmp", std::fs::write(format!("/tmp/{marker}"), b"x"));
+            report("write workspace", std::fs::write(format!("{marker}.txt"), b"x"));
+        }
+        other => panic!("unknown probe {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    /// Allocates (and touches) KILN_ALLOC_MIB MiB when asked to; passes trivially otherwise.
+    #[test]
+    fn allocates_when_asked() {
+        if let Ok(mib) = std::env::var("KILN_ALLOC_MIB") {
+            let mib: usize = mib.parse().expect("MiB");
+            println!("allocating {mib} MiB");
+            std::io::stdout().flush().unwrap();
+            let block = vec![1u8; mib << 20];
+            std::hint::black_box(&block);
+            println!("allocated {}", block.len());
+        }
+    }
+}
+`,
+};
+
+/** A build script that leaves a setsid'd child, a nohup'd child and a double-forked daemon behind, then sleeps. */
+const CANCEL_BUILD_SCRIPT = `use std::process::{Command, Stdio};
+fn main() {
+    let marker = std::env::var("KILN_MARKER").unwrap();
+    let forever = "while :; do sleep 1; done";
+    Command::new("setsid").args(["sh", "-c", forever, &format!("{marker}-setsid")])
+        .stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    Command::new("nohup").args(["sh", "-c", forever, &format!("{marker}-nohup")])
+        .stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let daemon = format!("(setsid sh -c '{forever}' {marker}-daemon < /dev/null > /dev/null 2>&1 &) ; exit 0");
+    Command::new("sh").args(["-c", &daemon]).status().unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(300));
+}
+`;

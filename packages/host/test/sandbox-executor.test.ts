@@ -1,0 +1,141 @@
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { admitToolchain } from "../src/executor/admit-toolchains.js";
+import { NO_CGROUPS } from "../src/executor/cgroup-layout.js";
+import type { AdmittedToolchain, ExecutionRequest, ExecutionResult, Executor } from "../src/executor/executor.js";
+import { removeJobDirectories } from "../src/executor/remove-job-directories.js";
+import { createSandboxExecutor } from "../src/executor/sandbox-executor.js";
+import {
+  assertNothingSurvives,
+  cgroupDirectoriesNamed,
+  executorSuite,
+  hostProcessesMatching,
+  type Job,
+  makeJob,
+} from "./executor-suite.js";
+
+executorSuite("sandbox", () => createSandboxExecutor());
+
+const MiB = 1024 * 1024;
+
+describe("sandbox executor specifics", () => {
+  let root: string;
+  let job: Job;
+  let toolchain: AdmittedToolchain;
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), "kiln-sandbox-specifics-"));
+    job = await makeJob(root, "job");
+    toolchain = await admitToolchain("stable");
+  });
+  after(() => removeJobDirectories([root]));
+
+  const start = (
+    executor: Executor,
+    request: Partial<ExecutionRequest> & { argv: readonly string[] },
+  ): { attemptId: string; output: () => string; done: Promise<ExecutionResult> } => {
+    const attemptId = `sandbox-specific-${randomBytes(4).toString("hex")}`;
+    const chunks: Buffer[] = [];
+    const done = executor.run({
+      attemptId,
+      limits: { vcpus: 1.5, memoryBytes: 768 * MiB, pids: 100 },
+      ...job,
+      toolchain,
+      workingDirectory: ".",
+      environment: {},
+      wallClockSeconds: 30,
+      network: "offline",
+      signal: new AbortController().signal,
+      onOutput: (_stream, chunk) => chunks.push(chunk),
+      ...request,
+    });
+    return { attemptId, output: () => Buffer.concat(chunks).toString("utf8"), done };
+  };
+
+  it("applies the size's limits to the attempt cgroup and runs it as the unprivileged sandbox uid", async () => {
+    const executor = createSandboxExecutor();
+    const run = start(executor, { argv: ["sleep", "3"] });
+    let directories: string[] = [];
+    for (let i = 0; i < 50 && directories.length === 0; i++) {
+      await sleep(50);
+      directories = await cgroupDirectoriesNamed(run.attemptId);
+    }
+    await sleep(300);
+    const files = new Map<string, string>();
+    for (const dir of directories)
+      for (const name of [
+        "cpu.max",
+        "cpu.cfs_quota_us",
+        "cpu.cfs_period_us",
+        "memory.max",
+        "memory.limit_in_bytes",
+        "pids.max",
+      ])
+        try {
+          files.set(name, (await readFile(join(dir, name), "utf8")).trim());
+        } catch {
+          // Not this hierarchy's file.
+        }
+    const pids = await hostProcessesMatching(run.attemptId, true);
+    const uids = await Promise.all(
+      pids.map(async (pid) => /^Uid:\s+(\d+)/m.exec(await readFile(`/proc/${pid}/status`, "utf8"))?.[1]),
+    );
+    const result = await run.done;
+    assert.equal(result.outcome, "exited", result.detail.join("\n"));
+    assert.equal(result.exitCode, 0);
+
+    // Every limit the kernel could hold is in place, as cgroup v2 or v1 files.
+    const cpu = files.get("cpu.max") ?? `${files.get("cpu.cfs_quota_us")} ${files.get("cpu.cfs_period_us")}`;
+    assert.equal(cpu, "150000 100000", `cpu quota for 1.5 vCPU: ${[...files].join(", ")}`);
+    assert.equal(files.get("memory.max") ?? files.get("memory.limit_in_bytes"), String(768 * MiB));
+    assert.equal(files.get("pids.max"), "100");
+    assert.ok(result.detail.some((d) => d.startsWith("cgroup layout: ")));
+    assert.ok(result.cpuSeconds !== null && result.cpuSeconds >= 0);
+    assert.ok(result.peakMemoryBytes !== null && result.peakMemoryBytes > 0);
+
+    // Everything in the attempt's cgroup (bwrap and the command) is an unprivileged host uid.
+    assert.ok(pids.length >= 2, `processes in the attempt cgroup: ${pids.length}`);
+    for (const uid of uids) assert.ok(uid !== undefined && uid !== "0", `a process ran as host uid ${uid}`);
+    await assertNothingSurvives(run.attemptId);
+  });
+
+  it("reports an infrastructure outcome, not a job failure, when the sandbox cannot start the command", async () => {
+    const executor = createSandboxExecutor();
+    const missing = await start(executor, { argv: ["kiln-no-such-command"] }).done;
+    assert.equal(missing.outcome, "infrastructure");
+    assert.ok(missing.detail.some((d) => /did not start the command.*kiln-no-such-command/s.test(d)));
+    const refused = await start(executor, { argv: ["true"], workingDirectory: "../.." }).done;
+    assert.equal(refused.outcome, "infrastructure");
+    assert.ok(refused.detail.some((d) => d.includes("leaves the workspace")));
+  });
+
+  it("falls back to rlimits, says so, and still reaps the whole tree, where cgroups cannot be used", async () => {
+    const executor = createSandboxExecutor({ cgroupLayout: NO_CGROUPS });
+    const limits = await start(executor, { argv: ["cat", "/proc/self/limits"] });
+    const result = await limits.done;
+    assert.equal(result.exitCode, 0, result.detail.join("\n"));
+    assert.match(limits.output(), /Max processes\s+100\s+100/);
+    assert.match(limits.output(), new RegExp(`Max address space\\s+${768 * MiB}\\s+${768 * MiB}`));
+    assert.ok(result.detail.some((d) => d.startsWith("cgroups unavailable: ")));
+    assert.ok(result.detail.some((d) => d.startsWith("cpu: not enforced")));
+
+    const marker = `kiln-fallback-${randomBytes(6).toString("hex")}`;
+    const controller = new AbortController();
+    const daemonized = start(executor, {
+      argv: ["sh", "-c", `setsid sh -c 'while :; do sleep 1; done' ${marker} & sleep 60`],
+      signal: controller.signal,
+    });
+    for (let i = 0; i < 100 && (await hostProcessesMatching(marker)).length === 0; i++) await sleep(50);
+    const abortedAt = Date.now();
+    controller.abort();
+    assert.equal((await daemonized.done).outcome, "cancelled");
+    for (let i = 0; i < 20 && (await hostProcessesMatching(marker)).length > 0; i++) await sleep(50);
+    assert.deepEqual(await hostProcessesMatching(marker), []);
+    assert.ok(Date.now() - abortedAt < 2000);
+  });
+});

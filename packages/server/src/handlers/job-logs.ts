@@ -1,0 +1,124 @@
+import {
+  type Db,
+  decodeLogCursor,
+  encodeLogCursor,
+  InvalidCursorError,
+  readJobStatus,
+  readLogRecords,
+} from "@kiln/storage";
+import { refuse } from "../http/refusal.js";
+import { TERMINAL_STATUSES } from "../jobs/job-view.js";
+import { type Handler, type HandlerContext, principalOf } from "./handler.js";
+import { lastEventIdHeader, serveEventStream } from "./sse-stream.js";
+
+/** How often an open log stream looks for new records. */
+export const LOG_POLL_MS = 200;
+
+const DEFAULT_LOG_LIMIT = 100;
+
+/** One JobLogPage, and the sequence it leaves off at (the position its cursor names). */
+interface LogPage {
+  readonly page: {
+    records: { sequence: number; at: string; stream: "stdout" | "stderr" | "system"; attempt: number; text: string }[];
+    next_cursor: string | null;
+    gaps: never[];
+    pending: never[];
+    watermarks: { durable: number; received: number };
+    settled: boolean;
+  };
+  readonly position: number;
+}
+
+/**
+ * The page of the job's durable log after `after`. Sequences are assigned gap-free in the
+ * append transaction, so every stored record is durable and nothing is pending: both
+ * watermarks are the highest sequence stored. The status is read before the records, so
+ * a page only claims `settled` when the job was already terminal and the page reached the
+ * last record; the cursor of a settled page is null.
+ */
+async function readLogPage(
+  db: Db,
+  job: { tenantId: string; jobId: string },
+  after: number,
+  limit: number,
+): Promise<LogPage> {
+  const status = await readJobStatus(db, job);
+  if (status === undefined) return refuse("not_found", `no job ${job.jobId}`);
+  const { records, highest } = await readLogRecords(db, { jobId: job.jobId, afterSequence: after, limit });
+  const position = records.at(-1)?.sequence ?? after;
+  const settled = TERMINAL_STATUSES.has(status) && position >= highest;
+  return {
+    page: {
+      records: records.map((r) => ({
+        sequence: r.sequence,
+        at: r.at,
+        stream: r.stream,
+        attempt: r.attempt,
+        text: r.text,
+      })),
+      next_cursor: settled ? null : encodeLogCursor(position),
+      gaps: [],
+      pending: [],
+      watermarks: { durable: highest, received: highest },
+      settled,
+    },
+    position,
+  };
+}
+
+function jobOf(ctx: HandlerContext): { tenantId: string; jobId: string } {
+  return { tenantId: principalOf(ctx).tenantId, jobId: String(ctx.params.id) };
+}
+
+const limitOf = (ctx: HandlerContext): number => Number(ctx.query.limit ?? DEFAULT_LOG_LIMIT);
+
+/** jobs.logs: one page of the job's log from `cursor` (the last sequence delivered). */
+export const jobLogs: Handler = async (ctx) => {
+  const after = decodeLogCursor(ctx.query.cursor as string | undefined);
+  const { page } = await readLogPage(ctx.db, jobOf(ctx), after, limitOf(ctx));
+  return page;
+};
+
+/** Where a log stream starts: the Last-Event-ID a reconnecting client sends wins over `cursor`. */
+function streamStart(ctx: HandlerContext): number {
+  const header = lastEventIdHeader(ctx);
+  if (header === undefined) return decodeLogCursor(ctx.query.cursor as string | undefined);
+  try {
+    return decodeLogCursor(header);
+  } catch (error) {
+    if (error instanceof InvalidCursorError) {
+      return refuse("invalid_request", "header last-event-id is not a log cursor this stream issued");
+    }
+    throw error;
+  }
+}
+
+/**
+ * jobs.logs_stream: the log as server-sent events `log`, each a JobLogStreamFrame whose
+ * `id:` is the cursor after its page, until the settled page has been sent. The first
+ * page is sent at once (it carries the watermarks even when empty); afterwards a page is
+ * sent only when it has records or settles, polling every LOG_POLL_MS. Resuming from any
+ * id sent continues after exactly the records already delivered.
+ */
+export const jobLogsStream: Handler = async (ctx) => {
+  const job = jobOf(ctx);
+  const limit = limitOf(ctx);
+  let after = streamStart(ctx);
+  // Refusals (not_found) are answered before the stream opens.
+  let next = await readLogPage(ctx.db, job, after, limit);
+  return serveEventStream(ctx, async (stream) => {
+    let first = true;
+    while (!stream.closed) {
+      const { page, position } = next;
+      if (first || page.records.length > 0 || page.settled) {
+        await stream.send({ event: "log", id: encodeLogCursor(position), data: { job: job.jobId, page } });
+        first = false;
+      }
+      if (page.settled) return;
+      after = position;
+      if (page.records.length < limit) await stream.wait(LOG_POLL_MS);
+      if (stream.closed) return;
+      next = await readLogPage(ctx.deps.storage.db, job, after, limit);
+    }
+  });
+};

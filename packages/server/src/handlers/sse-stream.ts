@@ -1,0 +1,144 @@
+import { type HandlerContext, REPLY_SENT } from "./handler.js";
+
+/** A comment line every 15 s keeps proxies and load balancers from closing an idle stream. */
+export const HEARTBEAT_MS = 15_000;
+
+/** One server-sent event: `event:` name, `id:` (what a client resumes from) and JSON data. */
+export interface SseEvent {
+  readonly event: string;
+  readonly id: string;
+  readonly data: unknown;
+}
+
+/**
+ * A server-sent event stream written straight to the socket (the reply is hijacked, so
+ * nothing Fastify does after the handler touches it). It counts as closed once the
+ * client disconnects, the handler ends it, or the server stopped listening (shutdown:
+ * streams end within one poll so closing the server is not held up by them).
+ */
+export class SseStream {
+  private ended = false;
+  private wake: (() => void) | null = null;
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly wasListening: boolean;
+
+  constructor(
+    private readonly ctx: HandlerContext,
+    heartbeatMs = HEARTBEAT_MS,
+  ) {
+    const { reply } = ctx;
+    this.wasListening = ctx.request.server.server.listening;
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    });
+    raw.flushHeaders();
+    const stop = () => this.markEnded();
+    raw.on("close", stop);
+    raw.on("error", stop);
+    this.heartbeat = setInterval(() => {
+      if (!this.closed) raw.write(": keep-alive\n\n");
+    }, heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  /** The client went away, the stream was ended, or the server is shutting down. */
+  get closed(): boolean {
+    return this.ended || this.serverStopped;
+  }
+
+  /** Writes one event; waits while the client's socket buffer is full. */
+  async send(event: SseEvent): Promise<void> {
+    if (this.closed) return;
+    const frame = `event: ${event.event}\nid: ${event.id}\ndata: ${JSON.stringify(event.data)}\n\n`;
+    if (!this.ctx.reply.raw.write(frame)) await this.drained();
+  }
+
+  /** Sleeps `ms`, or less when the stream closes meanwhile. */
+  wait(ms: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = null;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+    });
+  }
+
+  /**
+   * Ends the response (idempotent). When the server is shutting down the connection is
+   * closed too: it was busy when the server closed its idle ones, and would otherwise be
+   * kept alive, holding up the close, until its keep-alive timeout.
+   */
+  end(): void {
+    const raw = this.ctx.reply.raw;
+    const stopping = this.serverStopped;
+    this.markEnded();
+    if (raw.writableEnded || raw.destroyed) return;
+    const socket = raw.socket;
+    raw.end(() => {
+      if (stopping) socket?.end();
+    });
+  }
+
+  private get serverStopped(): boolean {
+    return this.wasListening && !this.ctx.request.server.server.listening;
+  }
+
+  private drained(): Promise<void> {
+    const raw = this.ctx.reply.raw;
+    return new Promise((resolve) => {
+      const done = () => {
+        raw.off("drain", done);
+        raw.off("close", done);
+        resolve();
+      };
+      raw.once("drain", done);
+      raw.once("close", done);
+    });
+  }
+
+  private markEnded(): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearInterval(this.heartbeat);
+    this.wake?.();
+  }
+}
+
+/** The Last-Event-ID a reconnecting client sends (several are joined, and then refused). */
+export function lastEventIdHeader(ctx: HandlerContext): string | undefined {
+  const header = ctx.request.headers["last-event-id"];
+  return Array.isArray(header) ? header.join(",") : header;
+}
+
+/**
+ * Opens an event stream and runs `produce` on it until it returns or fails; then ends
+ * the response. Refusals must be thrown before this (once the stream is open its status
+ * is sent); a failure afterwards is logged and ends the stream, and the client resumes
+ * from the last id it received.
+ */
+export async function serveEventStream(
+  ctx: HandlerContext,
+  produce: (stream: SseStream) => Promise<void>,
+  options: { heartbeatMs?: number } = {},
+): Promise<typeof REPLY_SENT> {
+  const stream = new SseStream(ctx, options.heartbeatMs);
+  try {
+    await produce(stream);
+  } catch (error) {
+    if (!stream.closed) ctx.request.log.warn({ err: error }, `${ctx.op.id} stream ended by a failure`);
+  } finally {
+    stream.end();
+  }
+  return REPLY_SENT;
+}
