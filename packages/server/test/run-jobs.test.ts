@@ -83,8 +83,8 @@ describe("running cargo jobs end to end", () => {
   }
 
   it("a crate whose tests pass passes; one with a failing test fails with cause test_failure", async () => {
-    const good = await submit(testedCrate("goodcrate", 0), "good");
-    const bad = await submit(testedCrate("badcrate", 2), "bad");
+    const good = await submit(testedCrate("goodcrate", 0), "good", { arguments: ["--no-fail-fast"] });
+    const bad = await submit(testedCrate("badcrate", 2), "bad", { arguments: ["--no-fail-fast"] });
     const [passed, failed] = await Promise.all([settle(good), settle(bad)]);
     assert.equal(passed.status, "passed", JSON.stringify(passed));
     assert.equal(failed.status, "failed", JSON.stringify(failed));
@@ -94,5 +94,69 @@ describe("running cargo jobs end to end", () => {
       ["queued", "running", "passed"],
     );
     assert.equal(passed.units[0].isolation, "sandbox");
+
+    // Every test of every test binary, doctests included, with its outcome.
+    const evidence = (id: string) =>
+      app.inject({ method: "GET", url: `/api/jobs/${id}/evidence`, headers: bearer(token) });
+    const tests = async (id: string) =>
+      ((await evidence(id)).json().report.tests as { target: string; name: string; outcome: string }[])
+        .map((t) => `${t.target} | ${t.name} | ${t.outcome}`)
+        .sort();
+    assert.deepEqual(await tests(good), [
+      "goodcrate (doc) | src/lib.rs - add (line 3) | passed",
+      "goodcrate (lib) | tests::adds | passed",
+      "goodcrate (lib) | tests::adds_zero | passed",
+      "goodcrate (lib) | tests::slow | ignored",
+      "goodcrate::integration | integrates | passed",
+    ]);
+    assert.deepEqual(await tests(bad), [
+      "badcrate (doc) | src/lib.rs - add (line 3) | passed",
+      "badcrate (lib) | tests::adds | passed",
+      "badcrate (lib) | tests::adds_zero | passed",
+      "badcrate (lib) | tests::fails_0 | failed",
+      "badcrate (lib) | tests::fails_1 | failed",
+      "badcrate (lib) | tests::slow | ignored",
+      "badcrate::integration | integrates | passed",
+    ]);
+    const report = (await evidence(bad)).json();
+    assert.equal(report.report.admitted.toolchain, "stable");
+    assert.equal(report.report.admitted.network_policy, "offline");
+    assert.equal(report.settlement.attempts, 1);
+    assert.ok(report.usage.vcpu_seconds >= 0);
+    assert.ok(report.report.phases.some((p: { name: string }) => p.name === "test"));
+  });
+
+  it("the paged log equals the streamed log, and both carry every line cargo printed", async () => {
+    const id = await submit(testedCrate("loggedcrate", 1), "logged");
+    await settle(id);
+    const paged: string[] = [];
+    let cursor: string | null = "";
+    while (cursor !== null) {
+      const page: { records: { sequence: number; text: string }[]; next_cursor: string | null } = (
+        await app.inject({
+          method: "GET",
+          url: `/api/jobs/${id}/logs?limit=7${cursor === "" ? "" : `&cursor=${encodeURIComponent(cursor)}`}`,
+          headers: bearer(token),
+        })
+      ).json();
+      paged.push(...page.records.map((r) => `${r.sequence} ${r.text}`));
+      cursor = page.next_cursor;
+    }
+    const streamed = await app.inject({
+      method: "GET",
+      url: `/api/jobs/${id}/logs/stream?limit=5`,
+      headers: bearer(token),
+    });
+    const lines: string[] = [];
+    for (const frame of streamed.body.split("\n\n")) {
+      const data = frame.split("\n").find((l) => l.startsWith("data: "));
+      if (data === undefined) continue;
+      const { page } = JSON.parse(data.slice(6)) as { page: { records: { sequence: number; text: string }[] } };
+      lines.push(...page.records.map((r) => `${r.sequence} ${r.text}`));
+    }
+    assert.deepEqual(lines, paged);
+    assert.ok(paged.some((l) => l.includes("test tests::fails_0 ... FAILED")));
+    assert.ok(paged.some((l) => l.includes("Compiling loggedcrate")));
+    assert.ok(paged.some((l) => l.includes("kiln: cargo exited with 101")));
   });
 });
