@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const PACKAGES = ["contract", "storage", "server", "client", "host"];
+const PACKAGES = ["contract", "storage", "host", "server", "client", "mcp", "cli"];
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const purpose = process.argv.includes("--for") ? process.argv[process.argv.indexOf("--for") + 1] : "start";
 

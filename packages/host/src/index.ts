@@ -32,5 +32,6 @@ export {
   parseProcessCgroups,
 } from "./executor/cgroup-layout.js";
 export * from "./executor/executor.js";
+export { reapStaleAttempts } from "./executor/reap-stale-attempts.js";
 export { removeJobDirectories } from "./executor/remove-job-directories.js";
 export { createSandboxExecutor, type SandboxExecutorOptions } from "./executor/sandbox-executor.js";

@@ -6,6 +6,7 @@ import {
   createSandboxExecutor,
   type Executor,
   HostAgent,
+  reapStaleAttempts,
   removeJobDirectories,
 } from "@kiln/host";
 import type { Clock, LocalBlobStore, Storage } from "@kiln/storage";
@@ -45,6 +46,7 @@ export async function startLocalHost(
     vcpus: options.vcpus ?? Math.max(16, availableParallelism()),
     memoryBytes: totalmem(),
     heartbeatSeconds: options.heartbeatSeconds ?? 2,
+    reapStale: () => reapStaleAttempts({ workRoot: options.workRoot }),
   });
   await agent.start();
   const reaper = startLeaseReaper({ storage: deps.storage, clock: deps.clock, onReclaimed: () => agent.wake() });

@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
@@ -80,7 +83,14 @@ for (const dialect of DIALECTS) {
 /** Starts `kiln-server serve` on an ephemeral port and resolves its base URL once it listens. */
 async function startServer(databaseUrl: string): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [MAIN, "serve"], {
-    env: { ...process.env, KILN_LISTEN: "127.0.0.1:0", KILN_DATABASE_URL: databaseUrl, KILN_LOG_LEVEL: "warn" },
+    env: {
+      ...process.env,
+      KILN_LISTEN: "127.0.0.1:0",
+      KILN_DATABASE_URL: databaseUrl,
+      KILN_LOG_LEVEL: "warn",
+      KILN_LOCAL_HOST: "off",
+      KILN_DATA_DIR: mkdtempSync(join(tmpdir(), "kiln-proc-")),
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   let out = "";

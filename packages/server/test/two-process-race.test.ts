@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { openStorage, type Storage } from "@kiln/storage";
@@ -12,7 +15,14 @@ const MAIN = fileURLToPath(new URL("../src/main.js", import.meta.url));
 /** Starts `kiln-server serve` on an ephemeral port and resolves its base URL once it listens. */
 async function startServer(databaseUrl: string): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [MAIN, "serve"], {
-    env: { ...process.env, KILN_LISTEN: "127.0.0.1:0", KILN_DATABASE_URL: databaseUrl, KILN_LOG_LEVEL: "warn" },
+    env: {
+      ...process.env,
+      KILN_LISTEN: "127.0.0.1:0",
+      KILN_DATABASE_URL: databaseUrl,
+      KILN_LOG_LEVEL: "warn",
+      KILN_LOCAL_HOST: "off",
+      KILN_DATA_DIR: mkdtempSync(join(tmpdir(), "kiln-proc-")),
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   let out = "";

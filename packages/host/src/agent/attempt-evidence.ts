@@ -4,6 +4,8 @@
  */
 export interface OutputObserver {
   pushLine(stream: "stdout" | "stderr", line: string): void;
+  /** Both streams have ended: unfinished blocks (a binary killed mid-run) are closed as crashed. */
+  end(): void;
   summary(): OutputSummary;
 }
 

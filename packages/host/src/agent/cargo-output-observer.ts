@@ -7,14 +7,28 @@ export function cargoOutputObserver(attempt: number): OutputObserver {
   const parser = new CargoOutputParser();
   return {
     pushLine: (stream, line) => parser.pushLine(stream, line, Date.now()),
+    end: () => parser.end(undefined, Date.now()),
     summary(): OutputSummary {
       const parsed = parser.result();
       const items = toReportItems(parsed, { attempt });
+      // A test binary killed mid-run (signal, OOM) never printed which test was running: the
+      // binary itself is reported as one failed item, so the evidence names what failed.
+      const crashed = parsed.testBinaries
+        .filter((b) => b.crashed && !items.tests.some((t) => t.target === b.label && t.outcome === "failed"))
+        .map((b) => ({
+          target: b.label,
+          name: "(test binary crashed before reporting its tests)",
+          outcome: "failed",
+          attempt,
+          duration_ms: null,
+          crashed: true,
+          ...(b.exitDetail === null ? {} : { detail: b.exitDetail }),
+        }));
       return {
         crates: items.crates as unknown as Record<string, unknown>[],
-        tests: items.tests as unknown as Record<string, unknown>[],
+        tests: [...(items.tests as unknown as Record<string, unknown>[]), ...crashed],
         buildSucceeded: parsed.build.success,
-        failedTests: Math.max(parsed.testTotals.failed, parsed.failedTargets.length > 0 ? 1 : 0),
+        failedTests: Math.max(parsed.testTotals.failed + crashed.length, parsed.failedTargets.length > 0 ? 1 : 0),
       };
     },
   };

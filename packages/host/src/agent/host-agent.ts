@@ -17,10 +17,13 @@ export class HostAgent {
       readonly vcpus: number;
       readonly memoryBytes: number;
       readonly pollMs?: number;
+      /** Removes what attempts of a previous, killed agent left on this host. */
+      readonly reapStale?: () => Promise<unknown>;
     },
   ) {}
 
   async start(): Promise<void> {
+    await this.deps.reapStale?.();
     await this.deps.protocol.enroll({
       id: this.deps.hostId,
       vcpus: this.deps.vcpus,

@@ -75,8 +75,14 @@ function failureOf(placement: Placement, run: ExecutionResult, summary: ReturnTy
     case "cancelled":
       return { phase: op, cause: "cancelled", detail: "cancelled; the process tree was reaped" };
     case "exited": {
-      if (run.oomKilled)
-        return { phase: op, cause: "build_error", detail: "a process exceeded the size's memory and was killed" };
+      if (run.oomKilled) {
+        const inTests = (op === "test" || op === "bench") && summary.buildSucceeded === true;
+        return {
+          phase: inTests ? "test" : "build",
+          cause: inTests ? "test_failure" : "build_error",
+          detail: `a process exceeded the size's memory (${Math.round(placement.limits.memoryBytes / 2 ** 30)} GiB) and was killed`,
+        };
+      }
       const testsFailed =
         (op === "test" || op === "bench") && summary.buildSucceeded !== false && summary.failedTests > 0;
       return testsFailed
@@ -197,6 +203,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     );
     splitters.stdout.end();
     splitters.stderr.end();
+    observer.end();
     const summary = observer.summary();
     const passed = run.outcome === "exited" && run.exitCode === 0;
     const outcome = run.outcome === "cancelled" || cancelled ? "cancelled" : passed ? "passed" : "failed";
@@ -219,7 +226,12 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     await finish(deps, ref, logs, {
       outcome,
       exitCode: run.exitCode,
-      failure: outcome === "passed" ? null : failureOf(placement, run, summary),
+      failure:
+        outcome === "passed"
+          ? null
+          : outcome === "cancelled"
+            ? { phase: step, cause: "cancelled", detail: "cancelled; the process tree was reaped" }
+            : failureOf(placement, run, summary),
       report: {
         phases: phases.phases,
         crates: summary.crates,

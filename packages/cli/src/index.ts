@@ -1,0 +1,1 @@
+export { buildProgram, KILN_CLI_VERSION } from "./program.js";

@@ -1,0 +1,4 @@
+#!/usr/bin/env node
+import { buildProgram } from "./program.js";
+
+await buildProgram().parseAsync(process.argv);

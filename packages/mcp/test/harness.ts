@@ -1,0 +1,288 @@
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { createClient, type KilnClient } from "@kiln/client";
+import type { Scope } from "@kiln/contract";
+import { buildApp, hashToken, mintToken } from "@kiln/server";
+import {
+  addPersonToTenant,
+  createTenant,
+  issueCliToken,
+  LocalBlobStore,
+  onboardRepository,
+  type Storage,
+  systemClock,
+} from "@kiln/storage";
+import { openSqliteForTest } from "@kiln/storage/testing";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { startLocalHost as StartLocalHost } from "../../server/src/local-host.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The repository root (this file runs from packages/mcp/dist/test). */
+export const REPO_ROOT = resolve(here, "../../../..");
+/** The built `kiln` bin. */
+export const KILN_BIN = join(REPO_ROOT, "packages/cli/dist/src/main.js");
+/** The MCP Inspector's CLI (0.15). */
+export const INSPECTOR_CLI = join(REPO_ROOT, "node_modules/@modelcontextprotocol/inspector/cli/build/cli.js");
+
+export interface KilnUnderTest {
+  readonly endpoint: string;
+  readonly storage: Storage;
+  readonly tenant: string;
+  /** An owner's CLI device token (mints agent credentials through the real API). */
+  readonly ownerToken: string;
+  readonly owner: KilnClient;
+  /** Mints an agent credential with these scopes through POST /api/credentials. */
+  mintAgent(scopes: readonly Scope[], name?: string): Promise<string>;
+  onboard(repository: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+let counter = 0;
+
+/**
+ * A real kiln server on a real port (SQLite, local blobs, responses checked against the
+ * contract), with a tenant whose owner holds a CLI token. With `localHost`, the embedded
+ * host runs jobs in its sandbox.
+ */
+export async function startKiln(options: { localHost?: boolean } = {}): Promise<KilnUnderTest> {
+  const storage = await openSqliteForTest();
+  const blobs = new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-mcp-blobs-")));
+  let wake = () => {};
+  const app = buildApp({
+    storage,
+    blobs,
+    clock: systemClock,
+    version: "test",
+    publicOrigin: "http://kiln.test",
+    checkResponses: true,
+    wakeScheduler: () => wake(),
+  });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const endpoint = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  let host: { wake: () => void; stop: () => Promise<void> } | undefined;
+  if (options.localHost === true) {
+    // The embedded local host is not part of @kiln/server's public surface: load its build.
+    const module = (await import(pathToFileURL(join(REPO_ROOT, "packages/server/dist/src/local-host.js")).href)) as {
+      startLocalHost: typeof StartLocalHost;
+    };
+    host = await module.startLocalHost(
+      { storage, blobs, clock: systemClock },
+      { workRoot: mkdtempSync(join(tmpdir(), "kiln-mcp-attempts-")) },
+    );
+    wake = host.wake;
+  }
+  counter += 1;
+  const tenant = `mcp${process.pid}x${counter}`;
+  await createTenant(storage, { id: tenant, displayName: "MCP Test" });
+  const { person } = await addPersonToTenant(storage, {
+    tenantId: tenant,
+    email: `owner@${tenant}.example`,
+    displayName: "Owner",
+    role: "owner",
+  });
+  const ownerToken = mintToken("cli");
+  await issueCliToken(storage, {
+    tenantId: tenant,
+    personId: person.id,
+    tokenHash: hashToken(ownerToken),
+    requestingHost: "mcp-test",
+  });
+  const owner = createClient({ endpoint, token: ownerToken });
+  let minted = 0;
+  return {
+    endpoint,
+    storage,
+    tenant,
+    ownerToken,
+    owner,
+    async mintAgent(scopes, name) {
+      minted += 1;
+      const issued = await owner.call("credentials.create", {
+        body: { name: name ?? `agent-${minted}`, scopes: [...scopes], expires_in_seconds: 3600 },
+        idempotencyKey: `mint-${minted}-${name ?? ""}`,
+      });
+      return issued.credential;
+    },
+    async onboard(repository) {
+      await onboardRepository(storage, { tenantId: tenant, name: repository, onboardedBy: "mcp-test" });
+    },
+    async close() {
+      await host?.stop();
+      await app.close();
+      await storage.close();
+    },
+  };
+}
+
+/** Every non-empty combination of the given scopes. */
+export function combinations<T>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let mask = 1; mask < 1 << items.length; mask += 1) {
+    out.push(items.filter((_, i) => (mask & (1 << i)) !== 0));
+  }
+  return out;
+}
+
+/** The spec's MCP tool table (tool → operation, scope), read from the specification itself. */
+export function specMcpTable(): { tool: string; operation: string; scope: string }[] {
+  const candidates = [
+    process.env.KILN_SPEC_PATH,
+    join(REPO_ROOT, "../shared/spec/interface-specification.md"),
+    join(REPO_ROOT, "../../shared/spec/interface-specification.md"),
+  ].filter((p): p is string => p !== undefined);
+  const found = candidates.find((p) => existsSync(p));
+  if (found === undefined) throw new Error(`interface specification not found in ${candidates.join(", ")}`);
+  return parseMcpTable(readFileSync(found, "utf8"));
+}
+
+export function parseMcpTable(text: string): { tool: string; operation: string; scope: string }[] {
+  const start = text.indexOf("### MCP tool server");
+  const end = text.indexOf("Resources:", start);
+  if (start < 0 || end < 0) throw new Error("the spec has no MCP tool table");
+  const rows = [];
+  for (const line of text.slice(start, end).split("\n")) {
+    const m = /^\| ([a-z_]+) \| ([a-z_.]+) \| ([a-z]+) \|$/.exec(line.trim());
+    if (m?.[1] !== undefined && m[2] !== undefined && m[3] !== undefined && m[1] !== "tool") {
+      rows.push({ tool: m[1], operation: m[2], scope: m[3] });
+    }
+  }
+  return rows;
+}
+
+/** Runs a command to completion, collecting its output. */
+export function run(
+  command: string,
+  args: readonly string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(command, args, { env: options.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${command} ${args.join(" ")} timed out; stderr: ${stderr}`));
+    }, options.timeoutMs ?? 60_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The environment `kiln mcp` runs with: the agent credential and the API endpoint. */
+export function kilnEnv(kiln: KilnUnderTest, token: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, KILN_ENDPOINT: kiln.endpoint, KILN_TOKEN: token, ...extra };
+  for (const [name, value] of Object.entries(extra)) if (value === undefined) delete env[name];
+  return env;
+}
+
+/** Tool names a client is offered, sorted. */
+export async function toolNames(client: Client): Promise<string[]> {
+  return (await client.listTools()).tools.map((t) => t.name).sort();
+}
+
+/** The text of a tool result's first content item, parsed as JSON. */
+export function resultJson(result: unknown): unknown {
+  const content = (result as { content?: { type: string; text?: string }[] }).content ?? [];
+  const first = content[0];
+  if (first?.type !== "text" || first.text === undefined) throw new Error(`no text content: ${JSON.stringify(result)}`);
+  return JSON.parse(first.text);
+}
+
+/** A running `kiln mcp http …` process and the URL it printed on stderr. */
+export interface HttpMcpProcess {
+  readonly url: string;
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+/** Starts `kiln mcp http <address>` and waits for the bound address it prints on stderr. */
+export function startHttpMcp(address: string, env: NodeJS.ProcessEnv): Promise<HttpMcpProcess> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [KILN_BIN, "mcp", "http", address], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    let stdout = "";
+    const exited = new Promise<void>((r) => child.once("exit", () => r()));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`kiln mcp http did not start; stderr: ${stderr}`));
+    }, 30_000);
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const url = /listening on (http:\/\/\S+\/mcp)/.exec(stderr)?.[1];
+      if (url !== undefined) {
+        clearTimeout(timer);
+        resolvePromise({
+          url,
+          stderr: () => stderr + stdout,
+          stop: async () => {
+            child.kill("SIGTERM");
+            await exited;
+          },
+        });
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`kiln mcp http exited ${code}; stderr: ${stderr}`));
+    });
+  });
+}
+
+/** One raw HTTP request (node:http, so Host and Origin are exactly what the test says). */
+export function rawRequest(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string },
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const target = new URL(url);
+    const req = httpRequest(
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: options.method ?? "POST",
+        headers: options.headers ?? {},
+      },
+      (res) => {
+        let body = "";
+        res.on("data", (chunk: Buffer) => {
+          body += chunk.toString();
+        });
+        res.on("end", () => resolvePromise({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    req.on("error", reject);
+    req.end(options.body);
+  });
+}
+
+/** A JSON-RPC initialize request body, as a client's first POST. */
+export const INITIALIZE = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw-test", version: "0" } },
+});
+
+/** Headers a streamable HTTP client sends with a JSON-RPC POST. */
+export const MCP_POST_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };

@@ -1,0 +1,188 @@
+/**
+ * Real crates for end-to-end tests and benchmarks: Debian's `librust-*-dev` packages install
+ * crate sources under /usr/share/cargo/registry/<name>-<version>/, which together form a
+ * cargo directory source. A job's source is one such crate's files plus a `.cargo/config.toml`
+ * that replaces crates-io with that directory (visible inside the sandbox, where /usr is bound
+ * read-only), so its dependencies resolve offline.
+ *
+ * Also here: running `cargo test` on the same files directly (outside kiln), and reading the
+ * per-binary test counts both from cargo's own `test result:` lines and from a job's evidence,
+ * so the two can be compared.
+ */
+import { spawn } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
+import { type SourceFile, sorted } from "./crates.js";
+
+export const DEBIAN_REGISTRY = "/usr/share/cargo/registry";
+
+/** `.cargo/config.toml`: every crates-io dependency comes from Debian's directory source. */
+export const DEBIAN_SOURCE_CONFIG = `[source.crates-io]\nreplace-with = "debian"\n\n[source.debian]\ndirectory = "${DEBIAN_REGISTRY}"\n`;
+
+/**
+ * Files the job does not need from the installed crate directory: `.cargo-checksum.json` is
+ * the directory source's own bookkeeping for the *registry* copy (cargo reads it only for
+ * crates it takes from the directory source, never for the path package being built).
+ */
+const DROPPED = new Set([".cargo-checksum.json"]);
+
+function walk(root: string, dir = ""): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+    const rel = dir === "" ? entry.name : `${dir}/${entry.name}`;
+    if (entry.isDirectory()) out.push(...walk(root, rel));
+    else if (entry.isFile()) out.push(rel);
+    // Debian's crate directories hold no symlinks; anything else is not source.
+  }
+  return out;
+}
+
+/** Whether Debian's package for this crate is installed (its directory exists). */
+export function debianCrateInstalled(name: string, version: string): boolean {
+  try {
+    return statSync(join(DEBIAN_REGISTRY, `${name}-${version}`)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** The crate as Debian installed it, plus the directory-source config; sorted by path in byte order. */
+export function debianCrate(name: string, version: string): SourceFile[] {
+  const root = join(DEBIAN_REGISTRY, `${name}-${version}`);
+  const files: SourceFile[] = walk(root)
+    .filter((path) => !DROPPED.has(path))
+    .map((path) => ({
+      path,
+      bytes: [...readFileSync(join(root, path))],
+      executable: (statSync(join(root, path)).mode & 0o111) !== 0,
+    }));
+  files.push({ path: ".cargo/config.toml", bytes: [...Buffer.from(DEBIAN_SOURCE_CONFIG)], executable: false });
+  return sorted(files);
+}
+
+/** Writes inline-source files into a fresh directory (as the host agent materializes them). */
+export function materialize(files: readonly SourceFile[], dir = mkdtempSync(join(tmpdir(), "kiln-direct-"))): string {
+  for (const file of files) {
+    const path = join(dir, file.path);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, Buffer.from(file.bytes));
+    chmodSync(path, file.executable ? 0o755 : 0o644);
+  }
+  return dir;
+}
+
+export interface DirectRun {
+  readonly exitCode: number | null;
+  /** stdout and stderr interleaved in the order written (one pipe for both). */
+  readonly output: string;
+  readonly seconds: number;
+}
+
+/**
+ * `cargo test --offline <args>` in `dir`, the way the sandbox runs it: CARGO_HOME an empty
+ * directory, CARGO_TARGET_DIR `targetDir`, CARGO_NET_OFFLINE, the same CARGO_BUILD_JOBS and
+ * no colour. The toolchain is the host's default cargo on PATH (the one kiln admits by default).
+ */
+export function directCargoTest(
+  dir: string,
+  opts: { targetDir: string; jobs?: number; args?: readonly string[] },
+): Promise<DirectRun> {
+  const home = mkdtempSync(join(tmpdir(), "kiln-direct-home-"));
+  const started = process.hrtime.bigint();
+  return new Promise((resolve, reject) => {
+    const child = spawn("cargo", ["test", "--offline", ...(opts.args ?? [])], {
+      cwd: dir,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: {
+        ...process.env,
+        CARGO_HOME: home,
+        CARGO_TARGET_DIR: opts.targetDir,
+        CARGO_NET_OFFLINE: "true",
+        CARGO_BUILD_JOBS: String(opts.jobs ?? 2),
+        CARGO_TERM_COLOR: "never",
+      },
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+    });
+    child.once("error", reject);
+    child.once("close", (exitCode) => {
+      rmSync(home, { recursive: true, force: true });
+      resolve({ exitCode, output, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
+    });
+  });
+}
+
+export interface Counts {
+  passed: number;
+  failed: number;
+  ignored: number;
+}
+
+/**
+ * Per test binary, the counts of cargo's `test result:` lines, keyed as `binaryKey` keys them.
+ * The `Running …`/`Doc-tests …` announcement (stderr) and the libtest block (stdout) are paired
+ * in order, which holds when both streams were read in the order written (cargo runs the test
+ * binaries one after another).
+ */
+export function directTestCounts(output: string): Map<string, Counts> {
+  const counts = new Map<string, Counts>();
+  let current: string | null = null;
+  for (const line of output.split("\n")) {
+    const running = /^\s+Running (unittests )?(\S+) \((.+)\)\s*$/.exec(line);
+    const doc = /^\s+Doc-tests \S+\s*$/.test(line);
+    if (running) {
+      const [, unittests, source, executable] = running;
+      const exe = basename(executable ?? "").replace(/-[0-9a-f]{16}$/, "");
+      current =
+        unittests !== undefined
+          ? source === "src/lib.rs"
+            ? "lib"
+            : `bin ${exe}`
+          : exe || (source ?? "").replace(/^.*\//, "").replace(/\.rs$/, "");
+    } else if (doc) current = "doc";
+    const result = /^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored;/.exec(line);
+    if (result && current !== null) {
+      const previous = counts.get(current) ?? { passed: 0, failed: 0, ignored: 0 };
+      counts.set(current, {
+        passed: previous.passed + Number(result[1]),
+        failed: previous.failed + Number(result[2]),
+        ignored: previous.ignored + Number(result[3]),
+      });
+      if (current !== "doc") current = null;
+    }
+  }
+  return counts;
+}
+
+/**
+ * The key of an evidence test's `target` label: `name (lib)` → `lib`, `name (doc)` → `doc`,
+ * `name (bin app)` → `bin app`, `name::integration` → `integration`.
+ */
+export function binaryKey(label: string): string {
+  const kind = /^\S+ \((.+)\)$/.exec(label)?.[1];
+  if (kind !== undefined) return kind;
+  return label.includes("::") ? label.slice(label.indexOf("::") + 2) : label;
+}
+
+/** Per test binary, the counts of the evidence's `report.tests` items. */
+export function evidenceTestCounts(tests: readonly { target: string; outcome: string }[]): Map<string, Counts> {
+  const counts = new Map<string, Counts>();
+  for (const test of tests) {
+    const key = binaryKey(test.target);
+    const entry = counts.get(key) ?? { passed: 0, failed: 0, ignored: 0 };
+    if (test.outcome === "passed" || test.outcome === "failed" || test.outcome === "ignored") entry[test.outcome] += 1;
+    counts.set(key, entry);
+  }
+  return counts;
+}
+
+/** Binaries that ran no test at all are absent from evidence (it lists tests, not binaries). */
+export function withoutEmpty(counts: Map<string, Counts>): Map<string, Counts> {
+  return new Map([...counts].filter(([, c]) => c.passed + c.failed + c.ignored > 0));
+}

@@ -1,0 +1,222 @@
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { rmdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { onboardRepository, openStorage, type Storage } from "@kiln/storage";
+import {
+  cgroupDirectoriesNamed,
+  crate,
+  type Doc,
+  explainJob,
+  fetchApi,
+  Jobs,
+  processesCarrying,
+  transitionsTo,
+  waitForProcess,
+  waitUntilNoneCarry,
+} from "./e2e-jobs.js";
+import { personWithToken } from "./harness.js";
+
+const MAIN = fileURLToPath(new URL("../src/main.js", import.meta.url));
+
+interface Server {
+  url: string;
+  child: ChildProcess;
+  /** What the process wrote on stdout and stderr, for failure messages. */
+  output(): string;
+}
+
+/** `kiln-server serve` on an ephemeral port over `dataDir`; resolves once it prints where it serves. */
+async function startServer(dataDir: string): Promise<Server> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    KILN_LISTEN: "127.0.0.1:0",
+    KILN_DATA_DIR: dataDir,
+    KILN_LOG_LEVEL: "warn",
+  };
+  delete env.KILN_DATABASE_URL;
+  delete env.KILN_PUBLIC_URL;
+  delete env.KILN_LOCAL_HOST;
+  const child = spawn(process.execPath, [MAIN, "serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout?.setEncoding("utf8");
+  child.stderr?.setEncoding("utf8");
+  child.stderr?.on("data", (chunk: string) => {
+    out += chunk;
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
+    child.stdout?.on("data", (chunk: string) => {
+      out += chunk;
+      const m = /serving (http:\/\/\S+)/.exec(out);
+      if (m?.[1] !== undefined) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`server exited ${code}: ${out}`)));
+  });
+  return { url, child, output: () => out };
+}
+
+async function stopServer(server: Server | undefined, signal: NodeJS.Signals): Promise<void> {
+  if (server === undefined || server.child.exitCode !== null || server.child.signalCode !== null) return;
+  const exited = once(server.child, "exit");
+  server.child.kill(signal);
+  await exited;
+}
+
+/**
+ * A build script that leaves marked children behind (a plain one and a double-forked,
+ * setsid'd daemon) and sleeps 20 s in the first attempt (1 s in any later one, so the
+ * re-run is quick), then a test that passes.
+ */
+const SLOW_BUILD_SCRIPT = `use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    let marker = std::env::var("KILN_MARKER").expect("KILN_MARKER");
+    Command::new("sh")
+        .args(["-c", "sleep 60; exit 0", &format!("{marker}-child")])
+        .stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null())
+        .spawn()
+        .expect("child");
+    let daemon = format!("(setsid sh -c 'sleep 60; exit 0' {marker}-daemon </dev/null >/dev/null 2>&1 &); exit 0");
+    Command::new("sh").args(["-c", &daemon]).status().expect("double fork");
+    let first = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default().contains("-a1/");
+    std::thread::sleep(Duration::from_secs(if first { 20 } else { 1 }));
+}
+`;
+
+describe("the server process (and its local host) killed mid-attempt, end to end (SQLite, real cargo, real sandbox)", () => {
+  let dataDir: string;
+  let storage: Storage;
+  let token: string;
+  let first: Server | undefined;
+  let second: Server | undefined;
+  /** The job whose first attempt died with the first server. */
+  let lostJob: string | undefined;
+
+  before(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "kiln-e2e-host-killed-"));
+    first = await startServer(dataDir);
+    // The same SQLite file the server uses (WAL: both processes read and write it).
+    storage = await openStorage({ dataDir });
+    const member = await personWithToken(storage, { role: "member", now: new Date() });
+    token = member.token;
+    await onboardRepository(storage, { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" });
+  });
+  after(async () => {
+    await stopServer(first, "SIGKILL");
+    await stopServer(second, "SIGTERM");
+    await storage.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    // The lost attempt's (empty) cgroups, should the host have left them.
+    if (lostJob !== undefined)
+      for (const dir of (await cgroupDirectoriesNamed(`${lostJob}-a1`)).reverse())
+        await rmdir(dir).catch(() => undefined);
+  });
+
+  it("kill -9 of the server: its sandbox dies with it; a second server reclaims the lease, runs attempt 2, and the job passes and settles once", async (t) => {
+    assert.ok(first !== undefined);
+    const marker = `kiln-e2e-killed-${randomBytes(6).toString("hex")}`;
+    const jobs1 = new Jobs(fetchApi(first.url, token));
+    const id = await jobs1.submit(
+      crate("survivor", {
+        "build.rs": SLOW_BUILD_SCRIPT,
+        "src/lib.rs": "pub fn one() -> u32 { 1 }\n\n#[test]\nfn survives() {\n    assert_eq!(one(), 1);\n}\n",
+      }),
+      `submit-${marker}`,
+      { environment: { KILN_MARKER: marker } },
+    );
+    lostJob = id;
+    await jobs1.waitFor(id, (j) => j.status !== "queued", 60_000);
+    await waitForProcess(`${marker}-daemon`, 90_000).catch(async (error: Error) => {
+      throw new Error(`${error.message}\n${await explainJob(jobs1, id)}\n${first?.output()}`);
+    });
+    assert.equal((await jobs1.get(id)).status, "running");
+
+    const killedAt = Date.now();
+    await stopServer(first, "SIGKILL");
+    const goneAt = await waitUntilNoneCarry(marker, 10_000);
+    assert.ok(
+      goneAt !== null,
+      `processes of the killed server's attempt survived: ${JSON.stringify(await processesCarrying(marker))}`,
+    );
+    t.diagnostic(`the attempt's processes were gone ${goneAt - killedAt} ms after kill -9`);
+    assert.ok(goneAt - killedAt <= 3000, `the attempt's processes outlived the server by ${goneAt - killedAt} ms`);
+
+    second = await startServer(dataDir);
+    const jobs2 = new Jobs(fetchApi(second.url, token));
+    const job = await jobs2.settle(id, 120_000);
+    t.diagnostic(`settled ${Date.now() - killedAt} ms after the kill; transitions ${JSON.stringify(job.transitions)}`);
+    assert.equal(job.status, "passed", `${await explainJob(jobs2, id)}\n${second.output()}`);
+    assert.deepEqual(transitionsTo(job), ["queued", "running", "queued", "running", "passed"]);
+    const requeued = (job.transitions as Doc[])[2];
+    assert.match(requeued.reason, /attempt 1 lost/, "the requeue names the lost attempt");
+    assert.ok(
+      Date.parse(requeued.at) >= killedAt + 12_000,
+      `attempt 1 was reclaimed ${Date.parse(requeued.at) - killedAt} ms after the kill, before its 15 s lease could have expired`,
+    );
+    assert.match((job.transitions as Doc[])[3].reason, /attempt 2/);
+    assert.deepEqual(
+      (job.units as Doc[]).map((u) => u.attempt),
+      [1, 2],
+    );
+
+    const evidence = await jobs2.evidence(id);
+    const attempts = evidence.attempts.attempts as Doc[];
+    assert.deepEqual(
+      attempts.map((a) => [a.attempt, a.state, a.outcome]),
+      [
+        [1, "lost", "lost"],
+        [2, "finished", "passed"],
+      ],
+    );
+    assert.ok(
+      (evidence.report.tests as Doc[]).some((x) => x.attempt === 2 && x.name === "survives" && x.outcome === "passed"),
+      JSON.stringify(evidence.report.tests),
+    );
+    assert.equal(evidence.settlement?.status, "passed", JSON.stringify(evidence.settlement));
+    assert.equal(evidence.settlement.attempts, 2);
+    assert.equal(evidence.settlement.usage_recorded, true);
+    assert.ok(evidence.usage !== null && evidence.usage.seconds >= 1, JSON.stringify(evidence.usage));
+
+    // Settled once: one terminal transition and event, and nothing moves afterwards.
+    assert.equal(transitionsTo(job).filter((s) => ["passed", "failed", "cancelled"].includes(s)).length, 1);
+    await sleep(4500);
+    const later = await jobs2.evidence(id);
+    assert.deepEqual(later.settlement, evidence.settlement);
+    assert.deepEqual(later.usage, evidence.usage);
+    assert.deepEqual(later.job.transitions, job.transitions);
+    const events = await storage.db.selectFrom("job_events").select("status").where("job_id", "=", id).execute();
+    assert.deepEqual(
+      events.map((r) => r.status).filter((s) => ["passed", "failed", "cancelled"].includes(s)),
+      ["passed"],
+    );
+    const rows = await storage.db.selectFrom("attempts").select(["number", "state"]).where("job_id", "=", id).execute();
+    assert.deepEqual(
+      rows.map((r) => [r.number, r.state]),
+      [
+        [1, "lost"],
+        [2, "finished"],
+      ],
+    );
+    assert.deepEqual(await processesCarrying(marker), []);
+  });
+
+  it("the lost attempt's directory and cgroups do not outlive it once a host runs again", async () => {
+    assert.ok(lostJob !== undefined, "the job ran");
+    const directory = join(dataDir, "attempts", `${lostJob}-a1`);
+    assert.equal(existsSync(directory), false, `${directory} is left behind`);
+    assert.deepEqual(await cgroupDirectoriesNamed(`${lostJob}-a1`), [], "the lost attempt's cgroups are left behind");
+  });
+});

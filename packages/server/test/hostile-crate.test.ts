@@ -1,0 +1,249 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { admitToolchain } from "@kiln/host";
+import {
+  crate,
+  type Doc,
+  type Embedded,
+  explainJob,
+  type Jobs,
+  processesCarrying,
+  startEmbedded,
+  waitForProcess,
+} from "./e2e-jobs.js";
+import {
+  ESCAPES,
+  FORK_BOMB_CRATE,
+  HOSTILE_CRATE,
+  HOSTILE_TESTS,
+  MEMORY_HOG_CRATE,
+  UNSTOPPABLE_BOMB_CRATE,
+} from "./hostile-crates.js";
+
+const GiB = 2 ** 30;
+/** The processes kiln2-cpu grants an attempt (2 vCPU × 512). */
+const KILN2_PIDS = 1024;
+
+const newMarker = (what: string) => `kiln-e2e-${what}-${randomBytes(6).toString("hex")}`;
+
+/** `true` starts, exits 0, and does so promptly: the machine still answers. */
+function assertHostResponsive(): void {
+  const started = Date.now();
+  const r = spawnSync("true");
+  assert.equal(r.status, 0, `the host could not start a process: ${String(r.error)}`);
+  assert.ok(Date.now() - started < 2000, `starting a process took ${Date.now() - started} ms`);
+}
+
+/** Test results of the evidence as `name=outcome`, for messages. */
+const testOutcomes = (evidence: Doc): string[] =>
+  (evidence.report.tests as Doc[]).map((t) => `${t.target}:${t.name}=${t.outcome}`);
+
+describe("a hostile crate in the sandbox, end to end (SQLite, real cargo, real sandbox)", () => {
+  let e: Embedded;
+  /** The same host and storage through an app whose wall-clock ceiling bounds the bombs. */
+  let bounded: Jobs;
+  let quick: Jobs;
+  let workRoot: string;
+  let listener: Server;
+  let connections = 0;
+  let port = 0;
+  let secretPath: string;
+  /** The job whose test was OOM-killed. */
+  let memoryJob: string | undefined;
+  const secret = `another job's secret ${randomBytes(8).toString("hex")}\n`;
+
+  before(async () => {
+    // World-readable on the host: only the sandbox's isolation keeps the job from them.
+    workRoot = mkdtempSync(join(tmpdir(), "kiln-e2e-hostile-"));
+    chmodSync(workRoot, 0o755);
+    listener = createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((r) => listener.listen(0, "127.0.0.1", r));
+    const address = listener.address();
+    port = typeof address === "object" && address !== null ? address.port : 0;
+    e = await startEmbedded({ workRoot });
+    // Another job's directory, planted once the host runs (at start a host reaps what its
+    // killed predecessor left in its work root — which is what this would look like then).
+    const other = join(workRoot, "job_00000000000000000000000000-a1", "src");
+    mkdirSync(other, { recursive: true, mode: 0o755 });
+    secretPath = join(other, "secret.txt");
+    writeFileSync(secretPath, secret, { mode: 0o644 });
+    bounded = await e.extraApp({ wallClockSeconds: 90 });
+    quick = await e.extraApp({ wallClockSeconds: 10 });
+  });
+  after(async () => {
+    listener.close();
+    await e.close();
+    rmSync(workRoot, { recursive: true, force: true });
+  });
+
+  it("build script and tests try network, /root, another job, and writes outside their dirs: every attempt is denied and the job passes", async (t) => {
+    const marker = newMarker("hostile");
+    const canary = join("/tmp", `${marker}-host-canary`);
+    writeFileSync(canary, "the host's /tmp\n");
+    const toolchain = await admitToolchain("stable");
+    try {
+      const id = await e.jobs.submit(crate("hostile", HOSTILE_CRATE), `submit-${marker}`, {
+        environment: {
+          KILN_MARKER: marker,
+          KILN_HOST_PORT: String(port),
+          KILN_OTHER_SECRET: secretPath,
+          KILN_WORK_ROOT: workRoot,
+          KILN_HOST_CANARY: canary,
+        },
+      });
+      const job = await e.jobs.settle(id, 180_000);
+      const evidence = await e.jobs.evidence(id);
+      const failed = (evidence.report.tests as Doc[]).filter((t) => t.outcome === "failed").map((t) => t.name);
+      assert.equal(
+        job.status,
+        "passed",
+        `something escaped; failed tests: ${JSON.stringify(failed)}\n${await explainJob(e.jobs, id)}`,
+      );
+      // Every test ran and passed, i.e. each one saw its escape denied.
+      const outcomes = testOutcomes(evidence);
+      for (const name of [...Object.keys(HOSTILE_TESTS), "host_tmp_is_private"])
+        assert.ok(
+          (evidence.report.tests as Doc[]).some((t) => t.name === `tests::${name}` && t.outcome === "passed"),
+          `tests::${name} passed: ${JSON.stringify(outcomes)}`,
+        );
+      // The build script reported every probe denied (cargo relays its warnings to the log).
+      const log = await e.jobs.logText(id);
+      for (const probe of [...ESCAPES, "see the host's /tmp"])
+        assert.ok(log.includes(`BUILD-PROBE ${probe} DENIED`), `the build script's "${probe}" was denied\n${log}`);
+      assert.doesNotMatch(log, /BUILD-PROBE .* ALLOWED/);
+      t.diagnostic(
+        log
+          .split("\n")
+          .filter((l) => l.includes("BUILD-PROBE"))
+          .map((l) => l.replace(/^.*BUILD-PROBE /, ""))
+          .join("; "),
+      );
+
+      // Nothing reached the host.
+      assert.equal(connections, 0, "the host's loopback listener was reached from inside");
+      assert.deepEqual(
+        readdirSync("/tmp").filter((f) => f.includes(marker) && f !== `${marker}-host-canary`),
+        [],
+        "the host's /tmp received the job's files",
+      );
+      for (const dir of ["/usr", "/etc", join(toolchain.path, "bin"), workRoot, join(secretPath, "..")])
+        assert.deepEqual(
+          readdirSync(dir).filter((f) => f.includes(marker)),
+          [],
+          `${dir} received the job's files`,
+        );
+      assert.equal(readFileSync(secretPath, "utf8"), secret, "the other job's file is untouched");
+      assert.deepEqual(await processesCarrying(marker), []);
+    } finally {
+      rmSync(canary, { force: true });
+    }
+  });
+
+  it("a test allocating 6 GiB on kiln2-cpu (4 GiB) is OOM-killed: the job fails and says so; the host survives", async (t) => {
+    const marker = newMarker("memory");
+    const id = await bounded.submit(crate("memoryhog", MEMORY_HOG_CRATE), `submit-${marker}`, {
+      environment: { KILN_MARKER: marker },
+    });
+    memoryJob = id;
+    const job = await bounded.settle(id, 120_000);
+    const explanation = await explainJob(bounded, id);
+    assert.equal(job.status, "failed", explanation);
+    const evidence = await bounded.evidence(id);
+    const unit = evidence.report.units[0];
+    const hog = (evidence.report.tests as Doc[]).find((t) => t.name === "tests::fills_memory");
+    t.diagnostic(
+      `failure ${JSON.stringify(job.failure)}; unit oom_killed=${unit.oom_killed} peak=${unit.peak_memory_bytes}; tests ${JSON.stringify(testOutcomes(evidence))}`,
+    );
+    assert.ok(
+      unit.oom_killed === true || hog?.outcome === "failed",
+      `the evidence reports the OOM kill or the failed test\n${explanation}`,
+    );
+    assert.equal(unit.oom_killed, true, `the evidence's unit says the kernel OOM-killed the attempt\n${explanation}`);
+    const log = await bounded.logText(id);
+    assert.doesNotMatch(log, /CONTAINMENT FAILED/, "the test held 6 GiB");
+    assert.match(log, /cleanup: no process of the attempt remains; its cgroup was removed/);
+    assert.match(job.failure.detail, /memory/, "the failure says it was memory");
+    assert.equal(job.failure.phase, "test", "the failure names the test phase");
+    if (typeof unit.peak_memory_bytes === "number")
+      assert.ok(unit.peak_memory_bytes <= 4 * GiB + 64 * 2 ** 20, `peak ${unit.peak_memory_bytes} bytes`);
+    assert.deepEqual(await processesCarrying(marker), []);
+    assertHostResponsive();
+  });
+
+  it("the OOM-killed test binary is named in the evidence's tests as failed", async () => {
+    assert.ok(memoryJob !== undefined, "the memory job ran");
+    const evidence = await bounded.evidence(memoryJob);
+    assert.ok(
+      (evidence.report.tests as Doc[]).some((t) => /memoryhog/.test(t.target) && t.outcome === "failed"),
+      `the killed target is reported failed: ${JSON.stringify(testOutcomes(evidence))}`,
+    );
+  });
+
+  it("the OOM kill in the test phase (after a passed build) fails the job with cause test_failure, not build_error", async () => {
+    assert.ok(memoryJob !== undefined, "the memory job ran");
+    const evidence = await bounded.evidence(memoryJob);
+    assert.ok(
+      (evidence.report.crates as Doc[]).every((c) => c.outcome !== "failed"),
+      "the crate built",
+    );
+    assert.equal(evidence.job.failure?.cause, "test_failure", JSON.stringify(evidence.job.failure));
+  });
+
+  it("a fork bomb is capped at the size's pids limit; the job reports the test; nothing of it remains; the host answers", async (t) => {
+    const marker = newMarker("forkbomb");
+    const id = await bounded.submit(crate("forkbomb", FORK_BOMB_CRATE), `submit-${marker}`, {
+      environment: { KILN_MARKER: marker, KILN_PIDS_MAX: String(KILN2_PIDS) },
+    });
+    const job = await bounded.settle(id, 150_000);
+    const explanation = await explainJob(bounded, id);
+    const evidence = await bounded.evidence(id);
+    t.diagnostic(`job ${job.status} ${JSON.stringify(job.failure)}; tests ${JSON.stringify(testOutcomes(evidence))}`);
+    for (const name of ["fork_bomb_is_capped", "unreaped_children_are_capped"]) {
+      const test = (evidence.report.tests as Doc[]).find((t) => t.name === name);
+      assert.ok(test !== undefined, `the evidence names ${name}\n${explanation}`);
+      assert.equal(test.outcome, "passed", `${name}: contained by the pids limit\n${explanation}`);
+    }
+    assert.equal(job.status, "passed", explanation);
+    assert.deepEqual(await processesCarrying(marker), [], "a process of the attempt remains");
+    assert.match(await bounded.logText(id), /cleanup: no process of the attempt remains; its cgroup was removed/);
+    assertHostResponsive();
+  });
+
+  it("a fork bomb nobody stops ends at the wall-clock ceiling with every process killed; the host answers", async (t) => {
+    const marker = newMarker("bomb");
+    const submittedAt = Date.now();
+    const id = await quick.submit(crate("unstoppable", UNSTOPPABLE_BOMB_CRATE), `submit-${marker}`, {
+      operation: "build",
+      environment: { KILN_MARKER: marker },
+    });
+    // The bomb rages at the limit while the build script sleeps.
+    await waitForProcess(`${marker}-bomb`, 30_000);
+    const job = await quick.settle(id, 90_000);
+    t.diagnostic(`settled ${Date.now() - submittedAt} ms after submission: ${JSON.stringify(job.failure)}`);
+    assert.equal(job.status, "failed", await explainJob(quick, id));
+    assert.equal(job.failure?.cause, "wall_clock_ceiling", JSON.stringify(job.failure));
+    assert.ok(Date.now() - submittedAt < 45_000, `settled ${Date.now() - submittedAt} ms after submission`);
+    assert.deepEqual(await processesCarrying(marker), [], "a process of the bomb survived");
+    assert.match(await quick.logText(id), /cleanup: no process of the attempt remains; its cgroup was removed/);
+    assert.ok(!existsSync(join(workRoot, `${id}-a1`)), "the attempt's directory was removed");
+    assertHostResponsive();
+  });
+});

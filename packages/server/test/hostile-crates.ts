@@ -1,0 +1,338 @@
+/**
+ * Rust sources of the hostile crates in hostile-crate.test.ts. Each escape attempt has a
+ * name; `Ok` from `attempt` means the sandbox allowed it.
+ */
+
+/** Every escape the hostile crate tries, by the name its build script logs. */
+export const ESCAPES = [
+  "connect 1.1.1.1:53",
+  "connect 169.254.169.254:80",
+  "connect the host's loopback API",
+  "list /root",
+  "read /root/.bashrc",
+  "list /root/.rustup",
+  "read another job's file",
+  "list another job's directory",
+  "list the work root beyond its own attempt",
+  "write /usr",
+  "write /etc",
+  "write the toolchain",
+  "write another job's directory",
+] as const;
+
+/** The #[test]s of the hostile crate, each asserting that its escapes were denied. */
+export const HOSTILE_TESTS: Record<string, readonly (typeof ESCAPES)[number][]> = {
+  connect_public_dns_is_denied: ["connect 1.1.1.1:53"],
+  connect_cloud_metadata_is_denied: ["connect 169.254.169.254:80"],
+  connect_host_loopback_api_is_denied: ["connect the host's loopback API"],
+  read_root_home_is_denied: ["list /root", "read /root/.bashrc", "list /root/.rustup"],
+  read_other_job_is_denied: ["read another job's file", "list another job's directory"],
+  work_root_shows_no_other_attempt: ["list the work root beyond its own attempt"],
+  write_usr_is_denied: ["write /usr"],
+  write_etc_is_denied: ["write /etc"],
+  write_toolchain_is_denied: ["write the toolchain"],
+  write_other_job_is_denied: ["write another job's directory"],
+};
+
+const PROBES_RS = `#![allow(dead_code)]
+//! Escape attempts shared by the build script and the tests. Configuration arrives in the
+//! job's declared environment: KILN_MARKER, KILN_HOST_PORT, KILN_OTHER_SECRET, KILN_WORK_ROOT,
+//! KILN_HOST_CANARY.
+use std::io;
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::Duration;
+
+pub fn var(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
+}
+
+fn shown<T: std::fmt::Debug>(result: io::Result<T>) -> Result<String, String> {
+    result.map(|v| format!("{v:?}")).map_err(|e| e.to_string())
+}
+
+fn connect(target: &str) -> Result<String, String> {
+    let addr: SocketAddr = target.parse().expect("socket address");
+    shown(TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map(|s| s.local_addr()))
+}
+
+fn list(path: &str) -> io::Result<Vec<String>> {
+    std::fs::read_dir(path)?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect()
+}
+
+fn write(path: &str) -> Result<String, String> {
+    shown(std::fs::write(path, b"written from inside a kiln job\\n"))
+}
+
+fn toolchain_bin() -> String {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .find(|d| Path::new(d).join("cargo").exists())
+        .unwrap_or("/nonexistent")
+        .to_string()
+}
+
+/// Tries one escape; \`Ok\` means it was allowed.
+pub fn attempt(escape: &str, origin: &str) -> Result<String, String> {
+    let marker = format!("{}-{origin}", var("KILN_MARKER"));
+    let secret = var("KILN_OTHER_SECRET");
+    let other_dir = Path::new(&secret).parent().expect("secret's directory").display().to_string();
+    let work_root = var("KILN_WORK_ROOT");
+    match escape {
+        "connect 1.1.1.1:53" => connect("1.1.1.1:53"),
+        "connect 169.254.169.254:80" => connect("169.254.169.254:80"),
+        "connect the host's loopback API" => connect(&format!("127.0.0.1:{}", var("KILN_HOST_PORT"))),
+        "list /root" => shown(list("/root")),
+        "read /root/.bashrc" => shown(std::fs::read("/root/.bashrc").map(|b| b.len())),
+        "list /root/.rustup" => shown(list("/root/.rustup")),
+        "read another job's file" => shown(std::fs::read_to_string(&secret)),
+        "list another job's directory" => shown(list(&other_dir)),
+        "list the work root beyond its own attempt" => {
+            let manifest = var("CARGO_MANIFEST_DIR");
+            let own = Path::new(&manifest)
+                .strip_prefix(&work_root)
+                .ok()
+                .and_then(|p| p.components().next())
+                .map(|c| c.as_os_str().to_string_lossy().into_owned());
+            match list(&work_root) {
+                Err(e) => Err(e.to_string()),
+                Ok(entries) => {
+                    // Files this job itself wrote there (tmp_is_private) are not another attempt.
+                    let mine = var("KILN_MARKER");
+                    let others: Vec<String> =
+                        entries.into_iter().filter(|e| Some(e) != own.as_ref() && !e.contains(&mine)).collect();
+                    if others.is_empty() {
+                        Err(format!("only its own attempt {own:?} is there"))
+                    } else {
+                        Ok(format!("sees {others:?} beside its own {own:?}"))
+                    }
+                }
+            }
+        }
+        "write /usr" => write(&format!("/usr/{marker}")),
+        "write /etc" => write(&format!("/etc/{marker}")),
+        "write the toolchain" => write(&format!("{}/{marker}", toolchain_bin())),
+        "write another job's directory" => write(&format!("{other_dir}/{marker}")),
+        other => panic!("unknown escape {other}"),
+    }
+}
+
+/// /tmp inside is private: the host's canary file is not there, and what is written there
+/// (or beside its own attempt directory, which the sandbox builds on that /tmp or on its
+/// read-only root) stays inside; the host checks that nothing arrived.
+pub fn tmp_is_private(origin: &str) -> Result<String, String> {
+    let canary = var("KILN_HOST_CANARY");
+    let marker = var("KILN_MARKER");
+    let _ = std::fs::write(format!("/tmp/{marker}-{origin}"), b"stays inside\\n");
+    let _ = std::fs::write(format!("{}/{marker}-{origin}", var("KILN_WORK_ROOT")), b"stays inside\\n");
+    if Path::new(&canary).exists() {
+        Ok(format!("the host's {canary} is visible"))
+    } else {
+        Err("the host's /tmp is not visible".into())
+    }
+}
+`;
+
+const ESCAPE_LIST = ESCAPES.map((e) => `    ${JSON.stringify(e)},`).join("\n");
+
+const HOSTILE_BUILD_RS = `mod probes;
+
+const ESCAPES: &[&str] = &[
+${ESCAPE_LIST}
+];
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    let mut escaped = Vec::new();
+    for escape in ESCAPES.iter().copied() {
+        match probes::attempt(escape, "build") {
+            Ok(how) => {
+                println!("cargo:warning=BUILD-PROBE {escape} ALLOWED {how}");
+                escaped.push(escape);
+            }
+            Err(why) => println!("cargo:warning=BUILD-PROBE {escape} DENIED {why}"),
+        }
+    }
+    match probes::tmp_is_private("build") {
+        Ok(how) => {
+            println!("cargo:warning=BUILD-PROBE see the host's /tmp ALLOWED {how}");
+            escaped.push("see the host's /tmp");
+        }
+        Err(why) => println!("cargo:warning=BUILD-PROBE see the host's /tmp DENIED {why}"),
+    }
+    if !escaped.is_empty() {
+        panic!("the build script escaped the sandbox: {escaped:?}");
+    }
+}
+`;
+
+const HOSTILE_TESTS_RS = Object.entries(HOSTILE_TESTS)
+  .map(
+    ([test, escapes]) =>
+      `    #[test]\n    fn ${test}() {\n${escapes.map((e) => `        denied(${JSON.stringify(e)});\n`).join("")}    }\n`,
+  )
+  .join("\n");
+
+const HOSTILE_LIB_RS = `pub fn nothing() {}
+
+#[cfg(test)]
+#[path = "../probes.rs"]
+mod probes;
+
+#[cfg(test)]
+mod tests {
+    fn denied(escape: &str) {
+        match super::probes::attempt(escape, "test") {
+            Ok(how) => panic!("ESCAPED: {escape} was allowed: {how}"),
+            Err(why) => println!("DENIED: {escape}: {why}"),
+        }
+    }
+
+${HOSTILE_TESTS_RS}
+    #[test]
+    fn host_tmp_is_private() {
+        if let Ok(how) = super::probes::tmp_is_private("test") {
+            panic!("ESCAPED: {how}");
+        }
+    }
+}
+`;
+
+/** The hostile crate: build script and tests both try every escape. */
+export const HOSTILE_CRATE: Record<string, string> = {
+  "build.rs": HOSTILE_BUILD_RS,
+  "probes.rs": PROBES_RS,
+  "src/lib.rs": HOSTILE_LIB_RS,
+};
+
+/** A test that touches 6 GiB (on a 4 GiB size), in 256 MiB blocks. */
+export const MEMORY_HOG_CRATE: Record<string, string> = {
+  "src/lib.rs": `pub fn nothing() {}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fills_memory() {
+        let mut blocks = Vec::new();
+        for i in 0..24 {
+            blocks.push(vec![1u8; 256 << 20]);
+            println!("holding {} MiB", (i + 1) * 256);
+        }
+        std::hint::black_box(&blocks);
+        panic!("CONTAINMENT FAILED: held 6 GiB on a 4 GiB size");
+    }
+}
+`,
+};
+
+/**
+ * A fork bomb in its own test binary (so no other test needs a thread while it rages): every
+ * process of it forks without bound for 8 s while the test samples how many processes exist and whether
+ * it can still start one, then stops the bomb through a file and waits for it to die down.
+ * The test passes when the bomb was capped by the attempt's pids limit.
+ */
+export const FORK_BOMB_CRATE: Record<string, string> = {
+  "src/lib.rs": "pub fn nothing() {}\n",
+  "tests/fork_bomb.rs": `use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Live (not yet exited) processes in the sandbox's own pid namespace. Exited ones awaiting
+/// their reaper are left out: on cgroup v1 a dying task leaves its cgroup before it is reaped.
+fn processes() -> usize {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+                .filter(|e| match std::fs::read_to_string(e.path().join("stat")) {
+                    Ok(stat) => stat.rfind(')').and_then(|i| stat.get(i + 2..i + 3)).is_some_and(|s| s != "Z" && s != "X"),
+                    Err(_) => false,
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn fork_bomb_is_capped() {
+    let pids_max: usize = std::env::var("KILN_PIDS_MAX").expect("KILN_PIDS_MAX").parse().unwrap();
+    let stop = "/tmp/stop-the-bomb";
+    let baseline = processes();
+    // Every process forks copies of itself in a loop until the stop file appears, so the
+    // bomb keeps pressing against the limit instead of dying out when a fork fails.
+    let bomb = r#"b() { while [ ! -e "$1" ]; do b "$1" & done; exit 0; }; b "$1" & exit 0"#;
+    Command::new("sh")
+        .args(["-c", bomb, "kiln-fork-bomb", stop])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("start the bomb");
+    let (mut peak, mut tries, mut refused) = (0, 0, 0);
+    let until = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < until {
+        peak = peak.max(processes());
+        tries += 1;
+        match Command::new("true").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status() {
+            Ok(_) => {}
+            Err(_) => refused += 1,
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::write(stop, b"stop").expect("stop file");
+    let calm = Instant::now() + Duration::from_secs(60);
+    while processes() > baseline + 2 && Instant::now() < calm {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left = processes();
+    println!("baseline {baseline}, peak {peak}, {refused} of {tries} spawns refused, {left} left");
+    assert!(peak >= 100, "the bomb never got going: peak {peak} processes");
+    assert!(peak <= pids_max, "CONTAINMENT FAILED: {peak} processes under pids.max {pids_max}");
+    assert!(refused > 0 || peak >= pids_max / 2, "spawning was never refused: peak {peak}, {refused}/{tries} refused");
+    assert!(left <= baseline + 2, "the bomb did not die down: {left} processes left");
+}
+`,
+  "tests/unreaped.rs": `/// Children that exit but are never waited for keep their pids: they count against the limit too.
+#[test]
+fn unreaped_children_are_capped() {
+    let pids_max: usize = std::env::var("KILN_PIDS_MAX").expect("KILN_PIDS_MAX").parse().unwrap();
+    let (mut kept, mut refused) = (Vec::new(), 0);
+    for _ in 0..(pids_max * 2) {
+        match std::process::Command::new("true").spawn() {
+            Ok(child) => kept.push(child),
+            Err(_) => refused += 1,
+        }
+    }
+    println!("{} unreaped children, {refused} spawns refused", kept.len());
+    assert!(kept.len() < pids_max, "CONTAINMENT FAILED: {} unreaped children under pids.max {pids_max}", kept.len());
+    assert!(refused > 0, "no spawn was refused");
+    for mut child in kept {
+        child.wait().expect("reap");
+    }
+}
+`,
+};
+
+/**
+ * A build script that starts a fork bomb nobody stops (every process forks in a loop, so it
+ * stays pressed against the pids limit), then sleeps: only the wall-clock ceiling ends it.
+ */
+export const UNSTOPPABLE_BOMB_CRATE: Record<string, string> = {
+  "src/lib.rs": "pub fn nothing() {}\n",
+  "build.rs": `use std::process::{Command, Stdio};
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    let marker = std::env::var("KILN_MARKER").expect("KILN_MARKER");
+    Command::new("setsid")
+        .args(["sh", "-c", "b() { while :; do b & done; }; b", &format!("{marker}-bomb")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bomb");
+    std::thread::sleep(std::time::Duration::from_secs(600));
+}
+`,
+};
