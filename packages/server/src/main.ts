@@ -44,10 +44,20 @@ program
       wakeScheduler: () => wake(),
       logger: { level: process.env.KILN_LOG_LEVEL ?? "info" },
     });
-    const host =
-      process.env.KILN_LOCAL_HOST === "off"
-        ? null
-        : await startLocalHost({ storage, blobs, clock: systemClock }, { workRoot: join(config.dataDir, "attempts") });
+    let host: Awaited<ReturnType<typeof startLocalHost>> | null = null;
+    if (process.env.KILN_LOCAL_HOST !== "off") {
+      try {
+        host = await startLocalHost(
+          { storage, blobs, clock: systemClock },
+          { workRoot: join(config.dataDir, "attempts") },
+        );
+      } catch (error) {
+        // The control plane still serves; jobs wait queued until a host enrolls.
+        process.stderr.write(
+          `kiln-server: the local host did not start (${error instanceof Error ? error.message : String(error)}); jobs stay queued until a host enrolls\n`,
+        );
+      }
+    }
     if (host !== null) wake = host.wake;
     const shutdown = async () => {
       await host?.stop();
