@@ -68,13 +68,7 @@ function ensureNpmPackages() {
 }
 
 function build() {
-  run(join(root, "node_modules", ".bin", "tsc"), [
-    "-b",
-    "packages/contract",
-    "packages/storage",
-    "packages/server",
-    "packages/client",
-  ]);
+  run(join(root, "node_modules", ".bin", "tsc"), ["-b", ...PACKAGES.map((p) => `packages/${p}`)]);
 }
 
 ensureDebianPackages();

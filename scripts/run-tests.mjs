@@ -21,6 +21,11 @@ function testFiles() {
   const files = [];
   for (const pkg of readdirSync(join(root, "packages"))) {
     const dir = join(root, "packages", pkg, "dist", "test");
+    // A package with tests that were not built would silently run none of them.
+    if (existsSync(join(root, "packages", pkg, "test")) && !existsSync(dir)) {
+      process.stderr.write(`npm test: packages/${pkg} has tests but no build of them (dist/test missing)\n`);
+      process.exit(1);
+    }
     if (!existsSync(dir)) continue;
     for (const f of readdirSync(dir)) if (f.endsWith(".test.js")) files.push(join(dir, f));
   }
