@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -158,5 +159,36 @@ describe("running cargo jobs end to end", () => {
     assert.ok(paged.some((l) => l.includes("test tests::fails_0 ... FAILED")));
     assert.ok(paged.some((l) => l.includes("Compiling loggedcrate")));
     assert.ok(paged.some((l) => l.includes("kiln: cargo exited with 101")));
+  });
+
+  it("an unknown toolchain fails the job with cause toolchain_not_admitted, naming the admitted ones", async () => {
+    const id = await submit(testedCrate("pinnedcrate", 0), "old-toolchain", { toolchain: "1.10.0" });
+    const job = await settle(id);
+    assert.equal(job.status, "failed");
+    assert.equal(job.failure.cause, "toolchain_not_admitted");
+    assert.match(job.failure.detail, /1\.10\.0/);
+    assert.match(job.failure.detail, /stable/, "the detail names the admitted toolchains");
+  });
+
+  it("publishes the artifacts the invocation asks for; their bytes download", async () => {
+    const id = await submit(testedCrate("artcrate", 0), "artifacts", {
+      operation: "build",
+      artifacts: ["debug/libartcrate.rlib"],
+    });
+    const job = await settle(id);
+    assert.equal(job.status, "passed", JSON.stringify(job.failure));
+    const inventory = (
+      await app.inject({ method: "GET", url: `/api/jobs/${id}/artifacts`, headers: bearer(token) })
+    ).json();
+    const files = inventory.publications[0].files as { index: number; path: string; bytes: number; sha256: string }[];
+    assert.deepEqual(
+      files.map((f) => f.path),
+      ["debug/libartcrate.rlib"],
+    );
+    const bytes = await app.inject({ method: "GET", url: `/api/jobs/${id}/artifacts/1/0`, headers: bearer(token) });
+    assert.equal(bytes.statusCode, 200);
+    assert.equal(bytes.rawPayload.length, files[0]?.bytes);
+    assert.equal(createHash("sha256").update(bytes.rawPayload).digest("hex"), files[0]?.sha256);
+    assert.ok(inventory.expires_at > new Date().toISOString());
   });
 });
