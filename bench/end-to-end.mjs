@@ -1,0 +1,452 @@
+#!/usr/bin/env node
+// End-to-end benchmark: bare `cargo test --offline` versus the same crate through kiln.
+//
+//   npm run build && node bench/end-to-end.mjs [--runs N] [--crates generated,semver] [--json FILE]
+//
+// kiln runs in this process with the same wiring as `kiln-server serve` (openStorage on a fresh
+// data dir, a LocalBlobStore beside it, buildApp, the embedded local host with the sandbox
+// executor); requests go through Fastify's inject, so no TCP socket is measured (on loopback
+// that would add well under a millisecond per request). Service time is submission (just before
+// POST /api/v4/jobs) to the first GET /api/jobs/{id} that shows a terminal status, polled every
+// POLL_MS. Must run as root (the sandbox executor requires it), like the end-to-end tests.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const dist = (path) => join(root, "packages", "server", "dist", path);
+if (!existsSync(dist("src/build-app.js")) || !existsSync(dist("test/debian-crates.js"))) {
+  process.stderr.write("bench: build first: npm run build\n");
+  process.exit(1);
+}
+
+const { LocalBlobStore, onboardRepository, openStorage, systemClock } = await import("@kiln/storage");
+const { admitToolchain, createSandboxExecutor } = await import("@kiln/host");
+const { buildApp } = await import(dist("src/build-app.js"));
+const { startLocalHost } = await import(dist("src/local-host.js"));
+const { testedCrate } = await import(dist("test/crates.js"));
+const { debianCrate, debianCrateInstalled, directCargoTest, directTestCounts, materialize } = await import(
+  dist("test/debian-crates.js")
+);
+const { bearer, personWithToken } = await import(dist("test/harness.js"));
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+function option(name, fallback) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
+}
+const RUNS = Number(option("runs", "3"));
+if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error("--runs must be a positive integer");
+const CRATE_NAMES = option("crates", "generated,semver").split(",");
+const JSON_OUT = option("json", null);
+const POLL_MS = 20;
+const SIZE = "kiln2-cpu";
+const VCPUS = 2; // kiln2-cpu; bare cargo gets the same CARGO_BUILD_JOBS
+
+/** The issue's goal: kiln's end-to-end time at most 10 % + 1 second over bare cargo. */
+const GOAL = { factor: 1.1, seconds: 1 };
+
+const CRATES = {
+  generated: { label: "generated (testedCrate)", files: () => testedCrate("benchcrate", 0) },
+  semver: {
+    label: "semver 1.0.14 (Debian)",
+    files: () => {
+      if (!debianCrateInstalled("semver", "1.0.14"))
+        throw new Error("apt-get install librust-semver-dev librust-serde-dev (npm test's setup does)");
+      return debianCrate("semver", "1.0.14");
+    },
+  },
+};
+for (const name of CRATE_NAMES) if (!(name in CRATES)) throw new Error(`unknown crate ${name}`);
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const secondsBetween = (a, b) => (a && b ? (Date.parse(b) - Date.parse(a)) / 1000 : null);
+const fmt = (x, digits = 2) => (x === null || x === undefined || Number.isNaN(x) ? "–" : x.toFixed(digits));
+const log = (line) => process.stderr.write(`${line}\n`);
+const scratch = [];
+
+/**
+ * CPU time (clock ticks, 100 per second on Linux) the whole machine spent busy, and what this
+ * process and its waited-for descendants (cargo, the sandboxes) spent; the difference is what
+ * other processes took while the benchmark ran — the noise its numbers carry.
+ */
+function cpuTicks() {
+  const [, ...fields] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).map(Number);
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = fields;
+  const own = readFileSync("/proc/self/stat", "utf8").split(") ")[1].split(" ").map(Number);
+  // utime, stime, cutime, cstime are fields 14–17 of /proc/<pid>/stat, i.e. 11–14 after "(comm) ".
+  return {
+    machine: user + nice + system + irq + softirq + steal,
+    idle: idle + iowait,
+    own: own[11] + own[12] + own[13] + own[14],
+    children: own[13] + own[14],
+  };
+}
+const temp = (prefix) => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  scratch.push(dir);
+  return dir;
+};
+
+/** A bare run; throws when cargo fails (a benchmark of a failing build measures nothing). */
+async function bare(workspace, targetDir) {
+  const before = cpuTicks().children;
+  const run = await directCargoTest(workspace, { targetDir, jobs: VCPUS });
+  // cargo is this process's only child while it runs: its (and its descendants') CPU time.
+  const cpuSeconds = (cpuTicks().children - before) / 100;
+  if (run.exitCode !== 0) throw new Error(`bare cargo test failed:\n${run.output.slice(-3000)}`);
+  const compile = /Finished `test` profile .* in ([\d.]+)s/.exec(run.output)?.[1];
+  return {
+    seconds: run.seconds,
+    compileSeconds: compile ? Number(compile) : null,
+    cpuSeconds,
+    tests: directTestCounts(run.output),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// kiln, wired like `kiln-server serve`
+
+async function startKiln() {
+  const dataDir = temp("kiln-bench-data-");
+  const storage = await openStorage({ dataDir });
+  const blobs = new LocalBlobStore(join(dataDir, "blobs"));
+  let wake = () => {};
+  const app = buildApp({
+    storage,
+    blobs,
+    clock: systemClock,
+    version: "bench",
+    publicOrigin: "http://kiln.bench",
+    wakeScheduler: () => wake(),
+    logger: false,
+  });
+  await app.ready();
+  mkdirSync(join(dataDir, "attempts"));
+  const host = await startLocalHost({ storage, blobs, clock: systemClock }, { workRoot: join(dataDir, "attempts") });
+  wake = host.wake;
+  const member = await personWithToken(storage, { role: "member", now: new Date() });
+  await onboardRepository(storage, { tenantId: member.tenant, name: "bench/crate", onboardedBy: "bench" });
+  const auth = bearer(member.token);
+  let keys = 0;
+
+  const get = async (url) => {
+    const res = await app.inject({ method: "GET", url, headers: auth });
+    if (res.statusCode !== 200) throw new Error(`GET ${url}: ${res.statusCode} ${res.body}`);
+    return res.json();
+  };
+
+  async function logRecords(id) {
+    const records = [];
+    let cursor = null;
+    for (;;) {
+      const page = await get(`/api/jobs/${id}/logs?limit=1000${cursor ? `&cursor=${cursor}` : ""}`);
+      records.push(...page.records);
+      if (page.next_cursor === null || page.records.length === 0) return records;
+      cursor = page.next_cursor;
+    }
+  }
+
+  /** Submits, waits for the terminal status; returns the wall time and what the job's evidence says. */
+  async function run(files) {
+    keys += 1;
+    const payload = JSON.stringify({
+      schema_version: 1,
+      repository: "bench/crate",
+      size: SIZE,
+      workspace: {
+        base_commit: "0123456789abcdef0123456789abcdef01234567",
+        branch: "main",
+        invocation: { operation: "test", arguments: [] },
+        source: { files },
+      },
+    });
+    const started = process.hrtime.bigint();
+    const res = await app.inject({
+      method: "POST",
+      url: "/api/v4/jobs",
+      headers: { ...auth, "content-type": "application/json", "idempotency-key": `bench-${keys}` },
+      payload,
+    });
+    if (res.statusCode !== 200) throw new Error(`submission refused: ${res.body}`);
+    const id = res.json();
+    const accepted = process.hrtime.bigint();
+    let job;
+    for (;;) {
+      job = await get(`/api/jobs/${id}`);
+      if (["passed", "failed", "cancelled"].includes(job.status)) break;
+      await new Promise((r) => setTimeout(r, POLL_MS));
+    }
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    if (job.status !== "passed") throw new Error(`kiln job ${id} ${job.status}: ${JSON.stringify(job.failure)}`);
+    const evidence = await get(`/api/jobs/${id}/evidence`);
+    const records = await logRecords(id);
+    const phase = (name) => (evidence.report.phases.find((p) => p.name === name)?.duration_ms ?? 0) / 1000;
+    const at = (to) => job.transitions.find((t) => t.to === to)?.at ?? null;
+    const unit = evidence.report.units[0] ?? {};
+    const compile = records.map((r) => /Finished `test` profile .* in ([\d.]+)s/.exec(r.text)?.[1]).find(Boolean);
+    const firstLine = records[0]?.at ?? null;
+    return {
+      seconds,
+      submitSeconds: Number(accepted - started) / 1e9,
+      payloadBytes: payload.length,
+      queuedToRunning: secondsBetween(at("queued"), at("running")),
+      provision: phase("provision"),
+      test: phase("test"),
+      publish: phase("publish"),
+      // From the attempt's first log line (the agent has the placement) to the terminal transition.
+      attemptToTerminal: secondsBetween(firstLine, at(job.status)),
+      compileSeconds: compile ? Number(compile) : null,
+      cpuSeconds: unit.cpu_seconds ?? null,
+      tests: evidence.report.tests.length,
+    };
+  }
+
+  return {
+    run,
+    stop: async () => {
+      await host.stop();
+      await app.close();
+      await storage.close();
+    },
+  };
+}
+
+/** The sandbox executor's fixed cost: one attempt of `true` (chown, cgroup, unshare, setpriv, bwrap, teardown). */
+async function sandboxFixedCost(runs) {
+  const executor = createSandboxExecutor();
+  const toolchain = await admitToolchain("stable");
+  const samples = [];
+  for (let i = 0; i <= runs; i++) {
+    const base = temp("kiln-bench-true-");
+    const dirs = ["src", "target", "home"].map((d) => join(base, d));
+    for (const d of dirs) mkdirSync(d);
+    const started = process.hrtime.bigint();
+    const result = await executor.run({
+      attemptId: `bench-true-${process.pid}-${i}`,
+      limits: { vcpus: VCPUS, memoryBytes: 4 * 2 ** 30, pids: 1024 },
+      workspaceDir: dirs[0],
+      targetDir: dirs[1],
+      homeDir: dirs[2],
+      toolchain,
+      argv: ["true"],
+      workingDirectory: ".",
+      environment: {},
+      wallClockSeconds: 60,
+      network: "offline",
+      onOutput: () => {},
+      signal: new AbortController().signal,
+    });
+    if (result.outcome !== "exited" || result.exitCode !== 0)
+      throw new Error(`sandboxed true failed: ${result.detail.join("; ")}`);
+    // The first run also pays the executor's one-time setup (sandbox user, tool lookup); not counted.
+    if (i > 0) samples.push(Number(process.hrtime.bigint() - started) / 1e9);
+  }
+  return samples;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+const machine = {
+  cpus: cpus().length,
+  cpuModel: cpus()[0]?.model ?? "unknown",
+  memoryGiB: Math.round(totalmem() / 2 ** 30),
+  cargo: execFileSync("cargo", ["--version"], { encoding: "utf8" }).trim(),
+  node: process.version,
+  date: new Date().toISOString(),
+  loadBefore: loadavg()[0],
+};
+const ticksBefore = cpuTicks();
+log(
+  `bench: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.cargo}, node ${machine.node}`,
+);
+log(`bench: ${RUNS} run(s) per measurement; crates ${CRATE_NAMES.join(", ")}; kiln size ${SIZE}`);
+
+const kiln = await startKiln();
+const results = {};
+try {
+  // One throw-away kiln job first: the executor's one-time setup and the first-start cost of
+  // the app and storage are not what any row measures.
+  log("bench: warm-up job (not measured)");
+  await kiln.run(testedCrate("warmup", 0));
+
+  for (const name of CRATE_NAMES) {
+    const crate = CRATES[name];
+    const files = crate.files();
+    const r = { label: crate.label, bareCold: [], bareWarm: [], kilnCold: [], kilnSecond: [], counts: null };
+    results[name] = r;
+    for (let i = 1; i <= RUNS; i++) {
+      // Interleaved, so drift (page cache, thermal) spreads over all four measurements.
+      const workspace = materialize(files, temp("kiln-bench-src-"));
+      const targetDir = temp("kiln-bench-target-");
+      const cold = await bare(workspace, targetDir);
+      const warm = await bare(workspace, targetDir);
+      const kc = await kiln.run(files);
+      const ks = await kiln.run(files);
+      r.bareCold.push(cold);
+      r.bareWarm.push(warm);
+      r.kilnCold.push(kc);
+      r.kilnSecond.push(ks);
+      r.counts = Object.fromEntries(cold.tests);
+      log(
+        `bench: ${name} run ${i}/${RUNS}: bare cold ${fmt(cold.seconds)} s, bare warm ${fmt(warm.seconds)} s, ` +
+          `kiln ${fmt(kc.seconds)} s, kiln again ${fmt(ks.seconds)} s`,
+      );
+      rmSync(targetDir, { recursive: true, force: true });
+      rmSync(workspace, { recursive: true, force: true });
+    }
+  }
+} finally {
+  await kiln.stop();
+}
+log("bench: sandbox fixed cost (executor running `true`)");
+const fixed = await sandboxFixedCost(Math.max(RUNS, 5));
+machine.loadAfter = loadavg()[0];
+{
+  const after = cpuTicks();
+  const busy = (after.machine - ticksBefore.machine) / 100;
+  const own = (after.own - ticksBefore.own) / 100;
+  const total = busy + (after.idle - ticksBefore.idle) / 100;
+  machine.cpuSeconds = { available: total, busy, own, others: Math.max(0, busy - own) };
+}
+for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+const table = (header, rows) => {
+  const lines = [`| ${header.join(" | ")} |`, `| ${header.map(() => "---").join(" | ")} |`];
+  for (const row of rows) lines.push(`| ${row.join(" | ")} |`);
+  return lines.join("\n");
+};
+const sec = (xs) => median(xs.map((x) => x.seconds));
+const rows = [];
+const verdicts = [];
+for (const [name, r] of Object.entries(results)) {
+  const pairs = [
+    ["cold", sec(r.bareCold), sec(r.kilnCold), "fresh target dir / first submission"],
+    ["warm", sec(r.bareWarm), sec(r.kilnSecond), "same target dir / second submission (no lineage yet: cold)"],
+  ];
+  for (const [mode, b, k, what] of pairs) {
+    const limit = b * GOAL.factor + GOAL.seconds;
+    const pass = k <= limit;
+    verdicts.push({ crate: name, mode, bare: b, kiln: k, limit, pass });
+    rows.push([
+      r.label,
+      `${mode} (${what})`,
+      `${fmt(b)} s`,
+      `${fmt(k)} s`,
+      `${fmt(k / b)}×`,
+      `${k - b >= 0 ? "+" : ""}${fmt(k - b)} s`,
+      `${fmt(limit)} s`,
+      pass ? "pass" : "miss",
+    ]);
+  }
+}
+const mainTable = table(
+  [
+    "crate",
+    "run",
+    "bare cargo (median)",
+    "kiln end to end (median)",
+    "kiln/bare",
+    "overhead",
+    "goal ≤ 1.1×bare + 1 s",
+    "goal",
+  ],
+  rows,
+);
+
+const breakdownRows = [];
+for (const [name, r] of Object.entries(results)) {
+  for (const [mode, runs] of [
+    ["cold", r.kilnCold],
+    ["second", r.kilnSecond],
+  ]) {
+    const m = (key) => median(runs.map((x) => x[key]).filter((x) => x !== null));
+    breakdownRows.push([
+      name,
+      mode,
+      fmt(m("seconds")),
+      fmt(m("submitSeconds"), 3),
+      fmt(m("queuedToRunning"), 3),
+      fmt(m("provision"), 3),
+      fmt(m("test")),
+      fmt(m("compileSeconds")),
+      fmt(median((mode === "cold" ? r.bareCold : r.bareWarm).map((x) => x.compileSeconds ?? Number.NaN))),
+      fmt(m("publish"), 3),
+      fmt(m("attemptToTerminal")),
+      fmt(m("cpuSeconds")),
+      fmt(median((mode === "cold" ? r.bareCold : r.bareWarm).map((x) => x.cpuSeconds))),
+    ]);
+  }
+}
+const breakdown = table(
+  [
+    "crate",
+    "kiln run",
+    "total s",
+    "POST s",
+    "queued→running s",
+    "provision s",
+    "test phase s",
+    "cargo compile s (sandbox)",
+    "cargo compile s (bare, same mode)",
+    "publish s",
+    "first log line→terminal s",
+    "CPU s (cgroup)",
+    "CPU s (bare, same mode)",
+  ],
+  breakdownRows,
+);
+
+const command = `node bench/end-to-end.mjs${process.argv.slice(2).length ? ` ${process.argv.slice(2).join(" ")}` : ""}`;
+const out = [
+  `machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB; ${machine.cargo}; node ${machine.node}`,
+  `date: ${machine.date}; command: ${command}; runs: ${RUNS}; kiln size ${SIZE}; bare CARGO_BUILD_JOBS=${VCPUS}`,
+  // Anything else running on the machine shows up as noise in every column; say how busy it was.
+  `1-minute load average: ${fmt(machine.loadBefore)} before, ${fmt(machine.loadAfter)} after; ` +
+    `CPU while running: ${fmt(machine.cpuSeconds.available, 0)} CPU-s available, ${fmt(machine.cpuSeconds.own, 0)} used by the benchmark, ` +
+    `${fmt(machine.cpuSeconds.others, 0)} by other processes`,
+  "",
+  mainTable,
+  "",
+  "Where kiln's time goes (medians; phases from the attempt's evidence):",
+  "",
+  breakdown,
+  "",
+  `sandbox fixed cost (executor running \`true\`, median of ${fixed.length}): ${fmt(median(fixed), 3)} s`,
+  "",
+  "Tests per binary (bare, first run):",
+  ...Object.entries(results).map(([name, r]) => `  ${name}: ${JSON.stringify(r.counts)}`),
+];
+process.stdout.write(`${out.join("\n")}\n`);
+if (JSON_OUT) {
+  const { writeFileSync } = await import("node:fs");
+  const plain = Object.fromEntries(
+    Object.entries(results).map(([name, r]) => [
+      name,
+      {
+        ...r,
+        bareCold: r.bareCold.map(({ tests, ...x }) => x),
+        bareWarm: r.bareWarm.map(({ tests, ...x }) => x),
+      },
+    ]),
+  );
+  writeFileSync(
+    JSON_OUT,
+    JSON.stringify({ machine, runs: RUNS, goal: GOAL, verdicts, fixed, results: plain }, null, 2),
+  );
+}
