@@ -78,7 +78,10 @@ program
       out(`  first start: created tenant ${first.tenant} with owner ${first.email}`);
       out(`  sign in to the dashboard (one-time link, 24 hours): ${link}`);
       out(`  more links: kiln-server admin sign-in-link ${first.email}`);
-      out("  log the CLI in: kiln login   (approve the code on the page it names while signed in)");
+      out(`  log a CLI in: POST ${publicOrigin}/api/device/start, open its verification_uri while signed in, approve;`);
+      out(
+        "    its next GET /api/device/poll returns the kiln_cli_ token (the `kiln login` command arrives with the CLI)",
+      );
     }
   });
 
