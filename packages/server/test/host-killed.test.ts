@@ -1,14 +1,11 @@
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { once } from "node:events";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { onboardRepository, openStorage, type Storage } from "@kiln/storage";
 import {
   cgroupDirectoriesNamed,
@@ -23,55 +20,7 @@ import {
   waitUntilNoneCarry,
 } from "./e2e-jobs.js";
 import { personWithToken } from "./harness.js";
-
-const MAIN = fileURLToPath(new URL("../src/main.js", import.meta.url));
-
-interface Server {
-  url: string;
-  child: ChildProcess;
-  /** What the process wrote on stdout and stderr, for failure messages. */
-  output(): string;
-}
-
-/** `kiln-server serve` on an ephemeral port over `dataDir`; resolves once it prints where it serves. */
-async function startServer(dataDir: string): Promise<Server> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    KILN_LISTEN: "127.0.0.1:0",
-    KILN_DATA_DIR: dataDir,
-    KILN_LOG_LEVEL: "warn",
-  };
-  delete env.KILN_DATABASE_URL;
-  delete env.KILN_PUBLIC_URL;
-  delete env.KILN_LOCAL_HOST;
-  const child = spawn(process.execPath, [MAIN, "serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  child.stdout?.setEncoding("utf8");
-  child.stderr?.setEncoding("utf8");
-  child.stderr?.on("data", (chunk: string) => {
-    out += chunk;
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
-    child.stdout?.on("data", (chunk: string) => {
-      out += chunk;
-      const m = /serving (http:\/\/\S+)/.exec(out);
-      if (m?.[1] !== undefined) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`server exited ${code}: ${out}`)));
-  });
-  return { url, child, output: () => out };
-}
-
-async function stopServer(server: Server | undefined, signal: NodeJS.Signals): Promise<void> {
-  if (server === undefined || server.child.exitCode !== null || server.child.signalCode !== null) return;
-  const exited = once(server.child, "exit");
-  server.child.kill(signal);
-  await exited;
-}
+import { type ServerProcess, startServerProcess, stopServerProcess } from "./server-process.js";
 
 /**
  * A build script that leaves marked children behind (a plain one and a double-forked,
@@ -100,14 +49,19 @@ describe("the server process (and its local host) killed mid-attempt, end to end
   let dataDir: string;
   let storage: Storage;
   let token: string;
-  let first: Server | undefined;
-  let second: Server | undefined;
+  let first: ServerProcess | undefined;
+  let second: ServerProcess | undefined;
   /** The job whose first attempt died with the first server. */
   let lostJob: string | undefined;
 
   before(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "kiln-e2e-host-killed-"));
-    first = await startServer(dataDir);
+    first = await startServerProcess({
+      KILN_DATA_DIR: dataDir,
+      KILN_DATABASE_URL: undefined,
+      KILN_PUBLIC_URL: undefined,
+      KILN_LOCAL_HOST: undefined,
+    });
     // The same SQLite file the server uses (WAL: both processes read and write it).
     storage = await openStorage({ dataDir });
     const member = await personWithToken(storage, { role: "member", now: new Date() });
@@ -115,8 +69,8 @@ describe("the server process (and its local host) killed mid-attempt, end to end
     await onboardRepository(storage, { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" });
   });
   after(async () => {
-    await stopServer(first, "SIGKILL");
-    await stopServer(second, "SIGTERM");
+    await stopServerProcess(first, "SIGKILL");
+    await stopServerProcess(second, "SIGTERM");
     await storage.close();
     rmSync(dataDir, { recursive: true, force: true });
     // The lost attempt's (empty) cgroups, should the host have left them.
@@ -145,7 +99,7 @@ describe("the server process (and its local host) killed mid-attempt, end to end
     assert.equal((await jobs1.get(id)).status, "running");
 
     const killedAt = Date.now();
-    await stopServer(first, "SIGKILL");
+    await stopServerProcess(first, "SIGKILL");
     const goneAt = await waitUntilNoneCarry(marker, 10_000);
     assert.ok(
       goneAt !== null,
@@ -154,7 +108,12 @@ describe("the server process (and its local host) killed mid-attempt, end to end
     t.diagnostic(`the attempt's processes were gone ${goneAt - killedAt} ms after kill -9`);
     assert.ok(goneAt - killedAt <= 3000, `the attempt's processes outlived the server by ${goneAt - killedAt} ms`);
 
-    second = await startServer(dataDir);
+    second = await startServerProcess({
+      KILN_DATA_DIR: dataDir,
+      KILN_DATABASE_URL: undefined,
+      KILN_PUBLIC_URL: undefined,
+      KILN_LOCAL_HOST: undefined,
+    });
     const jobs2 = new Jobs(fetchApi(second.url, token));
     const job = await jobs2.settle(id, 120_000);
     t.diagnostic(`settled ${Date.now() - killedAt} ms after the kill; transitions ${JSON.stringify(job.transitions)}`);

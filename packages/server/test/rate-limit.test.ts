@@ -1,17 +1,11 @@
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { openStorage, type Storage } from "@kiln/storage";
 import { createPostgresTestDatabase, DIALECTS } from "@kiln/storage/testing";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { type ServerProcess, startSharedDatabaseServer, stopServerProcess } from "./server-process.js";
 
-const MAIN = fileURLToPath(new URL("../src/main.js", import.meta.url));
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
 const credentialRequest = (name: string, requestsPerMinute: number) =>
@@ -80,54 +74,21 @@ for (const dialect of DIALECTS) {
   });
 }
 
-/** Starts `kiln-server serve` on an ephemeral port and resolves its base URL once it listens. */
-async function startServer(databaseUrl: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [MAIN, "serve"], {
-    env: {
-      ...process.env,
-      KILN_LISTEN: "127.0.0.1:0",
-      KILN_DATABASE_URL: databaseUrl,
-      KILN_LOG_LEVEL: "warn",
-      KILN_LOCAL_HOST: "off",
-      KILN_DATA_DIR: mkdtempSync(join(tmpdir(), "kiln-proc-")),
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  let out = "";
-  child.stdout?.setEncoding("utf8");
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 20000);
-    child.stdout?.on("data", (chunk: string) => {
-      out += chunk;
-      const m = /serving (http:\/\/\S+)/.exec(out);
-      if (m?.[1] !== undefined) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`server exited ${code}: ${out}`)));
-  });
-  return { url, child };
-}
-
 const postgresSkip = DIALECTS.find((d) => d.name === "postgres")?.skip ?? false;
 
 describe("per-credential rate limit across two server processes sharing PostgreSQL", { skip: postgresSkip }, () => {
   let db: { url: string; drop(): Promise<void> };
   let storage: Storage;
-  const servers: { url: string; child: ChildProcess }[] = [];
+  const servers: ServerProcess[] = [];
 
   before(async () => {
     db = await createPostgresTestDatabase();
     storage = await openStorage({ databaseUrl: db.url, dataDir: "/nonexistent" });
-    servers.push(await startServer(db.url));
-    servers.push(await startServer(db.url));
+    servers.push(await startSharedDatabaseServer(db.url));
+    servers.push(await startSharedDatabaseServer(db.url));
   });
   after(async () => {
-    for (const s of servers) {
-      s.child.kill("SIGTERM");
-      if (s.child.exitCode === null) await once(s.child, "exit");
-    }
+    for (const s of servers) await stopServerProcess(s);
     await storage.close();
     await db.drop();
   });

@@ -1,7 +1,12 @@
 import { type Clock, systemClock } from "../clock.js";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
-import { formatTimestamp } from "../timestamps.js";
-import { type AppendAuditEntryInput, type AuditEntry, auditEntryFromRow } from "./audit-entry.js";
+import {
+  type AppendAuditEntryInput,
+  AUDIT_RETURNING,
+  type AuditEntry,
+  auditColumns,
+  auditEntryFromRow,
+} from "./audit-entry.js";
 
 /**
  * Appends an entry to a tenant's audit log. Pass the transaction that makes the change, so the
@@ -13,18 +18,10 @@ export async function appendAuditEntry(
   input: AppendAuditEntryInput & { tenantId: string },
   clock: Clock = systemClock,
 ): Promise<AuditEntry> {
-  const changedAt = formatTimestamp(input.changedAt ?? clock.now());
   const row = await executorOf(storage)
     .insertInto("audit_entries")
-    .values({
-      tenant_id: input.tenantId,
-      actor: input.actor,
-      target: input.target,
-      value: input.value,
-      changed_at: changedAt,
-      effective: input.effective ?? changedAt,
-    })
-    .returning(["sequence", "actor", "target", "value", "changed_at", "effective"])
+    .values({ tenant_id: input.tenantId, ...auditColumns(input, clock.now()) })
+    .returning(AUDIT_RETURNING)
     .executeTakeFirstOrThrow();
   return auditEntryFromRow(row);
 }

@@ -1,4 +1,5 @@
 import type { KeysetSortColumn } from "../pagination/keyset-page.js";
+import { formatTimestamp } from "../timestamps.js";
 
 /** One append-only audit record (the contract's AuditEntry plus its position). */
 export interface AuditEntry {
@@ -59,3 +60,17 @@ export const NEWEST_AUDIT_ENTRIES_FIRST: readonly KeysetSortColumn<AuditEntryRow
   ["changed_at", "desc", "text"],
   ["sequence", "desc", "integer"],
 ];
+
+/** The stored columns of an entry: when it applies defaults to when it changed. */
+export function auditColumns(input: AppendAuditEntryInput, now: Date) {
+  const changedAt = formatTimestamp(input.changedAt ?? now);
+  return {
+    actor: input.actor,
+    target: input.target,
+    value: input.value,
+    changed_at: changedAt,
+    effective: input.effective ?? changedAt,
+  };
+}
+
+export const AUDIT_RETURNING = ["sequence", "actor", "target", "value", "changed_at", "effective"] as const;

@@ -1,0 +1,68 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const MAIN = fileURLToPath(new URL("../src/main.js", import.meta.url));
+
+/** A real `kiln-server serve` process. */
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  /** What the process wrote on stdout and stderr, for failure messages. */
+  output(): string;
+}
+
+/**
+ * Starts `kiln-server serve` on an ephemeral port with `env` over the test's own
+ * environment (a value of undefined removes the variable) and resolves once it prints
+ * where it serves.
+ */
+export async function startServerProcess(env: Record<string, string | undefined>): Promise<ServerProcess> {
+  const merged: NodeJS.ProcessEnv = { ...process.env, KILN_LISTEN: "127.0.0.1:0", KILN_LOG_LEVEL: "warn" };
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) delete merged[name];
+    else merged[name] = value;
+  }
+  const child = spawn(process.execPath, [MAIN, "serve"], { env: merged, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout?.setEncoding("utf8");
+  child.stderr?.setEncoding("utf8");
+  child.stderr?.on("data", (chunk: string) => {
+    out += chunk;
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
+    child.stdout?.on("data", (chunk: string) => {
+      out += chunk;
+      const m = /serving (http:\/\/\S+)/.exec(out);
+      if (m?.[1] !== undefined) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`server exited ${code}: ${out}`)));
+  });
+  return { url, child, output: () => out };
+}
+
+/** A control-plane-only server on a shared PostgreSQL database (no local host, its own data dir). */
+export function startSharedDatabaseServer(databaseUrl: string): Promise<ServerProcess> {
+  return startServerProcess({
+    KILN_DATABASE_URL: databaseUrl,
+    KILN_LOCAL_HOST: "off",
+    KILN_DATA_DIR: mkdtempSync(join(tmpdir(), "kiln-proc-")),
+  });
+}
+
+export async function stopServerProcess(
+  server: ServerProcess | undefined,
+  signal: NodeJS.Signals = "SIGTERM",
+): Promise<void> {
+  if (server === undefined || server.child.exitCode !== null || server.child.signalCode !== null) return;
+  const exited = once(server.child, "exit");
+  server.child.kill(signal);
+  await exited;
+}
