@@ -1,8 +1,12 @@
 export * from "./agent/attempt-evidence.js";
+export { AttemptLineage, SANDBOX_MOUNTS } from "./agent/attempt-lineage.js";
 export * from "./agent/cargo-output-observer.js";
 export * from "./agent/host-agent.js";
 export * from "./agent/host-protocol.js";
+export * from "./agent/lineage-store.js";
+export { measureTreeBytes } from "./agent/measure-tree-bytes.js";
 export * from "./agent/run-attempt.js";
+export * from "./agent/source-mtimes.js";
 export * from "./evidence/index.js";
 export {
   admitToolchain,

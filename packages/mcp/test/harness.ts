@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -65,14 +65,19 @@ export async function startKiln(options: { localHost?: boolean } = {}): Promise<
   await app.listen({ host: "127.0.0.1", port: 0 });
   const endpoint = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   let host: { wake: () => void; stop: () => Promise<void> } | undefined;
+  let lineageRoot: string | undefined;
   if (options.localHost === true) {
     // The embedded local host is not part of @kiln/server's public surface: load its build.
     const module = (await import(pathToFileURL(join(REPO_ROOT, "packages/server/dist/src/local-host.js")).href)) as {
       startLocalHost: typeof StartLocalHost;
     };
+    lineageRoot = mkdtempSync(join(tmpdir(), "kiln-mcp-lineages-"));
     host = await module.startLocalHost(
       { storage, blobs, clock: systemClock },
-      { workRoot: mkdtempSync(join(tmpdir(), "kiln-mcp-attempts-")) },
+      {
+        workRoot: mkdtempSync(join(tmpdir(), "kiln-mcp-attempts-")),
+        lineageRoot,
+      },
     );
     wake = host.wake;
   }
@@ -115,6 +120,7 @@ export async function startKiln(options: { localHost?: boolean } = {}): Promise<
       await host?.stop();
       await app.close();
       await storage.close();
+      if (lineageRoot !== undefined) rmSync(lineageRoot, { recursive: true, force: true });
     },
   };
 }

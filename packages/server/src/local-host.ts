@@ -6,6 +6,7 @@ import {
   createSandboxExecutor,
   type Executor,
   HostAgent,
+  LineageStore,
   reapStaleAttempts,
   removeJobDirectories,
 } from "@kiln/host";
@@ -17,6 +18,11 @@ export interface LocalHostOptions {
   readonly hostId?: string;
   /** Where attempt directories live (removed after each attempt). */
   readonly workRoot: string;
+  /**
+   * Where warm lineages live (default `<workRoot>/../lineages`: beside the work root, so that
+   * handing one to an attempt is a rename() on one file system); null turns lineages off.
+   */
+  readonly lineageRoot?: string | null;
   /**
    * vCPU slots the host offers. The embedded host offers 16 by default so that every
    * size can be placed on a small machine; each attempt's cgroup still caps it at its
@@ -43,6 +49,9 @@ export async function startLocalHost(
     newObserver: cargoOutputObserver,
     workRoot: join(options.workRoot),
     removeDirectories: removeJobDirectories,
+    ...(options.lineageRoot === null
+      ? {}
+      : { lineages: new LineageStore(options.lineageRoot ?? join(options.workRoot, "..", "lineages")) }),
     vcpus: options.vcpus ?? Math.max(16, availableParallelism()),
     memoryBytes: totalmem(),
     heartbeatSeconds: options.heartbeatSeconds ?? 2,

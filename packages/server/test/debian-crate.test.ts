@@ -56,7 +56,9 @@ describe("a Debian-packaged crate end to end", () => {
     await app.ready();
     const workRoot = mkdtempSync(join(tmpdir(), "kiln-attempts-"));
     scratch.push(workRoot);
-    host = await startLocalHost({ storage, blobs, clock: systemClock }, { workRoot });
+    const lineageRoot = mkdtempSync(join(tmpdir(), "kiln-lineages-"));
+    scratch.push(lineageRoot);
+    host = await startLocalHost({ storage, blobs, clock: systemClock }, { workRoot, lineageRoot });
     wake = host.wake;
     const member = await personWithToken(storage, { role: "member", now: new Date() });
     token = member.token;

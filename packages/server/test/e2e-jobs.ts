@@ -192,6 +192,7 @@ export interface Embedded {
   token: string;
   tenant: string;
   workRoot: string;
+  lineageRoot: string;
   /** Another app on the same storage and host (e.g. another platform wall-clock ceiling). */
   extraApp(options: { wallClockSeconds?: number }): Promise<Jobs>;
   close(): Promise<void>;
@@ -204,6 +205,8 @@ export async function startEmbedded(
   const blobs = testBlobs();
   const ownWorkRoot = options.workRoot === undefined;
   const workRoot = options.workRoot ?? mkdtempSync(join(tmpdir(), "kiln-e2e-attempts-"));
+  // Warm lineages in a directory of this test's own (the default, beside the work root, would be the shared tmpdir).
+  const lineageRoot = mkdtempSync(join(tmpdir(), "kiln-e2e-lineages-"));
   let wake = () => {};
   const apps: FastifyInstance[] = [];
   const makeApp = async (wallClockSeconds: number | undefined) => {
@@ -224,7 +227,7 @@ export async function startEmbedded(
   const app = await makeApp(options.wallClockSeconds);
   const host = await startLocalHost(
     { storage, blobs, clock: systemClock },
-    { workRoot, executor: options.executor ?? createSandboxExecutor() },
+    { workRoot, lineageRoot, executor: options.executor ?? createSandboxExecutor() },
   );
   wake = host.wake;
   const member = await personWithToken(storage, { role: "member", now: new Date() });
@@ -237,12 +240,14 @@ export async function startEmbedded(
     token: member.token,
     tenant: member.tenant,
     workRoot,
+    lineageRoot,
     extraApp: async ({ wallClockSeconds }) => new Jobs(injectApi(await makeApp(wallClockSeconds), member.token)),
     close: async () => {
       await host.stop();
       for (const a of apps) await a.close();
       await storage.close();
       if (ownWorkRoot) rmSync(workRoot, { recursive: true, force: true });
+      rmSync(lineageRoot, { recursive: true, force: true });
     },
   };
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -21,6 +21,7 @@ describe("running cargo jobs end to end", () => {
   let host: { wake: () => void; stop: () => Promise<void> };
   let token: string;
   let closeStorage: () => Promise<void>;
+  let lineageRoot: string;
 
   before(async () => {
     const storage = await openSqliteForTest();
@@ -37,9 +38,13 @@ describe("running cargo jobs end to end", () => {
       wakeScheduler: () => wake(),
     });
     await app.ready();
+    lineageRoot = mkdtempSync(join(tmpdir(), "kiln-lineages-"));
     host = await startLocalHost(
       { storage, blobs, clock: systemClock },
-      { workRoot: mkdtempSync(join(tmpdir(), "kiln-attempts-")) },
+      {
+        workRoot: mkdtempSync(join(tmpdir(), "kiln-attempts-")),
+        lineageRoot,
+      },
     );
     wake = host.wake;
     const member = await personWithToken(storage, { role: "member", now: new Date() });
@@ -50,6 +55,7 @@ describe("running cargo jobs end to end", () => {
     await host.stop();
     await app.close();
     await closeStorage();
+    rmSync(lineageRoot, { recursive: true, force: true });
   });
 
   async function submit(files: SourceFile[], key: string, invocation: Record<string, unknown> = {}) {

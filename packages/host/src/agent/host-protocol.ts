@@ -34,6 +34,13 @@ export interface Placement {
   readonly toolchain: string;
   readonly source: readonly SourceEntry[];
   readonly wallClockSeconds: number;
+  /**
+   * What keys the job's warm lineage on the host: the tenant, its repository and the job
+   * class (`<family>/<profile>/<toolchain>`, decided at admission).
+   */
+  readonly tenant: string;
+  readonly repository: string;
+  readonly jobClass: string;
 }
 
 export interface AttemptRef {

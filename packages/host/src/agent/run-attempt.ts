@@ -1,10 +1,13 @@
-import { chmod, mkdir, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
 import type { AdmittedToolchain, ExecutionResult, Executor } from "../executor/executor.js";
 import { type OutputObserver, PhaseClock } from "./attempt-evidence.js";
+import { AttemptLineage, SANDBOX_MOUNTS } from "./attempt-lineage.js";
 import { collectArtifacts } from "./collect-artifacts.js";
 import type { AttemptRef, AttemptResult, HostProtocol, LogLine, Placement } from "./host-protocol.js";
 import { LineSplitter } from "./line-splitter.js";
+import type { LineageStore } from "./lineage-store.js";
+import { materializeSource } from "./materialize-source.js";
 
 export interface AttemptRunnerDeps {
   readonly hostId: string;
@@ -16,12 +19,16 @@ export interface AttemptRunnerDeps {
   /** Where attempt directories are made; each attempt gets its own and it is removed after. */
   readonly workRoot: string;
   readonly removeDirectories: (paths: readonly string[]) => Promise<void>;
+  /** Warm lineages on this host; without it every attempt starts from an empty target dir. */
+  readonly lineages?: LineageStore;
   readonly heartbeatSeconds?: number;
   /** Most bytes of raw cargo output retained per attempt. */
   readonly cargoOutputLimit?: number;
 }
 
 const LOG_FLUSH_MS = 200;
+
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** Ships log lines in small batches; a stale answer means this attempt lost its lease. */
 class LogShipper {
@@ -94,14 +101,20 @@ function failureOf(placement: Placement, run: ExecutionResult, summary: ReturnTy
 
 /**
  * Runs one placed attempt end to end: materializes the exact source bytes, admits the
- * toolchain, runs cargo in the executor while streaming logs and renewing the lease,
- * publishes artifacts and the raw cargo output, reports, and removes every directory
- * of the attempt. Cancellation arrives through the heartbeat answer.
+ * toolchain, restores the job's warm lineage (attempt-lineage.ts), runs cargo in the
+ * executor (job directories at fixed in-sandbox paths) while streaming logs and renewing the
+ * lease, publishes artifacts, saves the lineage back, publishes the raw cargo output,
+ * reports, and removes every directory of the attempt. Cancellation arrives through the
+ * heartbeat answer.
  */
 export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement): Promise<void> {
   const ref: AttemptRef = { jobId: placement.jobId, attempt: placement.attempt, leaseToken: placement.leaseToken };
-  const base = join(deps.workRoot, `${placement.jobId}-a${placement.attempt}`);
-  const dirs = { workspace: join(base, "src"), target: join(base, "target"), home: join(base, "home") };
+  const attemptId = `${placement.jobId}-a${placement.attempt}`;
+  const base = join(deps.workRoot, attemptId);
+  const dirs = { workspace: join(base, "src"), home: join(base, "home") };
+  // A fresh target dir, unless the attempt's lineage hands over its warm one (restore below).
+  let targetDir = join(base, "target");
+  let lineage: AttemptLineage | null = null;
   const logs = new LogShipper(deps.protocol, ref);
   const system = (text: string) => logs.push({ stream: "system", at: new Date(), text });
   const phases = new PhaseClock();
@@ -127,12 +140,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     );
     await phases.run("provision", async () => {
       for (const dir of Object.values(dirs)) await mkdir(dir, { recursive: true });
-      for (const entry of placement.source) {
-        const path = join(dirs.workspace, entry.path);
-        await mkdir(dirname(path), { recursive: true });
-        await writeFile(path, await deps.protocol.fetchBlob(entry.sha256));
-        await chmod(path, entry.executable ? 0o755 : 0o644);
-      }
+      await materializeSource(dirs.workspace, placement.source, (sha256) => deps.protocol.fetchBlob(sha256));
     });
     let toolchain: AdmittedToolchain;
     try {
@@ -151,6 +159,31 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
       });
       return;
     }
+    const store = deps.lineages;
+    if (store !== undefined) {
+      // A lineage is an optimization: if the host cannot restore one, the attempt runs cold.
+      const restored = await phases.run(
+        "restore",
+        () =>
+          AttemptLineage.restore(
+            store,
+            placement,
+            { attemptDir: base, workspaceDir: dirs.workspace, attemptId },
+            Date.now(),
+          ).catch((error: unknown) => {
+            system(`kiln: the lineage could not be restored, running cold: ${errorText(error)}`);
+            return null;
+          }),
+        (r) => (r === null ? "failed" : "passed"),
+      );
+      lineage = restored;
+      if (restored !== null) {
+        targetDir = restored.targetDir;
+        for (const note of restored.notes) system(`kiln: ${note}`);
+      }
+    }
+    // No lineage (none configured, or it could not be restored): an empty target dir.
+    if (lineage === null) await mkdir(targetDir, { recursive: true });
     const observer = deps.newObserver(placement.attempt);
     const output: Buffer[] = [];
     let outputBytes = 0;
@@ -174,11 +207,13 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
       step,
       () =>
         deps.executor.run({
-          attemptId: `${placement.jobId}-a${placement.attempt}`,
+          attemptId,
           limits: placement.limits,
           workspaceDir: dirs.workspace,
-          targetDir: dirs.target,
+          targetDir,
           homeDir: dirs.home,
+          mounts: SANDBOX_MOUNTS,
+          warmTarget: lineage?.warm ?? false,
           toolchain,
           argv,
           workingDirectory: placement.invocation.working_directory ?? ".",
@@ -214,13 +249,16 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     const artifacts = passed
       ? await phases.run("publish", async () => {
           const published = [];
-          for (const file of await collectArtifacts(dirs.target, placement.invocation.artifacts ?? [])) {
+          for (const file of await collectArtifacts(targetDir, placement.invocation.artifacts ?? [])) {
             const stored = await deps.protocol.putBlob(await file.read());
             published.push({ path: file.path, bytes: stored.bytes, sha256: stored.sha256 });
           }
           return published;
         })
       : [];
+    // Before finish: the next job of the lineage may be claimed the moment this one is terminal.
+    const saving = lineage;
+    if (saving !== null) system(`kiln: ${await phases.run("save", () => saving.save(run.outcome, new Date()))}`);
     const cargoOutput = await deps.protocol.putBlob(Buffer.concat(output));
     await logs.flush();
     await finish(deps, ref, logs, {
@@ -236,8 +274,9 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
         phases: phases.phases,
         crates: summary.crates,
         tests: summary.tests,
+        ...(lineage === null ? {} : { caches: [lineage.cacheItem()] }),
         unit: {
-          id: `${placement.jobId}-a${placement.attempt}`,
+          id: attemptId,
           host: deps.hostId,
           isolation: run.isolation,
           started_at: run.startedAt.toISOString(),
@@ -255,6 +294,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     });
   } finally {
     clearInterval(heartbeat);
+    await lineage?.abandon(new Date()).catch(() => undefined);
     await deps.removeDirectories([base]).catch(() => undefined);
   }
 }

@@ -18,6 +18,19 @@ export interface AdmittedToolchain {
   readonly path: string;
 }
 
+/**
+ * Where the three job directories appear inside the isolated unit. Stable mount points are
+ * what make a warm target dir reusable: cargo's fingerprints hash the absolute paths of
+ * workspace members and of CARGO_TARGET_DIR, so an attempt that sees its source at
+ * `/kiln/src` finds the fingerprints an earlier attempt wrote there fresh, wherever the
+ * host keeps either attempt's directories.
+ */
+export interface MountPoints {
+  readonly workspace: string;
+  readonly target: string;
+  readonly home: string;
+}
+
 export interface ExecutionRequest {
   /** Unique per attempt; names the cgroup and the job directories. */
   readonly attemptId: string;
@@ -28,12 +41,23 @@ export interface ExecutionRequest {
   readonly targetDir: string;
   /** Host path used as HOME and CARGO_HOME for the attempt (writable, starts empty). */
   readonly homeDir: string;
+  /**
+   * Where workspaceDir, targetDir and homeDir appear inside (absolute, normalized, disjoint,
+   * never the sandbox's own structure). Default: each at its own host path.
+   */
+  readonly mounts?: MountPoints;
+  /**
+   * The target dir is a warm lineage that earlier attempts of this executor wrote: everything
+   * in it already belongs to the sandbox user, so only its top directory is handed over. A
+   * recursive chown would walk the whole lineage and make restoring it grow with its size.
+   */
+  readonly warmTarget?: boolean;
   /** Extra read-only directories made visible at the same path inside (e.g. a directory source of vendored crates). */
   readonly readOnlyBinds?: readonly string[];
   readonly toolchain: AdmittedToolchain;
   /** The command, argv[0] resolved inside the sandbox's PATH (e.g. ["cargo", "test", "--offline"]). */
   readonly argv: readonly string[];
-  /** Relative to workspaceDir. */
+  /** Relative to the workspace. */
   readonly workingDirectory: string;
   /** Exactly the environment the job declared, plus what the executor sets (PATH, HOME, CARGO_HOME, CARGO_TARGET_DIR, …); nothing from the host. */
   readonly environment: Readonly<Record<string, string>>;

@@ -36,6 +36,10 @@
  * directories. Binding them into a world-searchable tmpfs *inside the private mount namespace*
  * makes them reachable to bwrap without copying them or changing any permission on the host,
  * and the mounts vanish with the attempt — nothing is left mounted on the host.
+ *
+ * Where the job directories appear inside: at the request's mount points (the agent uses
+ * fixed ones, /kiln/src, /kiln/target, /kiln/home, so that every attempt of a lineage sees the
+ * same paths and cargo's path-hashing fingerprints stay fresh), else at their own host paths.
  */
 import { execFile, spawn } from "node:child_process";
 import { constants } from "node:fs";
@@ -46,7 +50,7 @@ import { promisify } from "node:util";
 import { AttemptCgroup, CgroupUnavailableError, type EnforcedLimits } from "./attempt-cgroup.js";
 import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "./cgroup-layout.js";
 import { ensureSandboxUser, type SandboxUser } from "./ensure-sandbox-user.js";
-import type { ExecutionOutcome, ExecutionRequest, ExecutionResult, Executor } from "./executor.js";
+import type { ExecutionOutcome, ExecutionRequest, ExecutionResult, Executor, MountPoints } from "./executor.js";
 import { rlimitFallback } from "./rlimit-fallback.js";
 
 const run = promisify(execFile);
@@ -162,6 +166,11 @@ function within(path: string, parent: string): boolean {
   return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
 }
 
+/** Where the job directories appear inside: the request's mount points, else their host paths. */
+function mountPointsOf(request: ExecutionRequest): MountPoints {
+  return request.mounts ?? { workspace: request.workspaceDir, target: request.targetDir, home: request.homeDir };
+}
+
 /** Returns what is wrong with the request, or null. */
 async function requestProblem(request: ExecutionRequest, reserved: readonly string[]): Promise<string | null> {
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(request.attemptId))
@@ -189,7 +198,27 @@ async function requestProblem(request: ExecutionRequest, reserved: readonly stri
     if (path === "/" || path === "/tmp" || [...RESERVED_PATHS, ...reserved].some((r) => within(path, r)))
       return `${name} may not be ${path}: it would cover the sandbox's own structure`;
   }
-  if (!within(resolve(request.workspaceDir, request.workingDirectory), request.workspaceDir))
+  // The in-sandbox side: the same rules as host paths (nothing may cover the sandbox's own
+  // structure), and disjoint, so that no job directory hides part of another or a read-only bind.
+  const mounts = mountPointsOf(request);
+  const points: [string, string][] = [
+    ["mounts.workspace", mounts.workspace],
+    ["mounts.target", mounts.target],
+    ["mounts.home", mounts.home],
+  ];
+  for (const [name, path] of points) {
+    if (!isAbsolute(path) || resolve(path) !== path) return `${name} must be an absolute, normalized path: ${path}`;
+    if (path === "/" || path === "/tmp" || [...RESERVED_PATHS, ...reserved].some((r) => within(path, r)))
+      return `${name} may not be ${path}: it would cover the sandbox's own structure`;
+    for (const [other, otherPath] of [
+      ...points,
+      ...(request.readOnlyBinds ?? []).map((p): [string, string] => ["a read-only bind", p]),
+    ]) {
+      if (other !== name && (within(path, otherPath) || within(otherPath, path)))
+        return `${name} (${path}) overlaps ${other} (${otherPath})`;
+    }
+  }
+  if (!within(resolve(mounts.workspace, request.workingDirectory), mounts.workspace))
     return `workingDirectory ${JSON.stringify(request.workingDirectory)} leaves the workspace`;
   return null;
 }
@@ -286,14 +315,13 @@ class SandboxExecutor implements Executor {
       // The job directories are the only writable places; the sandbox user must own them.
       const owner = `${setup.user.uid}:${setup.user.gid}`;
       // -R without -L never follows a symlink the job planted; --no-dereference changes links themselves.
-      await run(setup.tools.chown, [
-        "-R",
-        "--no-dereference",
-        owner,
-        request.workspaceDir,
-        request.targetDir,
-        request.homeDir,
-      ]);
+      const recursive = request.warmTarget
+        ? [request.workspaceDir, request.homeDir]
+        : [request.workspaceDir, request.targetDir, request.homeDir];
+      await run(setup.tools.chown, ["-R", "--no-dereference", owner, ...recursive]);
+      // A warm target's tree is the sandbox user's already (only it ever wrote there); its top
+      // directory was renamed into place by the agent and is handed over without a walk.
+      if (request.warmTarget) await run(setup.tools.chown, ["--no-dereference", owner, request.targetDir]);
     } catch (error) {
       detail.push(`could not hand the job directories to ${setup.user.name}: ${errorText(error)}`);
       return result("infrastructure");
@@ -511,7 +539,7 @@ class SandboxExecutor implements Executor {
   /** Tiny /etc/passwd, /etc/group and /etc/hosts, so user and "localhost" lookups work without the host's files. */
   private identityFiles(request: ExecutionRequest, user: SandboxUser): string[] {
     return [
-      `${user.name}:x:${user.uid}:${user.gid}:kiln sandbox:${request.homeDir}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+      `${user.name}:x:${user.uid}:${user.gid}:kiln sandbox:${mountPointsOf(request).home}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
       `${user.name}:x:${user.gid}:\nnogroup:x:65534:\n`,
       "127.0.0.1\tlocalhost kiln-sandbox\n::1\tlocalhost ip6-localhost\n",
     ];
@@ -520,15 +548,16 @@ class SandboxExecutor implements Executor {
   private bwrapArguments(request: ExecutionRequest, setup: Setup, detail: string[]): string[] {
     const stage = this.options.stagingDirectory;
     const toolchain = this.options.toolchainMountPoint;
-    const workingDirectory = resolve(request.workspaceDir, request.workingDirectory);
+    const mounts = mountPointsOf(request);
+    const workingDirectory = resolve(mounts.workspace, request.workingDirectory);
 
     // The executor's variables win over declared ones of the same name; RUSTUP_TOOLCHAIN is never
     // set (there is no rustup inside: the toolchain's own cargo and rustc are on PATH).
     const executorVariables: Record<string, string> = {
       PATH: `${toolchain}/bin:/usr/bin:/bin`,
-      HOME: request.homeDir,
-      CARGO_HOME: request.homeDir,
-      CARGO_TARGET_DIR: request.targetDir,
+      HOME: mounts.home,
+      CARGO_HOME: mounts.home,
+      CARGO_TARGET_DIR: mounts.target,
       CARGO_NET_OFFLINE: "true",
     };
     const environment: string[] = [];
@@ -577,13 +606,13 @@ class SandboxExecutor implements Executor {
       // Job directories after /tmp, so that job directories under /tmp are not covered by the tmpfs.
       "--bind",
       `${stage}/workspace`,
-      request.workspaceDir,
+      mounts.workspace,
       "--bind",
       `${stage}/target`,
-      request.targetDir,
+      mounts.target,
       "--bind",
       `${stage}/home`,
-      request.homeDir,
+      mounts.home,
       ...(request.readOnlyBinds ?? []).flatMap((path, i) => ["--ro-bind", `${stage}/ro-${i}`, path]),
       // The sandbox's root (a tmpfs holding the mount points) read-only too: /etc, /opt, / itself.
       "--remount-ro",

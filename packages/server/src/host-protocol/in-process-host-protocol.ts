@@ -50,6 +50,10 @@ export function inProcessHostProtocol(deps: { storage: Storage; blobs: LocalBlob
         toolchain: admitted?.toolchain ?? "stable",
         source: JSON.parse(job.source_manifest),
         wallClockSeconds: job.wall_clock_seconds,
+        // The lineage key: the host keeps warm cargo state per tenant, repository and class.
+        tenant: job.tenant_id,
+        repository: job.repository,
+        jobClass: job.class,
       };
     },
 

@@ -1,0 +1,181 @@
+/**
+ * One attempt's side of its warm lineage: restore (check the slot out, give the freshly
+ * materialized source its deterministic mtimes, put back a lockfile cargo generated) before
+ * cargo runs, and save (check the slot back in with the run's record) or discard after, plus
+ * the evidence's `caches` item saying what happened.
+ */
+import type { ExecutionOutcome, MountPoints } from "../executor/executor.js";
+import {
+  captureGeneratedLockfiles,
+  type GeneratedLockfile,
+  lockfileCandidates,
+  parseGeneratedLockfiles,
+  resolutionInputsUnchanged,
+  restoreGeneratedLockfiles,
+} from "./generated-lockfiles.js";
+import type { Placement } from "./host-protocol.js";
+import type { LineageLease, LineageStore } from "./lineage-store.js";
+import { measureTreeBytes } from "./measure-tree-bytes.js";
+import {
+  applySourceMtimes,
+  parseSourceManifest,
+  planSourceMtimes,
+  type SourceManifest,
+  withoutRewrittenFiles,
+} from "./source-mtimes.js";
+
+/**
+ * Where every attempt sees its directories inside the sandbox. Fixed, so that the absolute
+ * paths cargo hashes into its fingerprints (workspace members, CARGO_TARGET_DIR) are the same
+ * for every attempt of a lineage, whatever host directories back them.
+ */
+export const SANDBOX_MOUNTS: MountPoints = { workspace: "/kiln/src", target: "/kiln/target", home: "/kiln/home" };
+
+/** What the agent keeps with a lineage's slot about the run that built it. */
+interface LineageRecord {
+  readonly manifest: SourceManifest;
+  readonly lockfiles: readonly GeneratedLockfile[];
+}
+
+function parseRecord(value: unknown): LineageRecord | null {
+  const v = value as { manifest?: unknown; lockfiles?: unknown } | null;
+  const manifest = parseSourceManifest(v?.manifest ?? null);
+  return manifest === null ? null : { manifest, lockfiles: parseGeneratedLockfiles(v?.lockfiles) };
+}
+
+/** Why a slot is not checked in, by how the executor ended (see lineage-store.ts for the rule). */
+const DISCARDED_BECAUSE: Readonly<Record<Exclude<ExecutionOutcome, "exited">, string>> = {
+  cancelled: "was cancelled while cargo ran",
+  wall_clock_ceiling: "was stopped at its wall-clock ceiling while cargo ran",
+  infrastructure: "could not be run to its end by the sandbox",
+};
+
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
+
+export class AttemptLineage {
+  private settled = false;
+  private savedBytes: number | null = null;
+  private saveNote: string | null = null;
+
+  private constructor(
+    private readonly store: LineageStore,
+    private readonly lease: LineageLease,
+    private readonly placement: Placement,
+    private readonly workspaceDir: string,
+    private manifest: SourceManifest,
+    /** Log lines about the restore. */
+    readonly notes: readonly string[],
+  ) {}
+
+  /**
+   * Checks the lineage out into `attemptDir` and prepares the materialized source in
+   * `workspaceDir`: deterministic mtimes, and the previous run's generated lockfile where
+   * the resolution inputs are unchanged. `nowMs` is the mtime of changed and new files.
+   */
+  static async restore(
+    store: LineageStore,
+    placement: Placement,
+    dirs: { attemptDir: string; workspaceDir: string; attemptId: string },
+    nowMs: number,
+  ): Promise<AttemptLineage> {
+    const identity = { tenant: placement.tenant, repository: placement.repository, jobClass: placement.jobClass };
+    const lease = await store.checkout(identity, dirs.attemptDir, dirs.attemptId);
+    const record = lease.outcome === "warm" ? parseRecord(lease.record) : null;
+    const plan = planSourceMtimes(placement.source, record?.manifest ?? null, nowMs);
+    await applySourceMtimes(dirs.workspaceDir, plan.manifest);
+    const notes = [
+      lease.outcome === "warm"
+        ? `lineage ${lease.key} (${placement.repository}, ${placement.jobClass}): warm, generation ${lease.baseGeneration}, ${mb(lease.restoredBytes)} handed over in ${lease.checkoutMs.toFixed(1)} ms; ${plan.unchanged} of ${placement.source.length} source files unchanged keep their mtimes`
+        : `lineage ${lease.key} (${placement.repository}, ${placement.jobClass}): cold (${lease.reason})`,
+    ];
+    if (record !== null && record.lockfiles.length > 0) {
+      if (resolutionInputsUnchanged(placement.source, record.manifest)) {
+        const candidates = new Set(lockfileCandidates(placement.source, placement.invocation.working_directory ?? "."));
+        for (const lockfile of record.lockfiles.filter((l) => candidates.has(l.path))) {
+          try {
+            await restoreGeneratedLockfiles(dirs.workspaceDir, [lockfile]);
+            notes.push(
+              `${lockfile.path} put back as cargo generated it last time (no manifest or cargo configuration changed), mtime included`,
+            );
+          } catch (error) {
+            notes.push(`${lockfile.path}: could not be put back (${error instanceof Error ? error.message : error})`);
+          }
+        }
+      } else notes.push("a Cargo.toml or cargo configuration changed: cargo resolves the lockfile afresh");
+    }
+    return new AttemptLineage(store, lease, placement, dirs.workspaceDir, plan.manifest, notes);
+  }
+
+  get targetDir(): string {
+    return this.lease.targetDir;
+  }
+
+  get warm(): boolean {
+    return this.lease.outcome === "warm";
+  }
+
+  /**
+   * After the run: checks the slot in when cargo ran to its end (pass or fail), else discards
+   * it. Returns the log line saying which.
+   */
+  async save(outcome: ExecutionOutcome, at: Date): Promise<string> {
+    try {
+      return await this.checkInOrDiscard(outcome, at);
+    } catch (error) {
+      // The job's result stands; only the lineage is lost (the slot goes with the attempt directory).
+      this.savedBytes = null;
+      this.saveNote = `not saved: ${error instanceof Error ? error.message : String(error)}`;
+      await this.store.discard(this.lease, "could not be saved", at).catch(() => undefined);
+      return `lineage ${this.lease.key}: ${this.saveNote}`;
+    }
+  }
+
+  private async checkInOrDiscard(outcome: ExecutionOutcome, at: Date): Promise<string> {
+    this.settled = true;
+    if (outcome !== "exited") {
+      const why = DISCARDED_BECAUSE[outcome];
+      await this.store.discard(this.lease, why, at);
+      this.saveNote = `not saved: the attempt ${why}`;
+      return `lineage ${this.lease.key}: ${this.saveNote}; its target dir is discarded`;
+    }
+    const workingDirectory = this.placement.invocation.working_directory ?? ".";
+    // Independent reads of the finished attempt's directories: side by side.
+    const [lockfiles, manifest, measured] = await Promise.all([
+      captureGeneratedLockfiles(this.workspaceDir, lockfileCandidates(this.placement.source, workingDirectory)),
+      withoutRewrittenFiles(this.workspaceDir, this.manifest),
+      measureTreeBytes(this.lease.targetDir),
+    ]);
+    this.manifest = manifest;
+    const bytes = measured ?? 0;
+    const result = await this.store.checkIn(this.lease, { bytes, record: { manifest: this.manifest, lockfiles }, at });
+    if (result.saved) {
+      this.savedBytes = bytes;
+      this.saveNote = `saved as generation ${result.generation}`;
+      return `lineage ${this.lease.key}: ${this.saveNote} (${mb(bytes)})`;
+    }
+    this.saveNote = `not saved: ${result.detail}`;
+    return `lineage ${this.lease.key}: ${this.saveNote}`;
+  }
+
+  /** When the attempt ended without reaching save (an error of the agent): give the slot up. */
+  async abandon(at: Date): Promise<void> {
+    if (this.settled) return;
+    this.settled = true;
+    await this.store.discard(this.lease, "ended with an error of the host agent", at);
+  }
+
+  /** The evidence's `caches` item (open record: generation and what became of the save are extra). */
+  cacheItem(): Record<string, unknown> {
+    return {
+      lineage: this.lease.key,
+      class: this.placement.jobClass,
+      outcome: this.lease.outcome,
+      reason: this.lease.reason,
+      restored_bytes: this.lease.restoredBytes,
+      saved_bytes: this.savedBytes,
+      restored_generation: this.lease.outcome === "warm" ? this.lease.baseGeneration : null,
+      restore_ms: Math.round(this.lease.checkoutMs * 1000) / 1000,
+      save: this.saveNote,
+    };
+  }
+}

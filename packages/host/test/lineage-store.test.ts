@@ -1,0 +1,189 @@
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, open, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { type LineageIdentity, type LineageLease, LineageStore, lineageKey } from "../src/agent/lineage-store.js";
+import { measureTreeBytes } from "../src/agent/measure-tree-bytes.js";
+
+const MiB = 2 ** 20;
+const identity = (repository: string): LineageIdentity => ({
+  tenant: "ten_test",
+  repository,
+  jobClass: "build/dev/stable",
+});
+
+describe("LineageStore", () => {
+  let scratch: string;
+  let store: LineageStore;
+  let attempts = 0;
+
+  before(async () => {
+    scratch = await mkdtemp(join(tmpdir(), "kiln-lineages-test-"));
+    store = new LineageStore(join(scratch, "lineages"));
+  });
+  after(() => rm(scratch, { recursive: true, force: true }));
+
+  /** A fresh attempt directory, as the runner makes one under its work root. */
+  const attemptDir = async () => {
+    const dir = join(scratch, "attempts", `job-a${++attempts}`);
+    await mkdir(dir, { recursive: true });
+    return { dir, id: `job-a${attempts}` };
+  };
+  const checkout = async (repository: string) => {
+    const attempt = await attemptDir();
+    return store.checkout(identity(repository), attempt.dir, attempt.id);
+  };
+  const checkIn = async (lease: LineageLease, record: unknown = { note: lease.attemptId }) =>
+    store.checkIn(lease, { bytes: (await measureTreeBytes(lease.targetDir)) ?? 0, record, at: new Date() });
+
+  /** Fills a target dir with `files` files of 1 MiB each (real bytes, not sparse). */
+  async function fill(targetDir: string, files: number): Promise<void> {
+    const block = Buffer.alloc(MiB, 7);
+    await mkdir(join(targetDir, "debug", "deps"), { recursive: true });
+    for (let i = 0; i < files; i++) await writeFile(join(targetDir, "debug", "deps", `unit-${i}.rlib`), block);
+  }
+
+  it("keys lineages by tenant, repository and class", () => {
+    const a = lineageKey(identity("acme/widget"));
+    assert.match(a, /^lin_[0-9a-f]{32}$/);
+    assert.equal(a, lineageKey(identity("acme/widget")));
+    assert.notEqual(a, lineageKey(identity("acme/gadget")));
+    assert.notEqual(a, lineageKey({ ...identity("acme/widget"), jobClass: "build/release/stable" }));
+    assert.notEqual(a, lineageKey({ ...identity("acme/widget"), tenant: "ten_other" }));
+  });
+
+  it("starts cold, then hands over what was checked in, record and measured size included", async () => {
+    const first = await checkout("acme/first");
+    assert.equal(first.outcome, "cold");
+    assert.equal(first.reason, "first job of the class");
+    assert.equal(first.baseGeneration, 0);
+    assert.ok((await stat(first.targetDir)).isDirectory(), "a fresh, empty target dir");
+    await writeFile(join(first.targetDir, "marker"), "built by the first attempt");
+    const saved = await checkIn(first, { manifest: "first" });
+    assert.deepEqual(saved, { saved: true, generation: 1 });
+    assert.equal(existsSync(first.slotDir), false, "the slot moved out of the attempt directory");
+
+    const second = await checkout("acme/first");
+    assert.equal(second.outcome, "warm");
+    assert.equal(second.reason, null);
+    assert.equal(second.baseGeneration, 1);
+    assert.deepEqual(second.record, { manifest: "first" });
+    assert.equal(second.restoredBytes, await measureTreeBytes(second.targetDir));
+    assert.equal(await readFile(join(second.targetDir, "marker"), "utf8"), "built by the first attempt");
+    assert.deepEqual(await checkIn(second), { saved: true, generation: 2 });
+  });
+
+  it("checks out in constant time: a 1 GiB lineage is handed over as fast as a 10 MiB one, without copying", async (t) => {
+    const timings: Record<string, { checkoutMs: number; checkInMs: number; walkMs: number; bytes: number }> = {};
+    for (const [repository, files] of [
+      ["acme/small", 10],
+      ["acme/large", 1024],
+    ] as const) {
+      const seed = await checkout(repository);
+      await fill(seed.targetDir, files);
+      await checkIn(seed);
+      // The inode of a file before and after: a rename moves the tree, a copy would make new files.
+      const probe = join("debug", "deps", "unit-0.rlib");
+      const lease = await checkout(repository);
+      assert.equal(lease.outcome, "warm");
+      const inode = (await stat(join(lease.targetDir, probe))).ino;
+      const started = process.hrtime.bigint();
+      const saved = await store.checkIn(lease, { bytes: lease.restoredBytes, record: null, at: new Date() });
+      const checkInMs = Number(process.hrtime.bigint() - started) / 1e6;
+      assert.equal(saved.saved, true);
+      const again = await checkout(repository);
+      assert.equal((await stat(join(again.targetDir, probe))).ino, inode, "the same file, not a copy");
+      const walkStarted = process.hrtime.bigint();
+      await measureTreeBytes(again.targetDir);
+      const walkMs = Number(process.hrtime.bigint() - walkStarted) / 1e6;
+      timings[repository] = { checkoutMs: again.checkoutMs, checkInMs, walkMs, bytes: again.restoredBytes };
+      assert.ok(again.restoredBytes >= files * MiB, `restored_bytes ${again.restoredBytes}`);
+      await checkIn(again);
+    }
+    t.diagnostic(JSON.stringify(timings));
+    const small = timings["acme/small"];
+    const large = timings["acme/large"];
+    assert.ok(small !== undefined && large !== undefined);
+    // 100× the bytes and files; a rename does not notice. Bounds are loose for a loaded machine.
+    assert.ok(large.checkoutMs < 50, `checkout of 1 GiB took ${large.checkoutMs} ms`);
+    assert.ok(large.checkInMs < 50, `check-in of 1 GiB took ${large.checkInMs} ms`);
+    assert.ok(
+      large.checkoutMs < small.checkoutMs * 5 + 5,
+      `checkout grew with size: ${small.checkoutMs} ms → ${large.checkoutMs} ms`,
+    );
+  });
+
+  it("a second attempt while the lineage is checked out starts cold; the first to finish is saved, the other superseded", async () => {
+    const seed = await checkout("acme/busy");
+    await writeFile(join(seed.targetDir, "generation"), "1");
+    await checkIn(seed);
+
+    // The warm attempt finishes first.
+    const a = await checkout("acme/busy");
+    const b = await checkout("acme/busy");
+    assert.equal(a.outcome, "warm");
+    assert.equal(b.outcome, "cold");
+    assert.equal(b.reason, "lineage in use");
+    assert.equal(b.baseGeneration, 1, "the cold attempt descends from the generation current when it started");
+    await writeFile(join(a.targetDir, "generation"), "2 by a");
+    assert.deepEqual(await checkIn(a), { saved: true, generation: 2 });
+    const late = await checkIn(b);
+    assert.equal(late.saved, false);
+    assert.match(late.saved ? "" : late.detail, /^superseded: the lineage moved to generation 2 .*started from 1/);
+    const c = await checkout("acme/busy");
+    assert.equal(await readFile(join(c.targetDir, "generation"), "utf8"), "2 by a");
+
+    // The cold attempt finishes first: its save wins, the warm one's is dropped.
+    const d = await checkout("acme/busy");
+    assert.equal(d.outcome, "cold");
+    assert.equal(d.reason, "lineage in use");
+    await writeFile(join(d.targetDir, "generation"), "3 by d");
+    assert.deepEqual(await checkIn(d), { saved: true, generation: 3 });
+    // While c still holds its slot, d's save is the lineage's slot: a new attempt gets it warm.
+    const e = await checkout("acme/busy");
+    assert.equal(e.outcome, "warm");
+    assert.equal(await readFile(join(e.targetDir, "generation"), "utf8"), "3 by d");
+    assert.equal((await checkIn(c)).saved, false, "c started from generation 2, the lineage is at 3");
+    assert.deepEqual(await checkIn(e), { saved: true, generation: 4 });
+  });
+
+  it("a discarded slot leaves the lineage cold with the reason, and the next check-in continues its generations", async () => {
+    const seed = await checkout("acme/cancelled");
+    await checkIn(seed);
+    const lease = await checkout("acme/cancelled");
+    assert.equal(lease.outcome, "warm");
+    await store.discard(lease, "was cancelled while cargo ran", new Date());
+    const next = await checkout("acme/cancelled");
+    assert.equal(next.outcome, "cold");
+    assert.equal(next.reason, "the lineage's last attempt was cancelled while cargo ran; its target dir was discarded");
+    assert.deepEqual(await checkIn(next), { saved: true, generation: 2 });
+    assert.equal((await checkout("acme/cancelled")).outcome, "warm");
+  });
+
+  it("a lineage checked out by an agent that stopped is lost: the next agent starts cold and saves anew", async () => {
+    const seed = await checkout("acme/crashed");
+    await checkIn(seed);
+    await checkout("acme/crashed"); // never checked back in: this agent "crashes"
+    const restarted = new LineageStore(store.root);
+    const attempt = await attemptDir();
+    const lease = await restarted.checkout(identity("acme/crashed"), attempt.dir, attempt.id);
+    assert.equal(lease.outcome, "cold");
+    assert.match(lease.reason ?? "", /lost/);
+    assert.deepEqual(await restarted.checkIn(lease, { bytes: 0, record: null, at: new Date() }), {
+      saved: true,
+      generation: 2,
+    });
+  });
+
+  it("keeps its files root-only: the lineage root is mode 0700", async () => {
+    assert.equal((await stat(store.root)).mode & 0o777, 0o700);
+    // And the measured size counts allocated bytes of real files.
+    const file = join(scratch, "sized");
+    const handle = await open(file, "w");
+    await handle.write(Buffer.alloc(MiB, 1));
+    await handle.close();
+    assert.ok(((await measureTreeBytes(file)) ?? 0) >= MiB);
+  });
+});

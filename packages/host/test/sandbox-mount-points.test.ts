@@ -1,0 +1,130 @@
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { chown, mkdir, mkdtemp, readFile, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { admitToolchain } from "../src/executor/admit-toolchains.js";
+import type { AdmittedToolchain, ExecutionRequest, ExecutionResult, MountPoints } from "../src/executor/executor.js";
+import { removeJobDirectories } from "../src/executor/remove-job-directories.js";
+import { createSandboxExecutor } from "../src/executor/sandbox-executor.js";
+import { assertNothingSurvives, type Job, makeJob } from "./executor-suite.js";
+
+/**
+ * The sandbox executor's mount points: the job directories appear at fixed paths inside
+ * (what keeps cargo's fingerprints valid across attempts of a lineage), the host paths behind
+ * them stay invisible, the isolation rules hold for the mount points too, and a warm target
+ * dir is handed over without walking it.
+ */
+const MOUNTS: MountPoints = { workspace: "/kiln/src", target: "/kiln/target", home: "/kiln/home" };
+
+describe("sandbox executor mount points", () => {
+  const executor = createSandboxExecutor();
+  let root: string;
+  let toolchain: AdmittedToolchain;
+
+  before(async () => {
+    root = await mkdtemp(join(tmpdir(), "kiln-mount-points-"));
+    toolchain = await admitToolchain("stable");
+  });
+  after(() => removeJobDirectories([root]));
+
+  const run = async (
+    job: Job,
+    request: Partial<ExecutionRequest> & { argv: readonly string[] },
+  ): Promise<{ result: ExecutionResult; stdout: string; attemptId: string }> => {
+    const attemptId = `mount-points-${randomBytes(4).toString("hex")}`;
+    const chunks: Buffer[] = [];
+    const result = await executor.run({
+      attemptId,
+      limits: { vcpus: 1, memoryBytes: 512 * 2 ** 20, pids: 64 },
+      ...job,
+      mounts: MOUNTS,
+      toolchain,
+      workingDirectory: ".",
+      environment: {},
+      wallClockSeconds: 30,
+      network: "offline",
+      signal: new AbortController().signal,
+      onOutput: (_stream, chunk) => chunks.push(chunk),
+      ...request,
+    });
+    return { result, stdout: Buffer.concat(chunks).toString("utf8"), attemptId };
+  };
+
+  it("shows the job directories at the mount points, never at their host paths", async () => {
+    const job = await makeJob(root, "fixed");
+    await writeFile(join(job.workspaceDir, "source.txt"), "from the host\n");
+    const a = await run(job, {
+      argv: [
+        "sh",
+        "-c",
+        [
+          'echo "PWD=$(pwd) TARGET=$CARGO_TARGET_DIR HOME=$HOME CARGO_HOME=$CARGO_HOME"',
+          "cat source.txt",
+          'echo built > "$CARGO_TARGET_DIR/out.txt"',
+          'echo cached > "$CARGO_HOME/cache.txt"',
+          `test -e ${job.workspaceDir} && echo HOST PATH VISIBLE || echo host path hidden`,
+          `test -e ${root} && echo HOST ROOT VISIBLE || echo host root hidden`,
+          "grep -c /kiln/home /etc/passwd",
+        ].join("; "),
+      ],
+    });
+    assert.equal(a.result.exitCode, 0, `${a.stdout}\n${a.result.detail.join("\n")}`);
+    assert.match(a.stdout, /PWD=\/kiln\/src TARGET=\/kiln\/target HOME=\/kiln\/home CARGO_HOME=\/kiln\/home/);
+    assert.match(a.stdout, /from the host/);
+    assert.match(a.stdout, /host path hidden/);
+    assert.match(a.stdout, /host root hidden/);
+    assert.match(a.stdout, /^1$/m, "the sandbox user's passwd home is the home mount point");
+    assert.equal(await readFile(join(job.targetDir, "out.txt"), "utf8"), "built\n");
+    assert.equal(await readFile(join(job.homeDir, "cache.txt"), "utf8"), "cached\n");
+    await assertNothingSurvives(a.attemptId);
+  });
+
+  it("refuses mount points that would cover the sandbox's structure, overlap, or are not absolute", async () => {
+    const job = await makeJob(root, "refused");
+    for (const [mounts, problem] of [
+      [{ ...MOUNTS, target: "/usr/lib/kiln" }, /mounts\.target may not be \/usr\/lib\/kiln/],
+      [{ ...MOUNTS, workspace: "/" }, /mounts\.workspace may not be \//],
+      [{ ...MOUNTS, home: "/tmp" }, /mounts\.home may not be \/tmp/],
+      [{ ...MOUNTS, target: "/kiln/src/target" }, /overlaps/],
+      [{ ...MOUNTS, home: "kiln/home" }, /must be an absolute, normalized path/],
+      [{ ...MOUNTS, home: "/kiln/../etc" }, /must be an absolute, normalized path/],
+      [{ ...MOUNTS, target: "/opt/kiln/toolchain/x" }, /may not be/],
+    ] as const) {
+      const a = await run(job, { argv: ["true"], mounts });
+      assert.equal(a.result.outcome, "infrastructure", JSON.stringify(mounts));
+      assert.ok(
+        a.result.detail.some((d) => problem.test(d)),
+        `${JSON.stringify(mounts)}: ${a.result.detail.join("; ")}`,
+      );
+    }
+    const leaving = await run(job, { argv: ["true"], workingDirectory: "../target" });
+    assert.equal(leaving.result.outcome, "infrastructure");
+    assert.ok(leaving.result.detail.some((d) => d.includes("leaves the workspace")));
+  });
+
+  it("hands a warm target dir over without walking it: only its top directory changes owner", async () => {
+    const job = await makeJob(root, "warm");
+    // A first attempt writes the target as the sandbox user, as a lineage's earlier attempt did.
+    const first = await run(job, {
+      argv: ["sh", "-c", 'mkdir -p "$CARGO_TARGET_DIR/debug" && echo 1 > "$CARGO_TARGET_DIR/debug/unit"'],
+    });
+    assert.equal(first.result.exitCode, 0, first.result.detail.join("\n"));
+    const sandboxUid = (await stat(join(job.targetDir, "debug", "unit"))).uid;
+    assert.notEqual(sandboxUid, 0);
+    // The agent renames the lineage into place as root: the top directory is root's again.
+    await chown(job.targetDir, 0, 0);
+    // A file that is not the sandbox user's shows whether the tree was walked (a recursive chown would take it).
+    await mkdir(join(job.targetDir, "probe"));
+    await writeFile(join(job.targetDir, "probe", "root-owned"), "x");
+    const warm = await run(job, {
+      argv: ["sh", "-c", 'echo 2 >> "$CARGO_TARGET_DIR/debug/unit" && touch "$CARGO_TARGET_DIR/new-top-level-file"'],
+      warmTarget: true,
+    });
+    assert.equal(warm.result.exitCode, 0, `${warm.stdout}\n${warm.result.detail.join("\n")}`);
+    assert.equal(await readFile(join(job.targetDir, "debug", "unit"), "utf8"), "1\n2\n");
+    assert.equal((await stat(job.targetDir)).uid, sandboxUid, "the top directory was handed over");
+    assert.equal((await stat(join(job.targetDir, "probe", "root-owned"))).uid, 0, "the tree was not walked");
+  });
+});
