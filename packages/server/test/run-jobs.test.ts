@@ -1,62 +1,26 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { onboardRepository, systemClock } from "@kiln/storage";
-import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../src/build-app.js";
-import { startLocalHost } from "../src/local-host.js";
 import { type SourceFile, testedCrate } from "./crates.js";
-import { bearer, personWithToken, testBlobs } from "./harness.js";
+import { type Embedded, startEmbedded } from "./e2e-jobs.js";
+import { bearer } from "./harness.js";
 
 /**
  * Real cargo through the whole service: submission, scheduler, local host, sandbox,
  * logs, evidence. The embedded default (SQLite, local host) on the real clock.
  */
 describe("running cargo jobs end to end", () => {
+  let embedded: Embedded;
   let app: FastifyInstance;
-  let host: { wake: () => void; stop: () => Promise<void> };
   let token: string;
-  let closeStorage: () => Promise<void>;
-  let lineageRoot: string;
 
   before(async () => {
-    const storage = await openSqliteForTest();
-    closeStorage = () => storage.close();
-    const blobs = testBlobs();
-    let wake = () => {};
-    app = buildApp({
-      storage,
-      blobs,
-      clock: systemClock,
-      version: "test",
-      publicOrigin: "http://kiln.test",
-      checkResponses: true,
-      wakeScheduler: () => wake(),
-    });
-    await app.ready();
-    lineageRoot = mkdtempSync(join(tmpdir(), "kiln-lineages-"));
-    host = await startLocalHost(
-      { storage, blobs, clock: systemClock },
-      {
-        workRoot: mkdtempSync(join(tmpdir(), "kiln-attempts-")),
-        lineageRoot,
-      },
-    );
-    wake = host.wake;
-    const member = await personWithToken(storage, { role: "member", now: new Date() });
-    token = member.token;
-    await onboardRepository(storage, { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" });
+    embedded = await startEmbedded();
+    app = embedded.app;
+    token = embedded.token;
   });
-  after(async () => {
-    await host.stop();
-    await app.close();
-    await closeStorage();
-    rmSync(lineageRoot, { recursive: true, force: true });
-  });
+  after(() => embedded.close());
 
   async function submit(files: SourceFile[], key: string, invocation: Record<string, unknown> = {}) {
     const res = await app.inject({
