@@ -62,7 +62,7 @@ describe("LineageStore", () => {
     assert.ok((await stat(first.targetDir)).isDirectory(), "a fresh, empty target dir");
     await writeFile(join(first.targetDir, "marker"), "built by the first attempt");
     const saved = await checkIn(first, { manifest: "first" });
-    assert.deepEqual(saved, { saved: true, generation: 1 });
+    assert.deepEqual(saved, { saved: true, generation: 1, root: 1 });
     assert.equal(existsSync(first.slotDir), false, "the slot moved out of the attempt directory");
 
     const second = await checkout("acme/first");
@@ -72,7 +72,7 @@ describe("LineageStore", () => {
     assert.deepEqual(second.record, { manifest: "first" });
     assert.equal(second.restoredBytes, await measureTreeBytes(second.targetDir));
     assert.equal(await readFile(join(second.targetDir, "marker"), "utf8"), "built by the first attempt");
-    assert.deepEqual(await checkIn(second), { saved: true, generation: 2 });
+    assert.deepEqual(await checkIn(second), { saved: true, generation: 2, root: 1 });
   });
 
   it("checks out in constant time: a 1 GiB lineage is handed over as fast as a 10 MiB one, without copying", async (t) => {
@@ -128,7 +128,7 @@ describe("LineageStore", () => {
     assert.equal(b.reason, "lineage in use");
     assert.equal(b.baseGeneration, 1, "the cold attempt descends from the generation current when it started");
     await writeFile(join(a.targetDir, "generation"), "2 by a");
-    assert.deepEqual(await checkIn(a), { saved: true, generation: 2 });
+    assert.deepEqual(await checkIn(a), { saved: true, generation: 2, root: 1 });
     const late = await checkIn(b);
     assert.equal(late.saved, false);
     assert.match(late.saved ? "" : late.detail, /^superseded: the lineage moved to generation 2 .*started from 1/);
@@ -140,13 +140,13 @@ describe("LineageStore", () => {
     assert.equal(d.outcome, "cold");
     assert.equal(d.reason, "lineage in use");
     await writeFile(join(d.targetDir, "generation"), "3 by d");
-    assert.deepEqual(await checkIn(d), { saved: true, generation: 3 });
+    assert.deepEqual(await checkIn(d), { saved: true, generation: 3, root: 3 });
     // While c still holds its slot, d's save is the lineage's slot: a new attempt gets it warm.
     const e = await checkout("acme/busy");
     assert.equal(e.outcome, "warm");
     assert.equal(await readFile(join(e.targetDir, "generation"), "utf8"), "3 by d");
     assert.equal((await checkIn(c)).saved, false, "c started from generation 2, the lineage is at 3");
-    assert.deepEqual(await checkIn(e), { saved: true, generation: 4 });
+    assert.deepEqual(await checkIn(e), { saved: true, generation: 4, root: 3 });
   });
 
   it("a discarded slot leaves the lineage cold with the reason, and the next check-in continues its generations", async () => {
@@ -158,7 +158,7 @@ describe("LineageStore", () => {
     const next = await checkout("acme/cancelled");
     assert.equal(next.outcome, "cold");
     assert.equal(next.reason, "the lineage's last attempt was cancelled while cargo ran; its target dir was discarded");
-    assert.deepEqual(await checkIn(next), { saved: true, generation: 2 });
+    assert.deepEqual(await checkIn(next), { saved: true, generation: 2, root: 2 });
     assert.equal((await checkout("acme/cancelled")).outcome, "warm");
   });
 
@@ -174,6 +174,7 @@ describe("LineageStore", () => {
     assert.deepEqual(await restarted.checkIn(lease, { bytes: 0, record: null, at: new Date() }), {
       saved: true,
       generation: 2,
+      root: 2,
     });
   });
 
@@ -185,5 +186,35 @@ describe("LineageStore", () => {
     await handle.write(Buffer.alloc(MiB, 1));
     await handle.close();
     assert.ok(((await measureTreeBytes(file)) ?? 0) >= MiB);
+  });
+
+  it("drops a slot descending from a purged or evicted generation; keeps one whose chain started cold after it", async () => {
+    const repo = "acme/dropped";
+    const dropOrder = async (throughGeneration: number, reason: "purged" | "evicted" = "purged") => {
+      const attempt = await attemptDir();
+      return store.checkout(identity(repo), attempt.dir, attempt.id, { reason, throughGeneration });
+    };
+    const g1 = await checkout(repo);
+    assert.deepEqual(await checkIn(g1), { saved: true, generation: 1, root: 1 });
+    const warm = await checkout(repo);
+    assert.equal(warm.rootGeneration, 1);
+    assert.deepEqual(await checkIn(warm), { saved: true, generation: 2, root: 1 });
+    // Purged through generation 1: generation 2 descends from it (root 1), so it is dropped.
+    const dropped = await dropOrder(1);
+    assert.equal(dropped.outcome, "cold");
+    assert.equal(dropped.reason, "purged");
+    assert.equal(dropped.baseGeneration, 2);
+    // Until a save, the lineage stays dropped, and says why.
+    const again = await dropOrder(2);
+    assert.equal(again.reason, "purged");
+    await store.discard(again, "test", new Date());
+    assert.deepEqual(await checkIn(dropped), { saved: true, generation: 3, root: 3 });
+    // The same order again (the control plane has not heard of generation 3 yet) keeps the new chain.
+    const kept = await dropOrder(2, "evicted");
+    assert.equal(kept.outcome, "warm");
+    assert.equal(kept.baseGeneration, 3);
+    await checkIn(kept);
+    const evicted = await dropOrder(4, "evicted");
+    assert.equal(evicted.reason, "evicted");
   });
 });

@@ -11,6 +11,11 @@ export interface AppDeps {
    * maximum). The repository setting that lowers it arrives with repository settings.
    */
   readonly wallClockSeconds?: number;
+  /**
+   * The tenant storage quota for lineages, in bytes (default PLATFORM_STORAGE_QUOTA_BYTES in
+   * repositories/storage-quota.ts). Give the local host the same value.
+   */
+  readonly storageQuotaBytes?: number;
   /** Nudges the scheduler after a submission or cancellation (the local host polls otherwise). */
   readonly wakeScheduler?: () => void;
   readonly clock: Clock;

@@ -38,7 +38,7 @@ export interface LocalHostOptions {
  * protocol in-process, plus the lease reaper that hands lost attempts back to the queue.
  */
 export async function startLocalHost(
-  deps: { storage: Storage; blobs: LocalBlobStore; clock: Clock },
+  deps: { storage: Storage; blobs: LocalBlobStore; clock: Clock; storageQuotaBytes?: number },
   options: LocalHostOptions,
 ): Promise<{ wake: () => void; stop: () => Promise<void> }> {
   const agent = new HostAgent({

@@ -199,7 +199,7 @@ export interface Embedded {
 }
 
 export async function startEmbedded(
-  options: { wallClockSeconds?: number; executor?: Executor; workRoot?: string } = {},
+  options: { wallClockSeconds?: number; executor?: Executor; workRoot?: string; storageQuotaBytes?: number } = {},
 ): Promise<Embedded> {
   const storage = await openSqliteForTest();
   const blobs = testBlobs();
@@ -208,6 +208,7 @@ export async function startEmbedded(
   // Warm lineages in a directory of this test's own (the default, beside the work root, would be the shared tmpdir).
   const lineageRoot = mkdtempSync(join(tmpdir(), "kiln-e2e-lineages-"));
   let wake = () => {};
+  const quota = options.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: options.storageQuotaBytes };
   const apps: FastifyInstance[] = [];
   const makeApp = async (wallClockSeconds: number | undefined) => {
     const app = buildApp({
@@ -219,6 +220,7 @@ export async function startEmbedded(
       checkResponses: true,
       wakeScheduler: () => wake(),
       ...(wallClockSeconds === undefined ? {} : { wallClockSeconds }),
+      ...quota,
     });
     await app.ready();
     apps.push(app);
@@ -226,7 +228,7 @@ export async function startEmbedded(
   };
   const app = await makeApp(options.wallClockSeconds);
   const host = await startLocalHost(
-    { storage, blobs, clock: systemClock },
+    { storage, blobs, clock: systemClock, ...quota },
     { workRoot, lineageRoot, executor: options.executor ?? createSandboxExecutor() },
   );
   wake = host.wake;

@@ -38,7 +38,7 @@ export interface TestApp {
 }
 
 /** The real app on real storage, with every response checked against the contract. */
-export async function testApp(storage: Storage): Promise<TestApp> {
+export async function testApp(storage: Storage, overrides: Partial<AppDeps> = {}): Promise<TestApp> {
   const clock = new TestClock();
   const deps: AppDeps = {
     storage,
@@ -47,6 +47,7 @@ export async function testApp(storage: Storage): Promise<TestApp> {
     publicOrigin: "http://kiln.test",
     blobs: testBlobs(),
     checkResponses: true,
+    ...overrides,
   };
   const app = buildApp(deps);
   await app.ready();

@@ -52,6 +52,16 @@ export { recordTransition } from "./jobs/record-transition.js";
 export { registerHost } from "./jobs/register-host.js";
 export { type LeaseRenewal, renewAttemptLease } from "./jobs/renew-attempt-lease.js";
 export { type CancellationResult, requestCancellation } from "./jobs/request-cancellation.js";
+export { findLineageDrop, type LineageDrop } from "./lineages/find-lineage-drop.js";
+export type { LineageRow } from "./lineages/lineage-row.js";
+export {
+  listRepositoryStorage,
+  type RepositoryStorage,
+  type RepositoryStoragePage,
+} from "./lineages/list-repository-storage.js";
+export { purgeLineage } from "./lineages/purge-lineage.js";
+export { readRepositoryStorage } from "./lineages/read-repository-storage.js";
+export { type LineageSave, type LineageSaveResult, recordLineageSave } from "./lineages/record-lineage-save.js";
 export { type AppliedMigrations, migrateToLatest } from "./migrations/migrate-to-latest.js";
 export { type OpenStorageOptions, openStorage } from "./open-storage.js";
 export {
@@ -72,7 +82,7 @@ export {
 } from "./pagination/keyset-page.js";
 export { countRequestInWindow, purgeRateWindows } from "./rate-limits/count-request-in-window.js";
 export { type OnboardedRepository, onboardRepository } from "./repositories/onboard-repository.js";
-export { type Database, MEMBERSHIP_ROLES, type MembershipRole } from "./schema.js";
+export { type Database, type LineageState, MEMBERSHIP_ROLES, type MembershipRole } from "./schema.js";
 export { createSession } from "./sessions/create-session.js";
 export { createSignInLink } from "./sessions/create-sign-in-link.js";
 export { endSession } from "./sessions/end-session.js";

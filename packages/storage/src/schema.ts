@@ -27,6 +27,7 @@ export interface Database {
   log_records: LogRecordsTable;
   job_events: JobEventsTable;
   artifacts: ArtifactsTable;
+  lineages: LineagesTable;
 }
 
 /** A job. JSON columns hold the contract's shapes as text. */
@@ -307,4 +308,24 @@ export interface OperatorAuditEntriesTable {
   value: string;
   changed_at: string;
   effective: string;
+}
+
+export type LineageState = "live" | "purged" | "evicted";
+
+/** A tenant lineage as the control plane accounts for it (migration 0005). */
+export interface LineagesTable {
+  tenant_id: string;
+  /** The host's lineage identity (`lin_…`), what a purge names. */
+  lineage: string;
+  repository: string;
+  class: string;
+  /** Bytes of its last save; only live lineages count against the quota. */
+  bytes: number;
+  last_used_at: string;
+  /** The host holding it. */
+  host: string;
+  state: LineageState;
+  /** Host-side generation of its last save (of the one dropped, while purged or evicted). */
+  generation: number;
+  state_changed_at: string;
 }

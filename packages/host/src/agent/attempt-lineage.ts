@@ -55,6 +55,7 @@ const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
 export class AttemptLineage {
   private settled = false;
   private savedBytes: number | null = null;
+  private saved: { generation: number; root: number } | null = null;
   private saveNote: string | null = null;
 
   private constructor(
@@ -79,7 +80,7 @@ export class AttemptLineage {
     nowMs: number,
   ): Promise<AttemptLineage> {
     const identity = { tenant: placement.tenant, repository: placement.repository, jobClass: placement.jobClass };
-    const lease = await store.checkout(identity, dirs.attemptDir, dirs.attemptId);
+    const lease = await store.checkout(identity, dirs.attemptDir, dirs.attemptId, placement.lineageDrop ?? null);
     const record = lease.outcome === "warm" ? parseRecord(lease.record) : null;
     const plan = planSourceMtimes(placement.source, record?.manifest ?? null, nowMs);
     await applySourceMtimes(dirs.workspaceDir, plan.manifest);
@@ -150,6 +151,7 @@ export class AttemptLineage {
     const result = await this.store.checkIn(this.lease, { bytes, record: { manifest: this.manifest, lockfiles }, at });
     if (result.saved) {
       this.savedBytes = bytes;
+      this.saved = { generation: result.generation, root: result.root };
       this.saveNote = `saved as generation ${result.generation}`;
       return `lineage ${this.lease.key}: ${this.saveNote} (${mb(bytes)})`;
     }
@@ -176,6 +178,10 @@ export class AttemptLineage {
       restored_generation: this.lease.outcome === "warm" ? this.lease.baseGeneration : null,
       restore_ms: Math.round(this.lease.checkoutMs * 1000) / 1000,
       save: this.saveNote,
+      // What the control plane accounts (lineages/record-lineage-save.ts): the generation saved
+      // and where its chain started cold.
+      saved_generation: this.saved?.generation ?? null,
+      root_generation: this.saved?.root ?? null,
     };
   }
 }

@@ -41,6 +41,11 @@ export interface Placement {
   readonly tenant: string;
   readonly repository: string;
   readonly jobClass: string;
+  /**
+   * Set when the control plane purged or evicted the lineage: the host drops its state of it
+   * that descends from `throughGeneration` or earlier before the attempt (lineage-store.ts).
+   */
+  readonly lineageDrop?: { readonly reason: "purged" | "evicted"; readonly throughGeneration: number } | null;
 }
 
 export interface AttemptRef {

@@ -27,6 +27,14 @@
  * Per-key operations are serialized by an in-process lock; the rename itself is what makes a
  * slot belong to exactly one attempt.
  *
+ * Purge and eviction are the control plane's (it accounts bytes against the tenant's quota):
+ * a placement may say the lineage was purged or evicted through generation G. Every slot
+ * records its chain's root, the generation at which its chain started cold; its target dir
+ * descends from every generation from the root on. At checkout, a slot whose root is at or
+ * before G descends from the dropped state and is dropped (moved into the attempt directory,
+ * removed with it: O(1) here too) and the attempt starts cold with the reason ("purged",
+ * "evicted"); a slot whose chain started cold after G is kept.
+ *
  * The rule after the attempt (see run-attempt.ts): the slot is checked in only when cargo ran
  * to its end (pass or fail: cargo leaves a consistent target dir either way). After a
  * cancellation, the wall-clock ceiling, an infrastructure failure or an agent error, the whole
@@ -63,6 +71,8 @@ interface Head {
 
 interface SlotState {
   readonly generation: number;
+  /** Where its chain started cold (absent in slots saved before roots were recorded: 1). */
+  readonly root?: number;
   readonly bytes: number;
   readonly saved_at: string;
   readonly record: unknown;
@@ -78,6 +88,8 @@ export interface LineageLease {
   readonly reason: string | null;
   /** The generation this attempt's target dir descends from (0: the lineage has none yet). */
   readonly baseGeneration: number;
+  /** Where the restored slot's chain started cold (null when cold: a save starts a new chain). */
+  readonly rootGeneration: number | null;
   /** Bytes of the lineage handed over, as measured when it was checked in (0 when cold). */
   readonly restoredBytes: number;
   /** What the agent recorded with the slot at its check-in (null when cold). */
@@ -90,8 +102,14 @@ export interface LineageLease {
   readonly checkoutMs: number;
 }
 
+/** The control plane's word that the lineage was purged or evicted through a generation. */
+export interface LineageDropOrder {
+  readonly reason: "purged" | "evicted";
+  readonly throughGeneration: number;
+}
+
 export type CheckInResult =
-  | { readonly saved: true; readonly generation: number }
+  | { readonly saved: true; readonly generation: number; readonly root: number }
   | { readonly saved: false; readonly detail: string };
 
 const errorCode = (error: unknown): string | undefined => (error as NodeJS.ErrnoException | null)?.code;
@@ -136,7 +154,12 @@ export class LineageStore {
    * Hands the lineage's slot to the attempt by renaming it to `<attemptDir>/lineage`, or makes
    * a fresh, empty slot there when there is none to hand over (cold, with the reason).
    */
-  async checkout(identity: LineageIdentity, attemptDir: string, attemptId: string): Promise<LineageLease> {
+  async checkout(
+    identity: LineageIdentity,
+    attemptDir: string,
+    attemptId: string,
+    drop: LineageDropOrder | null = null,
+  ): Promise<LineageLease> {
     const key = lineageKey(identity);
     const dir = join(this.root, key);
     const slotDir = join(attemptDir, "lineage");
@@ -147,7 +170,7 @@ export class LineageStore {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     return this.locked(key, async () => {
       const head = await readJson<Head>(join(dir, "head.json"));
-      const cold = async (reason: string): Promise<LineageLease> => {
+      const cold = async (reason: string, base = head?.generation ?? 0): Promise<LineageLease> => {
         await mkdir(targetDir, { recursive: true });
         return {
           key,
@@ -155,7 +178,8 @@ export class LineageStore {
           attemptId,
           outcome: "cold",
           reason,
-          baseGeneration: head?.generation ?? 0,
+          baseGeneration: base,
+          rootGeneration: null,
           restoredBytes: 0,
           record: null,
           slotDir,
@@ -188,6 +212,21 @@ export class LineageStore {
         await rm(slotDir, { recursive: true, force: true });
         return cold("the lineage's state was unreadable");
       }
+      const root = typeof state.root === "number" ? state.root : 1;
+      if (drop !== null && root <= drop.throughGeneration) {
+        // Descends from the purged or evicted state: drop it with the attempt directory.
+        this.release(key, attemptId);
+        await rename(slotDir, join(attemptDir, "dropped-lineage"));
+        await writeJson(
+          join(dir, "head.json"),
+          this.head(identity, state.generation, {
+            event: "discarded",
+            at: new Date().toISOString(),
+            detail: drop.reason,
+          }),
+        );
+        return cold(drop.reason, state.generation);
+      }
       // A crash between a check-in's rename and its head write leaves head one behind: heal it.
       if (head === null || head.generation !== state.generation) {
         await writeJson(join(dir, "head.json"), this.head(identity, state.generation, head?.last ?? null));
@@ -199,6 +238,7 @@ export class LineageStore {
         outcome: "warm",
         reason: null,
         baseGeneration: state.generation,
+        rootGeneration: root,
         restoredBytes: state.bytes,
         record: state.record,
         slotDir,
@@ -226,8 +266,10 @@ export class LineageStore {
         };
       }
       const generation = current + 1;
+      const root = lease.rootGeneration ?? generation;
       const state: SlotState = {
         generation,
+        root,
         bytes: saved.bytes,
         saved_at: saved.at.toISOString(),
         record: saved.record,
@@ -240,7 +282,7 @@ export class LineageStore {
         join(dir, "head.json"),
         this.head(lease.identity, generation, { event: "saved", at: saved.at.toISOString(), detail: lease.attemptId }),
       );
-      return { saved: true, generation };
+      return { saved: true, generation, root };
     });
   }
 

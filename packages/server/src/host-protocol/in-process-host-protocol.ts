@@ -3,13 +3,16 @@ import {
   appendLogRecords,
   type Clock,
   claimNextJob,
+  findLineageDrop,
   finishAttempt,
   type LocalBlobStore,
+  recordLineageSave,
   registerHost,
   renewAttemptLease,
   type Storage,
 } from "@kiln/storage";
 import { ARTIFACT_RETENTION_SECONDS, parseJson, SIZE_SHAPES, VCPUS_OF_SIZE } from "../jobs/job-view.js";
+import { storageQuotaBytes } from "../repositories/storage-quota.js";
 
 /** How long a lease lives without a heartbeat; hosts renew every few seconds. */
 export const LEASE_SECONDS = 15;
@@ -21,8 +24,14 @@ const PIDS_PER_VCPU = 512;
  * The control plane's side of the host protocol, bound in-process for the embedded
  * local host. An HTTP binding of the same interface serves remote `kiln-host`s.
  */
-export function inProcessHostProtocol(deps: { storage: Storage; blobs: LocalBlobStore; clock: Clock }): HostProtocol {
+export function inProcessHostProtocol(deps: {
+  storage: Storage;
+  blobs: LocalBlobStore;
+  clock: Clock;
+  storageQuotaBytes?: number;
+}): HostProtocol {
   const { storage, blobs, clock } = deps;
+  const quotaBytes = storageQuotaBytes(deps.storageQuotaBytes);
   return {
     async enroll(host) {
       await registerHost(storage, { ...host, now: clock.now() });
@@ -40,6 +49,11 @@ export function inProcessHostProtocol(deps: { storage: Storage; blobs: LocalBlob
       const { job, attempt } = placed;
       const shape = SIZE_SHAPES[job.size] ?? { vcpus: 2, memoryBytes: 4 * 2 ** 30 };
       const admitted = parseJson<{ toolchain: string }>(job.admitted);
+      const drop = await findLineageDrop(storage, {
+        tenantId: job.tenant_id,
+        repository: job.repository,
+        class: job.class,
+      });
       return {
         jobId: job.id,
         attempt: attempt.number,
@@ -54,6 +68,7 @@ export function inProcessHostProtocol(deps: { storage: Storage; blobs: LocalBlob
         tenant: job.tenant_id,
         repository: job.repository,
         jobClass: job.class,
+        lineageDrop: drop === undefined ? null : { reason: drop.reason, throughGeneration: drop.throughGeneration },
       };
     },
 
@@ -76,7 +91,16 @@ export function inProcessHostProtocol(deps: { storage: Storage; blobs: LocalBlob
       const row = await storage.db
         .selectFrom("attempts")
         .innerJoin("jobs", "jobs.id", "attempts.job_id")
-        .select(["attempts.started_at", "attempts.vcpus", "jobs.size", "jobs.cancel_requested_at"])
+        .select([
+          "attempts.started_at",
+          "attempts.vcpus",
+          "attempts.host_id",
+          "jobs.size",
+          "jobs.cancel_requested_at",
+          "jobs.tenant_id",
+          "jobs.repository",
+          "jobs.class",
+        ])
         .where("attempts.job_id", "=", ref.jobId)
         .where("attempts.number", "=", ref.attempt)
         .executeTakeFirst();
@@ -87,7 +111,7 @@ export function inProcessHostProtocol(deps: { storage: Storage; blobs: LocalBlob
           ? new Date(row.cancel_requested_at)
           : now;
       const seconds = Math.max(0, Math.ceil((end.getTime() - new Date(row.started_at).getTime()) / 1000));
-      return finishAttempt(storage, {
+      const finished = await finishAttempt(storage, {
         ...ref,
         now,
         result: {
@@ -101,6 +125,41 @@ export function inProcessHostProtocol(deps: { storage: Storage; blobs: LocalBlob
           usage: { size: row.size, seconds, vcpuSeconds: seconds * row.vcpus },
         },
       });
+      if (finished !== "finished") return finished;
+      // Lineage accounting: what the attempt saved counts against the tenant's quota; over it,
+      // the least recently used lineages are evicted (and dropped by the host at their next job).
+      const saved = savedLineageOf(result.report);
+      if (saved !== null) {
+        await recordLineageSave(storage, {
+          tenantId: row.tenant_id,
+          repository: row.repository,
+          class: row.class,
+          host: row.host_id,
+          ...saved,
+          now,
+          quotaBytes,
+        });
+      }
+      return finished;
     },
   };
+}
+
+/** The lineage save an attempt's evidence reports (its `caches` item), or null when it saved none. */
+function savedLineageOf(
+  report: Readonly<Record<string, unknown>>,
+): { lineage: string; bytes: number; generation: number; rootGeneration: number } | null {
+  const caches = report.caches;
+  if (!Array.isArray(caches)) return null;
+  const item = caches[0] as Record<string, unknown> | undefined;
+  const { lineage, saved_bytes, saved_generation, root_generation } = item ?? {};
+  if (
+    typeof lineage !== "string" ||
+    typeof saved_bytes !== "number" ||
+    typeof saved_generation !== "number" ||
+    typeof root_generation !== "number"
+  ) {
+    return null;
+  }
+  return { lineage, bytes: saved_bytes, generation: saved_generation, rootGeneration: root_generation };
 }

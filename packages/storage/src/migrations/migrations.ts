@@ -4,6 +4,7 @@ import { initialSchema } from "./0001-initial-schema.js";
 import { credentials } from "./0002-credentials.js";
 import { identity } from "./0003-identity.js";
 import { jobs } from "./0004-jobs.js";
+import { lineages } from "./0005-lineages.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -19,6 +20,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0002-credentials": credentials(dialect),
     "0003-identity": identity(),
     "0004-jobs": jobs(dialect),
+    "0005-lineages": lineages(),
   };
 }
 
