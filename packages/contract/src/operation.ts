@@ -82,6 +82,26 @@ export function defineOperation<const T extends Operation>(op: T): T {
   return { ...op, refusals: [...new Set(op.refusals)] };
 }
 
+/** What every operator operation may refuse (spec: "Every operation below can refuse …"). */
+export const OPERATOR_REFUSALS = ["operator_not_found", "unavailable"] as const satisfies readonly RefusalCode[];
+
+/**
+ * An operator-surface entry: operator session security, not keyed (spec: operator
+ * mutations are audited and not keyed), and the refusals every operator operation gives
+ * plus the row's extras.
+ */
+export function defineOperatorOperation<const T extends Omit<Operation, "security" | "keyed" | "refusals">>(
+  op: T & { readonly extraRefusals?: readonly RefusalCode[] },
+) {
+  const { extraRefusals = [], ...rest } = op;
+  return defineOperation({
+    ...rest,
+    security: { kind: "operator" },
+    keyed: false,
+    refusals: [...OPERATOR_REFUSALS, ...extraRefusals],
+  } as const);
+}
+
 /**
  * Every refusal an operation can actually give: the spec's list, plus invalid_request
  * wherever a request part is validated against a schema (a request that fails its

@@ -39,11 +39,11 @@ export {
 } from "./idempotency/reserve-idempotency-key.js";
 export { appendLogRecords, type LogLine } from "./jobs/append-log-records.js";
 export { type AttemptRow, claimNextJob } from "./jobs/claim-next-job.js";
-export { type AttemptReport, finishAttempt } from "./jobs/finish-attempt.js";
+export { type AttemptCompletion, finishAttempt } from "./jobs/finish-attempt.js";
 export { insertJob, type JobRow } from "./jobs/insert-job.js";
 export { newJobId } from "./jobs/job-ids.js";
 export { type JobFilters, listJobs } from "./jobs/list-jobs.js";
-export { type JobRecord, readJob } from "./jobs/read-job.js";
+export { type JobRecord, readJob, readJobRecords } from "./jobs/read-job.js";
 export { type JobEventRow, latestJobEventSequence, readJobEvents } from "./jobs/read-job-events.js";
 export { readJobStatus } from "./jobs/read-job-status.js";
 export { decodeLogCursor, encodeLogCursor, readLogRecords } from "./jobs/read-log-page.js";

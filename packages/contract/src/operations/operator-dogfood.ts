@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { defineOperation } from "../operation.js";
+import { defineOperatorOperation } from "../operation.js";
 import {
   DogfoodGateEvidenceRecorded,
   DogfoodGateEvidenceRequest,
@@ -22,25 +22,21 @@ import {
 
 /** Operator dogfood trial operations. */
 export const OPERATOR_DOGFOOD_OPERATIONS = [
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.dogfood.period",
     method: "GET",
     path: "/operator/api/dogfood/period",
     summary: "The dogfood period: entry gate, state, clock, closed windows, incidents, scorecard, beta decision.",
     tag: "operator-dogfood",
-    security: { kind: "operator" },
     request: {},
     response: { encoding: "json", schema: DogfoodPeriod },
-    refusals: ["operator_not_found", "unavailable"],
-    keyed: false,
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.dogfood.records.get",
     method: "GET",
     path: "/operator/api/dogfood/records",
     summary: "One dogfood run record with every field, threshold labels and the incidents naming it.",
     tag: "operator-dogfood",
-    security: { kind: "operator" },
     request: {
       query: Type.Object(
         {
@@ -52,104 +48,87 @@ export const OPERATOR_DOGFOOD_OPERATIONS = [
       ),
     },
     response: { encoding: "json", schema: DogfoodRunRecord },
-    refusals: ["operator_not_found", "unavailable", "invalid_request", "not_found"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "not_found"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.dogfood.gate.record",
     method: "POST",
     path: "/operator/api/dogfood/gate/evidence",
     summary:
       "Record entry-gate evidence; verified against the platform's own records. Opening the gate starts the clock.",
     tag: "operator-dogfood",
-    security: { kind: "operator" },
     request: { body: { encoding: "json", schema: DogfoodGateEvidenceRequest } },
     response: { encoding: "json", schema: DogfoodGateEvidenceRecorded },
-    refusals: ["operator_not_found", "unavailable", "invalid_request", "conflict"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "conflict"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.dogfood.incidents.record",
     method: "POST",
     path: "/operator/api/dogfood/incidents",
     summary: "Record an incident; a zero-tolerance class names run records and stops the trial at once.",
     tag: "operator-dogfood",
-    security: { kind: "operator" },
     request: { body: { encoding: "json", schema: DogfoodIncidentRequest } },
     response: { encoding: "json", schema: DogfoodIncident },
-    refusals: ["operator_not_found", "unavailable", "invalid_request", "conflict"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "conflict"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.dogfood.incidents.issue",
     method: "POST",
     path: "/operator/api/dogfood/incidents/issue",
     summary: "Record the dogfood repository issue filed for an incident.",
     tag: "operator-dogfood",
-    security: { kind: "operator" },
     request: { body: { encoding: "json", schema: DogfoodIncidentIssueRequest } },
     response: { encoding: "json", schema: DogfoodIncident },
-    refusals: ["operator_not_found", "unavailable", "not_found", "invalid_request", "conflict"],
-    keyed: false,
+    extraRefusals: ["not_found", "invalid_request", "conflict"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.dogfood.incidents.resolve",
     method: "POST",
     path: "/operator/api/dogfood/incidents/resolution",
     summary: "Resolve an incident; a stopped trial's new clock starts only once it is resolved.",
     tag: "operator-dogfood",
-    security: { kind: "operator" },
     request: { body: { encoding: "json", schema: DogfoodIncidentResolutionRequest } },
     response: { encoding: "json", schema: DogfoodIncident },
-    refusals: ["operator_not_found", "unavailable", "not_found", "invalid_request", "conflict"],
-    keyed: false,
+    extraRefusals: ["not_found", "invalid_request", "conflict"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.dogfood.maintenance.declare",
     method: "POST",
     path: "/operator/api/dogfood/maintenance",
     summary: "Declare a maintenance interval of at most 24 hours before it begins.",
     tag: "operator-dogfood",
-    security: { kind: "operator" },
     request: { body: { encoding: "json", schema: DogfoodMaintenanceRequest } },
     response: { encoding: "json", schema: DogfoodMaintenance },
-    refusals: ["operator_not_found", "unavailable", "invalid_request", "conflict"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "conflict"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.dogfood.interventions.record",
     method: "POST",
     path: "/operator/api/dogfood/interventions",
     summary: "Record an operator intervention; a routine intervention fails the period.",
     tag: "operator-dogfood",
-    security: { kind: "operator" },
     request: { body: { encoding: "json", schema: DogfoodInterventionRequest } },
     response: { encoding: "json", schema: DogfoodIntervention },
-    refusals: ["operator_not_found", "unavailable", "invalid_request", "conflict"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "conflict"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.dogfood.lifecycle.record",
     method: "POST",
     path: "/operator/api/dogfood/lifecycle-changes",
     summary: "Record a lifecycle change; a window it falls in does not count.",
     tag: "operator-dogfood",
-    security: { kind: "operator" },
     request: { body: { encoding: "json", schema: DogfoodLifecycleChangeRequest } },
     response: { encoding: "json", schema: DogfoodLifecycleChange },
-    refusals: ["operator_not_found", "unavailable", "invalid_request", "conflict"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "conflict"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.dogfood.spend.record",
     method: "POST",
     path: "/operator/api/dogfood/spend",
     summary: "Record a month's spend from a provider or invoice.",
     tag: "operator-dogfood",
-    security: { kind: "operator" },
     request: { body: { encoding: "json", schema: DogfoodSpendRequest } },
     response: { encoding: "json", schema: DogfoodSpend },
-    refusals: ["operator_not_found", "unavailable", "invalid_request", "conflict"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "conflict"],
   }),
 ];

@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { defineOperation } from "../operation.js";
+import { defineOperatorOperation } from "../operation.js";
 import {
   ACTIVATION_OPERATION_PATTERN,
   CanaryAttribution,
@@ -43,89 +43,69 @@ const incidentParams = Type.Object(
   { additionalProperties: false },
 );
 
-const BASE = ["operator_not_found", "unavailable"] as const;
-
 /** Operator hosts, identities, placements, canaries, recovery, incidents. */
 export const OPERATOR_HOSTS_OPERATIONS = [
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.list",
     method: "GET",
     path: "/operator/api/hosts",
     summary: "The host inventory: state, revision, deployed release, last attribution.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: {},
     response: { encoding: "json", schema: HostInventory },
-    refusals: [...BASE],
-    keyed: false,
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.identities.list",
     method: "GET",
     path: "/operator/api/identities",
     summary: "Host certificates, bootstrap credentials, controller and provisioner identities, with validity windows.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: {},
     response: { encoding: "json", schema: IdentityInventory },
-    refusals: [...BASE],
-    keyed: false,
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.history",
     method: "GET",
     path: "/operator/api/hosts/history",
     summary: "Recorded host state transitions.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: {},
     response: { encoding: "json", schema: HostTransitions },
-    refusals: [...BASE],
-    keyed: false,
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.get",
     method: "GET",
     path: "/operator/api/hosts/{id}",
     summary: "One host: serving state, drain attribution, blockers, receipts.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: { params: hostParams },
     response: { encoding: "json", schema: HostDetail },
-    refusals: [...BASE],
-    keyed: false,
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.placements.list",
     method: "GET",
     path: "/operator/api/placements",
     summary: "Live placements, flagged first.",
     tag: "operator-placements",
-    security: { kind: "operator" },
     request: {},
     response: { encoding: "json", schema: Placements },
-    refusals: [...BASE],
-    keyed: false,
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.placements.reconcile",
     method: "POST",
     path: "/operator/api/placements/{job_id}/{vm_id}/reconcile",
     summary: "Reconcile one placement with a category and mutation; audited.",
     tag: "operator-placements",
-    security: { kind: "operator" },
     request: { params: placementParams, body: { encoding: "json", schema: ReconcileRequest } },
     response: { encoding: "json", schema: ReconcileOutcome },
-    refusals: [...BASE, "invalid_request", "conflict", "upstream_failed"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "conflict", "upstream_failed"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.placements.receipt",
     method: "GET",
     path: "/operator/api/placements/{job_id}/{vm_id}/receipt",
     summary: "A placement's finalized reap receipt, paged.",
     tag: "operator-placements",
-    security: { kind: "operator" },
     request: {
       params: placementParams,
       query: Type.Object(
@@ -138,52 +118,43 @@ export const OPERATOR_HOSTS_OPERATIONS = [
       ),
     },
     response: { encoding: "json", schema: ReceiptRead },
-    refusals: [...BASE, "upstream_failed"],
-    keyed: false,
+    extraRefusals: ["upstream_failed"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.canaries.attribution",
     method: "GET",
     path: "/operator/api/canaries/{job_id}/attribution",
     summary: "Where a canary job's result is attributed, with the evidence.",
     tag: "operator-placements",
-    security: { kind: "operator" },
     request: { params: canaryParams },
     response: { encoding: "json", schema: CanaryAttribution },
-    refusals: [...BASE],
-    keyed: false,
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.journal",
     method: "GET",
     path: "/operator/api/hosts/{id}/journal",
     summary: "The host's system journal; the read is audited.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: { params: hostParams },
     response: { encoding: "bytes", contentType: "text/plain", description: "The host's journal as text." },
-    refusals: [...BASE, "upstream_failed"],
-    keyed: false,
+    extraRefusals: ["upstream_failed"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.kernel_log",
     method: "GET",
     path: "/operator/api/hosts/{id}/kernel-log",
     summary: "The host's kernel log; the read is audited.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: { params: hostParams },
     response: { encoding: "bytes", contentType: "text/plain", description: "The host's kernel log as text." },
-    refusals: [...BASE, "upstream_failed"],
-    keyed: false,
+    extraRefusals: ["upstream_failed"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.evidence",
     method: "GET",
     path: "/operator/api/hosts/{id}/evidence",
     summary: "One evidence file from the host; the read is audited.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: {
       params: hostParams,
       query: Type.Object(
@@ -198,10 +169,9 @@ export const OPERATOR_HOSTS_OPERATIONS = [
       ),
     },
     response: { encoding: "bytes", contentType: "application/octet-stream", description: "The evidence file's bytes." },
-    refusals: [...BASE, "upstream_failed"],
-    keyed: false,
+    extraRefusals: ["upstream_failed"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.evidence_export",
     method: "GET",
     path: "/operator/api/hosts/{id}/evidence-export",
@@ -209,7 +179,6 @@ export const OPERATOR_HOSTS_OPERATIONS = [
     description:
       "Read while the host runs. The export is bounded and names every item it could not include; every read is attributed in the operator audit.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: {
       params: hostParams,
       query: Type.Object(
@@ -230,77 +199,64 @@ export const OPERATOR_HOSTS_OPERATIONS = [
       contentType: "application/x-ndjson",
       description: "JSON lines: one record per item exported, and one per item it could not include.",
     },
-    refusals: [...BASE, "invalid_request", "not_found", "conflict", "upstream_failed"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "not_found", "conflict", "upstream_failed"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.drain",
     method: "POST",
     path: "/operator/api/hosts/{id}/drain",
     summary: "Stop placement on the host; running work continues. Audited.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: { params: hostParams },
     response: { encoding: "json", schema: HostInventoryView },
-    refusals: [...BASE, "conflict"],
-    keyed: false,
+    extraRefusals: ["conflict"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.undrain",
     method: "POST",
     path: "/operator/api/hosts/{id}/undrain",
     summary: "Return a drained host to placement under a named policy revision. Audited.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: { params: hostParams, body: { encoding: "json", schema: UndrainRequest } },
     response: { encoding: "json", schema: HostInventoryView },
-    refusals: [...BASE, "conflict", "invalid_request"],
-    keyed: false,
+    extraRefusals: ["conflict", "invalid_request"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.initialization.start",
     method: "POST",
     path: "/operator/api/hosts/{id}/initialization",
     summary: "Begin a host's initialization. Audited.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: { params: hostParams, body: { encoding: "json", schema: HostInitializationRequest } },
     response: { encoding: "json", schema: HostInitialization },
-    refusals: [...BASE, "conflict", "invalid_request", "upstream_failed"],
-    keyed: false,
+    extraRefusals: ["conflict", "invalid_request", "upstream_failed"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.initialization.observe",
     method: "GET",
     path: "/operator/api/hosts/{id}/initialization",
     summary: "A host initialization's progress.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: { params: hostParams },
     response: { encoding: "json", schema: HostInitialization },
-    refusals: [...BASE],
-    keyed: false,
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.deployment.register",
     method: "POST",
     path: "/operator/api/hosts/{id}/deployment",
     summary: "Register the release deployed on a host. Audited.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: { params: hostParams, body: { encoding: "json", schema: HostDeploymentRequest } },
     response: { encoding: "json", schema: HostInventoryView },
-    refusals: [...BASE, "conflict", "invalid_request"],
-    keyed: false,
+    extraRefusals: ["conflict", "invalid_request"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.recovery.get",
     method: "GET",
     path: "/operator/api/hosts/{id}/recovery",
     summary: "A host's recovery: admission, host operation, policy, incident, recovery ledger, invocations.",
     description: "Reading mutates nothing.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: {
       params: hostParams,
       query: Type.Object(
@@ -316,17 +272,15 @@ export const OPERATOR_HOSTS_OPERATIONS = [
       ),
     },
     response: { encoding: "json", schema: HostRecovery },
-    refusals: [...BASE, "invalid_request", "not_found"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "not_found"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.activations.get",
     method: "GET",
     path: "/operator/api/hosts/{id}/activations",
     summary: "A host's activations, most recently written first.",
     description: "Reading mutates nothing; a host with no boot authority is not_found.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: {
       params: hostParams,
       query: Type.Object(
@@ -339,10 +293,9 @@ export const OPERATOR_HOSTS_OPERATIONS = [
       ),
     },
     response: { encoding: "json", schema: HostActivations },
-    refusals: [...BASE, "invalid_request", "not_found"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "not_found"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.recovery.invoke",
     method: "POST",
     path: "/operator/api/hosts/{id}/recovery",
@@ -350,46 +303,38 @@ export const OPERATOR_HOSTS_OPERATIONS = [
     description:
       "Requires the exact confirmation. While a recovery of the host is open or running, that operation is returned instead; a retry with the same request identifier replays the recorded invocation. Surface and operator are recorded.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: { params: hostParams, body: { encoding: "json", schema: HostRecoveryInvocation } },
     response: { encoding: "json", schema: HostRecoveryInvocationOutcome },
-    refusals: [...BASE, "invalid_request", "not_found", "conflict"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "not_found", "conflict"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.recovery.policy.set",
     method: "POST",
     path: "/operator/api/hosts/{id}/recovery/policy",
     summary: "Set whether a host's impairments are recovered automatically. Audited.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: { params: hostParams, body: { encoding: "json", schema: HostRecoveryPolicyUpdate } },
     response: { encoding: "json", schema: HostRecoveryPolicy },
-    refusals: [...BASE, "invalid_request", "not_found", "conflict"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "not_found", "conflict"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.incidents.approve",
     method: "POST",
     path: "/operator/api/hosts/{id}/incidents/{incident}/approvals",
     summary: "Approve one destructive step for a host incident; no destructive step runs without it.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: { params: incidentParams, body: { encoding: "json", schema: DestructiveStepApproval } },
     response: { encoding: "json", schema: DestructiveApproval },
-    refusals: [...BASE, "invalid_request", "not_found", "conflict"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "not_found", "conflict"],
   }),
-  defineOperation({
+  defineOperatorOperation({
     id: "operator.hosts.incidents.close",
     method: "POST",
     path: "/operator/api/hosts/{id}/incidents/{incident}/close",
     summary: "Close a host incident at the revision read; admission is left as it stands.",
     tag: "operator-hosts",
-    security: { kind: "operator" },
     request: { params: incidentParams, body: { encoding: "json", schema: HostIncidentClose } },
     response: { encoding: "json", schema: HostIncident },
-    refusals: [...BASE, "invalid_request", "not_found", "conflict"],
-    keyed: false,
+    extraRefusals: ["invalid_request", "not_found", "conflict"],
   }),
 ];

@@ -1,5 +1,13 @@
 import { createHash } from "node:crypto";
-import { insertJob, type JobRow, listJobs, newJobId, readJob, requestCancellation } from "@kiln/storage";
+import {
+  insertJob,
+  type JobRow,
+  listJobs,
+  newJobId,
+  readJob,
+  readJobRecords,
+  requestCancellation,
+} from "@kiln/storage";
 import { requestHashOf } from "../http/perform-keyed.js";
 import { refuse } from "../http/refusal.js";
 import {
@@ -146,11 +154,7 @@ export const listTenantJobs: Handler = async (ctx) => {
     },
     ...pageRequestOf(ctx.query),
   });
-  const jobs = [];
-  for (const job of page.rows) {
-    const record = await readJob(ctx.db, { tenantId: job.tenant_id, jobId: job.id });
-    if (record !== undefined) jobs.push(jobView(record));
-  }
+  const jobs = (await readJobRecords(ctx.db, page.rows)).map(jobView);
   const s = page.summary;
   return {
     jobs,

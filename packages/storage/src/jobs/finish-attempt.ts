@@ -2,7 +2,7 @@ import type { Storage } from "../dialect.js";
 import { formatTimestamp } from "../timestamps.js";
 import { recordTransition } from "./record-transition.js";
 
-export interface AttemptReport {
+export interface AttemptCompletion {
   /** passed / failed end the job; cancelled ends it cancelled; lost hands it back to the queue. */
   readonly outcome: "passed" | "failed" | "cancelled";
   readonly exitCode: number | null;
@@ -24,7 +24,7 @@ export interface AttemptReport {
  */
 export async function finishAttempt(
   storage: Storage,
-  input: { jobId: string; attempt: number; leaseToken: string; now: Date; result: AttemptReport },
+  input: { jobId: string; attempt: number; leaseToken: string; now: Date; result: AttemptCompletion },
 ): Promise<"finished" | "stale"> {
   const now = formatTimestamp(input.now);
   return storage.transaction(async (trx) => {
