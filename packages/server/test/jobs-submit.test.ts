@@ -133,12 +133,20 @@ for (const dialect of DIALECTS) {
         .selectAll()
         .where("id", "=", res.json())
         .executeTakeFirstOrThrow();
-      assert.deepEqual(JSON.parse(row.admitted ?? "{}"), {
+      const { injections, ...admitted } = JSON.parse(row.admitted ?? "{}");
+      assert.deepEqual(admitted, {
         toolchain: "nightly",
         toolchain_origin: "rust-toolchain-file",
         network_policy: "offline",
         configuration_sha256: null,
+        settings_version: 0,
+        wall_clock_ceiling: { seconds: 3600, origin: "platform default" },
+        affected_tests: false,
       });
+      assert.deepEqual(
+        injections.map((i: { setting: string; status: string }) => `${i.setting} ${i.status}`),
+        ["build.jobs applied", "profile.dev.debug applied"],
+      );
       assert.equal(row.class, "build/dev/nightly");
       const manifest = JSON.parse(row.source_manifest) as { path: string; executable: boolean; sha256: string }[];
       assert.deepEqual(

@@ -82,6 +82,15 @@ export {
 } from "./pagination/keyset-page.js";
 export { countRequestInWindow, purgeRateWindows } from "./rate-limits/count-request-in-window.js";
 export { type OnboardedRepository, onboardRepository } from "./repositories/onboard-repository.js";
+export {
+  readRepositorySettings,
+  type StoredRepositorySettings,
+} from "./repository-settings/read-repository-settings.js";
+export {
+  type RepositorySettingsChanges,
+  type RepositorySettingsWriteResult,
+  writeRepositorySettings,
+} from "./repository-settings/write-repository-settings.js";
 export { type Database, type LineageState, MEMBERSHIP_ROLES, type MembershipRole } from "./schema.js";
 export { createSession } from "./sessions/create-session.js";
 export { createSignInLink } from "./sessions/create-sign-in-link.js";

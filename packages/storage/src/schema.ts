@@ -28,6 +28,7 @@ export interface Database {
   job_events: JobEventsTable;
   artifacts: ArtifactsTable;
   lineages: LineagesTable;
+  repository_settings: RepositorySettingsTable;
 }
 
 /** A job. JSON columns hold the contract's shapes as text. */
@@ -328,4 +329,18 @@ export interface LineagesTable {
   /** Host-side generation of its last save (of the one dropped, while purged or evicted). */
   generation: number;
   state_changed_at: string;
+}
+
+/** A repository's written settings (migration 0007); null values are the platform default. */
+export interface RepositorySettingsTable {
+  tenant_id: string;
+  repository: string;
+  /** The compare-and-set token a write names; moves by one per write. */
+  version: number;
+  /** Booleans as 0/1 (SQLite has no boolean type). */
+  affected_tests: number | null;
+  total_injection_opt_out: number | null;
+  wall_clock_ceiling_seconds: number | null;
+  changed_by: string;
+  changed_at: string;
 }

@@ -416,8 +416,33 @@ export const JobEvidence = Closed(
                 Sha256Hex(),
                 "SHA-256 of the generated dependency configuration; null unless dependency-gateway.",
               ),
+              settings_version: Type.Optional(
+                Type.Integer({
+                  minimum: 0,
+                  description: "The repository settings version admission snapshotted for this job.",
+                }),
+              ),
+              wall_clock_ceiling: Type.Optional(
+                Type.Object(
+                  {
+                    seconds: Type.Integer({ minimum: 1 }),
+                    origin: Type.String({
+                      description:
+                        "repository configuration (the source's Cargo.toml pins it), dashboard repository setting, or platform default.",
+                    }),
+                  },
+                  { additionalProperties: false, description: "The ceiling the job carries and where it comes from." },
+                ),
+              ),
+              affected_tests: Type.Optional(
+                Type.Boolean({ description: "Whether the repository's affected_tests setting was on at admission." }),
+              ),
             },
-            { additionalProperties: true, description: "Captured Cargo workspace jobs: what was admitted." },
+            {
+              additionalProperties: true,
+              description:
+                "Captured Cargo workspace jobs: what was admitted, with the settings snapshotted at admission (the injected build settings are the report's `injections`).",
+            },
           ),
         ),
       },

@@ -46,6 +46,20 @@ export interface Placement {
    * that descends from `throughGeneration` or earlier before the attempt (lineage-store.ts).
    */
   readonly lineageDrop?: { readonly reason: "purged" | "evicted"; readonly throughGeneration: number } | null;
+  /**
+   * The build settings admission decided for the job (applied or not, with why). The host sets
+   * the environment of the applied ones for cargo and reports all of them in the evidence.
+   */
+  readonly injections?: readonly Injection[];
+}
+
+export interface Injection {
+  readonly setting: string;
+  readonly value: string;
+  readonly origin: string;
+  readonly status: "applied" | "not applied";
+  readonly detail: string;
+  readonly environment: { readonly name: string; readonly value: string } | null;
 }
 
 export interface AttemptRef {

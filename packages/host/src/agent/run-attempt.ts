@@ -219,7 +219,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
           workingDirectory: placement.invocation.working_directory ?? ".",
           environment: {
             ...(placement.invocation.environment ?? {}),
-            CARGO_BUILD_JOBS: String(placement.limits.vcpus),
+            ...injectedEnvironment(placement),
             CARGO_TERM_COLOR: "never",
           },
           wallClockSeconds: placement.wallClockSeconds,
@@ -275,6 +275,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
         crates: summary.crates,
         tests: summary.tests,
         ...(lineage === null ? {} : { caches: [lineage.cacheItem()] }),
+        injections: injectionItems(placement),
         unit: {
           id: attemptId,
           host: deps.hostId,
@@ -308,4 +309,26 @@ async function finish(
   await logs.flush();
   if (logs.stale) return;
   await deps.protocol.finish(ref, result);
+}
+
+/** The environment of the injections admission applied (a not-applied one sets nothing). */
+function injectedEnvironment(placement: Placement): Record<string, string> {
+  const environment: Record<string, string> = {};
+  for (const injection of placement.injections ?? []) {
+    if (injection.status === "applied" && injection.environment !== null) {
+      environment[injection.environment.name] = injection.environment.value;
+    }
+  }
+  return environment;
+}
+
+/** Evidence `injections`: every decision, as admitted. */
+function injectionItems(placement: Placement) {
+  return (placement.injections ?? []).map(({ setting, value, origin, status, detail }) => ({
+    setting,
+    value,
+    origin,
+    status,
+    detail,
+  }));
 }

@@ -15,6 +15,8 @@ import { exportOperatorAudit, listOperatorAudit, refuseOperatorAuditChange } fro
 import { createOperatorSession, deleteOperatorSession } from "./operator-session.js";
 import { refusePredecessorSubmission } from "./predecessor-submissions.js";
 import { getRepository, listRepositories, purgeRepositoryLineage } from "./repositories.js";
+import { repositoryAdmission } from "./repository-admission.js";
+import { getRepositorySettings, writeRepositorySettingsHandler } from "./repository-settings.js";
 
 const predecessors: Record<string, Handler> = Object.fromEntries(
   CATALOGUE.filter((op) => op.deprecated === true).map((op) => [op.id, refusePredecessorSubmission]),
@@ -44,6 +46,9 @@ export const defaultHandlers: HandlerTable = {
   "repositories.list": listRepositories,
   "repositories.get": getRepository,
   "repositories.lineages.purge": purgeRepositoryLineage,
+  "repositories.admission": repositoryAdmission,
+  "repositories.settings.get": getRepositorySettings,
+  "repositories.settings.write": writeRepositorySettingsHandler,
   "cli.events": cliEvents,
   "events.stream": dashboardEvents,
   "cli_tokens.list": listOwnCliTokens,

@@ -17,7 +17,8 @@ import {
   jobClassOf,
   pinnedToolchain,
 } from "../jobs/admit-inline-source.js";
-import { jobView, MAX_ATTEMPTS, PLATFORM_WALL_CLOCK_SECONDS, TERMINAL_STATUSES } from "../jobs/job-view.js";
+import { admitSettings } from "../jobs/admit-settings.js";
+import { jobView, MAX_ATTEMPTS, TERMINAL_STATUSES } from "../jobs/job-view.js";
 import { type Handler, type HandlerContext, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
 
@@ -90,6 +91,18 @@ export const submitJob: Handler = async (ctx) => {
     manifest.push({ path: file.path, sha256: stored.sha256, bytes: stored.bytes, executable: file.executable });
   }
   const workingDirectory = invocation.working_directory ?? ".";
+  const byPath = new Map(files.map((file) => [file.path, file]));
+  const settings = await admitSettings(ctx, {
+    tenantId: principal.tenantId,
+    repository: body.repository,
+    size: body.size,
+    invocation,
+    workingDirectory,
+    source: async (path) => {
+      const file = byPath.get(path);
+      return file === undefined ? null : Buffer.from(file.bytes);
+    },
+  });
   const pinned = pinnedToolchain(files, workingDirectory);
   const toolchain = invocation.toolchain ?? pinned ?? "stable";
   const origin =
@@ -111,7 +124,7 @@ export const submitJob: Handler = async (ctx) => {
     request_hash: requestHash,
     invocation: JSON.stringify(invocation),
     source_manifest: JSON.stringify(manifest),
-    wall_clock_seconds: Math.min(ctx.deps.wallClockSeconds ?? PLATFORM_WALL_CLOCK_SECONDS, PLATFORM_WALL_CLOCK_SECONDS),
+    wall_clock_seconds: settings.wall_clock_ceiling.seconds,
     max_attempts: MAX_ATTEMPTS,
     attempts_started: 0,
     accepted_at: now,
@@ -121,6 +134,7 @@ export const submitJob: Handler = async (ctx) => {
       toolchain_origin: origin,
       network_policy: "offline",
       configuration_sha256: null,
+      ...settings,
     }),
     retry_of: null,
   });

@@ -141,11 +141,14 @@ export function pinnedToolchain(files: readonly InlineFile[], workingDirectory: 
  */
 export function jobClassOf(operation: string, args: readonly string[], toolchain: string): string {
   const family = operation === "check" || operation === "clippy" ? "check" : operation === "test" ? "build" : operation;
+  return `${family}/${profileOf(args)}/${toolchain}`;
+}
+
+/** The Cargo profile the arguments select: release for `--release`, else `--profile`'s, else dev. */
+export function profileOf(args: readonly string[]): string {
+  if (args.includes("--release")) return "release";
+  const inline = args.find((a) => a.startsWith("--profile="));
+  if (inline !== undefined) return inline.slice("--profile=".length) || "dev";
   const profileIndex = args.indexOf("--profile");
-  const profile = args.includes("--release")
-    ? "release"
-    : profileIndex >= 0
-      ? (args[profileIndex + 1] ?? "dev")
-      : "dev";
-  return `${family}/${profile}/${toolchain}`;
+  return profileIndex >= 0 ? (args[profileIndex + 1] ?? "dev") : "dev";
 }

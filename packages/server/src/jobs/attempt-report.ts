@@ -151,6 +151,10 @@ export function mergeAttemptReports(record: JobRecord): EvidenceReport {
     });
   }
   const admitted = parseJson<AdmittedRecord>(job.admitted);
-  if (admitted !== null) report.admitted = admitted;
+  if (admitted !== null) {
+    // The injections admission decided are reported per attempt, as the host applied them.
+    const { injections: _decided, ...rest } = admitted;
+    report.admitted = rest as AdmittedRecord;
+  }
   return report;
 }
