@@ -2,7 +2,12 @@
 // End-to-end benchmark: bare `cargo test --offline` versus the same crate through kiln: cold,
 // warm (unchanged re-run) and after a one-file edit.
 //
-//   npm run build && node bench/end-to-end.mjs [--runs N] [--crates generated,semver] [--json FILE]
+//   npm run build && node bench/end-to-end.mjs [--runs N] [--crates generated,semver,regex] [--json FILE]
+//     [--lineage-gib 1,4,8] (the restore-time scenario; 0 skips it)
+//
+// Bare cargo runs with the build settings kiln injects (CARGO_BUILD_JOBS of the size and
+// CARGO_PROFILE_DEV_DEBUG=line-tables-only), so a ratio measures kiln's overhead on the same
+// build, not the injections' gain (docs/build-settings.md measures that separately).
 //
 // kiln runs in this process with the same wiring as `kiln-server serve` (openStorage on a fresh
 // data dir, a LocalBlobStore beside it, buildApp, the embedded local host with the sandbox
@@ -11,7 +16,18 @@
 // POST /api/v4/jobs) to the first GET /api/jobs/{id} that shows a terminal status, polled every
 // POLL_MS. Must run as root (the sandbox executor requires it), like the end-to-end tests.
 import { execFileSync } from "node:child_process";
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -42,11 +58,17 @@ function option(name, fallback) {
 }
 const RUNS = Number(option("runs", "3"));
 if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error("--runs must be a positive integer");
-const CRATE_NAMES = option("crates", "generated,semver").split(",");
+const CRATE_NAMES = option("crates", "generated,semver,regex").split(",");
+const LINEAGE_GIB = option("lineage-gib", "1,4,8")
+  .split(",")
+  .map(Number)
+  .filter((x) => x > 0);
 const JSON_OUT = option("json", null);
 const POLL_MS = 20;
 const SIZE = "kiln2-cpu";
 const VCPUS = 2; // kiln2-cpu; bare cargo gets the same CARGO_BUILD_JOBS
+/** What kiln injects into a dev-profile job of kiln2-cpu (docs/build-settings.md); bare cargo gets the same. */
+const INJECTED = { CARGO_BUILD_JOBS: String(VCPUS), CARGO_PROFILE_DEV_DEBUG: "line-tables-only" };
 
 /** Issue 4's goal: kiln's end-to-end time at most 10 % + 1 second over bare cargo. */
 const GOAL = { factor: 1.1, seconds: 1 };
@@ -65,6 +87,14 @@ const CRATES = {
       if (!debianCrateInstalled("semver", "1.0.14"))
         throw new Error("apt-get install librust-semver-dev librust-serde-dev (npm test's setup does)");
       return debianCrate("semver", "1.0.14");
+    },
+  },
+  regex: {
+    label: "regex 1.7.1 (Debian)",
+    files: () => {
+      if (!debianCrateInstalled("regex", "1.7.1"))
+        throw new Error("apt-get install librust-regex-dev (npm test's setup does)");
+      return debianCrate("regex", "1.7.1");
     },
   },
 };
@@ -109,7 +139,7 @@ const temp = (prefix) => {
 /** A bare run; throws when cargo fails (a benchmark of a failing build measures nothing). */
 async function bare(workspace, targetDir) {
   const before = cpuTicks().children;
-  const run = await directCargoTest(workspace, { targetDir, jobs: VCPUS });
+  const run = await directCargoTest(workspace, { targetDir, jobs: VCPUS, environment: INJECTED });
   // cargo is this process's only child while it runs: its (and its descendants') CPU time.
   const cpuSeconds = (cpuTicks().children - before) / 100;
   if (run.exitCode !== 0) throw new Error(`bare cargo test failed:\n${run.output.slice(-3000)}`);
@@ -141,9 +171,13 @@ async function startKiln() {
   });
   await app.ready();
   mkdirSync(join(dataDir, "attempts"));
-  const host = await startLocalHost({ storage, blobs, clock: systemClock }, { workRoot: join(dataDir, "attempts") });
+  const lineageRoot = join(dataDir, "lineages");
+  const host = await startLocalHost(
+    { storage, blobs, clock: systemClock },
+    { workRoot: join(dataDir, "attempts"), lineageRoot },
+  );
   wake = host.wake;
-  const member = await personWithToken(storage, { role: "member", now: new Date() });
+  const member = await personWithToken(storage, { role: "admin", now: new Date() });
   const auth = bearer(member.token);
   let keys = 0;
 
@@ -169,6 +203,17 @@ async function startKiln() {
     await onboardRepository(storage, { tenantId: member.tenant, name, onboardedBy: "bench" });
     return name;
   }
+
+  const post = async (url, body) => {
+    keys += 1;
+    const res = await app.inject({
+      method: "POST",
+      url,
+      headers: { ...auth, "content-type": "application/json", "idempotency-key": `bench-${keys}` },
+      payload: JSON.stringify(body),
+    });
+    return { status: res.statusCode, body: res.json() };
+  };
 
   /** Submits, waits for the terminal status; returns the wall time and what the job's evidence says. */
   async function run(files, repository) {
@@ -235,12 +280,16 @@ async function startKiln() {
       compileSeconds: compile ? Number(compile) : null,
       cpuSeconds: unit.cpu_seconds ?? null,
       tests: evidence.report.tests.length,
+      injections: evidence.report.injections.map((i) => ({ setting: i.setting, status: i.status, detail: i.detail })),
     };
   }
 
   return {
     run,
     onboard,
+    get,
+    post,
+    lineageRoot,
     stop: async () => {
       await host.stop();
       await app.close();
@@ -300,8 +349,91 @@ log(
 );
 log(`bench: ${RUNS} run(s) per measurement; crates ${CRATE_NAMES.join(", ")}; kiln size ${SIZE}`);
 
+/** Writes `gib` GiB of incompressible bytes as 256 MiB files (real blocks, not holes: a copy has to move them). */
+function fillWithBytes(dir, gib) {
+  mkdirSync(dir, { recursive: true });
+  const chunk = randomBytes(64 * 2 ** 20);
+  for (let f = 0; f < gib * 4; f++) {
+    const fd = openSync(join(dir, `filler-${Date.now()}-${f}.bin`), "w");
+    for (let i = 0; i < 4; i++) writeSync(fd, chunk);
+    closeSync(fd);
+  }
+}
+
+/**
+ * Issue 6's scenarios, on the generated crate (cheap to build, so the lineage's size is what
+ * varies): restore time as the lineage grows to several GB (real bytes padded into the saved
+ * target dir), against copying the same target dir; a purge makes the next run cold; a setting
+ * the repository's own Cargo configuration makes is `not applied`; a stale settings write is
+ * refused `stale_version`.
+ */
+async function issueSixScenarios(kiln) {
+  const files = testedCrate("lineagecrate", 0);
+  const repository = await kiln.onboard("bench/lineage-growth");
+  const out = { restore: [], purge: null, notApplied: null, stale: null };
+  const first = await kiln.run(files, repository);
+  const lineage = (await kiln.get(`/api/repositories/${repository}`)).lineages[0]?.lineage;
+  if (first.cache?.outcome !== "cold" || lineage === undefined) throw new Error("the first job made no lineage");
+  const slot = join(kiln.lineageRoot, lineage, "current", "target");
+  const warm = await kiln.run(files, repository);
+  out.restore.push({ paddedGiB: 0, onDiskBytes: null, ...restoreOf(warm), copySeconds: copySeconds(slot) });
+  let padded = 0;
+  for (const gib of LINEAGE_GIB) {
+    log(`bench: padding the lineage to ${gib} GiB of real bytes`);
+    fillWithBytes(join(slot, "kiln-bench-filler"), gib - padded);
+    padded = gib;
+    const onDiskBytes = Number(execFileSync("du", ["-sb", slot], { encoding: "utf8" }).split("\t")[0]);
+    const copy = gib <= 4 ? copySeconds(slot) : null;
+    const k = await kiln.run(files, repository);
+    if (k.cache?.outcome !== "warm") throw new Error(`padded lineage not warm: ${JSON.stringify(k.cache)}`);
+    out.restore.push({ paddedGiB: gib, onDiskBytes, ...restoreOf(k), copySeconds: copy });
+  }
+  rmSync(join(slot, "kiln-bench-filler"), { recursive: true, force: true });
+
+  const purged = await kiln.post(`/api/repositories/${repository}/purges`, { lineage, confirm: lineage });
+  if (purged.status !== 200) throw new Error(`purge refused: ${JSON.stringify(purged.body)}`);
+  const afterPurge = await kiln.run(files, repository);
+  out.purge = { receipt: purged.body, next: afterPurge.cache, seconds: afterPurge.seconds };
+
+  const configured = [
+    ...files,
+    { path: ".cargo/config.toml", bytes: [...Buffer.from("[build]\njobs = 1\n")], executable: false },
+  ].sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
+  const own = await kiln.run(configured, repository);
+  out.notApplied = own.injections;
+
+  const settings = await kiln.get(`/api/repositories/${repository}/settings`);
+  const write = (version) =>
+    kiln.post(`/api/repositories/${repository}/settings`, { version, changes: { wall_clock_ceiling_seconds: 1800 } });
+  const accepted = await write(settings.version);
+  const stale = await write(settings.version);
+  out.stale = { read: settings.version, accepted: accepted.body, refused: stale.body, status: stale.status };
+  return out;
+}
+
+const restoreOf = (k) => ({
+  seconds: k.seconds,
+  restorePhase: k.restore,
+  checkoutMs: k.cache?.restore_ms ?? null,
+  restoredBytes: k.cache?.restored_bytes ?? null,
+  savedBytes: k.cache?.saved_bytes ?? null,
+  savePhase: k.save,
+});
+
+/** What restoring by copy would cost: `cp -a` of the lineage's target dir (then removed). */
+function copySeconds(dir) {
+  const destination = `${dir}.copy-${process.pid}`;
+  const started = process.hrtime.bigint();
+  execFileSync("cp", ["-a", dir, destination]);
+  execFileSync("sync");
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  rmSync(destination, { recursive: true, force: true });
+  return seconds;
+}
+
 const kiln = await startKiln();
 const results = {};
+let scenarios = null;
 try {
   // One throw-away kiln job first: the executor's one-time setup and the first-start cost of
   // the app and storage are not what any row measures.
@@ -359,6 +491,7 @@ try {
       rmSync(workspace, { recursive: true, force: true });
     }
   }
+  scenarios = await issueSixScenarios(kiln);
 } finally {
   await kiln.stop();
 }
@@ -517,6 +650,35 @@ const out = [
   "",
   `sandbox fixed cost (executor running \`true\`, median of ${fixed.length}): ${fmt(median(fixed), 3)} s`,
   "",
+  "Issue 6's scenarios (generated crate; restore = the attempt's restore phase, checkout = the rename inside it):",
+  "",
+  table(
+    [
+      "lineage padded by",
+      "target dir on disk at restore (du) MB",
+      "saved back MB",
+      "checkout ms",
+      "restore phase s",
+      "save phase s",
+      "job s",
+      "copying it instead (cp -a) s",
+    ],
+    (scenarios?.restore ?? []).map((r) => [
+      `${r.paddedGiB} GiB`,
+      fmt((r.onDiskBytes ?? r.restoredBytes ?? 0) / 1e6, 0),
+      fmt((r.savedBytes ?? 0) / 1e6, 0),
+      fmt(r.checkoutMs, 2),
+      fmt(r.restorePhase, 3),
+      fmt(r.savePhase, 3),
+      fmt(r.seconds),
+      r.copySeconds === null ? "–" : fmt(r.copySeconds),
+    ]),
+  ),
+  "",
+  `purge → next run: ${JSON.stringify(scenarios?.purge?.next ?? null)} (receipt: ${JSON.stringify(scenarios?.purge?.receipt ?? null)})`,
+  `repository's .cargo/config.toml sets build.jobs → injections: ${JSON.stringify(scenarios?.notApplied ?? null)}`,
+  `stale settings write (read version ${scenarios?.stale?.read}, written once): HTTP ${scenarios?.stale?.status} ${JSON.stringify(scenarios?.stale?.refused ?? null)}`,
+  "",
   "Tests per binary (bare, first run):",
   ...Object.entries(results).map(([name, r]) => `  ${name}: ${JSON.stringify(r.counts)}`),
 ];
@@ -536,6 +698,10 @@ if (JSON_OUT) {
   );
   writeFileSync(
     JSON_OUT,
-    JSON.stringify({ machine, runs: RUNS, goal: GOAL, warmGoal: WARM_GOAL, verdicts, fixed, results: plain }, null, 2),
+    JSON.stringify(
+      { machine, runs: RUNS, goal: GOAL, warmGoal: WARM_GOAL, verdicts, fixed, scenarios, results: plain },
+      null,
+      2,
+    ),
   );
 }

@@ -86,7 +86,7 @@ export interface DirectRun {
  */
 export function directCargoTest(
   dir: string,
-  opts: { targetDir: string; jobs?: number; args?: readonly string[] },
+  opts: { targetDir: string; jobs?: number; args?: readonly string[]; environment?: Readonly<Record<string, string>> },
 ): Promise<DirectRun> {
   const home = mkdtempSync(join(tmpdir(), "kiln-direct-home-"));
   const started = process.hrtime.bigint();
@@ -101,6 +101,7 @@ export function directCargoTest(
         CARGO_NET_OFFLINE: "true",
         CARGO_BUILD_JOBS: String(opts.jobs ?? 2),
         CARGO_TERM_COLOR: "never",
+        ...opts.environment,
       },
     });
     let output = "";
