@@ -24,6 +24,16 @@ const DEBIAN = {
     { pkg: "librust-semver-dev", proof: "/usr/share/cargo/registry/semver-1.0.14/Cargo.toml" },
     { pkg: "librust-serde-dev", proof: "/usr/share/cargo/registry/serde-1.0.152/Cargo.toml" },
   ],
+  // `npm run bench`: the test set plus regex (issue 6's larger real crate) and its dev-dependencies.
+  bench: [
+    { pkg: "postgresql-15", proof: "/usr/lib/postgresql/15/bin/initdb" },
+    { pkg: "bubblewrap", proof: "/usr/bin/bwrap" },
+    { pkg: "librust-semver-dev", proof: "/usr/share/cargo/registry/semver-1.0.14/Cargo.toml" },
+    { pkg: "librust-serde-dev", proof: "/usr/share/cargo/registry/serde-1.0.152/Cargo.toml" },
+    { pkg: "librust-regex-dev", proof: "/usr/share/cargo/registry/regex-1.7.1/Cargo.toml" },
+    { pkg: "librust-quickcheck-dev", proof: "/usr/share/cargo/registry/quickcheck-1.0.3/Cargo.toml" },
+    { pkg: "librust-rand-dev", proof: "/usr/share/cargo/registry/rand-0.8.5/Cargo.toml" },
+  ],
 };
 
 function run(cmd, args, opts = {}) {
