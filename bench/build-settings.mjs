@@ -1,0 +1,71 @@
+#!/usr/bin/env node
+// How kiln chose its injected build settings: cold `cargo test` of real crates from Debian's
+// sources with cargo's defaults against the same with the setting, in the same run,
+// interleaved, CARGO_BUILD_JOBS=2 throughout (what kiln2-cpu gets). Reports wall seconds and
+// the target dir's bytes.
+//
+//   npm run build && node bench/build-settings.mjs [--runs N] [--crates semver,regex]
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const { debianCrate, directCargoTest, materialize } = await import(
+  join(root, "packages", "server", "dist", "test", "debian-crates.js")
+);
+
+const option = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
+};
+const RUNS = Number(option("runs", "3"));
+const CRATES = { semver: ["semver", "1.0.14"], regex: ["regex", "1.7.1"] };
+const names = option("crates", "semver,regex").split(",");
+const SETTINGS = {
+  "cargo defaults": {},
+  "profile.dev.debug = line-tables-only": { CARGO_PROFILE_DEV_DEBUG: "line-tables-only" },
+};
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const log = (line) => process.stderr.write(`${line}\n`);
+
+const rows = [];
+const loadBefore = loadavg()[0];
+for (const name of names) {
+  const [crate, version] = CRATES[name];
+  const files = debianCrate(crate, version);
+  const samples = Object.fromEntries(Object.keys(SETTINGS).map((k) => [k, { seconds: [], bytes: [] }]));
+  for (let i = 0; i < RUNS; i++) {
+    for (const [label, environment] of Object.entries(SETTINGS)) {
+      const workspace = materialize(files, mkdtempSync(join(tmpdir(), "kiln-settings-src-")));
+      const targetDir = mkdtempSync(join(tmpdir(), "kiln-settings-target-"));
+      const run = await directCargoTest(workspace, { targetDir, jobs: 2, environment });
+      if (run.exitCode !== 0) throw new Error(`${name} (${label}) failed:\n${run.output.slice(-2000)}`);
+      const bytes = Number(execFileSync("du", ["-sb", targetDir], { encoding: "utf8" }).split("\t")[0]);
+      samples[label].seconds.push(run.seconds);
+      samples[label].bytes.push(bytes);
+      log(
+        `settings: ${name} run ${i + 1}/${RUNS} ${label}: ${run.seconds.toFixed(2)} s, ${(bytes / 1e6).toFixed(0)} MB`,
+      );
+      rmSync(workspace, { recursive: true, force: true });
+      rmSync(targetDir, { recursive: true, force: true });
+    }
+  }
+  const base = samples["cargo defaults"];
+  for (const [label, s] of Object.entries(samples)) {
+    rows.push(
+      `| ${crate} ${version} | ${label} | ${median(s.seconds).toFixed(2)} s | ${(median(s.seconds) / median(base.seconds)).toFixed(2)}× | ${(median(s.bytes) / 1e6).toFixed(0)} MB | ${(median(s.bytes) / median(base.bytes)).toFixed(2)}× |`,
+    );
+  }
+}
+process.stdout.write(
+  [
+    `machine: ${cpus().length} CPUs (${cpus()[0]?.model}); ${execFileSync("cargo", ["--version"], { encoding: "utf8" }).trim()}; runs ${RUNS}; load ${loadBefore.toFixed(1)} before, ${loadavg()[0].toFixed(1)} after`,
+    "",
+    "| crate | settings | cold cargo test (median) | vs defaults | target dir | vs defaults |",
+    "| --- | --- | --- | --- | --- | --- |",
+    ...rows,
+    "",
+  ].join("\n"),
+);
