@@ -438,14 +438,25 @@ for (const dialect of DIALECTS) {
     });
 
     it("expires unclaimed uploads after one hour: gone for mutations, expired to reads", async () => {
-      const archive: Archive = archiveOf([{ path: "e.txt", content: "expiring" }]);
+      const archive: Archive = archiveOf(
+        [
+          { path: "e.txt", content: "expiring" },
+          { path: "g.txt", content: "held" },
+        ],
+        [],
+        {
+          partBytes: 8,
+        },
+      );
       await sources.reserve(archive.reservation, "expiring");
+      assert.equal((await sources.put("expiring", 2, archive.parts[1] as Buffer)).status, 204);
       const verifiedArchive = archiveOf([{ path: "f.txt", content: "verified then expired" }]);
       await sources.upload(verifiedArchive, "expiring-verified");
       t.clock.advance(3600);
       const part = archive.parts[0] as Buffer;
       for (const res of [
         await sources.put("expiring", 1, part),
+        await sources.put("expiring", 2, archive.parts[1] as Buffer),
         await sources.check("expiring", 1, sha256(part)),
         await sources.complete("expiring"),
         await sources.reserve(archive.reservation, "expiring"),
