@@ -48,10 +48,11 @@ export const SOURCES_OPERATIONS = [
       "Checks the declared totals against the limits and the tenant's reservations (16 GiB, 32 unclaimed uploads) before any byte is sent. A repeat with the same key and body returns the original upload; a changed body is refused conflict, as is a reservation past the tenant's limits. not_found: the repository is not onboarded for the tenant; gone: the key names an expired upload.",
     tag: "sources",
     security: { kind: "tenant", scope: "submit" },
-    request: { body: { encoding: "json", schema: SourceReservation } },
+    request: { body: { encoding: "json", schema: SourceReservation, maxBytes: 256 * 1024 * 1024 } },
     response: { encoding: "json", schema: SourceUpload },
     refusals: [...A, ...K, "invalid_request", "not_found", "gone", "conflict"],
     keyed: true,
+    idempotency: "durable-owner",
   }),
   defineOperation({
     id: "sources.status",
@@ -71,7 +72,7 @@ export const SOURCES_OPERATIONS = [
     path: "/api/sources/{upload}/chunks/{part}",
     summary: "Send one part's raw bytes; the idempotency-key must equal the upload id.",
     description:
-      "The bytes must have the length and SHA-256 the manifest declares for the part (else invalid_request). Repeating a part with the same bytes verifies the original; changed bytes, or an upload no longer reserved, give conflict; an expired upload gives gone.",
+      "The idempotency-key must equal the path's upload id (else invalid_request naming both); the part's durable identity is that upload and the path's part number. The bytes must have the length and SHA-256 the manifest declares for the part (else invalid_request naming the expected and received digest). Repeating a part with the same bytes verifies the original; changed bytes, or an upload no longer reserved, give conflict; an expired upload gives gone.",
     tag: "sources",
     security: { kind: "tenant", scope: "submit" },
     request: {
@@ -86,6 +87,7 @@ export const SOURCES_OPERATIONS = [
     response: { encoding: "none", description: "The part is held." },
     refusals: [...A, ...K, "invalid_request", "not_found", "gone", "conflict"],
     keyed: true,
+    idempotency: "durable-owner",
   }),
   defineOperation({
     id: "sources.chunk.check",
@@ -117,12 +119,13 @@ export const SOURCES_OPERATIONS = [
     path: "/api/sources/{upload}/complete",
     summary: "Verify every part and file digest of an upload; the idempotency-key must equal the upload id.",
     description:
-      "Answers the upload verified (a job may now claim it) or rejected (the parts cannot produce the manifest's files). Missing parts are refused conflict naming them; an expired upload gives gone. Repeated completion returns the same upload and preserves the original owner.",
+      "The idempotency-key must equal the path's upload id (else invalid_request). Answers the upload verified (a job may now claim it) or rejected (the parts cannot produce the manifest's files). Missing parts are refused conflict naming them; an expired upload gives gone. Repeated completion returns the same upload and preserves the original owner.",
     tag: "sources",
     security: { kind: "tenant", scope: "submit" },
     request: { params: uploadParams(), query: repositoryQuery() },
     response: { encoding: "json", schema: SourceUpload },
     refusals: [...A, ...K, "invalid_request", "not_found", "gone", "conflict"],
     keyed: true,
+    idempotency: "durable-owner",
   }),
 ];

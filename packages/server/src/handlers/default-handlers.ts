@@ -17,6 +17,14 @@ import { refusePredecessorSubmission } from "./predecessor-submissions.js";
 import { getRepository, listRepositories, purgeRepositoryLineage } from "./repositories.js";
 import { repositoryAdmission } from "./repository-admission.js";
 import { getRepositorySettings, writeRepositorySettingsHandler } from "./repository-settings.js";
+import {
+  checkSourceChunk,
+  completeSource,
+  putSourceChunk,
+  reserveSource,
+  sourceCapabilities,
+  sourceStatus,
+} from "./sources.js";
 
 const predecessors: Record<string, Handler> = Object.fromEntries(
   CATALOGUE.filter((op) => op.deprecated === true).map((op) => [op.id, refusePredecessorSubmission]),
@@ -49,6 +57,12 @@ export const defaultHandlers: HandlerTable = {
   "repositories.admission": repositoryAdmission,
   "repositories.settings.get": getRepositorySettings,
   "repositories.settings.write": writeRepositorySettingsHandler,
+  "sources.capabilities": sourceCapabilities,
+  "sources.reserve": reserveSource,
+  "sources.status": sourceStatus,
+  "sources.chunk.put": putSourceChunk,
+  "sources.chunk.check": checkSourceChunk,
+  "sources.complete": completeSource,
   "cli.events": cliEvents,
   "events.stream": dashboardEvents,
   "cli_tokens.list": listOwnCliTokens,

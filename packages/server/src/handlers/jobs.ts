@@ -10,13 +10,8 @@ import {
 } from "@kiln/storage";
 import { requestHashOf } from "../http/perform-keyed.js";
 import { refuse } from "../http/refusal.js";
-import {
-  admitInlineFiles,
-  admitInvocation,
-  type InlineFile,
-  jobClassOf,
-  pinnedToolchain,
-} from "../jobs/admit-inline-source.js";
+import { admitArchiveSource } from "../jobs/admit-archive-source.js";
+import { admitInlineSource, type InlineFile, jobClassOf } from "../jobs/admit-inline-source.js";
 import { admitSettings } from "../jobs/admit-settings.js";
 import { jobView, MAX_ATTEMPTS, TERMINAL_STATUSES } from "../jobs/job-view.js";
 import { type Handler, type HandlerContext, principalOf } from "./handler.js";
@@ -37,7 +32,7 @@ interface Submission {
       artifacts?: string[];
       environment?: Record<string, string>;
     };
-    source: { files: InlineFile[] } | { archive: { upload: string } };
+    source: { files: InlineFile[] } | { archive: { upload: string; manifest_sha256: string } };
   };
   check?: { head_sha: string };
 }
@@ -76,39 +71,36 @@ export const submitJob: Handler = async (ctx) => {
     refuse("invalid_request", "body.schema_version must be 1 with inline files and 2 with an archive reference");
   }
   await requireOnboarded(ctx, principal.tenantId, body.repository);
-  if (files === null) {
-    // Streamed archives arrive with the sources operations; no upload can be verified yet.
-    const upload = "archive" in source ? source.archive.upload : "";
-    return refuse("not_found", `upload ${upload} is not a verified upload of ${body.repository} for this tenant`);
-  }
-  admitInlineFiles(files);
   const invocation = body.workspace.invocation;
-  admitInvocation(invocation, files);
-
-  const manifest = [];
-  for (const file of files) {
-    const stored = await ctx.deps.blobs.put(Uint8Array.from(file.bytes));
-    manifest.push({ path: file.path, sha256: stored.sha256, bytes: stored.bytes, executable: file.executable });
-  }
-  const workingDirectory = invocation.working_directory ?? ".";
-  const byPath = new Map(files.map((file) => [file.path, file]));
+  const { manifest, pinned, insert } =
+    "archive" in source
+      ? await admitArchiveSource(ctx.deps, {
+          tenantId: principal.tenantId,
+          repository: body.repository,
+          archive: source.archive,
+          invocation,
+          now: ctx.now,
+        })
+      : await admitInlineSource(ctx.deps.blobs, source.files, invocation);
+  const fileDigests = new Map(
+    manifest.filter((entry) => !("kind" in entry)).map((entry) => [entry.path, entry.sha256] as const),
+  );
   const settings = await admitSettings(ctx, {
     tenantId: principal.tenantId,
     repository: body.repository,
     size: body.size,
     invocation,
-    workingDirectory,
+    workingDirectory: invocation.working_directory ?? ".",
     source: async (path) => {
-      const file = byPath.get(path);
-      return file === undefined ? null : Buffer.from(file.bytes);
+      const sha256 = fileDigests.get(path);
+      return sha256 === undefined ? null : ctx.deps.blobs.get(sha256);
     },
   });
-  const pinned = pinnedToolchain(files, workingDirectory);
   const toolchain = invocation.toolchain ?? pinned ?? "stable";
   const origin =
     invocation.toolchain !== undefined ? "invocation" : pinned !== null ? "rust-toolchain-file" : "host-default";
   const now = ctx.now.toISOString();
-  const { job, created } = await insertJob(ctx.db, {
+  const { job, created } = await insert(ctx.db, {
     id: newJobId(ctx.now),
     tenant_id: principal.tenantId,
     repository: body.repository,

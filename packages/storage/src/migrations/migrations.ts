@@ -5,6 +5,7 @@ import { credentials } from "./0002-credentials.js";
 import { identity } from "./0003-identity.js";
 import { jobs } from "./0004-jobs.js";
 import { lineages } from "./0005-lineages.js";
+import { sources } from "./0006-sources.js";
 import { repositorySettings } from "./0007-repository-settings.js";
 
 /**
@@ -22,6 +23,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0003-identity": identity(),
     "0004-jobs": jobs(dialect),
     "0005-lineages": lineages(),
+    "0006-sources": sources(),
     "0007-repository-settings": repositorySettings(),
   };
 }
