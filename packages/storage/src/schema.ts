@@ -28,6 +28,7 @@ export interface Database {
   job_events: JobEventsTable;
   artifacts: ArtifactsTable;
   lineages: LineagesTable;
+  advisory_dismissals: AdvisoryDismissalsTable;
 }
 
 /** A job. JSON columns hold the contract's shapes as text. */
@@ -328,4 +329,15 @@ export interface LineagesTable {
   /** Host-side generation of its last save (of the one dropped, while purged or evicted). */
   generation: number;
   state_changed_at: string;
+}
+
+/** An advisory a principal dismissed (migration 0008); the advisory id changes with its measured basis. */
+export interface AdvisoryDismissalsTable {
+  tenant_id: string;
+  /** `owner/name`. */
+  repository: string;
+  /** The advisory's id (repository + kind + basis signature, see the server's advisories/). */
+  advisory: string;
+  dismissed_by: string;
+  dismissed_at: string;
 }
