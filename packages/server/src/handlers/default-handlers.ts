@@ -14,7 +14,7 @@ import { openapiDocument } from "./openapi-document.js";
 import { exportOperatorAudit, listOperatorAudit, refuseOperatorAuditChange } from "./operator-audit.js";
 import { createOperatorSession, deleteOperatorSession } from "./operator-session.js";
 import { refusePredecessorSubmission } from "./predecessor-submissions.js";
-import { getRepository, listRepositories, purgeRepositoryLineage } from "./repositories.js";
+import { dismissRepositoryAdvisory, getRepository, listRepositories, purgeRepositoryLineage } from "./repositories.js";
 
 const predecessors: Record<string, Handler> = Object.fromEntries(
   CATALOGUE.filter((op) => op.deprecated === true).map((op) => [op.id, refusePredecessorSubmission]),
@@ -44,6 +44,7 @@ export const defaultHandlers: HandlerTable = {
   "repositories.list": listRepositories,
   "repositories.get": getRepository,
   "repositories.lineages.purge": purgeRepositoryLineage,
+  "repositories.advisories.dismiss": dismissRepositoryAdvisory,
   "cli.events": cliEvents,
   "events.stream": dashboardEvents,
   "cli_tokens.list": listOwnCliTokens,
