@@ -62,8 +62,11 @@ describe("advisories from real jobs (SQLite, real cargo, real sandbox)", () => {
     const evidence = await e.jobs.evidence(id);
     const crates = Object.fromEntries((evidence.report.crates as Doc[]).map((c) => [c.name, c]));
     const phase = (evidence.report.phases as Doc[]).find((p) => p.name === "build");
+    const unit = (evidence.report.units as Doc[])[0];
+    // cpu-saturated rests on the cgroup's CPU seconds: the real evidence carries them.
+    assert.ok(typeof unit?.cpu_seconds === "number" && unit.cpu_seconds > 0, JSON.stringify(unit));
     process.stdout.write(
-      `# job ${id}: build ${phase?.duration_ms} ms, heavy ${crates.heavy?.duration_ms} ms, light ${crates.light?.duration_ms} ms\n`,
+      `# job ${id}: build ${phase?.duration_ms} ms, heavy ${crates.heavy?.duration_ms} ms, light ${crates.light?.duration_ms} ms, ${unit.cpu_seconds} CPU s on ${unit.vcpus} vCPUs\n`,
     );
     return (evidence.report.caches as Doc[])[0];
   }

@@ -1,5 +1,5 @@
 import type { AdvisoryDetail as AdvisoryDetailSchema } from "@kiln/contract";
-import { type Db, listDismissals, listRecentAttemptReports } from "@kiln/storage";
+import { type AttemptReportRow, type Db, listDismissals, listRecentAttemptReports } from "@kiln/storage";
 import {
   ADVISORY_WINDOW_ATTEMPTS,
   type AdvisoryKind,
@@ -48,10 +48,11 @@ export async function readAdvisories(
     repositories: input.repositories,
     perRepository: ADVISORY_WINDOW_ATTEMPTS,
   });
+  const rowsOf = new Map<string, AttemptReportRow[]>();
+  for (const row of rows) rowsOf.set(row.repository, [...(rowsOf.get(row.repository) ?? []), row]);
   const advisories = new Map<string, AdvisoryDetail[]>();
   for (const repository of input.repositories) {
-    const basis = basisAttemptsOf(rows.filter((r) => r.repository === repository));
-    advisories.set(repository, computeAdvisories(repository, basis));
+    advisories.set(repository, computeAdvisories(repository, basisAttemptsOf(rowsOf.get(repository) ?? [])));
   }
   if (input.includeDismissed === true) return advisories;
   const dismissed = await listDismissals(db, {
