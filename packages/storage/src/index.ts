@@ -1,4 +1,6 @@
 export type { Kysely } from "kysely";
+export { dismissAdvisory } from "./advisories/dismiss-advisory.js";
+export { type AdvisoryDismissal, listDismissals } from "./advisories/list-dismissals.js";
 export { appendAuditEntry } from "./audit/append-audit-entry.js";
 export { appendOperatorAuditEntry } from "./audit/append-operator-audit-entry.js";
 export type { AppendAuditEntryInput, AuditEntry, AuditPage } from "./audit/audit-entry.js";
@@ -43,6 +45,7 @@ export { type AttemptCompletion, finishAttempt } from "./jobs/finish-attempt.js"
 export { insertJob, type JobRow } from "./jobs/insert-job.js";
 export { newJobId } from "./jobs/job-ids.js";
 export { type JobFilters, listJobs } from "./jobs/list-jobs.js";
+export { type AttemptReportRow, listRecentAttemptReports } from "./jobs/list-recent-attempt-reports.js";
 export { type JobRecord, readJob, readJobRecords } from "./jobs/read-job.js";
 export { type JobEventRow, latestJobEventSequence, readJobEvents } from "./jobs/read-job-events.js";
 export { readJobStatus } from "./jobs/read-job-status.js";

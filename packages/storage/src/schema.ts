@@ -32,6 +32,7 @@ export interface Database {
   source_uploads: SourceUploadsTable;
   source_upload_parts: SourceUploadPartsTable;
   source_chunks: SourceChunksTable;
+  advisory_dismissals: AdvisoryDismissalsTable;
 }
 
 /** A job. JSON columns hold the contract's shapes as text. */
@@ -397,4 +398,15 @@ export interface SourceChunksTable {
   sha256: string;
   bytes: number;
   stored_at: string;
+}
+
+/** An advisory a principal dismissed (migration 0008); the advisory id changes with its measured basis. */
+export interface AdvisoryDismissalsTable {
+  tenant_id: string;
+  /** `owner/name`. */
+  repository: string;
+  /** The advisory's id (repository + kind + basis signature, see the server's advisories/). */
+  advisory: string;
+  dismissed_by: string;
+  dismissed_at: string;
 }

@@ -14,7 +14,7 @@ import { openapiDocument } from "./openapi-document.js";
 import { exportOperatorAudit, listOperatorAudit, refuseOperatorAuditChange } from "./operator-audit.js";
 import { createOperatorSession, deleteOperatorSession } from "./operator-session.js";
 import { refusePredecessorSubmission } from "./predecessor-submissions.js";
-import { getRepository, listRepositories, purgeRepositoryLineage } from "./repositories.js";
+import { dismissRepositoryAdvisory, getRepository, listRepositories, purgeRepositoryLineage } from "./repositories.js";
 import { repositoryAdmission } from "./repository-admission.js";
 import { getRepositorySettings, writeRepositorySettingsHandler } from "./repository-settings.js";
 import {
@@ -63,6 +63,7 @@ export const defaultHandlers: HandlerTable = {
   "sources.chunk.put": putSourceChunk,
   "sources.chunk.check": checkSourceChunk,
   "sources.complete": completeSource,
+  "repositories.advisories.dismiss": dismissRepositoryAdvisory,
   "cli.events": cliEvents,
   "events.stream": dashboardEvents,
   "cli_tokens.list": listOwnCliTokens,

@@ -1,10 +1,12 @@
 import {
   appendAuditEntry,
+  dismissAdvisory,
   type LineageRow,
   listRepositoryStorage,
   purgeLineage,
   readRepositoryStorage,
 } from "@kiln/storage";
+import { listedAdvisory, readAdvisories } from "../advisories/compute-advisories.js";
 import { refuse } from "../http/refusal.js";
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
 import { type Handler, type HandlerContext, principalOf } from "./handler.js";
@@ -25,34 +27,83 @@ const lineageView = (row: LineageRow) => ({
 
 /**
  * repositories.list: the tenant's onboarded repositories (keyset by name) with the bytes
- * their live lineages hold, those lineages, the tenant's total and its storage quota.
- * Advisories arrive with the advisories slice.
+ * their live lineages hold, those lineages, the tenant's total and its storage quota, and the
+ * undismissed advisories of the repositories on the page (advisories/compute-advisories.ts).
  */
 export const listRepositories: Handler = async (ctx) => {
   const principal = principalOf(ctx);
   const page = await listRepositoryStorage(ctx.db, { tenantId: principal.tenantId, ...pageRequestOf(ctx.query) });
+  const names = page.repositories.map((r) => r.repository);
+  const advisories = await readAdvisories(ctx.db, { tenantId: principal.tenantId, repositories: names });
   return {
     repositories: page.repositories.map((r) => ({ repository: r.repository, total_bytes: r.totalBytes })),
     lineages: page.lineages.map(lineageView),
     total_bytes: page.tenantBytes,
     storage_quota_bytes: storageQuotaBytes(ctx.deps.storageQuotaBytes),
-    advisories: [],
+    advisories: names.flatMap((name) => (advisories.get(name) ?? []).map((a) => listedAdvisory(name, a))),
     next_cursor: page.nextCursor,
   };
 };
 
-/** repositories.get: one onboarded repository's live lineages and bytes; not_found otherwise. */
+/**
+ * repositories.get: one onboarded repository's live lineages, bytes and undismissed advisories
+ * with their measured basis; not_found otherwise.
+ */
 export const getRepository: Handler = async (ctx) => {
   const repository = repositoryOf(ctx);
-  const storage = await readRepositoryStorage(ctx.db, { tenantId: principalOf(ctx).tenantId, repository });
+  const tenantId = principalOf(ctx).tenantId;
+  const storage = await readRepositoryStorage(ctx.db, { tenantId, repository });
   if (storage === undefined) return refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
+  const advisories = await readAdvisories(ctx.db, { tenantId, repositories: [repository] });
   return {
     repository,
     lineages: storage.lineages.map(lineageView),
     total_bytes: storage.totalBytes,
     storage_quota_bytes: storageQuotaBytes(ctx.deps.storageQuotaBytes),
-    advisories: [],
+    advisories: advisories.get(repository) ?? [],
   };
+};
+
+/**
+ * repositories.advisories.dismiss: remembers who dismissed one of the repository's current
+ * advisories (an id not computed for it now is not_found: a dismissal names a measured basis,
+ * and a changed basis is a new advisory that shows again). The first dismissal is kept and
+ * audited; dismissing it again answers the remembered one. Keyed: a replay is the receipt.
+ */
+export const dismissRepositoryAdvisory: Handler = async (ctx) => {
+  const principal = principalOf(ctx);
+  const repository = repositoryOf(ctx);
+  const advisory = String(ctx.params.advisory);
+  const onboarded = await readRepositoryStorage(ctx.db, { tenantId: principal.tenantId, repository });
+  if (onboarded === undefined) return refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
+  const current = await readAdvisories(ctx.db, {
+    tenantId: principal.tenantId,
+    repositories: [repository],
+    includeDismissed: true,
+  });
+  const found = (current.get(repository) ?? []).find((a) => a.id === advisory);
+  if (found === undefined) return refuse("not_found", `no current advisory ${advisory} of ${repository}`);
+  const { dismissal, created } = await dismissAdvisory(ctx.db, {
+    tenantId: principal.tenantId,
+    repository,
+    advisory,
+    dismissedBy: principal.principal,
+    now: ctx.now,
+  });
+  if (created) {
+    await appendAuditEntry(
+      ctx.db,
+      {
+        tenantId: principal.tenantId,
+        actor: principal.principal,
+        target: `advisory:${advisory}`,
+        value: `dismissed (${repository}, ${found.key}, basis ${found.basis_signature})`,
+        effective: dismissal.dismissedAt,
+      },
+      ctx.clock,
+    );
+  }
+  return { advisory, dismissed_by: dismissal.dismissedBy };
 };
 
 /**

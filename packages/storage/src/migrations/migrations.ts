@@ -7,6 +7,7 @@ import { jobs } from "./0004-jobs.js";
 import { lineages } from "./0005-lineages.js";
 import { sources } from "./0006-sources.js";
 import { repositorySettings } from "./0007-repository-settings.js";
+import { advisoryDismissals } from "./0008-advisory-dismissals.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -25,6 +26,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0005-lineages": lineages(),
     "0006-sources": sources(),
     "0007-repository-settings": repositorySettings(),
+    "0008-advisory-dismissals": advisoryDismissals(),
   };
 }
 

@@ -1,0 +1,147 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { onboardRepository } from "@kiln/storage";
+import { DIALECTS } from "@kiln/storage/testing";
+import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
+import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+
+/** A jobs.submit body for `repository` (the host never runs it: the test finishes it itself). */
+const submission = (repository: string) => ({
+  schema_version: 1,
+  repository,
+  size: "kiln2-cpu",
+  workspace: {
+    base_commit: "0123456789abcdef0123456789abcdef01234567",
+    branch: "main",
+    invocation: { operation: "build", arguments: [] },
+    source: {
+      files: [
+        {
+          path: "Cargo.toml",
+          bytes: [...Buffer.from('[package]\nname = "demo"\nversion = "0.1.0"\n')],
+          executable: false,
+        },
+        { path: "src/lib.rs", bytes: [...Buffer.from("pub fn f() {}\n")], executable: false },
+      ],
+    },
+  },
+});
+
+/**
+ * Dismissals through the API on both engines, with attempt reports a test host files through
+ * the host protocol (no cargo): a lineage cold every time for one cause is advised; dismissed,
+ * it stays hidden while the cause stays; when the measured cause changes, the advisory has a
+ * new basis and id and shows again.
+ */
+for (const dialect of DIALECTS) {
+  describe(`advisory dismissals through the API (${dialect.name})`, { skip: dialect.skip }, () => {
+    let t: TestApp;
+    let owner: { tenant: string; userId: string; token: string };
+    let keys = 0;
+    let generation = 0;
+
+    before(async () => {
+      t = await testApp(await dialect.openFresh());
+      owner = await personWithToken(t.storage, { role: "owner" });
+      for (const name of ["acme/widget", "acme/gadget"]) {
+        await onboardRepository(t.storage, { tenantId: owner.tenant, name, onboardedBy: "test" });
+      }
+    });
+    after(() => t.close());
+
+    const get = async (url: string) => {
+      const res = await t.app.inject({ method: "GET", url, headers: bearer(owner.token) });
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json();
+    };
+    const dismiss = async (repository: string, advisory: string) => {
+      const res = await t.app.inject({
+        method: "POST",
+        url: `/api/repositories/${repository}/advisories/${advisory}/dismissal`,
+        headers: { ...bearer(owner.token), "idempotency-key": `dismiss-${++keys}` },
+      });
+      return { status: res.statusCode, body: res.json() };
+    };
+    /** A job of `repository` whose attempt reports its lineage cold for `reason`. */
+    const coldJob = async (repository: string, reason: string) => {
+      const protocol = inProcessHostProtocol(t.deps);
+      const res = await t.app.inject({
+        method: "POST",
+        url: "/api/v4/jobs",
+        headers: { ...bearer(owner.token), "idempotency-key": `job-${++keys}` },
+        payload: submission(repository),
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "test" });
+      const placement = await protocol.claim("local", 16);
+      assert.ok(placement !== null);
+      t.clock.advance(60);
+      generation += 1;
+      const lineage = `lin_${repository.replace("/", "_")}`;
+      const finished = await protocol.finish(placement, {
+        outcome: "passed",
+        exitCode: 0,
+        failure: null,
+        report: {
+          phases: [],
+          crates: [],
+          tests: [],
+          unit: null,
+          caches: [
+            {
+              lineage,
+              class: "build/dev/stable",
+              outcome: "cold",
+              reason,
+              restored_bytes: 0,
+              saved_bytes: 1000,
+              saved_generation: generation,
+              root_generation: generation,
+            },
+          ],
+        },
+        cargoOutput: null,
+        artifacts: [],
+      });
+      assert.equal(finished, "finished");
+    };
+    const coldAdvisories = async (repository: string) =>
+      ((await get(`/api/repositories/${repository}`)).advisories as { key: string; id: string }[]).filter(
+        (a) => a.key === "lineage-always-cold",
+      );
+
+    it("hides a dismissed advisory while its basis holds and shows it again under a new basis", async () => {
+      for (const repository of ["acme/widget", "acme/gadget"]) {
+        for (let i = 0; i < 3; i++) await coldJob(repository, "evicted");
+      }
+      const [widget] = await coldAdvisories("acme/widget");
+      const [gadget] = await coldAdvisories("acme/gadget");
+      assert.ok(widget && gadget);
+      assert.notEqual(widget.id, gadget.id, "each repository's advisory is its own");
+
+      const dismissed = await dismiss("acme/widget", widget.id);
+      assert.equal(dismissed.status, 200, JSON.stringify(dismissed.body));
+      assert.deepEqual(dismissed.body, { advisory: widget.id, dismissed_by: owner.userId });
+      assert.deepEqual(await coldAdvisories("acme/widget"), []);
+      assert.deepEqual(
+        ((await get("/api/repositories")).advisories as { id: string; repository: string }[]).map((a) => [
+          a.repository,
+          a.id,
+        ]),
+        [["acme/gadget", gadget.id]],
+        "listed: only the undismissed one",
+      );
+
+      // One more job for the same cause: the same basis, still dismissed.
+      await coldJob("acme/widget", "evicted");
+      assert.deepEqual(await coldAdvisories("acme/widget"), []);
+      // The cause measured changes (now mostly "lineage in use"): a new basis, a new advisory.
+      for (let i = 0; i < 5; i++) await coldJob("acme/widget", "lineage in use");
+      const [again] = await coldAdvisories("acme/widget");
+      assert.ok(again, "shows again under its new basis");
+      assert.notEqual(again.id, widget.id);
+      // The old id is no longer computed for the repository: not_found.
+      assert.equal((await dismiss("acme/widget", widget.id)).body.code, "not_found");
+    });
+  });
+}
