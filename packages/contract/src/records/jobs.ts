@@ -400,6 +400,55 @@ export const JobEvidence = Closed(
           ),
           { description: "Units that ran the attempts, with the isolation that actually ran." },
         ),
+        affected_tests: Type.Optional(
+          Type.Array(
+            Type.Object(
+              {
+                attempt: Type.Integer({ minimum: 1 }),
+                enabled: Type.Boolean({
+                  description: "Whether the repository's affected_tests setting was on at admission.",
+                }),
+                applied: Type.Boolean({
+                  description:
+                    "Whether only the affected packages' tests ran (or none, nothing being affected); false: every test ran as asked.",
+                }),
+                reason: Type.String({
+                  description: "Why, in words: the baseline, what changed, or why everything ran.",
+                }),
+                baseline: Nullable(
+                  Type.Object(
+                    {
+                      job: Type.String({ description: "The job whose passing cargo test run is the baseline." }),
+                      restored_generation: Nullable(
+                        Type.Integer({ minimum: 0 }),
+                        "The lineage generation the attempt restored.",
+                      ),
+                    },
+                    { additionalProperties: true },
+                  ),
+                  "What the change was measured against: the lineage's last passing cargo test run of every package; null when there was none.",
+                ),
+                changed_files: Nullable(
+                  Type.Integer({ minimum: 0 }),
+                  "Source files added, removed or changed since the baseline; null when not compared.",
+                ),
+                affected: Type.Array(Type.String(), {
+                  description:
+                    "Packages whose tests ran because the change can affect them (empty when applied is false).",
+                }),
+                skipped: Type.Array(Type.String(), {
+                  description: "Packages a plain cargo test would test whose tests were skipped as unaffected.",
+                }),
+                ran_cargo: Type.Boolean({ description: "false: nothing was affected and cargo did not run at all." }),
+              },
+              { additionalProperties: true },
+            ),
+            {
+              description:
+                "Test jobs, and jobs admitted with affected_tests on: per attempt, what affected_tests decided (docs/affected-tests.md). Crate granularity: a package's tests run whenever a file it owns or a package it depends on by path changed.",
+            },
+          ),
+        ),
         admitted: Type.Optional(
           Type.Object(
             {

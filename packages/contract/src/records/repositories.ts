@@ -91,7 +91,10 @@ export const RepositorySettings = Closed(
   {
     repository: RepositoryName(),
     version: Type.Integer({ minimum: 0, description: "The version a repositories.settings.write must name." }),
-    affected_tests: Type.Boolean({ description: "Run only the tests the change affects when the job asks." }),
+    affected_tests: Type.Boolean({
+      description:
+        "cargo test jobs run only the tests of the packages the change since the lineage's last passing test run affects (crate granularity; the evidence's affected_tests says what ran and was skipped).",
+    }),
     total_injection_opt_out: Type.Boolean({ description: "Inject no build settings at all into its jobs." }),
     total_injection_opt_out_origin: SettingOriginSchema(),
     changed_by: Type.String({ description: "Principal of the last write (of onboarding, before any write)." }),

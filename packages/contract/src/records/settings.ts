@@ -103,7 +103,10 @@ export const SettingWrite = Closed(
     changes: Type.Object(
       {
         affected_tests: Type.Optional(
-          Type.Boolean({ description: "Repository: run only the tests the change affects when the job asks." }),
+          Type.Boolean({
+            description:
+              "Repository: cargo test jobs that select no packages themselves run only the affected packages' tests (crate granularity, since the lineage's last passing test run).",
+          }),
         ),
         total_injection_opt_out: Type.Optional(
           Type.Boolean({ description: "Repository: inject no build settings at all into its jobs." }),

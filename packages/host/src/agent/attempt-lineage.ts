@@ -31,16 +31,45 @@ import {
  */
 export const SANDBOX_MOUNTS: MountPoints = { workspace: "/kiln/src", target: "/kiln/target", home: "/kiln/home" };
 
+/**
+ * The baseline of affected_tests (affected-tests.ts): the source of the lineage's last `cargo
+ * test` run that tested every package a plain `cargo test` tests (all of them, or the affected
+ * ones of an unchanged rest) and passed, and what it was run with.
+ */
+export interface TestBaseline {
+  /** Source path → SHA-256. */
+  readonly sources: Readonly<Record<string, string>>;
+  /** The job whose run it was. */
+  readonly job: string;
+  /** The arguments, environment and working directory it ran with (a comparison key). */
+  readonly invocation: string;
+}
+
 /** What the agent keeps with a lineage's slot about the run that built it. */
 interface LineageRecord {
   readonly manifest: SourceManifest;
   readonly lockfiles: readonly GeneratedLockfile[];
+  readonly tests: TestBaseline | null;
+}
+
+function parseTestBaseline(value: unknown): TestBaseline | null {
+  const v = value as Partial<TestBaseline> | null | undefined;
+  if (typeof v?.job !== "string" || typeof v.invocation !== "string") return null;
+  if (v.sources === null || typeof v.sources !== "object" || Array.isArray(v.sources)) return null;
+  const sources: Record<string, string> = Object.create(null);
+  for (const [path, sha256] of Object.entries(v.sources)) {
+    if (typeof sha256 !== "string") return null;
+    sources[path] = sha256;
+  }
+  return { sources, job: v.job, invocation: v.invocation };
 }
 
 function parseRecord(value: unknown): LineageRecord | null {
-  const v = value as { manifest?: unknown; lockfiles?: unknown } | null;
+  const v = value as { manifest?: unknown; lockfiles?: unknown; tests?: unknown } | null;
   const manifest = parseSourceManifest(v?.manifest ?? null);
-  return manifest === null ? null : { manifest, lockfiles: parseGeneratedLockfiles(v?.lockfiles) };
+  return manifest === null
+    ? null
+    : { manifest, lockfiles: parseGeneratedLockfiles(v?.lockfiles), tests: parseTestBaseline(v?.tests) };
 }
 
 /** Why a slot is not checked in, by how the executor ended (see lineage-store.ts for the rule). */
@@ -66,7 +95,19 @@ export class AttemptLineage {
     private manifest: SourceManifest,
     /** Log lines about the restore. */
     readonly notes: readonly string[],
-  ) {}
+    /** The affected_tests baseline the restored slot carries (null when cold or none). */
+    readonly testBaseline: TestBaseline | null,
+  ) {
+    this.nextTestBaseline = testBaseline;
+  }
+
+  /** The baseline saved with the slot: the restored one unless this run sets a new one. */
+  nextTestBaseline: TestBaseline | null;
+
+  /** The generation the slot was restored from (null when cold). */
+  get restoredGeneration(): number | null {
+    return this.lease.outcome === "warm" ? this.lease.baseGeneration : null;
+  }
 
   /**
    * Checks the lineage out into `attemptDir` and prepares the materialized source in
@@ -104,7 +145,7 @@ export class AttemptLineage {
         }
       } else notes.push("a Cargo.toml or cargo configuration changed: cargo resolves the lockfile afresh");
     }
-    return new AttemptLineage(store, lease, placement, dirs.workspaceDir, plan.manifest, notes);
+    return new AttemptLineage(store, lease, placement, dirs.workspaceDir, plan.manifest, notes, record?.tests ?? null);
   }
 
   get targetDir(): string {
@@ -148,7 +189,11 @@ export class AttemptLineage {
     ]);
     this.manifest = manifest;
     const bytes = measured ?? 0;
-    const result = await this.store.checkIn(this.lease, { bytes, record: { manifest: this.manifest, lockfiles }, at });
+    const result = await this.store.checkIn(this.lease, {
+      bytes,
+      record: { manifest: this.manifest, lockfiles, tests: this.nextTestBaseline },
+      at,
+    });
     if (result.saved) {
       this.savedBytes = bytes;
       this.saved = { generation: result.generation, root: result.root };

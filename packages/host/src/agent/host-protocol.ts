@@ -58,6 +58,11 @@ export interface Placement {
    * the environment of the applied ones for cargo and reports all of them in the evidence.
    */
   readonly injections?: readonly Injection[];
+  /**
+   * The repository's affected_tests setting as admitted: a `cargo test` runs only the packages
+   * the change since the lineage's last passing test run affects (affected-tests.ts).
+   */
+  readonly affectedTests?: boolean;
 }
 
 export interface Injection {

@@ -1,6 +1,7 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { AdmittedToolchain, ExecutionResult, Executor } from "../executor/executor.js";
+import { invocationKey, planAffectedTests } from "./affected-tests.js";
 import { type OutputObserver, PhaseClock } from "./attempt-evidence.js";
 import { AttemptLineage, SANDBOX_MOUNTS } from "./attempt-lineage.js";
 import { collectArtifacts } from "./collect-artifacts.js";
@@ -63,9 +64,8 @@ class LogShipper {
 }
 
 /** `--message-format` goes right after the operation, before any user argument or `--`. */
-export function cargoArgv(placement: Placement): string[] {
-  const inv = placement.invocation;
-  return ["cargo", inv.operation, "--message-format=json-render-diagnostics", ...inv.arguments];
+export function cargoArgv(placement: Placement, args: readonly string[] = placement.invocation.arguments): string[] {
+  return ["cargo", placement.invocation.operation, "--message-format=json-render-diagnostics", ...args];
 }
 
 function failureOf(placement: Placement, run: ExecutionResult, summary: ReturnType<OutputObserver["summary"]>) {
@@ -199,96 +199,132 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
         logs.push({ stream: "stderr", at: new Date(), text: line });
       }),
     };
-    const argv = cargoArgv(placement);
-    system(`kiln: ${argv.join(" ")} (toolchain ${toolchain.name}, network offline)`);
+    const testKey = invocationKey(placement, injectedEnvironment(placement));
+    const affected = await planAffectedTests(placement, lineage, dirs.workspace, testKey);
+    if (affected.evidence !== null) {
+      system(`kiln: affected_tests ${affected.evidence.enabled ? "on" : "off"}: ${affected.evidence.reason}`);
+    }
     const step =
       placement.invocation.operation === "test" || placement.invocation.operation === "bench" ? "test" : "build";
-    const run = await phases.run(
-      step,
-      () =>
-        deps.executor.run({
-          attemptId,
-          limits: placement.limits,
-          workspaceDir: dirs.workspace,
-          targetDir,
-          homeDir: dirs.home,
-          mounts: SANDBOX_MOUNTS,
-          warmTarget: lineage?.warm ?? false,
-          toolchain,
-          argv,
-          workingDirectory: placement.invocation.working_directory ?? ".",
-          environment: {
-            ...(placement.invocation.environment ?? {}),
-            ...injectedEnvironment(placement),
-            CARGO_TERM_COLOR: "never",
-          },
-          wallClockSeconds: placement.wallClockSeconds,
-          network: "offline",
-          signal: abort.signal,
-          onOutput: (stream, chunk) => {
-            if (outputBytes < limit) {
-              output.push(chunk.subarray(0, limit - outputBytes));
-              outputBytes += Math.min(chunk.length, limit - outputBytes);
-            }
-            splitters[stream].push(chunk);
-          },
-        }),
-      (r) =>
-        r.outcome === "exited" && r.exitCode === 0 ? "passed" : r.outcome === "cancelled" ? "cancelled" : "failed",
-    );
+    const cargoArguments = affected.arguments;
+    // affected_tests found nothing to test: cargo does not run at all (run === null).
+    let run: ExecutionResult | null = null;
+    if (cargoArguments === null) {
+      phases.record(step, new Date(), "skipped");
+      system("kiln: cargo did not run: no package's tests are affected by the change since the baseline");
+    } else {
+      const argv = cargoArgv(placement, cargoArguments);
+      system(`kiln: ${argv.join(" ")} (toolchain ${toolchain.name}, network offline)`);
+      run = await phases.run(
+        step,
+        () =>
+          deps.executor.run({
+            attemptId,
+            limits: placement.limits,
+            workspaceDir: dirs.workspace,
+            targetDir,
+            homeDir: dirs.home,
+            mounts: SANDBOX_MOUNTS,
+            warmTarget: lineage?.warm ?? false,
+            toolchain,
+            argv,
+            workingDirectory: placement.invocation.working_directory ?? ".",
+            environment: {
+              ...(placement.invocation.environment ?? {}),
+              ...injectedEnvironment(placement),
+              CARGO_TERM_COLOR: "never",
+            },
+            wallClockSeconds: placement.wallClockSeconds,
+            network: "offline",
+            signal: abort.signal,
+            onOutput: (stream, chunk) => {
+              if (outputBytes < limit) {
+                output.push(chunk.subarray(0, limit - outputBytes));
+                outputBytes += Math.min(chunk.length, limit - outputBytes);
+              }
+              splitters[stream].push(chunk);
+            },
+          }),
+        (r) =>
+          r.outcome === "exited" && r.exitCode === 0 ? "passed" : r.outcome === "cancelled" ? "cancelled" : "failed",
+      );
+    }
     splitters.stdout.end();
     splitters.stderr.end();
     observer.end();
     const summary = observer.summary();
-    const passed = run.outcome === "exited" && run.exitCode === 0;
-    const outcome = run.outcome === "cancelled" || cancelled ? "cancelled" : passed ? "passed" : "failed";
-    system(
-      `kiln: cargo ${run.outcome === "exited" ? `exited with ${run.exitCode ?? run.signal}` : `ended: ${run.outcome}`} after ${((run.finishedAt.getTime() - run.startedAt.getTime()) / 1000).toFixed(1)} s`,
-    );
-    for (const note of run.detail) system(`kiln: ${note}`);
-    const artifacts = passed
-      ? await phases.run("publish", async () => {
-          const published = [];
-          for (const file of await collectArtifacts(targetDir, placement.invocation.artifacts ?? [])) {
-            const stored = await deps.protocol.putBlob(await file.read());
-            published.push({ path: file.path, bytes: stored.bytes, sha256: stored.sha256 });
-          }
-          return published;
-        })
-      : [];
+    const passed = run === null || (run.outcome === "exited" && run.exitCode === 0);
+    const outcome = run?.outcome === "cancelled" || cancelled ? "cancelled" : passed ? "passed" : "failed";
+    if (run !== null) {
+      system(
+        `kiln: cargo ${run.outcome === "exited" ? `exited with ${run.exitCode ?? run.signal}` : `ended: ${run.outcome}`} after ${((run.finishedAt.getTime() - run.startedAt.getTime()) / 1000).toFixed(1)} s`,
+      );
+      for (const note of run.detail) system(`kiln: ${note}`);
+    }
+    const artifacts =
+      passed && run !== null
+        ? await phases.run("publish", async () => {
+            const published = [];
+            for (const file of await collectArtifacts(targetDir, placement.invocation.artifacts ?? [])) {
+              const stored = await deps.protocol.putBlob(await file.read());
+              published.push({ path: file.path, bytes: stored.bytes, sha256: stored.sha256 });
+            }
+            return published;
+          })
+        : [];
     // Before finish: the next job of the lineage may be claimed the moment this one is terminal.
     const saving = lineage;
-    if (saving !== null) system(`kiln: ${await phases.run("save", () => saving.save(run.outcome, new Date()))}`);
+    if (saving !== null) {
+      // A passing run that tested every package a plain `cargo test` tests (given what the
+      // baseline vouches for) is the next affected_tests baseline; otherwise the old one stays.
+      if (run !== null && outcome === "passed" && affected.coversEverything) {
+        saving.nextTestBaseline = {
+          sources: Object.fromEntries(placement.source.map((entry) => [entry.path, entry.sha256])),
+          job: placement.jobId,
+          invocation: testKey,
+        };
+      }
+      // Nothing ran, so nothing of the slot changed: it is checked back in as it was.
+      const ended = run?.outcome ?? "exited";
+      system(`kiln: ${await phases.run("save", () => saving.save(ended, new Date()))}`);
+    }
     const cargoOutput = await deps.protocol.putBlob(Buffer.concat(output));
     await logs.flush();
     await finish(deps, ref, logs, {
       outcome,
-      exitCode: run.exitCode,
+      exitCode: run?.exitCode ?? null,
       failure:
         outcome === "passed"
           ? null
           : outcome === "cancelled"
             ? { phase: step, cause: "cancelled", detail: "cancelled; the process tree was reaped" }
-            : failureOf(placement, run, summary),
+            : run === null
+              ? { phase: step, cause: "infrastructure", detail: "cancelled before cargo ran" }
+              : failureOf(placement, run, summary),
       report: {
         phases: phases.phases,
         crates: summary.crates,
         tests: summary.tests,
         ...(lineage === null ? {} : { caches: [lineage.cacheItem()] }),
         injections: injectionItems(placement),
-        unit: {
-          id: attemptId,
-          host: deps.hostId,
-          isolation: run.isolation,
-          started_at: run.startedAt.toISOString(),
-          finished_at: run.finishedAt.toISOString(),
-          vcpus: placement.limits.vcpus,
-          memory_bytes: placement.limits.memoryBytes,
-          exit_code: run.exitCode,
-          cpu_seconds: run.cpuSeconds,
-          peak_memory_bytes: run.peakMemoryBytes,
-          oom_killed: run.oomKilled,
-        },
+        ...(affected.evidence === null ? {} : { affected_tests: affected.evidence }),
+        // No unit ran when affected_tests left nothing to test.
+        unit:
+          run === null
+            ? null
+            : {
+                id: attemptId,
+                host: deps.hostId,
+                isolation: run.isolation,
+                started_at: run.startedAt.toISOString(),
+                finished_at: run.finishedAt.toISOString(),
+                vcpus: placement.limits.vcpus,
+                memory_bytes: placement.limits.memoryBytes,
+                exit_code: run.exitCode,
+                cpu_seconds: run.cpuSeconds,
+                peak_memory_bytes: run.peakMemoryBytes,
+                oom_killed: run.oomKilled,
+              },
       },
       cargoOutput,
       artifacts,

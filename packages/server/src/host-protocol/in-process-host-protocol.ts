@@ -48,7 +48,11 @@ export function inProcessHostProtocol(deps: {
       if (placed === undefined) return null;
       const { job, attempt } = placed;
       const shape = SIZE_SHAPES[job.size] ?? { vcpus: 2, memoryBytes: 4 * 2 ** 30 };
-      const admitted = parseJson<{ toolchain: string; injections?: Placement["injections"] }>(job.admitted);
+      const admitted = parseJson<{
+        toolchain: string;
+        injections?: Placement["injections"];
+        affected_tests?: boolean;
+      }>(job.admitted);
       const drop = await findLineageDrop(storage, {
         tenantId: job.tenant_id,
         repository: job.repository,
@@ -70,6 +74,7 @@ export function inProcessHostProtocol(deps: {
         jobClass: job.class,
         lineageDrop: drop === undefined ? null : { reason: drop.reason, throughGeneration: drop.throughGeneration },
         injections: admitted?.injections ?? [],
+        affectedTests: admitted?.affected_tests ?? false,
       };
     },
 

@@ -30,6 +30,8 @@ export interface AttemptReport {
   readonly tests: readonly ReportTest[];
   readonly caches?: readonly ReportCache[];
   readonly injections?: readonly ReportInjection[];
+  /** What affected_tests decided for the attempt (absent: not a test job and the setting off). */
+  readonly affected_tests?: ReportAffectedTests;
   readonly unit: ReportUnit | null;
   readonly [extra: string]: unknown;
 }
@@ -77,6 +79,17 @@ export type ReportInjection = Open<{
   detail: string;
 }>;
 
+export type ReportAffectedTests = Open<{
+  enabled: boolean;
+  applied: boolean;
+  reason: string;
+  baseline: { job: string; restored_generation: number | null } | null;
+  changed_files: number | null;
+  affected: string[];
+  skipped: string[];
+  ran_cargo: boolean;
+}>;
+
 export type ReportUnit = Open<{
   id: string;
   host: string;
@@ -105,6 +118,7 @@ export interface EvidenceReport {
   injections: (ReportInjection & { attempt: number })[];
   tests: (ReportTest & { attempt: number })[];
   units: (ReportUnit & { attempt: number; size: string })[];
+  affected_tests?: (ReportAffectedTests & { attempt: number })[];
   admitted?: AdmittedRecord;
 }
 
@@ -134,6 +148,11 @@ export function mergeAttemptReports(record: JobRecord): EvidenceReport {
     for (const cache of itemsOf(stored?.caches)) report.caches.push({ ...cache, attempt: n });
     for (const injection of itemsOf(stored?.injections)) report.injections.push({ ...injection, attempt: n });
     for (const test of itemsOf(stored?.tests)) report.tests.push({ ...test, attempt: n });
+    const affected = stored?.affected_tests;
+    if (affected !== null && typeof affected === "object" && !Array.isArray(affected)) {
+      report.affected_tests ??= [];
+      report.affected_tests.push({ ...affected, attempt: n });
+    }
     const unit = stored?.unit ?? null;
     const shape = SIZE_SHAPES[job.size];
     report.units.push({
