@@ -91,7 +91,11 @@ export function directCargoTest(
   const home = mkdtempSync(join(tmpdir(), "kiln-direct-home-"));
   const started = process.hrtime.bigint();
   return new Promise((resolve, reject) => {
-    const child = spawn("cargo", ["test", "--offline", ...(opts.args ?? [])], {
+    // One pipe for both streams (`2>&1` before exec): the output's order is the order cargo and
+    // the test binaries wrote it, so `Running …` lines precede their libtest blocks however busy
+    // this process is. Two pipes read separately interleave arbitrarily under load, and
+    // directTestCounts would pair a block with the wrong binary.
+    const child = spawn("sh", ["-c", 'exec cargo "$@" 2>&1', "sh", "test", "--offline", ...(opts.args ?? [])], {
       cwd: dir,
       stdio: ["ignore", "pipe", "pipe"],
       env: {
