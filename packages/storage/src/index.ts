@@ -82,12 +82,30 @@ export {
 } from "./pagination/keyset-page.js";
 export { countRequestInWindow, purgeRateWindows } from "./rate-limits/count-request-in-window.js";
 export { type OnboardedRepository, onboardRepository } from "./repositories/onboard-repository.js";
-export { type Database, type LineageState, MEMBERSHIP_ROLES, type MembershipRole } from "./schema.js";
+export {
+  type Database,
+  type LineageState,
+  MEMBERSHIP_ROLES,
+  type MembershipRole,
+  type SourceUploadState,
+} from "./schema.js";
 export { createSession } from "./sessions/create-session.js";
 export { createSignInLink } from "./sessions/create-sign-in-link.js";
 export { endSession } from "./sessions/end-session.js";
 export { findLiveSession } from "./sessions/find-live-session.js";
 export { redeemSignInLink } from "./sessions/redeem-sign-in-link.js";
+export { claimUpload } from "./sources/claim-upload.js";
+export { cleanupExpiredUploads } from "./sources/cleanup-expired-uploads.js";
+export { completeUpload, type UploadCompletion } from "./sources/complete-upload.js";
+export { readUpload, readUploadPart } from "./sources/read-upload.js";
+export {
+  findTenantChunk,
+  type RecordUploadPartResult,
+  recordUploadPart,
+  type UploadPart,
+} from "./sources/record-upload-part.js";
+export { type ReserveUploadResult, reserveUpload, type UploadReservation } from "./sources/reserve-upload.js";
+export { type SourceUploadPartRow, type SourceUploadRow, tenantReservations } from "./sources/upload-row.js";
 export { SQLITE_FILE_NAME } from "./sqlite/open-sqlite-storage.js";
 export {
   type AddPersonToTenantInput,

@@ -28,6 +28,9 @@ export interface Database {
   job_events: JobEventsTable;
   artifacts: ArtifactsTable;
   lineages: LineagesTable;
+  source_uploads: SourceUploadsTable;
+  source_upload_parts: SourceUploadPartsTable;
+  source_chunks: SourceChunksTable;
 }
 
 /** A job. JSON columns hold the contract's shapes as text. */
@@ -328,4 +331,55 @@ export interface LineagesTable {
   /** Host-side generation of its last save (of the one dropped, while purged or evicted). */
   generation: number;
   state_changed_at: string;
+}
+
+export type SourceUploadState = "reserved" | "verified" | "rejected";
+
+/** A streamed source upload (migration 0006). JSON columns hold the contract's shapes as text. */
+export interface SourceUploadsTable {
+  tenant_id: string;
+  /** The upload id: the reservation's idempotency key. */
+  upload: string;
+  repository: string;
+  reserved_by: string;
+  /** Hash of the reservation request; a replay with another hash is conflict. */
+  request_hash: string;
+  format_version: number;
+  /** JSON: the manifest {entries, parts} as reserved. */
+  manifest: string;
+  manifest_sha256: string;
+  /** JSON: the declared (and verified equal) totals. */
+  totals: string;
+  part_count: number;
+  /** What the upload reserves against the tenant's limit while it counts. */
+  part_bytes: number;
+  state: SourceUploadState;
+  reserved_at: string;
+  expires_at: string;
+  verified_at: string | null;
+  completed_by: string | null;
+  /** JSON {path, detail} when rejected. */
+  rejection: string | null;
+  claimed_job: string | null;
+  claimed_at: string | null;
+  /** When cleanup released an expired upload's parts; it stops counting then. */
+  cleaned_at: string | null;
+}
+
+export interface SourceUploadPartsTable {
+  tenant_id: string;
+  upload: string;
+  part: number;
+  sha256: string;
+  bytes: number;
+  origin: "uploaded" | "reused";
+  received_at: string;
+}
+
+/** The part digests a tenant holds: the per-tenant dedupe index. */
+export interface SourceChunksTable {
+  tenant_id: string;
+  sha256: string;
+  bytes: number;
+  stored_at: string;
 }

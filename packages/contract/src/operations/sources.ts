@@ -48,10 +48,11 @@ export const SOURCES_OPERATIONS = [
       "Checks the declared totals against the limits and the tenant's reservations (16 GiB, 32 unclaimed uploads) before any byte is sent. A repeat with the same key and body returns the original upload; a changed body is refused conflict, as is a reservation past the tenant's limits. not_found: the repository is not onboarded for the tenant; gone: the key names an expired upload.",
     tag: "sources",
     security: { kind: "tenant", scope: "submit" },
-    request: { body: { encoding: "json", schema: SourceReservation } },
+    request: { body: { encoding: "json", schema: SourceReservation, maxBytes: 256 * 1024 * 1024 } },
     response: { encoding: "json", schema: SourceUpload },
     refusals: [...A, ...K, "invalid_request", "not_found", "gone", "conflict"],
     keyed: true,
+    idempotency: "durable-owner",
   }),
   defineOperation({
     id: "sources.status",
@@ -86,6 +87,7 @@ export const SOURCES_OPERATIONS = [
     response: { encoding: "none", description: "The part is held." },
     refusals: [...A, ...K, "invalid_request", "not_found", "gone", "conflict"],
     keyed: true,
+    idempotency: "durable-owner",
   }),
   defineOperation({
     id: "sources.chunk.check",
@@ -124,5 +126,6 @@ export const SOURCES_OPERATIONS = [
     response: { encoding: "json", schema: SourceUpload },
     refusals: [...A, ...K, "invalid_request", "not_found", "gone", "conflict"],
     keyed: true,
+    idempotency: "durable-owner",
   }),
 ];

@@ -6,11 +6,18 @@ import type { ResourceLimits } from "../executor/executor.js";
  * today and as its own `kiln-host` process over HTTP later, unchanged.
  */
 
+/**
+ * One entry of a job's exact source. A regular file (kind absent or `file`) has its bytes in
+ * the blob named by sha256. A symlink (streamed archives only) is created pointing at
+ * `target` verbatim; its sha256 is that of the target text and bytes is 0.
+ */
 export interface SourceEntry {
   readonly path: string;
   readonly sha256: string;
   readonly bytes: number;
   readonly executable: boolean;
+  readonly kind?: "file" | "symlink";
+  readonly target?: string;
 }
 
 export interface Invocation {

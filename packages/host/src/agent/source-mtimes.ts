@@ -48,12 +48,14 @@ export function planSourceMtimes(
   const manifest: Record<string, SourceManifestEntry> = Object.create(null);
   let unchanged = 0;
   for (const entry of source) {
+    // A symlink's own mtime is not what cargo looks at; setting it would follow the link.
+    if (entry.kind === "symlink") continue;
     const before = previous !== null && Object.hasOwn(previous, entry.path) ? previous[entry.path] : undefined;
     const keep = before !== undefined && before.sha256 === entry.sha256;
     if (keep) unchanged++;
     manifest[entry.path] = { sha256: entry.sha256, mtime_ms: keep ? before.mtime_ms : Math.floor(nowMs) };
   }
-  return { manifest, unchanged, changed: source.length - unchanged };
+  return { manifest, unchanged, changed: Object.keys(manifest).length - unchanged };
 }
 
 /** Sets every file's mtime (and atime) as the manifest says. */

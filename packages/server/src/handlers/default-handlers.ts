@@ -15,6 +15,14 @@ import { exportOperatorAudit, listOperatorAudit, refuseOperatorAuditChange } fro
 import { createOperatorSession, deleteOperatorSession } from "./operator-session.js";
 import { refusePredecessorSubmission } from "./predecessor-submissions.js";
 import { getRepository, listRepositories, purgeRepositoryLineage } from "./repositories.js";
+import {
+  checkSourceChunk,
+  completeSource,
+  putSourceChunk,
+  reserveSource,
+  sourceCapabilities,
+  sourceStatus,
+} from "./sources.js";
 
 const predecessors: Record<string, Handler> = Object.fromEntries(
   CATALOGUE.filter((op) => op.deprecated === true).map((op) => [op.id, refusePredecessorSubmission]),
@@ -44,6 +52,12 @@ export const defaultHandlers: HandlerTable = {
   "repositories.list": listRepositories,
   "repositories.get": getRepository,
   "repositories.lineages.purge": purgeRepositoryLineage,
+  "sources.capabilities": sourceCapabilities,
+  "sources.reserve": reserveSource,
+  "sources.status": sourceStatus,
+  "sources.chunk.put": putSourceChunk,
+  "sources.chunk.check": checkSourceChunk,
+  "sources.complete": completeSource,
   "cli.events": cliEvents,
   "events.stream": dashboardEvents,
   "cli_tokens.list": listOwnCliTokens,

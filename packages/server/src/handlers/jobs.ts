@@ -10,13 +10,8 @@ import {
 } from "@kiln/storage";
 import { requestHashOf } from "../http/perform-keyed.js";
 import { refuse } from "../http/refusal.js";
-import {
-  admitInlineFiles,
-  admitInvocation,
-  type InlineFile,
-  jobClassOf,
-  pinnedToolchain,
-} from "../jobs/admit-inline-source.js";
+import { admitArchiveSource } from "../jobs/admit-archive-source.js";
+import { admitInlineSource, type InlineFile, jobClassOf } from "../jobs/admit-inline-source.js";
 import { jobView, MAX_ATTEMPTS, PLATFORM_WALL_CLOCK_SECONDS, TERMINAL_STATUSES } from "../jobs/job-view.js";
 import { type Handler, type HandlerContext, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
@@ -36,7 +31,7 @@ interface Submission {
       artifacts?: string[];
       environment?: Record<string, string>;
     };
-    source: { files: InlineFile[] } | { archive: { upload: string } };
+    source: { files: InlineFile[] } | { archive: { upload: string; manifest_sha256: string } };
   };
   check?: { head_sha: string };
 }
@@ -75,55 +70,57 @@ export const submitJob: Handler = async (ctx) => {
     refuse("invalid_request", "body.schema_version must be 1 with inline files and 2 with an archive reference");
   }
   await requireOnboarded(ctx, principal.tenantId, body.repository);
-  if (files === null) {
-    // Streamed archives arrive with the sources operations; no upload can be verified yet.
-    const upload = "archive" in source ? source.archive.upload : "";
-    return refuse("not_found", `upload ${upload} is not a verified upload of ${body.repository} for this tenant`);
-  }
-  admitInlineFiles(files);
   const invocation = body.workspace.invocation;
-  admitInvocation(invocation, files);
-
-  const manifest = [];
-  for (const file of files) {
-    const stored = await ctx.deps.blobs.put(Uint8Array.from(file.bytes));
-    manifest.push({ path: file.path, sha256: stored.sha256, bytes: stored.bytes, executable: file.executable });
-  }
-  const workingDirectory = invocation.working_directory ?? ".";
-  const pinned = pinnedToolchain(files, workingDirectory);
+  const { manifest, pinned, onCreated } =
+    "archive" in source
+      ? await admitArchiveSource(ctx.deps, {
+          tenantId: principal.tenantId,
+          repository: body.repository,
+          archive: source.archive,
+          invocation,
+          now: ctx.now,
+        })
+      : await admitInlineSource(ctx.deps.blobs, source.files, invocation);
   const toolchain = invocation.toolchain ?? pinned ?? "stable";
   const origin =
     invocation.toolchain !== undefined ? "invocation" : pinned !== null ? "rust-toolchain-file" : "host-default";
   const now = ctx.now.toISOString();
-  const { job, created } = await insertJob(ctx.db, {
-    id: newJobId(ctx.now),
-    tenant_id: principal.tenantId,
-    repository: body.repository,
-    branch: body.workspace.branch,
-    base_commit: body.workspace.base_commit,
-    head_sha: body.check?.head_sha ?? null,
-    size: body.size,
-    class: jobClassOf(invocation.operation, invocation.arguments, toolchain),
-    description: ["cargo", invocation.operation, ...invocation.arguments].join(" "),
-    status: "queued",
-    submitted_by: principal.principal,
-    submission_key: key,
-    request_hash: requestHash,
-    invocation: JSON.stringify(invocation),
-    source_manifest: JSON.stringify(manifest),
-    wall_clock_seconds: Math.min(ctx.deps.wallClockSeconds ?? PLATFORM_WALL_CLOCK_SECONDS, PLATFORM_WALL_CLOCK_SECONDS),
-    max_attempts: MAX_ATTEMPTS,
-    attempts_started: 0,
-    accepted_at: now,
-    queued_at: now,
-    admitted: JSON.stringify({
-      toolchain,
-      toolchain_origin: origin,
-      network_policy: "offline",
-      configuration_sha256: null,
-    }),
-    retry_of: null,
-  });
+  const { job, created } = await insertJob(
+    ctx.db,
+    {
+      id: newJobId(ctx.now),
+      tenant_id: principal.tenantId,
+      repository: body.repository,
+      branch: body.workspace.branch,
+      base_commit: body.workspace.base_commit,
+      head_sha: body.check?.head_sha ?? null,
+      size: body.size,
+      class: jobClassOf(invocation.operation, invocation.arguments, toolchain),
+      description: ["cargo", invocation.operation, ...invocation.arguments].join(" "),
+      status: "queued",
+      submitted_by: principal.principal,
+      submission_key: key,
+      request_hash: requestHash,
+      invocation: JSON.stringify(invocation),
+      source_manifest: JSON.stringify(manifest),
+      wall_clock_seconds: Math.min(
+        ctx.deps.wallClockSeconds ?? PLATFORM_WALL_CLOCK_SECONDS,
+        PLATFORM_WALL_CLOCK_SECONDS,
+      ),
+      max_attempts: MAX_ATTEMPTS,
+      attempts_started: 0,
+      accepted_at: now,
+      queued_at: now,
+      admitted: JSON.stringify({
+        toolchain,
+        toolchain_origin: origin,
+        network_policy: "offline",
+        configuration_sha256: null,
+      }),
+      retry_of: null,
+    },
+    onCreated,
+  );
   if (!created) return replayOrConflict(job, requestHash, key);
   ctx.deps.wakeScheduler?.();
   return job.id;

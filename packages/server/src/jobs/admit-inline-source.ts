@@ -1,3 +1,4 @@
+import type { Db, JobRow, LocalBlobStore } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
 
 export interface InlineFile {
@@ -74,7 +75,7 @@ export function admitInvocation(
     working_directory?: string;
     artifacts?: readonly string[];
   },
-  files: readonly InlineFile[] | null,
+  files: readonly { readonly path: string }[] | null,
 ): void {
   invocation.arguments.forEach((arg, index) => {
     if (REFUSED_ARGUMENTS.some((re) => re.test(arg))) {
@@ -115,23 +116,57 @@ export function admitInvocation(
   }
 }
 
+/** The files that may pin a toolchain, most specific first. */
+export function toolchainFileCandidates(workingDirectory: string): string[] {
+  const dirs = workingDirectory === "." ? [""] : [`${workingDirectory}/`, ""];
+  return dirs.flatMap((dir) => [`${dir}rust-toolchain.toml`, `${dir}rust-toolchain`]);
+}
+
+/** The channel a rust-toolchain.toml (`[toolchain] channel = "…"`) or legacy rust-toolchain text names. */
+export function toolchainChannelOf(text: string): string | null {
+  return /^\s*channel\s*=\s*"([^"]+)"/m.exec(text)?.[1] ?? (/^[\w.-]+\s*$/.test(text.trim()) ? text.trim() : null);
+}
+
 /**
  * The toolchain a rust-toolchain.toml (or legacy rust-toolchain) file pins, if any:
  * `[toolchain] channel = "…"` or a bare channel line.
  */
 export function pinnedToolchain(files: readonly InlineFile[], workingDirectory: string): string | null {
-  const dirs = workingDirectory === "." ? [""] : [`${workingDirectory}/`, ""];
-  for (const dir of dirs) {
-    for (const name of ["rust-toolchain.toml", "rust-toolchain"]) {
-      const file = files.find((f) => f.path === `${dir}${name}`);
-      if (file === undefined) continue;
-      const text = Buffer.from(file.bytes).toString("utf8");
-      const channel =
-        /^\s*channel\s*=\s*"([^"]+)"/m.exec(text)?.[1] ?? (/^[\w.-]+\s*$/.test(text.trim()) ? text.trim() : null);
-      if (channel !== null) return channel;
-    }
+  for (const path of toolchainFileCandidates(workingDirectory)) {
+    const file = files.find((f) => f.path === path);
+    if (file === undefined) continue;
+    const channel = toolchainChannelOf(Buffer.from(file.bytes).toString("utf8"));
+    if (channel !== null) return channel;
   }
   return null;
+}
+
+/** A job's source as admitted: the manifest the host materializes and the toolchain it pins. */
+export interface AdmittedSource {
+  readonly manifest: readonly SourceManifestEntry[];
+  readonly pinned: string | null;
+  /** Runs in the job's insert transaction (a streamed archive claims its upload there). */
+  readonly onCreated?: (trx: Db, job: JobRow) => Promise<void>;
+}
+
+export type SourceManifestEntry =
+  | { path: string; sha256: string; bytes: number; executable: boolean }
+  | { path: string; sha256: string; bytes: number; executable: boolean; kind: "symlink"; target: string };
+
+/** The legacy inline source: its rules, then its bytes into the blob store file by file. */
+export async function admitInlineSource(
+  blobs: LocalBlobStore,
+  files: readonly InlineFile[],
+  invocation: Parameters<typeof admitInvocation>[0],
+): Promise<AdmittedSource> {
+  admitInlineFiles(files);
+  admitInvocation(invocation, files);
+  const manifest: SourceManifestEntry[] = [];
+  for (const file of files) {
+    const stored = await blobs.put(Uint8Array.from(file.bytes));
+    manifest.push({ path: file.path, sha256: stored.sha256, bytes: stored.bytes, executable: file.executable });
+  }
+  return { manifest, pinned: pinnedToolchain(files, invocation.working_directory ?? ".") };
 }
 
 /**

@@ -1,6 +1,6 @@
-import type { Insertable, Selectable } from "kysely";
+import type { Insertable, Kysely, Selectable } from "kysely";
 import { inTransaction, type StorageOrTransaction } from "../executor.js";
-import type { JobsTable } from "../schema.js";
+import type { Database, JobsTable } from "../schema.js";
 import { recordTransition } from "./record-transition.js";
 
 export type JobRow = Selectable<JobsTable>;
@@ -11,10 +11,15 @@ export type JobRow = Selectable<JobsTable>;
  * identity: of two racing submissions with one key exactly one inserts (ON CONFLICT
  * DO NOTHING), and both then read the same row. The caller compares request_hash to
  * tell a replay from changed input.
+ *
+ * `onCreated` runs in the same transaction right after a new job is inserted (a streamed
+ * archive job claims its upload there, sources/claim-upload.ts); when it throws, nothing of
+ * the submission is kept.
  */
 export async function insertJob(
   target: StorageOrTransaction,
   row: Insertable<JobsTable> & { accepted_at: string },
+  onCreated?: (trx: Kysely<Database>, job: JobRow) => Promise<void>,
 ): Promise<{ job: JobRow; created: boolean }> {
   return inTransaction(target, async (trx) => {
     const inserted = await trx
@@ -33,6 +38,7 @@ export async function insertJob(
         at: new Date(inserted.accepted_at),
         reason: inserted.retry_of === null ? `submitted by ${inserted.submitted_by}` : `retry of ${inserted.retry_of}`,
       });
+      await onCreated?.(trx, inserted);
       return { job: inserted, created: true };
     }
     const existing = await trx

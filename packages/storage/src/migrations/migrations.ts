@@ -5,6 +5,7 @@ import { credentials } from "./0002-credentials.js";
 import { identity } from "./0003-identity.js";
 import { jobs } from "./0004-jobs.js";
 import { lineages } from "./0005-lineages.js";
+import { sources } from "./0006-sources.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -21,6 +22,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0003-identity": identity(),
     "0004-jobs": jobs(dialect),
     "0005-lineages": lineages(),
+    "0006-sources": sources(),
   };
 }
 

@@ -1,0 +1,299 @@
+import { createHash } from "node:crypto";
+import { SOURCE_LIMITS, UPLOAD_ID_PATTERN } from "@kiln/contract";
+import {
+  completeUpload,
+  findTenantChunk,
+  readUpload,
+  recordUploadPart,
+  reserveUpload,
+  type SourceUploadPartRow,
+  type SourceUploadRow,
+  tenantReservations,
+} from "@kiln/storage";
+import { requestHashOf } from "../http/perform-keyed.js";
+import { refuse } from "../http/refusal.js";
+import type { Reservation, SourceManifest } from "../sources/manifest-types.js";
+import { requireOnboarded } from "../sources/require-onboarded.js";
+import { describeRanges, isExpired, missingRanges, uploadView } from "../sources/upload-view.js";
+import { validateManifest } from "../sources/validate-manifest.js";
+import { verifyUpload } from "../sources/verify-upload.js";
+import { type Handler, type HandlerContext, principalOf } from "./handler.js";
+
+const UPLOAD_ID = new RegExp(UPLOAD_ID_PATTERN);
+
+/** The upload id a mutation's idempotency-key names. */
+function uploadKeyOf(ctx: HandlerContext): string {
+  const key = ctx.idempotencyKey ?? refuse("idempotency_key_required", `${ctx.op.id} needs an idempotency-key`);
+  if (!UPLOAD_ID.test(key)) {
+    refuse(
+      "invalid_request",
+      "the idempotency-key is the upload id: 1 to 128 ASCII letters, digits, `-`, `_`, `.`, `:`",
+    );
+  }
+  return key;
+}
+
+/** For chunk.put and complete: the key must be the path's upload id (a chunk's is bound to its part too). */
+function requireKeyIsPathUpload(ctx: HandlerContext): string {
+  const key = ctx.idempotencyKey ?? refuse("idempotency_key_required", `${ctx.op.id} needs an idempotency-key`);
+  const upload = String(ctx.params.upload);
+  if (key !== upload) {
+    const part = ctx.params.part === undefined ? "" : ` (its part ${String(ctx.params.part)})`;
+    refuse(
+      "invalid_request",
+      `idempotency-key ${JSON.stringify(key)} must equal the path's upload id ${JSON.stringify(upload)}${part}`,
+    );
+  }
+  return upload;
+}
+
+interface Loaded {
+  readonly upload: SourceUploadRow;
+  readonly parts: SourceUploadPartRow[];
+}
+
+/**
+ * The upload named by the path, bound to the caller's tenant and the `repository` query:
+ * another tenant's upload, or one of another repository, is not_found.
+ */
+async function loadUpload(ctx: HandlerContext): Promise<Loaded> {
+  const tenantId = principalOf(ctx).tenantId;
+  const id = String(ctx.params.upload);
+  const repository = String(ctx.query.repository);
+  const found = await readUpload(ctx.deps.storage, { tenantId, upload: id });
+  if (found === undefined || found.upload.repository !== repository) {
+    return refuse("not_found", `no upload ${id} of ${repository} for this tenant`);
+  }
+  return found;
+}
+
+function refuseIfExpired(ctx: HandlerContext, upload: SourceUploadRow): void {
+  if (isExpired(upload, ctx.now)) {
+    refuse("gone", `upload ${upload.upload} expired at ${upload.expires_at} unclaimed; reserve a new upload`, {
+      expired_at: upload.expires_at,
+    });
+  }
+}
+
+const manifestOf = (upload: SourceUploadRow) => JSON.parse(upload.manifest) as SourceManifest;
+
+function declaredPart(upload: SourceUploadRow, part: number) {
+  const declared = manifestOf(upload).parts[part - 1];
+  if (declared === undefined) {
+    return refuse(
+      "invalid_request",
+      `path.part ${part} is not a part of upload ${upload.upload} (its manifest declares ${upload.part_count})`,
+    );
+  }
+  return declared;
+}
+
+export const sourceCapabilities: Handler = async (ctx) => {
+  const tenantId = principalOf(ctx).tenantId;
+  const repository = String(ctx.query.repository);
+  await requireOnboarded(ctx, tenantId, repository);
+  const current = await tenantReservations(ctx.deps.storage, tenantId);
+  return {
+    repository,
+    format_versions: [...SOURCE_LIMITS.formatVersions],
+    digest_algorithm: "sha256",
+    max_chunk_bytes: SOURCE_LIMITS.maxChunkBytes,
+    max_parts: SOURCE_LIMITS.maxParts,
+    upload_lifetime_seconds: SOURCE_LIMITS.uploadLifetimeSeconds,
+    limits: {
+      file_bytes: SOURCE_LIMITS.maxFileBytes,
+      entries: SOURCE_LIMITS.maxEntries,
+      directories: SOURCE_LIMITS.maxDirectories,
+      metadata_bytes: SOURCE_LIMITS.maxMetadataBytes,
+      path_bytes: SOURCE_LIMITS.maxPathBytes,
+    },
+    tenant_reservations: {
+      max_bytes: SOURCE_LIMITS.tenantReservationBytes,
+      max_unclaimed_uploads: SOURCE_LIMITS.tenantUnclaimedUploads,
+      reserved_bytes: current.reservedBytes,
+      unclaimed_uploads: current.unclaimedUploads,
+    },
+  };
+};
+
+/**
+ * sources.reserve: the key is the upload id and the upload's durable identity. An equal
+ * repeat returns the original upload; changed input under the key is conflict; a key naming an
+ * expired upload is gone.
+ */
+export const reserveSource: Handler = async (ctx) => {
+  const principal = principalOf(ctx);
+  const id = uploadKeyOf(ctx);
+  const body = ctx.body as Reservation;
+  const requestHash = requestHashOf("sources.reserve", body);
+  const replay = (found: SourceUploadRow) => {
+    if (found.request_hash !== requestHash) {
+      refuse("conflict", `upload ${id} was already reserved with a different reservation`);
+    }
+    refuseIfExpired(ctx, found);
+    return found;
+  };
+  const existing = await readUpload(ctx.deps.storage, { tenantId: principal.tenantId, upload: id });
+  if (existing !== undefined) return uploadView(replay(existing.upload), existing.parts, ctx.now);
+
+  await requireOnboarded(ctx, principal.tenantId, body.repository);
+  const validated = validateManifest(body);
+  const result = await reserveUpload(ctx.deps.storage, {
+    tenantId: principal.tenantId,
+    upload: id,
+    repository: body.repository,
+    reservedBy: principal.principal,
+    requestHash,
+    formatVersion: body.format_version,
+    manifest: JSON.stringify(body.manifest),
+    manifestSha256: validated.manifestSha256,
+    totals: JSON.stringify(body.totals),
+    partCount: validated.totals.parts,
+    partBytes: validated.totals.part_bytes,
+    now: ctx.now,
+    expiresAt: new Date(ctx.now.getTime() + SOURCE_LIMITS.uploadLifetimeSeconds * 1000),
+    maxBytes: SOURCE_LIMITS.tenantReservationBytes,
+    maxUnclaimedUploads: SOURCE_LIMITS.tenantUnclaimedUploads,
+  });
+  if (result.kind === "over_limit") {
+    return refuse(
+      "conflict",
+      result.limit === "uploads"
+        ? `the tenant already has ${result.unclaimedUploads} unclaimed uploads (at most ${SOURCE_LIMITS.tenantUnclaimedUploads}, expired ones counting until cleanup); complete and submit or let them expire`
+        : `reserving ${validated.totals.part_bytes} part bytes would pass the tenant's reservations: ${result.reservedBytes} of ${SOURCE_LIMITS.tenantReservationBytes} bytes already reserved (expired uploads counting until cleanup)`,
+    );
+  }
+  if (result.kind === "existing") return uploadView(replay(result.upload), [], ctx.now);
+  return uploadView(result.upload, [], ctx.now);
+};
+
+export const sourceStatus: Handler = async (ctx) => {
+  const { upload, parts } = await loadUpload(ctx);
+  return uploadView(upload, parts, ctx.now);
+};
+
+/**
+ * sources.chunk.put: a part's bytes, checked against the manifest's length and digest. A
+ * repeat with the same bytes verifies the held part (even once completed); changed bytes are
+ * conflict; an upload no longer reserved is conflict; an expired one gone.
+ */
+export const putSourceChunk: Handler = async (ctx) => {
+  const principal = principalOf(ctx);
+  requireKeyIsPathUpload(ctx);
+  const part = Number(ctx.params.part);
+  const { upload, parts } = await loadUpload(ctx);
+  const bytes = ctx.body;
+  if (!Buffer.isBuffer(bytes))
+    return refuse("invalid_request", "body must be the part's raw bytes (application/octet-stream)");
+  const got = createHash("sha256").update(bytes).digest("hex");
+  const held = parts.find((p) => p.part === part);
+  if (held !== undefined) {
+    if (held.sha256 !== got) {
+      refuse(
+        "conflict",
+        `upload ${upload.upload} already holds part ${part} (sha256 ${held.sha256}); these bytes differ (sha256 ${got})`,
+      );
+    }
+    return undefined;
+  }
+  refuseIfExpired(ctx, upload);
+  const declared = declaredPart(upload, part);
+  if (upload.state !== "reserved") {
+    refuse("conflict", `upload ${upload.upload} is ${upload.state}; it no longer accepts parts`);
+  }
+  if (bytes.length !== declared.bytes || got !== declared.sha256) {
+    refuse(
+      "invalid_request",
+      `part ${part}: got ${bytes.length} bytes with sha256 ${got}; the manifest declares ${declared.bytes} bytes with sha256 ${declared.sha256}`,
+    );
+  }
+  await ctx.deps.blobs.put(bytes);
+  const recorded = await recordUploadPart(ctx.deps.storage, {
+    tenantId: principal.tenantId,
+    upload: upload.upload,
+    part,
+    sha256: got,
+    bytes: bytes.length,
+    origin: "uploaded",
+    now: ctx.now,
+  });
+  if (recorded.kind === "not_reserved") {
+    refuse("conflict", `upload ${upload.upload} is ${recorded.upload?.state ?? "gone"}; it no longer accepts parts`);
+  }
+  return undefined;
+};
+
+/**
+ * sources.chunk.check: whether the upload holds a part. When it does not but the tenant's own
+ * store holds bytes with the digest (never another tenant's), they are attached (origin
+ * reused) and the answer is present.
+ */
+export const checkSourceChunk: Handler = async (ctx) => {
+  const principal = principalOf(ctx);
+  const part = Number(ctx.params.part);
+  const sha256 = String(ctx.query.sha256);
+  const { upload, parts } = await loadUpload(ctx);
+  const declared = declaredPart(upload, part);
+  if (declared.sha256 !== sha256) {
+    refuse(
+      "conflict",
+      `part ${part} of upload ${upload.upload} has sha256 ${declared.sha256} in its manifest, not ${sha256}`,
+    );
+  }
+  refuseIfExpired(ctx, upload);
+  const present = (origin: "uploaded" | "reused", bytes: number) => ({
+    upload: upload.upload,
+    part,
+    sha256,
+    present: true,
+    origin,
+    bytes,
+  });
+  const held = parts.find((p) => p.part === part);
+  if (held !== undefined) return present(held.origin, held.bytes);
+  const absent = { upload: upload.upload, part, sha256, present: false, origin: null, bytes: null };
+  if (upload.state !== "reserved") return absent;
+  const owned = await findTenantChunk(ctx.deps.storage, { tenantId: principal.tenantId, sha256 });
+  if (owned === undefined || owned.bytes !== declared.bytes || !(await ctx.deps.blobs.has(sha256))) return absent;
+  const recorded = await recordUploadPart(ctx.deps.storage, {
+    tenantId: principal.tenantId,
+    upload: upload.upload,
+    part,
+    sha256,
+    bytes: owned.bytes,
+    origin: "reused",
+    now: ctx.now,
+  });
+  if (recorded.kind === "not_reserved") return absent;
+  return present(recorded.part.origin, recorded.part.bytes);
+};
+
+/**
+ * sources.complete: every part held (else conflict naming the missing ones), then every file
+ * verified and stored; the outcome is recorded once, and a repeat returns it with the
+ * original completer.
+ */
+export const completeSource: Handler = async (ctx) => {
+  const principal = principalOf(ctx);
+  requireKeyIsPathUpload(ctx);
+  const { upload, parts } = await loadUpload(ctx);
+  refuseIfExpired(ctx, upload);
+  if (upload.state !== "reserved") return uploadView(upload, parts, ctx.now);
+  const missing = missingRanges(upload.part_count, new Set(parts.map((p) => p.part)));
+  if (missing.length > 0) {
+    refuse(
+      "conflict",
+      `upload ${upload.upload} is missing parts ${describeRanges(missing)}; send them before completing`,
+    );
+  }
+  const outcome = await verifyUpload(ctx.deps.blobs, manifestOf(upload), new Map(parts.map((p) => [p.part, p.sha256])));
+  const recorded = await completeUpload(ctx.deps.storage, {
+    tenantId: principal.tenantId,
+    upload: upload.upload,
+    completedBy: principal.principal,
+    now: ctx.now,
+    outcome,
+  });
+  if (recorded === undefined) return refuse("not_found", `no upload ${upload.upload}`);
+  return uploadView(recorded, parts, ctx.now);
+};

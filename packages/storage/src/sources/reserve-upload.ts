@@ -1,0 +1,94 @@
+import type { Storage } from "../dialect.js";
+import { formatTimestamp } from "../timestamps.js";
+import { type SourceUploadRow, tenantReservations } from "./upload-row.js";
+
+export interface UploadReservation {
+  readonly tenantId: string;
+  readonly upload: string;
+  readonly repository: string;
+  readonly reservedBy: string;
+  readonly requestHash: string;
+  readonly formatVersion: number;
+  /** JSON text of the manifest {entries, parts}. */
+  readonly manifest: string;
+  readonly manifestSha256: string;
+  /** JSON text of the totals. */
+  readonly totals: string;
+  readonly partCount: number;
+  readonly partBytes: number;
+  readonly now: Date;
+  readonly expiresAt: Date;
+  /** The tenant's reservation limits. */
+  readonly maxBytes: number;
+  readonly maxUnclaimedUploads: number;
+}
+
+export type ReserveUploadResult =
+  | { readonly kind: "created"; readonly upload: SourceUploadRow }
+  /** The key already names an upload: the caller compares request_hash and expiry. */
+  | { readonly kind: "existing"; readonly upload: SourceUploadRow }
+  | {
+      readonly kind: "over_limit";
+      readonly limit: "bytes" | "uploads";
+      readonly reservedBytes: number;
+      readonly unclaimedUploads: number;
+    };
+
+/**
+ * Reserves an upload under the tenant's limits (part bytes and unclaimed uploads, expired ones
+ * counting until cleanup), or finds the upload the key already names.
+ *
+ * Locking: the limit check reads the tenant's uploads and then inserts, so two reservations
+ * racing could both fit under the limit alone and pass it together. On SQLite the transaction
+ * holds the database-wide write lock from its start (BEGIN IMMEDIATE); on PostgreSQL the
+ * tenant's row is locked FOR UPDATE first, so one tenant's reservations are checked one after
+ * the other. The primary key (tenant, upload) settles two reservations of one key.
+ */
+export async function reserveUpload(storage: Storage, input: UploadReservation): Promise<ReserveUploadResult> {
+  return storage.transaction(async (trx) => {
+    if (storage.capabilities.rowLocks) {
+      await trx.selectFrom("tenants").select("id").where("id", "=", input.tenantId).forUpdate().executeTakeFirst();
+    }
+    const existing = await trx
+      .selectFrom("source_uploads")
+      .selectAll()
+      .where("tenant_id", "=", input.tenantId)
+      .where("upload", "=", input.upload)
+      .executeTakeFirst();
+    if (existing !== undefined) return { kind: "existing", upload: existing };
+    const current = await tenantReservations(trx, input.tenantId);
+    if (current.unclaimedUploads + 1 > input.maxUnclaimedUploads) {
+      return { kind: "over_limit", limit: "uploads", ...current };
+    }
+    if (current.reservedBytes + input.partBytes > input.maxBytes) {
+      return { kind: "over_limit", limit: "bytes", ...current };
+    }
+    const upload = await trx
+      .insertInto("source_uploads")
+      .values({
+        tenant_id: input.tenantId,
+        upload: input.upload,
+        repository: input.repository,
+        reserved_by: input.reservedBy,
+        request_hash: input.requestHash,
+        format_version: input.formatVersion,
+        manifest: input.manifest,
+        manifest_sha256: input.manifestSha256,
+        totals: input.totals,
+        part_count: input.partCount,
+        part_bytes: input.partBytes,
+        state: "reserved",
+        reserved_at: formatTimestamp(input.now),
+        expires_at: formatTimestamp(input.expiresAt),
+        verified_at: null,
+        completed_by: null,
+        rejection: null,
+        claimed_job: null,
+        claimed_at: null,
+        cleaned_at: null,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { kind: "created", upload };
+  });
+}
