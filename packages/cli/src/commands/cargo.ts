@@ -230,7 +230,7 @@ async function runCargo(argv: readonly string[]): Promise<void> {
     failure: finished.failure ?? null,
     exit_code: code,
     cargo_exit_code: code === EXIT.service ? null : code,
-    tests: { ...tests.total, by_target: tests.byTarget, failed: tests.failed },
+    tests: { ...tests.total, by_target: tests.byTarget, failed_tests: tests.failed },
     artifacts: downloaded,
   });
   if (Object.keys(tests.byTarget).length > 0) {
