@@ -1,7 +1,8 @@
-import { createClient, type KilnClient, KilnRefusal, KilnTransportError } from "@kiln/client";
+import { type KilnClient, KilnRefusal, KilnTransportError } from "@kiln/client";
 import { CaptureError } from "./archive/capture.js";
 import { UploadError } from "./archive/upload.js";
 import { ConfigError, type KilnEnvironment, requireToken, resolveEnvironment } from "./config.js";
+import { createCliClient } from "./http-fetch.js";
 
 /** Exit codes (documented in `kiln --help` and the README). */
 export const EXIT = {
@@ -39,11 +40,11 @@ export function connect(options: { tokenRequired?: boolean } = {}): Connected {
   const environment = resolveEnvironment(process.env);
   if (options.tokenRequired ?? true) {
     const { token } = requireToken(environment);
-    return { environment, client: createClient({ endpoint: environment.endpoint, token }) };
+    return { environment, client: createCliClient({ endpoint: environment.endpoint, token }) };
   }
   return {
     environment,
-    client: createClient({
+    client: createCliClient({
       endpoint: environment.endpoint,
       ...(environment.token === undefined ? {} : { token: environment.token }),
     }),
