@@ -30,7 +30,7 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { createServer, request } from "node:http";
+import { createServer } from "node:http";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
