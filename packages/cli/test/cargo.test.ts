@@ -71,14 +71,16 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
       withoutEmpty,
     } = await debian();
     assert.ok(debianCrateInstalled("semver", "1.0.14"), "apt-get install librust-semver-dev librust-serde-dev");
+    // Two copies: local cargo writes Cargo.lock into its own, never into the one kiln captures.
     const dir = materialize(debianCrate("semver", "1.0.14"));
-    scratch.push(dir);
+    const directDir = materialize(debianCrate("semver", "1.0.14"));
+    scratch.push(dir, directDir);
     const targetDir = mkdtempSync(join(tmpdir(), "kiln-cli-direct-target-"));
     scratch.push(targetDir);
     // kiln and the local run at the same time (the local one in its own target dir, outside the workspace).
     const [run, direct] = await Promise.all([
       runCli(["cargo", "test", "--repository", "acme/semver", "--json"], { cwd: dir, env }),
-      directCargoTest(dir, { targetDir }),
+      directCargoTest(directDir, { targetDir }),
     ]);
     assert.equal(direct.exitCode, 0, direct.output.slice(-3000));
     assert.equal(run.code, 0, `${run.stderr}\n${run.stdout.slice(-3000)}`);
