@@ -32,7 +32,15 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
               }),
             },
           },
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: "array", useDefaults: true, allErrors: false } },
+    ajv: {
+      customOptions: {
+        removeAdditional: false,
+        coerceTypes: "array",
+        useDefaults: true,
+        allErrors: false,
+        verbose: true,
+      },
+    },
     // Operation paths are matched exactly; `/api/jobs/` is not `/api/jobs`.
     routerOptions: { ignoreTrailingSlash: false },
     return503OnClosing: true,

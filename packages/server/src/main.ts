@@ -9,6 +9,7 @@ import { buildApp } from "./build-app.js";
 import { configFromEnv, type ServerConfig } from "./config.js";
 import { ensureFirstStartTenant } from "./first-start.js";
 import { startLocalHost } from "./local-host.js";
+import { startUploadSweeper } from "./sources/upload-sweeper.js";
 import { VERSION } from "./version.js";
 
 /** With port 0 and no KILN_PUBLIC_URL, the origin is known only once a port is chosen. */
@@ -59,7 +60,9 @@ program
       }
     }
     if (host !== null) wake = host.wake;
+    const sweeper = startUploadSweeper({ storage, clock: systemClock });
     const shutdown = async () => {
+      sweeper.stop();
       await host?.stop();
       await app.close();
       await storage.close();

@@ -72,7 +72,7 @@ export const SOURCES_OPERATIONS = [
     path: "/api/sources/{upload}/chunks/{part}",
     summary: "Send one part's raw bytes; the idempotency-key must equal the upload id.",
     description:
-      "The bytes must have the length and SHA-256 the manifest declares for the part (else invalid_request). Repeating a part with the same bytes verifies the original; changed bytes, or an upload no longer reserved, give conflict; an expired upload gives gone.",
+      "The idempotency-key must equal the path's upload id (else invalid_request naming both); the part's durable identity is that upload and the path's part number. The bytes must have the length and SHA-256 the manifest declares for the part (else invalid_request naming the expected and received digest). Repeating a part with the same bytes verifies the original; changed bytes, or an upload no longer reserved, give conflict; an expired upload gives gone.",
     tag: "sources",
     security: { kind: "tenant", scope: "submit" },
     request: {
@@ -119,7 +119,7 @@ export const SOURCES_OPERATIONS = [
     path: "/api/sources/{upload}/complete",
     summary: "Verify every part and file digest of an upload; the idempotency-key must equal the upload id.",
     description:
-      "Answers the upload verified (a job may now claim it) or rejected (the parts cannot produce the manifest's files). Missing parts are refused conflict naming them; an expired upload gives gone. Repeated completion returns the same upload and preserves the original owner.",
+      "The idempotency-key must equal the path's upload id (else invalid_request). Answers the upload verified (a job may now claim it) or rejected (the parts cannot produce the manifest's files). Missing parts are refused conflict naming them; an expired upload gives gone. Repeated completion returns the same upload and preserves the original owner.",
     tag: "sources",
     security: { kind: "tenant", scope: "submit" },
     request: { params: uploadParams(), query: repositoryQuery() },

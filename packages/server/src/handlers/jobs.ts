@@ -71,7 +71,7 @@ export const submitJob: Handler = async (ctx) => {
   }
   await requireOnboarded(ctx, principal.tenantId, body.repository);
   const invocation = body.workspace.invocation;
-  const { manifest, pinned, onCreated } =
+  const { manifest, pinned, insert } =
     "archive" in source
       ? await admitArchiveSource(ctx.deps, {
           tenantId: principal.tenantId,
@@ -85,42 +85,35 @@ export const submitJob: Handler = async (ctx) => {
   const origin =
     invocation.toolchain !== undefined ? "invocation" : pinned !== null ? "rust-toolchain-file" : "host-default";
   const now = ctx.now.toISOString();
-  const { job, created } = await insertJob(
-    ctx.db,
-    {
-      id: newJobId(ctx.now),
-      tenant_id: principal.tenantId,
-      repository: body.repository,
-      branch: body.workspace.branch,
-      base_commit: body.workspace.base_commit,
-      head_sha: body.check?.head_sha ?? null,
-      size: body.size,
-      class: jobClassOf(invocation.operation, invocation.arguments, toolchain),
-      description: ["cargo", invocation.operation, ...invocation.arguments].join(" "),
-      status: "queued",
-      submitted_by: principal.principal,
-      submission_key: key,
-      request_hash: requestHash,
-      invocation: JSON.stringify(invocation),
-      source_manifest: JSON.stringify(manifest),
-      wall_clock_seconds: Math.min(
-        ctx.deps.wallClockSeconds ?? PLATFORM_WALL_CLOCK_SECONDS,
-        PLATFORM_WALL_CLOCK_SECONDS,
-      ),
-      max_attempts: MAX_ATTEMPTS,
-      attempts_started: 0,
-      accepted_at: now,
-      queued_at: now,
-      admitted: JSON.stringify({
-        toolchain,
-        toolchain_origin: origin,
-        network_policy: "offline",
-        configuration_sha256: null,
-      }),
-      retry_of: null,
-    },
-    onCreated,
-  );
+  const { job, created } = await insert(ctx.db, {
+    id: newJobId(ctx.now),
+    tenant_id: principal.tenantId,
+    repository: body.repository,
+    branch: body.workspace.branch,
+    base_commit: body.workspace.base_commit,
+    head_sha: body.check?.head_sha ?? null,
+    size: body.size,
+    class: jobClassOf(invocation.operation, invocation.arguments, toolchain),
+    description: ["cargo", invocation.operation, ...invocation.arguments].join(" "),
+    status: "queued",
+    submitted_by: principal.principal,
+    submission_key: key,
+    request_hash: requestHash,
+    invocation: JSON.stringify(invocation),
+    source_manifest: JSON.stringify(manifest),
+    wall_clock_seconds: Math.min(ctx.deps.wallClockSeconds ?? PLATFORM_WALL_CLOCK_SECONDS, PLATFORM_WALL_CLOCK_SECONDS),
+    max_attempts: MAX_ATTEMPTS,
+    attempts_started: 0,
+    accepted_at: now,
+    queued_at: now,
+    admitted: JSON.stringify({
+      toolchain,
+      toolchain_origin: origin,
+      network_policy: "offline",
+      configuration_sha256: null,
+    }),
+    retry_of: null,
+  });
   if (!created) return replayOrConflict(job, requestHash, key);
   ctx.deps.wakeScheduler?.();
   return job.id;

@@ -175,7 +175,7 @@ export const sourceStatus: Handler = async (ctx) => {
 /**
  * sources.chunk.put: a part's bytes, checked against the manifest's length and digest. A
  * repeat with the same bytes verifies the held part (even once completed); changed bytes are
- * conflict; an upload no longer reserved is conflict; an expired one gone.
+ * conflict; an upload no longer reserved is conflict; an expired one gone (held part or not).
  */
 export const putSourceChunk: Handler = async (ctx) => {
   const principal = principalOf(ctx);
@@ -185,6 +185,7 @@ export const putSourceChunk: Handler = async (ctx) => {
   const bytes = ctx.body;
   if (!Buffer.isBuffer(bytes))
     return refuse("invalid_request", "body must be the part's raw bytes (application/octet-stream)");
+  refuseIfExpired(ctx, upload);
   const got = createHash("sha256").update(bytes).digest("hex");
   const held = parts.find((p) => p.part === part);
   if (held !== undefined) {
@@ -196,7 +197,6 @@ export const putSourceChunk: Handler = async (ctx) => {
     }
     return undefined;
   }
-  refuseIfExpired(ctx, upload);
   const declared = declaredPart(upload, part);
   if (upload.state !== "reserved") {
     refuse("conflict", `upload ${upload.upload} is ${upload.state}; it no longer accepts parts`);

@@ -7,6 +7,9 @@ interface AjvError {
   keyword?: string;
   message?: string;
   params?: Record<string, unknown>;
+  /** With ajv's `verbose`: the refused value and the schema holding the failed keyword. */
+  data?: unknown;
+  parentSchema?: { description?: string };
 }
 
 const CONTEXT_NAMES: Record<string, string> = { body: "body", querystring: "query", params: "path", headers: "header" };
@@ -27,9 +30,24 @@ function fieldOf(context: string, error: AjvError): string {
   return field;
 }
 
+const BRANCH_MISMATCH = new Set(["const", "required", "additionalProperties", "anyOf", "oneOf"]);
+
+/**
+ * The error worth naming. For a value refused by every branch of a union (anyOf), ajv lists
+ * each branch's first error before the anyOf one; the branch that got furthest into the value
+ * (deepest path, not merely the wrong `kind` or a missing member) is the one the caller meant.
+ */
+function mostTellingError(errors: readonly AjvError[]): AjvError | undefined {
+  const union = errors.findIndex((e) => e.keyword === "anyOf");
+  if (union <= 0) return errors[0];
+  const depth = (e: AjvError) => (e.instancePath ?? "").split("/").length;
+  const telling = errors.slice(0, union).filter((e) => !BRANCH_MISMATCH.has(e.keyword ?? ""));
+  return telling.sort((a, b) => depth(b) - depth(a))[0] ?? errors[0];
+}
+
 /** Turns a schema validation failure into the detail of an invalid_request refusal. */
 export function validationDetail(context: string, errors: readonly AjvError[]): string {
-  const first = errors[0];
+  const first = mostTellingError(errors);
   if (first === undefined) return `${CONTEXT_NAMES[context] ?? context}: invalid`;
   const field = fieldOf(context, first);
   const params = first.params ?? {};
@@ -40,6 +58,14 @@ export function validationDetail(context: string, errors: readonly AjvError[]): 
       return `${field} is not a member of this record`;
     case "enum":
       return `${field} must be one of ${JSON.stringify(params.allowedValues)}`;
+    case "pattern": {
+      // Name the refused value and the rule in words rather than the regular expression.
+      const rule = first.parentSchema?.description;
+      if (typeof first.data !== "string" || rule === undefined) return `${field} ${first.message ?? "is invalid"}`;
+      const value =
+        first.data.length > 200 ? `${JSON.stringify(first.data.slice(0, 200))}…` : JSON.stringify(first.data);
+      return `${field} ${value} does not have the required form: ${rule}`;
+    }
     default:
       return `${field} ${first.message ?? "is invalid"}`;
   }

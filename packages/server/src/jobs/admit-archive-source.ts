@@ -1,5 +1,13 @@
 import { createHash } from "node:crypto";
-import { claimUpload, type LocalBlobStore, readUpload, type Storage } from "@kiln/storage";
+import {
+  claimUpload,
+  type Db,
+  insertJob,
+  type JobRow,
+  type LocalBlobStore,
+  readUpload,
+  type Storage,
+} from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
 import type { SourceManifest } from "../sources/manifest-types.js";
 import { isExpired } from "../sources/upload-view.js";
@@ -88,20 +96,22 @@ export async function admitArchiveSource(
   return {
     manifest: entries,
     pinned,
-    onCreated: async (trx, job) => {
-      const claimed = await claimUpload(trx, {
-        tenantId: input.tenantId,
-        upload: upload.upload,
-        manifestSha256: archive.manifest_sha256,
-        jobId: job.id,
-        now: input.now,
-      });
-      if (!claimed) {
-        refuse(
-          "conflict",
-          `upload ${upload.upload} was claimed by another submission, or expired, while this one was admitted`,
-        );
-      }
-    },
+    insert: (db, row) => insertJob(db, row, claim),
   };
+
+  async function claim(trx: Db, job: JobRow): Promise<void> {
+    const claimed = await claimUpload(trx, {
+      tenantId: input.tenantId,
+      upload: upload.upload,
+      manifestSha256: archive.manifest_sha256,
+      jobId: job.id,
+      now: input.now,
+    });
+    if (!claimed) {
+      refuse(
+        "conflict",
+        `upload ${upload.upload} was claimed by another submission, or expired, while this one was admitted`,
+      );
+    }
+  }
 }

@@ -1,4 +1,4 @@
-import type { Db, JobRow, LocalBlobStore } from "@kiln/storage";
+import { insertJob, type LocalBlobStore } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
 
 export interface InlineFile {
@@ -145,8 +145,11 @@ export function pinnedToolchain(files: readonly InlineFile[], workingDirectory: 
 export interface AdmittedSource {
   readonly manifest: readonly SourceManifestEntry[];
   readonly pinned: string | null;
-  /** Runs in the job's insert transaction (a streamed archive claims its upload there). */
-  readonly onCreated?: (trx: Db, job: JobRow) => Promise<void>;
+  /**
+   * Inserts the job (storage insertJob); a streamed archive's also claims its upload in the
+   * same transaction.
+   */
+  readonly insert: typeof insertJob;
 }
 
 export type SourceManifestEntry =
@@ -166,7 +169,7 @@ export async function admitInlineSource(
     const stored = await blobs.put(Uint8Array.from(file.bytes));
     manifest.push({ path: file.path, sha256: stored.sha256, bytes: stored.bytes, executable: file.executable });
   }
-  return { manifest, pinned: pinnedToolchain(files, invocation.working_directory ?? ".") };
+  return { manifest, pinned: pinnedToolchain(files, invocation.working_directory ?? "."), insert: insertJob };
 }
 
 /**
