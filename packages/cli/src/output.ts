@@ -75,7 +75,8 @@ export async function runCommand(json: boolean, body: () => Promise<void>): Prom
       return;
     }
     if (error instanceof KilnRefusal) {
-      if (json) printJson(error.refusal);
+      // One line, so it also ends a JSON-lines stream (kiln cargo --json) cleanly.
+      if (json) printJsonLine(error.refusal);
       err(`kiln: ${error.operation} refused: ${error.refusal.code}: ${error.refusal.detail}`);
       process.exitCode = EXIT.error;
       return;

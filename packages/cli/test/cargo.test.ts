@@ -125,6 +125,16 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
       .split("\n")
       .map((l) => JSON.parse(l));
     assert.ok(records.length > 0 && records.every((r) => typeof r.sequence === "number"));
+    const follow = await runCli(["jobs", "logs", result.job, "--follow", "--json"], { env });
+    assert.equal(follow.code, 0, follow.stderr);
+    assert.deepEqual(
+      follow.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).sequence),
+      records.map((r) => r.sequence),
+      "following a settled log streams every record once and ends",
+    );
     const list = await runCli(["jobs", "list", "--json", "--repository", "acme/semver"], { env });
     assert.ok((JSON.parse(list.stdout).jobs as Doc[]).some((j) => j.id === result.job));
     const table = await runCli(["jobs", "list"], { env });
@@ -181,9 +191,13 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
 
   it("--artifact downloads published files under target/kiln-artifacts/<job>/", async () => {
     const root = workspace({ "Cargo.toml": manifest("hello"), "src/main.rs": 'fn main() { println!("hi"); }\n' });
-    const run = await runCli(["cargo", "build", "--repository", "acme/widget", "--artifact", "debug/hello", "--json"], {
+    // No git and no --repository: the repository (and the size) come from the config file.
+    const home = freshConfigHome();
+    mkdirSync(join(home, "kiln"));
+    writeFileSync(join(home, "kiln", "config.json"), JSON.stringify({ repository: "acme/widget", size: "kiln2-cpu" }));
+    const run = await runCli(["cargo", "build", "--artifact", "debug/hello", "--json"], {
       cwd: root,
-      env,
+      env: { ...env, XDG_CONFIG_HOME: home },
     });
     assert.equal(run.code, 0, run.stderr);
     const result = jsonLines(run).find((l) => l.type === "result");

@@ -1,4 +1,5 @@
-import { type KilnClient, KilnRefusal } from "@kiln/client";
+import { setTimeout as sleep } from "node:timers/promises";
+import { type KilnClient, KilnRefusal, KilnTransportError } from "@kiln/client";
 import { type Archive, FORMAT_VERSION, PART_BYTES, readPart, uploadIdOf } from "./layout.js";
 
 export interface UploadSummary {
@@ -39,6 +40,28 @@ interface SourceUpload {
 }
 
 const MAX_GENERATIONS = 64;
+
+/** Refusals worth another try after a pause: the service asked for one, or a repeat is in flight. */
+const TRANSIENT = new Set(["unavailable", "rate_limited", "idempotency_key_in_flight"]);
+
+/**
+ * Runs a chunk request, trying again (up to 5 times, backing off) after a transport failure or
+ * a transient refusal; chunk requests are safe to repeat (a repeated part with the same bytes
+ * verifies the original).
+ */
+async function withRetries<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      const transient =
+        error instanceof KilnTransportError || (error instanceof KilnRefusal && TRANSIENT.has(error.code));
+      if (!transient || attempt >= 5) throw error;
+      const asked = error instanceof KilnRefusal ? error.refusal.retry_after_seconds : undefined;
+      await sleep(typeof asked === "number" ? Math.min(asked, 30) * 1000 : 250 * 2 ** attempt);
+    }
+  }
+}
 
 /**
  * Reserves the archive's upload (or resumes it: the upload id derives from the manifest and its
@@ -91,20 +114,24 @@ export async function uploadArchive(client: KilnClient, options: UploadOptions):
     while (next < todo.length) {
       const source = todo[next++];
       if (source === undefined) break;
-      const check = await client.call("sources.chunk.check", {
-        params: { upload, part: source.part },
-        query: { repository, sha256: source.sha256 },
-      });
+      const check = await withRetries(() =>
+        client.call("sources.chunk.check", {
+          params: { upload, part: source.part },
+          query: { repository, sha256: source.sha256 },
+        }),
+      );
       if (check.present) {
         partsReused += 1;
       } else {
         const bytes = readPart(source);
-        await client.call("sources.chunk.put", {
-          params: { upload, part: source.part },
-          query: { repository },
-          body: bytes,
-          idempotencyKey: upload,
-        });
+        await withRetries(() =>
+          client.call("sources.chunk.put", {
+            params: { upload, part: source.part },
+            query: { repository },
+            body: bytes,
+            idempotencyKey: upload,
+          }),
+        );
         partsSent += 1;
         bytesSent += source.bytes;
       }
