@@ -11,7 +11,8 @@
 //    divided by the upload's wall time (reserve to complete), and end to end including hashing.
 // 3. Baselines in the same run: the same part bytes POSTed with the same concurrency to a
 //    trivial Node HTTP server on loopback that only drains the body, and `cp -r` of the tree.
-// 4. One-file edit: a line appended to one source file, re-captured and uploaded: bytes sent as
+// 4. The same amount of fresh bytes as 4 MiB random files only (per byte vs per request cost).
+// 5. One-file edit: a line appended to one source file, re-captured and uploaded: bytes sent as
 //    a % of the workspace's bytes (goal ≤ 1 %). Also a one-byte edit inside a large file.
 //
 // The server is a separate process (KILN_LOCAL_HOST=off: no job runs, only the sources
@@ -210,6 +211,14 @@ for (let run = 1; run <= RUNS; run++) {
     closeSync(fd);
     const afterLarge = buildArchive(captureWorkspace(ws, { git: false }));
     const large = await uploadArchive(client, { repository, archive: afterLarge, concurrency: CONCURRENCY });
+    // Per byte versus per request: the same amount of fresh bytes in 4 MiB parts only.
+    const bigWs = join(scratch, "big");
+    for (let i = 0; i < Math.ceil(archive.totals.file_bytes / (4 * MB)); i++) {
+      mkdirSync(bigWs, { recursive: true });
+      writeFileSync(join(bigWs, `blob${i}.bin`), randomBytes(4 * MB));
+    }
+    const bigArchive = buildArchive(captureWorkspace(bigWs, { git: false }));
+    const bigUpload = await uploadArchive(client, { repository, archive: bigArchive, concurrency: CONCURRENCY });
     const loadAfter = loadavg()[0];
 
     const sample = {
@@ -228,6 +237,7 @@ for (let run = 1; run <= RUNS; run++) {
       cp_mb_per_s: archive.totals.file_bytes / MB / cpSeconds,
       small_edit: { ...small, percent: (100 * small.bytes_sent) / archive.totals.file_bytes },
       large_edit: { ...large, percent: (100 * large.bytes_sent) / archive.totals.file_bytes },
+      large_parts_only: { ...bigUpload, mb_per_s: bigUpload.bytes_sent / MB / bigUpload.seconds },
       load: [loadBefore, loadAfter],
     };
     samples.push(sample);
@@ -236,7 +246,8 @@ for (let run = 1; run <= RUNS; run++) {
         `hash ${hashSeconds.toFixed(2)} s; upload ${first.seconds.toFixed(2)} s = ${sample.first.mb_per_s.toFixed(0)} MiB/s ` +
         `(with hashing ${sample.first.end_to_end_mb_per_s.toFixed(0)} MiB/s); plain POST ${sample.plain_post.mb_per_s.toFixed(0)} MiB/s; ` +
         `cp ${sample.cp_mb_per_s.toFixed(0)} MiB/s; small edit re-sent ${small.bytes_sent} B (${sample.small_edit.percent.toFixed(3)} %, ` +
-        `${small.parts_sent} parts); large edit ${large.bytes_sent} B (${sample.large_edit.percent.toFixed(2)} %)`,
+        `${small.parts_sent} parts); large edit ${large.bytes_sent} B (${sample.large_edit.percent.toFixed(2)} %); ` +
+        `4 MiB parts only: ${bigUpload.parts_sent} parts at ${sample.large_parts_only.mb_per_s.toFixed(0)} MiB/s`,
     );
     if (generated.files === 0) throw new Error("no files generated");
   } finally {
@@ -264,6 +275,7 @@ const summary = {
     small_edit_percent: median(samples.map((s) => s.small_edit.percent)),
     small_edit_bytes: median(samples.map((s) => s.small_edit.bytes_sent)),
     large_edit_percent: median(samples.map((s) => s.large_edit.percent)),
+    large_parts_only_mib_per_s: median(samples.map((s) => s.large_parts_only.mb_per_s)),
   },
   goals: {
     "upload ≥ 200 MB/s": median(samples.map((s) => s.first.bytes_sent / 1e6 / s.first.seconds)) >= 200,
