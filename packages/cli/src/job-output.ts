@@ -18,12 +18,16 @@ export interface LogRecord {
 
 export const TERMINAL = new Set(["passed", "failed", "cancelled"]);
 
-/** Writes one log record as cargo would: stdout lines to stdout, stderr and service lines to stderr. */
-export function printRecord(record: LogRecord): void {
+/**
+ * Writes one log record as cargo would: stdout lines to stdout, stderr lines to stderr; the
+ * service's own lines (stream `system`) go to stderr marked `[kiln]`, unless `service` is false.
+ */
+export function printRecord(record: LogRecord, service = true): void {
   const line = record.text.endsWith("\n") ? record.text : `${record.text}\n`;
   if (record.stream === "stdout") process.stdout.write(line);
-  else if (record.stream === "system") process.stderr.write(`[kiln] ${line}`);
-  else process.stderr.write(line);
+  else if (record.stream === "system") {
+    if (service) process.stderr.write(`[kiln] ${line.replace(/^kiln: /, "")}`);
+  } else process.stderr.write(line);
 }
 
 /**

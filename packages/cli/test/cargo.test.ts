@@ -175,8 +175,9 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     assert.deepEqual([result.tests.passed, result.tests.failed], [1, 1]);
     assert.equal(result.tests.failed_tests.length, 1);
     assert.match(result.tests.failed_tests[0], /tests::bad/);
-    const human = await runCli(["cargo", "test"], { cwd: root, env });
+    const human = await runCli(["cargo", "test", "--service-log"], { cwd: root, env });
     assert.equal(human.code, 101);
+    assert.match(human.stderr, /^\[kiln\] attempt 1 of \S+ on /m, "--service-log shows the service's lines");
     assert.match(human.stdout, /test tests::bad \.\.\. FAILED/);
     assert.match(human.stderr, /test summary: 1 passed; 1 failed; 0 ignored/);
 
@@ -226,6 +227,7 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     const done = await cli.done;
     assert.equal(done.code, 130, done.stderr);
     assert.match(done.stderr, /interrupted: cancelling job/);
+    assert.doesNotMatch(done.stderr, /\[kiln\] attempt 1 of/, "without --service-log only cargo's lines are shown");
     await until(
       async () => (await client.call("jobs.get", { params: { id: job } })).status === "cancelled",
       30_000,

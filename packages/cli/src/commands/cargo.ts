@@ -31,13 +31,15 @@ export interface CargoArguments {
   artifacts: string[];
   json: boolean;
   concurrency: number | undefined;
+  /** Show the service's own log lines (placement, sandbox, cache) beside cargo's. */
+  serviceLog: boolean;
 }
 
 const KILN_VALUE_OPTIONS = new Set(["--size", "--toolchain", "--repository", "--artifact", "--concurrency"]);
 
 /**
  * `[+toolchain] <operation> [cargo args…]` with kiln's own options (--size, --toolchain,
- * --repository, --artifact, --concurrency, --json) taken from anywhere before a `--`; every other
+ * --repository, --artifact, --concurrency, --service-log, --json) taken from anywhere before a `--`; every other
  * argument goes to cargo verbatim and in order.
  */
 export function parseCargoArguments(argv: readonly string[]): CargoArguments {
@@ -50,6 +52,7 @@ export function parseCargoArguments(argv: readonly string[]): CargoArguments {
     artifacts: [],
     json: false,
     concurrency: undefined,
+    serviceLog: false,
   };
   let i = 0;
   if (argv[0]?.startsWith("+")) {
@@ -70,6 +73,10 @@ export function parseCargoArguments(argv: readonly string[]): CargoArguments {
     }
     if (arg === "--json") {
       parsed.json = true;
+      continue;
+    }
+    if (arg === "--service-log") {
+      parsed.serviceLog = true;
       continue;
     }
     const eq = arg.indexOf("=");
@@ -212,7 +219,11 @@ async function runCargo(argv: readonly string[]): Promise<void> {
     return;
   }
 
-  await followLogs(client, job, args.json ? (record) => emit({ type: "log", ...record }) : printRecord);
+  await followLogs(
+    client,
+    job,
+    args.json ? (record) => emit({ type: "log", ...record }) : (record) => printRecord(record, args.serviceLog),
+  );
   const finished = await settled(client, job);
   const evidence = (await client.call("jobs.evidence", { params: { id: job } })) as Doc;
   const code = exitCodeOf(finished, evidence);
@@ -267,7 +278,7 @@ export function registerCargoCommand(program: Command): void {
     .command("cargo")
     .description("run cargo <operation> remotely on this workspace: upload what changed, stream the log, exit as cargo")
     .usage(
-      "[+toolchain] <build|check|test|clippy|doc|bench> [cargo args…] [--size SIZE] [--toolchain T] [--repository owner/name] [--artifact PATTERN…] [--concurrency N] [--json]",
+      "[+toolchain] <build|check|test|clippy|doc|bench> [cargo args…] [--size SIZE] [--toolchain T] [--repository owner/name] [--artifact PATTERN…] [--concurrency N] [--service-log] [--json]",
     )
     .helpOption(false)
     .passThroughOptions()
@@ -281,6 +292,8 @@ export function registerCargoCommand(program: Command): void {
         "The workspace is the nearest Cargo.toml upward with [workspace] (else the nearest Cargo.toml);",
         "with git its tracked and untracked-not-ignored files are captured (executable bits and symlinks",
         "kept), without git every file but target/ and .git/. Only parts the service lacks are sent.",
+        "Cargo's output is shown as cargo prints it; --service-log adds the service's own lines",
+        "(placement, sandbox, cache) marked [kiln].",
         "",
         "--json prints JSON lines on stdout: {type:upload…}, {type:job…}, one {type:log…} per log",
         "record, and a final {type:result, status, exit_code, tests, artifacts}.",

@@ -7,6 +7,7 @@ import {
   downloadArtifacts,
   exitCodeOf,
   followLogs,
+  type LogRecord,
   printRecord,
   readLogs,
   TERMINAL,
@@ -60,7 +61,7 @@ async function get(id: string, options: JsonOption) {
 
 async function logs(id: string, options: JsonOption & { follow?: boolean }) {
   const { client } = connect();
-  const print = options.json ? (r: unknown) => printJsonLine(r) : printRecord;
+  const print = options.json ? (r: unknown) => printJsonLine(r) : (r: LogRecord) => printRecord(r);
   if (options.follow) await followLogs(client, id, print);
   else for (const record of await readLogs(client, id)) print(record);
 }
