@@ -1,7 +1,6 @@
-import { readFileSync } from "node:fs";
+import { ConfigError, DEFAULT_ENDPOINT, resolveEnvironment, type TokenSource } from "../config.js";
 
-/** The API origin when KILN_ENDPOINT is not set: the embedded server's default listener. */
-export const DEFAULT_ENDPOINT = "http://127.0.0.1:7860";
+export { DEFAULT_ENDPOINT };
 
 /** Shortest caller token the HTTP transport accepts (spec: 32 characters or more). */
 export const MIN_HTTP_TOKEN_LENGTH = 32;
@@ -22,34 +21,27 @@ export interface McpEnvironment {
   readonly token: string;
   readonly endpoint: string;
   /** Where the credential came from, for diagnostics (never the value). */
-  readonly tokenSource: "KILN_TOKEN" | "KILN_CREDENTIAL_FILE";
+  readonly tokenSource: TokenSource;
 }
 
-/** The credential (KILN_TOKEN, else KILN_CREDENTIAL_FILE's trimmed contents) and KILN_ENDPOINT. */
+/**
+ * The credential and endpoint, resolved exactly as every other `kiln` command resolves them
+ * (config.ts): KILN_TOKEN > KILN_CREDENTIAL_FILE > the stored `kiln login` token;
+ * KILN_ENDPOINT > the config file > the default.
+ */
 export function mcpEnvironment(env: NodeJS.ProcessEnv): McpEnvironment {
-  const endpoint = env.KILN_ENDPOINT?.trim() || DEFAULT_ENDPOINT;
   try {
-    new URL(endpoint);
-  } catch {
-    throw new McpStartupError(`KILN_ENDPOINT is not a URL: ${endpoint}`);
-  }
-  const direct = env.KILN_TOKEN?.trim();
-  if (direct !== undefined && direct !== "") return { token: direct, endpoint, tokenSource: "KILN_TOKEN" };
-  const file = env.KILN_CREDENTIAL_FILE?.trim();
-  if (file !== undefined && file !== "") {
-    let contents: string;
-    try {
-      contents = readFileSync(file, "utf8").trim();
-    } catch (error) {
-      const code = (error as { code?: string }).code ?? "unreadable";
-      throw new McpStartupError(`KILN_CREDENTIAL_FILE ${file} cannot be read (${code})`);
+    const resolved = resolveEnvironment(env);
+    if (resolved.token === undefined || resolved.tokenSource === undefined) {
+      throw new McpStartupError(
+        "no credential: set KILN_TOKEN to an agent credential, or KILN_CREDENTIAL_FILE to a file holding one (or run `kiln login`)",
+      );
     }
-    if (contents === "") throw new McpStartupError(`KILN_CREDENTIAL_FILE ${file} is empty`);
-    return { token: contents, endpoint, tokenSource: "KILN_CREDENTIAL_FILE" };
+    return { token: resolved.token, endpoint: resolved.endpoint, tokenSource: resolved.tokenSource };
+  } catch (error) {
+    if (error instanceof ConfigError) throw new McpStartupError(error.message);
+    throw error;
   }
-  throw new McpStartupError(
-    "no credential: set KILN_TOKEN to an agent credential, or KILN_CREDENTIAL_FILE to a file holding one",
-  );
 }
 
 /** KILN_MCP_HTTP_TOKEN, when configured; a configured token shorter than 32 characters is refused. */

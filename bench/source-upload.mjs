@@ -1,0 +1,286 @@
+#!/usr/bin/env node
+// Source upload benchmark: the kiln CLI's archive builder and uploader against a real
+// `kiln-server serve` process on loopback.
+//
+//   npm run build && node bench/source-upload.mjs [--mb 64] [--runs 3] [--concurrency 4] [--json FILE]
+//
+// 1. Generates a workspace of at least --mb MB (default 64): many small source files in many
+//    directories plus some large binary files, all random (incompressible).
+// 2. First upload: capture + hash (buildArchive), then reserve / chunk.check / chunk.put /
+//    complete (uploadArchive) of bytes the server has never seen. Throughput = part bytes sent
+//    divided by the upload's wall time (reserve to complete), and end to end including hashing.
+// 3. Baselines in the same run: the same part bytes POSTed with the same concurrency to a
+//    trivial Node HTTP server on loopback that only drains the body, and `cp -r` of the tree.
+// 4. The same amount of fresh bytes as 4 MiB random files only (per byte vs per request cost).
+// 5. One-file edit: a line appended to one source file, re-captured and uploaded: bytes sent as
+//    a % of the workspace's bytes (goal ≤ 1 %). Also a one-byte edit inside a large file.
+//
+// The server is a separate process (KILN_LOCAL_HOST=off: no job runs, only the sources
+// operations are measured); its tenant, person, token and repository are created through its
+// storage (SQLite in the data dir) the way the server's own tests do.
+import { execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
+import { createServer } from "node:http";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const dist = (pkg, path) => join(root, "packages", pkg, "dist", path);
+if (!existsSync(dist("cli", "src/archive/upload.js")) || !existsSync(dist("server", "test/harness.js"))) {
+  process.stderr.write("bench: build first: npm run build\n");
+  process.exit(1);
+}
+const { captureWorkspace } = await import(dist("cli", "src/archive/capture.js"));
+const { buildArchive, readPart } = await import(dist("cli", "src/archive/layout.js"));
+const { uploadArchive } = await import(dist("cli", "src/archive/upload.js"));
+const { createCliClient } = await import(dist("cli", "src/http-fetch.js"));
+const { onboardRepository, openStorage } = await import("@kiln/storage");
+const { personWithToken } = await import(dist("server", "test/harness.js"));
+
+function option(name, fallback) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
+}
+const TARGET_MB = Number(option("mb", "64"));
+const RUNS = Number(option("runs", "3"));
+const CONCURRENCY = Number(option("concurrency", "4"));
+const JSON_OUT = option("json", null);
+const MB = 1024 * 1024;
+const log = (line) => process.stderr.write(`${line}\n`);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+// ------------------------------------------------------------------ workspace
+
+function generateWorkspace(dir, targetBytes) {
+  const write = (path, data) => {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), data);
+  };
+  write("Cargo.toml", '[workspace]\nmembers = ["crates/*"]\nresolver = "2"\n');
+  let bytes = 0;
+  // 8 large files of 3 to 6 MiB (random: incompressible).
+  for (let i = 0; i < 8; i++) {
+    const data = randomBytes((3 + (i % 4)) * MB + i * 1013);
+    write(`assets/blob${i}.bin`, data);
+    bytes += data.length;
+  }
+  // Many source files: 40 crates × 6 modules directories × 12 files of 1 to 24 KiB of random text.
+  let files = 0;
+  for (let c = 0; bytes < targetBytes; c++) {
+    write(`crates/c${c}/Cargo.toml`, `[package]\nname = "c${c}"\nversion = "0.1.0"\nedition = "2021"\n`);
+    for (let m = 0; m < 6 && bytes < targetBytes; m++) {
+      for (let f = 0; f < 12; f++) {
+        const size = 1024 + ((c * 97 + m * 31 + f * 7919) % (23 * 1024));
+        const text = `// c${c}/m${m}/f${f}\n${randomBytes(Math.ceil((size * 3) / 4))
+          .toString("base64")
+          .slice(0, size)}\n`;
+        write(`crates/c${c}/src/m${m}/f${f}.rs`, text);
+        bytes += text.length;
+        files += 1;
+      }
+    }
+  }
+  return { bytes, files };
+}
+
+// ------------------------------------------------------------------ server
+
+async function startServer(dataDir) {
+  const child = spawn(process.execPath, [dist("server", "src/main.js"), "serve"], {
+    env: {
+      ...process.env,
+      KILN_LISTEN: "127.0.0.1:0",
+      KILN_DATA_DIR: dataDir,
+      KILN_LOCAL_HOST: "off",
+      KILN_LOG_LEVEL: "warn",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stderr.on("data", (c) => {
+    out += c;
+  });
+  const url = await new Promise((resolve, reject) => {
+    child.stdout.on("data", (c) => {
+      out += c;
+      const m = /serving (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.once("exit", (code) => reject(new Error(`kiln-server exited ${code}: ${out}`)));
+  });
+  return {
+    url,
+    stop: () =>
+      new Promise((r) => {
+        child.once("exit", r);
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+// ------------------------------------------------------------------ baselines
+
+/** POSTs every part's bytes to a Node HTTP server that drains them, with the same concurrency. */
+async function plainPost(archive) {
+  const server = createServer((req, res) => {
+    req.on("data", () => {});
+    req.on("end", () => {
+      res.writeHead(204);
+      res.end();
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address();
+  const started = process.hrtime.bigint();
+  let next = 0;
+  let bytes = 0;
+  const worker = async () => {
+    while (next < archive.sources.length) {
+      const source = archive.sources[next++];
+      const body = readPart(source);
+      await fetch(`http://127.0.0.1:${port}/part/${source.part}`, {
+        method: "POST",
+        body,
+        headers: { "content-type": "application/octet-stream" },
+      });
+      bytes += body.length;
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  server.close();
+  return { bytes, seconds };
+}
+
+function copyTree(from) {
+  const to = mkdtempSync(join(tmpdir(), "kiln-bench-cp-"));
+  const started = process.hrtime.bigint();
+  execFileSync("cp", ["-r", `${from}/.`, to]);
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  rmSync(to, { recursive: true, force: true });
+  return seconds;
+}
+
+// ------------------------------------------------------------------ run
+
+const samples = [];
+for (let run = 1; run <= RUNS; run++) {
+  const scratch = mkdtempSync(join(tmpdir(), "kiln-bench-upload-"));
+  const ws = join(scratch, "ws");
+  const dataDir = join(scratch, "data");
+  const generated = generateWorkspace(ws, TARGET_MB * 1000 * 1000);
+  const server = await startServer(dataDir);
+  try {
+    const storage = await openStorage({ dataDir });
+    const member = await personWithToken(storage, { role: "member", now: new Date() });
+    const repository = `bench/upload${run}`;
+    await onboardRepository(storage, { tenantId: member.tenant, name: repository, onboardedBy: "bench" });
+    await storage.close();
+    const client = createCliClient({ endpoint: server.url, token: member.token });
+
+    const loadBefore = loadavg()[0];
+    const t0 = process.hrtime.bigint();
+    const archive = buildArchive(captureWorkspace(ws, { git: false }));
+    const hashSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    const first = await uploadArchive(client, { repository, archive, concurrency: CONCURRENCY });
+    const totalSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
+
+    const plain = await plainPost(archive);
+    const cpSeconds = copyTree(ws);
+
+    // One-file edit of a source file.
+    const edited = `crates/c3/src/m2/f5.rs`;
+    appendFileSync(join(ws, edited), "// one-file edit\n");
+    const afterSmall = buildArchive(captureWorkspace(ws, { git: false }));
+    const small = await uploadArchive(client, { repository, archive: afterSmall, concurrency: CONCURRENCY });
+    // One byte changed inside a large file.
+    const fd = openSync(join(ws, "assets/blob2.bin"), "r+");
+    writeSync(fd, Buffer.from([0x42]), 0, 1, 5 * MB - 17);
+    closeSync(fd);
+    const afterLarge = buildArchive(captureWorkspace(ws, { git: false }));
+    const large = await uploadArchive(client, { repository, archive: afterLarge, concurrency: CONCURRENCY });
+    // Per byte versus per request: the same amount of fresh bytes in 4 MiB parts only.
+    const bigWs = join(scratch, "big");
+    for (let i = 0; i < Math.ceil(archive.totals.file_bytes / (4 * MB)); i++) {
+      mkdirSync(bigWs, { recursive: true });
+      writeFileSync(join(bigWs, `blob${i}.bin`), randomBytes(4 * MB));
+    }
+    const bigArchive = buildArchive(captureWorkspace(bigWs, { git: false }));
+    const bigUpload = await uploadArchive(client, { repository, archive: bigArchive, concurrency: CONCURRENCY });
+    const loadAfter = loadavg()[0];
+
+    const sample = {
+      run,
+      workspace_bytes: archive.totals.file_bytes,
+      files: archive.totals.entries,
+      parts: archive.totals.parts,
+      hash_seconds: hashSeconds,
+      first: {
+        ...first,
+        mb_per_s: first.bytes_sent / MB / first.seconds,
+        end_to_end_mb_per_s: first.bytes_sent / MB / totalSeconds,
+      },
+      plain_post: { ...plain, mb_per_s: plain.bytes / MB / plain.seconds },
+      cp_seconds: cpSeconds,
+      cp_mb_per_s: archive.totals.file_bytes / MB / cpSeconds,
+      small_edit: { ...small, percent: (100 * small.bytes_sent) / archive.totals.file_bytes },
+      large_edit: { ...large, percent: (100 * large.bytes_sent) / archive.totals.file_bytes },
+      large_parts_only: { ...bigUpload, mb_per_s: bigUpload.bytes_sent / MB / bigUpload.seconds },
+      load: [loadBefore, loadAfter],
+    };
+    samples.push(sample);
+    log(
+      `run ${run}: ${(sample.workspace_bytes / MB).toFixed(1)} MiB, ${sample.files} files, ${sample.parts} parts; ` +
+        `hash ${hashSeconds.toFixed(2)} s; upload ${first.seconds.toFixed(2)} s = ${sample.first.mb_per_s.toFixed(0)} MiB/s ` +
+        `(with hashing ${sample.first.end_to_end_mb_per_s.toFixed(0)} MiB/s); plain POST ${sample.plain_post.mb_per_s.toFixed(0)} MiB/s; ` +
+        `cp ${sample.cp_mb_per_s.toFixed(0)} MiB/s; small edit re-sent ${small.bytes_sent} B (${sample.small_edit.percent.toFixed(3)} %, ` +
+        `${small.parts_sent} parts); large edit ${large.bytes_sent} B (${sample.large_edit.percent.toFixed(2)} %); ` +
+        `4 MiB parts only: ${bigUpload.parts_sent} parts at ${sample.large_parts_only.mb_per_s.toFixed(0)} MiB/s`,
+    );
+    if (generated.files === 0) throw new Error("no files generated");
+  } finally {
+    await server.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+const summary = {
+  machine: {
+    cpus: cpus().length,
+    model: cpus()[0]?.model,
+    memory_gib: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+  },
+  concurrency: CONCURRENCY,
+  runs: RUNS,
+  median: {
+    workspace_mib: median(samples.map((s) => s.workspace_bytes / MB)),
+    upload_mib_per_s: median(samples.map((s) => s.first.mb_per_s)),
+    upload_with_hashing_mib_per_s: median(samples.map((s) => s.first.end_to_end_mb_per_s)),
+    plain_post_mib_per_s: median(samples.map((s) => s.plain_post.mb_per_s)),
+    cp_mib_per_s: median(samples.map((s) => s.cp_mb_per_s)),
+    upload_vs_plain_post: median(samples.map((s) => s.first.mb_per_s / s.plain_post.mb_per_s)),
+    small_edit_percent: median(samples.map((s) => s.small_edit.percent)),
+    small_edit_bytes: median(samples.map((s) => s.small_edit.bytes_sent)),
+    large_edit_percent: median(samples.map((s) => s.large_edit.percent)),
+    large_parts_only_mib_per_s: median(samples.map((s) => s.large_parts_only.mb_per_s)),
+  },
+  goals: {
+    "upload ≥ 200 MB/s": median(samples.map((s) => s.first.bytes_sent / 1e6 / s.first.seconds)) >= 200,
+    "one-file edit ≤ 1 %": median(samples.map((s) => s.small_edit.percent)) <= 1,
+  },
+};
+process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+if (JSON_OUT !== null) writeFileSync(JSON_OUT, JSON.stringify({ summary, samples }, null, 2));

@@ -1,0 +1,59 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+
+/** The Cargo workspace root: the nearest Cargo.toml upward with [workspace], else the nearest Cargo.toml. */
+export function findWorkspaceRoot(from: string): string | undefined {
+  let nearest: string | undefined;
+  let dir = resolve(from);
+  for (;;) {
+    const manifest = join(dir, "Cargo.toml");
+    if (existsSync(manifest)) {
+      nearest ??= dir;
+      if (/^\s*\[workspace\]/m.test(readFileSync(manifest, "utf8"))) return dir;
+    }
+    const parent = dirname(dir);
+    if (parent === dir) return nearest;
+    dir = parent;
+  }
+}
+
+/** `cwd` relative to the root, `/`-separated; `.` at the root or outside it. */
+export function workingDirectory(root: string, cwd: string): string {
+  const rel = relative(root, resolve(cwd));
+  if (rel === "" || rel.startsWith("..")) return ".";
+  return rel.split(sep).join("/");
+}
+
+const git = (root: string, args: string[]): string | undefined => {
+  try {
+    return execFileSync("git", ["-C", root, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+  } catch {
+    return undefined;
+  }
+};
+
+/** owner/name from a git remote URL (https, ssh or scp-like), or undefined. */
+export function repositoryFromRemote(url: string): string | undefined {
+  const m = /[:/]([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/?$/.exec(url.trim());
+  if (m?.[1] === undefined || m[2] === undefined) return undefined;
+  return `${m[1]}/${m[2]}`;
+}
+
+export interface GitFacts {
+  repository: string | undefined;
+  commit: string | undefined;
+  branch: string | undefined;
+}
+
+/** The `origin` remote as owner/name, HEAD's commit and the current branch, where git knows them. */
+export function gitFacts(root: string): GitFacts {
+  const remote = git(root, ["remote", "get-url", "origin"]);
+  const commit = git(root, ["rev-parse", "--verify", "-q", "HEAD"]);
+  const branch = git(root, ["symbolic-ref", "--short", "-q", "HEAD"]);
+  return {
+    repository: remote === undefined ? undefined : repositoryFromRemote(remote),
+    commit: commit === "" ? undefined : commit,
+    branch: branch === "" ? undefined : branch,
+  };
+}

@@ -1,0 +1,312 @@
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { KilnClient } from "@kiln/client";
+import { CARGO_OPERATIONS, SIZES } from "@kiln/contract";
+import type { Command } from "commander";
+import { captureWorkspace } from "../archive/capture.js";
+import { buildArchive } from "../archive/layout.js";
+import { type UploadSummary, uploadArchive } from "../archive/upload.js";
+import { findWorkspaceRoot, gitFacts, workingDirectory } from "../archive/workspace.js";
+import { ConfigError } from "../config.js";
+import {
+  type Doc,
+  type DownloadedArtifact,
+  describeCounts,
+  downloadArtifacts,
+  exitCodeOf,
+  followLogs,
+  printRecord,
+  TERMINAL,
+  testSummary,
+} from "../job-output.js";
+import { CliExit, connect, EXIT, err, printJsonLine, runCommand } from "../output.js";
+
+export interface CargoArguments {
+  operation: string;
+  cargoArguments: string[];
+  toolchain: string | undefined;
+  size: string | undefined;
+  repository: string | undefined;
+  artifacts: string[];
+  json: boolean;
+  concurrency: number | undefined;
+  /** Show the service's own log lines (placement, sandbox, cache) beside cargo's. */
+  serviceLog: boolean;
+}
+
+const KILN_VALUE_OPTIONS = new Set(["--size", "--toolchain", "--repository", "--artifact", "--concurrency"]);
+
+/**
+ * `[+toolchain] <operation> [cargo args…]` with kiln's own options (--size, --toolchain,
+ * --repository, --artifact, --concurrency, --service-log, --json) taken from anywhere before a `--`; every other
+ * argument goes to cargo verbatim and in order.
+ */
+export function parseCargoArguments(argv: readonly string[]): CargoArguments {
+  const parsed: CargoArguments = {
+    operation: "",
+    cargoArguments: [],
+    toolchain: undefined,
+    size: undefined,
+    repository: undefined,
+    artifacts: [],
+    json: false,
+    concurrency: undefined,
+    serviceLog: false,
+  };
+  let i = 0;
+  if (argv[0]?.startsWith("+")) {
+    parsed.toolchain = argv[0].slice(1);
+    i = 1;
+  }
+  let passthrough = false;
+  for (; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    if (passthrough) {
+      parsed.cargoArguments.push(arg);
+      continue;
+    }
+    if (arg === "--") {
+      passthrough = true;
+      parsed.cargoArguments.push(arg);
+      continue;
+    }
+    if (arg === "--json") {
+      parsed.json = true;
+      continue;
+    }
+    if (arg === "--service-log") {
+      parsed.serviceLog = true;
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const name = eq === -1 ? arg : arg.slice(0, eq);
+    if (KILN_VALUE_OPTIONS.has(name)) {
+      let value: string | undefined;
+      if (eq !== -1) value = arg.slice(eq + 1);
+      else value = argv[++i];
+      if (value === undefined) throw new ConfigError(`${name} needs a value`);
+      if (name === "--size") parsed.size = value;
+      else if (name === "--toolchain") parsed.toolchain = value;
+      else if (name === "--repository") parsed.repository = value;
+      else if (name === "--artifact") parsed.artifacts.push(value);
+      else parsed.concurrency = Number(value);
+      continue;
+    }
+    if (parsed.operation === "" && !arg.startsWith("-")) parsed.operation = arg;
+    else parsed.cargoArguments.push(arg);
+  }
+  if (parsed.operation === "") throw new ConfigError("name a cargo operation, e.g. kiln cargo test");
+  if (!(CARGO_OPERATIONS as readonly string[]).includes(parsed.operation)) {
+    throw new ConfigError(`kiln runs cargo ${CARGO_OPERATIONS.join(", ")}; not ${parsed.operation}`);
+  }
+  if (parsed.size !== undefined && !(SIZES as readonly string[]).includes(parsed.size)) {
+    throw new ConfigError(`--size must be one of ${SIZES.join(", ")}`);
+  }
+  if (parsed.concurrency !== undefined && !(Number.isInteger(parsed.concurrency) && parsed.concurrency > 0)) {
+    throw new ConfigError("--concurrency must be a positive integer");
+  }
+  return parsed;
+}
+
+const MB = 1024 * 1024;
+
+/** A progress bar on a TTY stderr: bytes sent of the bytes to send, and the rate. */
+function progressBar(): { update(sent: number, total: number): void; done(): void } {
+  const started = Date.now();
+  let last = 0;
+  let drawn = false;
+  return {
+    update(sent, total) {
+      const now = Date.now();
+      if (now - last < 100 && sent < total) return;
+      last = now;
+      const width = 30;
+      const filled = total === 0 ? width : Math.round((sent / total) * width);
+      const rate = sent / MB / Math.max(0.001, (now - started) / 1000);
+      process.stderr.write(
+        `\r[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${(sent / MB).toFixed(1)}/${(total / MB).toFixed(1)} MiB  ${rate.toFixed(1)} MiB/s `,
+      );
+      drawn = true;
+    },
+    done() {
+      if (drawn) process.stderr.write("\n");
+    },
+  };
+}
+
+async function settled(client: KilnClient, id: string): Promise<Doc> {
+  for (let delay = 100; ; delay = Math.min(1000, delay * 2)) {
+    const job = (await client.call("jobs.get", { params: { id } })) as Doc;
+    if (TERMINAL.has(job.status)) return job;
+    await sleep(delay);
+  }
+}
+
+async function runCargo(argv: readonly string[]): Promise<void> {
+  const args = parseCargoArguments(argv);
+  const emit = args.json ? printJsonLine : () => {};
+  const say = args.json ? () => {} : (line: string) => err(`[kiln] ${line}`);
+  const root = findWorkspaceRoot(process.cwd());
+  if (root === undefined) throw new ConfigError("no Cargo.toml in this directory or above");
+  const { environment, client } = connect();
+  const facts = gitFacts(root);
+  const repository = args.repository ?? environment.config.repository ?? facts.repository;
+  if (repository === undefined) {
+    throw new ConfigError(
+      "which repository is this? pass --repository owner/name (or set `repository` in the config file, or a git remote origin)",
+    );
+  }
+  const size = args.size ?? environment.config.size ?? "kiln2-cpu";
+
+  // Before a job exists Ctrl-C just stops: a later run resumes the same upload.
+  let job: string | undefined;
+  let interrupted = false;
+  const onInterrupt = () => {
+    if (interrupted) process.exit(EXIT.interrupted);
+    interrupted = true;
+    if (job === undefined) process.exit(EXIT.interrupted);
+    void cancelAndExit(client, job, say);
+  };
+  process.on("SIGINT", onInterrupt);
+
+  const capture = captureWorkspace(root);
+  const archive = buildArchive(capture);
+  say(
+    `${repository}: ${archive.totals.entries} files (${(archive.totals.file_bytes / MB).toFixed(1)} MiB, ${capture.method}) in ${archive.totals.parts} parts`,
+  );
+  const bar = process.stderr.isTTY && !args.json ? progressBar() : undefined;
+  let summary: UploadSummary;
+  try {
+    summary = await uploadArchive(client, {
+      repository,
+      archive,
+      ...(args.concurrency === undefined ? {} : { concurrency: args.concurrency }),
+      ...(bar === undefined ? {} : { onProgress: (sent, total) => bar.update(sent, total) }),
+    });
+  } finally {
+    bar?.done();
+  }
+  emit({ type: "upload", repository, ...summary });
+  say(
+    `uploaded ${(summary.bytes_sent / MB).toFixed(1)} MiB in ${summary.parts_sent} parts (${summary.parts_reused} of ${summary.parts_total} already held) in ${summary.seconds.toFixed(1)} s`,
+  );
+
+  const invocation = {
+    operation: args.operation,
+    arguments: args.cargoArguments,
+    working_directory: workingDirectory(root, process.cwd()),
+    ...(args.toolchain === undefined ? {} : { toolchain: args.toolchain }),
+    ...(args.artifacts.length === 0 ? {} : { artifacts: args.artifacts }),
+  };
+  const body = {
+    schema_version: 2 as const,
+    repository,
+    size: size as (typeof SIZES)[number],
+    workspace: {
+      base_commit: facts.commit ?? "unknown",
+      branch: facts.branch ?? "unknown",
+      invocation: invocation as Doc,
+      source: { archive: { upload: summary.upload, manifest_sha256: summary.manifest_sha256 } },
+    },
+  };
+  const key = `cargo-${createHash("sha256").update(JSON.stringify(body)).digest("hex").slice(0, 40)}`;
+  job = await client.call("jobs.submit", { body, idempotencyKey: key });
+  emit({ type: "job", job, repository, size, invocation });
+  say(`job ${job} submitted (${size}); following its log, Ctrl-C cancels it`);
+  if (interrupted) {
+    await cancelAndExit(client, job, say);
+    return;
+  }
+
+  await followLogs(
+    client,
+    job,
+    args.json ? (record) => emit({ type: "log", ...record }) : (record) => printRecord(record, args.serviceLog),
+  );
+  const finished = await settled(client, job);
+  const evidence = (await client.call("jobs.evidence", { params: { id: job } })) as Doc;
+  const code = exitCodeOf(finished, evidence);
+  const tests = testSummary(evidence);
+  let downloaded: DownloadedArtifact[] = [];
+  if (args.artifacts.length > 0 && finished.status === "passed") {
+    const directory = join(root, "target", "kiln-artifacts", job);
+    downloaded = await downloadArtifacts(client, job, directory);
+    for (const file of downloaded) say(`artifact ${file.file} (${file.bytes} bytes)`);
+  }
+  emit({
+    type: "result",
+    job,
+    status: finished.status,
+    failure: finished.failure ?? null,
+    exit_code: code,
+    cargo_exit_code: code === EXIT.service ? null : code,
+    tests: { ...tests.total, by_target: tests.byTarget, failed_tests: tests.failed },
+    artifacts: downloaded,
+  });
+  if (Object.keys(tests.byTarget).length > 0) {
+    say(`test summary: ${describeCounts(tests.total)}`);
+    for (const name of tests.failed) say(`  failed: ${name}`);
+  }
+  const failure = finished.failure as { cause: string; detail: string } | null;
+  say(`job ${job} ${finished.status}${failure ? ` (${failure.cause}: ${failure.detail})` : ""}; exit ${code}`);
+  process.off("SIGINT", onInterrupt);
+  if (code !== 0) throw new CliExit(code);
+}
+
+async function cancelAndExit(client: KilnClient, job: string, say: (line: string) => void): Promise<never> {
+  say(`interrupted: cancelling job ${job}`);
+  try {
+    await client.call("jobs.cancel", { params: { id: job }, idempotencyKey: `cancel-${job}` });
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      const state = (await client.call("jobs.get", { params: { id: job } })) as Doc;
+      if (TERMINAL.has(state.status)) {
+        say(`job ${job} ${state.status}`);
+        break;
+      }
+      await sleep(200);
+    }
+  } catch (error) {
+    err(`kiln: could not cancel job ${job}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  process.exit(EXIT.interrupted);
+}
+
+export function registerCargoCommand(program: Command): void {
+  program
+    .command("cargo")
+    .description("run cargo <operation> remotely on this workspace: upload what changed, stream the log, exit as cargo")
+    .usage(
+      "[+toolchain] <build|check|test|clippy|doc|bench> [cargo args…] [--size SIZE] [--toolchain T] [--repository owner/name] [--artifact PATTERN…] [--concurrency N] [--service-log] [--json]",
+    )
+    .helpOption(false)
+    .passThroughOptions()
+    .allowUnknownOption(true)
+    .allowExcessArguments(true)
+    .argument("[arguments...]")
+    .addHelpText(
+      "after",
+      [
+        "",
+        "The workspace is the nearest Cargo.toml upward with [workspace] (else the nearest Cargo.toml);",
+        "with git its tracked and untracked-not-ignored files are captured (executable bits and symlinks",
+        "kept), without git every file but target/ and .git/. Only parts the service lacks are sent.",
+        "Cargo's output is shown as cargo prints it; --service-log adds the service's own lines",
+        "(placement, sandbox, cache) marked [kiln].",
+        "",
+        "--json prints JSON lines on stdout: {type:upload…}, {type:job…}, one {type:log…} per log",
+        "record, and a final {type:result, status, exit_code, tests, artifacts}.",
+        "Artifacts (--artifact, patterns relative to the target directory, e.g. release/mybin) are",
+        "saved under target/kiln-artifacts/<job>/.",
+      ].join("\n"),
+    )
+    .action(async (_: string[], __: unknown, command: Command) => {
+      const raw = command.args;
+      if (raw.length === 0 || raw[0] === "--help" || raw[0] === "-h") {
+        command.outputHelp();
+        return;
+      }
+      await runCommand(raw.includes("--json"), () => runCargo(raw));
+    });
+}

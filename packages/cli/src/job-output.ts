@@ -1,0 +1,175 @@
+import { createHash } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve, sep } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { type KilnClient, KilnTransportError, serverSentEvents } from "@kiln/client";
+import { EXIT } from "./output.js";
+
+// biome-ignore lint/suspicious/noExplicitAny: Job and evidence documents are open; read loosely.
+export type Doc = any;
+
+export interface LogRecord {
+  sequence: number;
+  at: string;
+  stream: "stdout" | "stderr" | "system";
+  attempt: number;
+  text: string;
+}
+
+export const TERMINAL = new Set(["passed", "failed", "cancelled"]);
+
+/**
+ * Writes one log record as cargo would: stdout lines to stdout, stderr lines to stderr; the
+ * service's own lines (stream `system`) go to stderr marked `[kiln]`, unless `service` is false.
+ */
+export function printRecord(record: LogRecord, service = true): void {
+  const line = record.text.endsWith("\n") ? record.text : `${record.text}\n`;
+  if (record.stream === "stdout") process.stdout.write(line);
+  else if (record.stream === "system") {
+    if (service) process.stderr.write(`[kiln] ${line.replace(/^kiln: /, "")}`);
+  } else process.stderr.write(line);
+}
+
+/**
+ * Streams the job's log (jobs.logs_stream) from `cursor` until the log settles, calling
+ * `onRecord` for every record in order; a dropped stream is resumed from the last cursor.
+ */
+export async function followLogs(
+  client: KilnClient,
+  job: string,
+  onRecord: (record: LogRecord) => void,
+  cursor?: string,
+): Promise<void> {
+  let position = cursor;
+  let lastSequence = 0;
+  for (let reconnects = 0; ; reconnects++) {
+    try {
+      const response = await client.call("jobs.logs_stream", {
+        params: { id: job },
+        query: position === undefined ? {} : { cursor: position },
+      });
+      for await (const event of serverSentEvents(response)) {
+        if (event.event !== "log") continue;
+        const page = (event.data as { page: Doc }).page;
+        for (const record of page.records as LogRecord[]) {
+          if (record.sequence <= lastSequence) continue;
+          lastSequence = record.sequence;
+          onRecord(record);
+        }
+        if (typeof page.next_cursor === "string") position = page.next_cursor;
+        if (page.settled === true) return;
+      }
+    } catch (error) {
+      if (!(error instanceof KilnTransportError) || reconnects > 20) throw error;
+    }
+    await sleep(Math.min(2000, 200 * (reconnects + 1)));
+  }
+}
+
+/** Every log record of a job read page by page (jobs.logs), without waiting for more. */
+export async function readLogs(client: KilnClient, job: string): Promise<LogRecord[]> {
+  const records: LogRecord[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < 100_000; page++) {
+    const doc = (await client.call("jobs.logs", {
+      params: { id: job },
+      query: { limit: 1000, ...(cursor === undefined ? {} : { cursor }) },
+    })) as Doc;
+    records.push(...(doc.records as LogRecord[]));
+    if (doc.next_cursor === null || doc.records.length === 0) break;
+    cursor = doc.next_cursor;
+  }
+  return records;
+}
+
+export interface TestCounts {
+  passed: number;
+  failed: number;
+  ignored: number;
+}
+
+/** Per test binary (`target`), the counts of the evidence's tests of the last attempt. */
+export function testSummary(evidence: Doc): {
+  total: TestCounts;
+  byTarget: Record<string, TestCounts>;
+  failed: string[];
+} {
+  const tests = (evidence.report?.tests ?? []) as { target: string; name: string; outcome: string; attempt: number }[];
+  const lastAttempt = Math.max(0, ...tests.map((t) => t.attempt));
+  const total: TestCounts = { passed: 0, failed: 0, ignored: 0 };
+  const byTarget: Record<string, TestCounts> = {};
+  const failed: string[] = [];
+  for (const test of tests) {
+    if (test.attempt !== lastAttempt) continue;
+    const entry = byTarget[test.target] ?? { passed: 0, failed: 0, ignored: 0 };
+    if (test.outcome === "passed" || test.outcome === "failed" || test.outcome === "ignored") {
+      entry[test.outcome] += 1;
+      total[test.outcome] += 1;
+    }
+    if (test.outcome === "failed") failed.push(`${test.target}: ${test.name}`);
+    byTarget[test.target] = entry;
+  }
+  return { total, byTarget, failed };
+}
+
+/** Cargo's exit code of the job's last attempt, from the evidence (attempts, else units); null when unknown. */
+export function cargoExitCode(evidence: Doc): number | null {
+  const attempts = (evidence.attempts?.attempts ?? []) as { attempt: number; exit_code: number | null }[];
+  const units = (evidence.report?.units ?? []) as { attempt: number; exit_code: number | null }[];
+  const last = (rows: { attempt: number; exit_code: number | null }[]) =>
+    [...rows].sort((a, b) => b.attempt - a.attempt).find((r) => r.exit_code !== null)?.exit_code ?? null;
+  return last(attempts) ?? last(units);
+}
+
+/**
+ * The exit code a finished job means: 0 passed; cargo's own code when cargo failed (build or
+ * test failure; 101 when the evidence has none); EXIT.service for a service-side end.
+ */
+export function exitCodeOf(job: Doc, evidence: Doc): number {
+  if (job.status === "passed") return EXIT.ok;
+  const cause = job.failure?.cause;
+  if (job.status === "failed" && (cause === "build_error" || cause === "test_failure")) {
+    const code = cargoExitCode(evidence);
+    return code === null || code === 0 ? 101 : code;
+  }
+  return EXIT.service;
+}
+
+export function describeCounts(counts: TestCounts): string {
+  return `${counts.passed} passed; ${counts.failed} failed; ${counts.ignored} ignored`;
+}
+
+export interface DownloadedArtifact {
+  path: string;
+  file: string;
+  bytes: number;
+  sha256: string;
+}
+
+/** Downloads the last publication's files into `directory`, verifying each file's SHA-256. */
+export async function downloadArtifacts(
+  client: KilnClient,
+  job: string,
+  directory: string,
+): Promise<DownloadedArtifact[]> {
+  const inventory = (await client.call("jobs.artifacts", { params: { id: job } })) as Doc;
+  const publications = (inventory.publications ?? []) as Doc[];
+  const last = publications.sort((a, b) => b.attempt - a.attempt)[0];
+  if (last === undefined) return [];
+  const base = resolve(directory);
+  const saved: DownloadedArtifact[] = [];
+  for (const file of last.files as { index: number; path: string; bytes: number; sha256: string }[]) {
+    const target = resolve(base, file.path);
+    if (!target.startsWith(base + sep)) throw new Error(`artifact path ${file.path} leaves ${base}`);
+    const bytes = await client.call("jobs.artifact_bytes", {
+      params: { id: job, attempt: last.attempt, index: file.index },
+    });
+    const digest = createHash("sha256").update(bytes).digest("hex");
+    if (digest !== file.sha256)
+      throw new Error(`artifact ${file.path} arrived with SHA-256 ${digest}, not ${file.sha256}`);
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, bytes);
+    saved.push({ path: file.path, file: join(directory, file.path), bytes: bytes.length, sha256: digest });
+  }
+  return saved;
+}

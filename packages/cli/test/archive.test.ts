@@ -1,0 +1,265 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import {
+  appendFileSync,
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { after, describe, it } from "node:test";
+import { SOURCE_LIMITS, UPLOAD_ID_PATTERN } from "@kiln/contract";
+import { CaptureError, captureWorkspace } from "../src/archive/capture.js";
+import {
+  type Archive,
+  buildArchive,
+  canonicalManifest,
+  LARGE_FILE_BYTES,
+  PART_BYTES,
+  readPart,
+  uploadIdOf,
+} from "../src/archive/layout.js";
+import { findWorkspaceRoot, repositoryFromRemote, workingDirectory } from "../src/archive/workspace.js";
+
+const dirs: string[] = [];
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function tree(files: Record<string, string | Buffer>): string {
+  const root = mkdtempSync(join(tmpdir(), "kiln-cli-archive-"));
+  dirs.push(root);
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(root, path)), { recursive: true });
+    writeFileSync(join(root, path), content);
+  }
+  return root;
+}
+
+const git = (root: string, ...args: string[]) =>
+  execFileSync("git", ["-C", root, "-c", "user.email=t@example.com", "-c", "user.name=t", ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+
+const sha256 = (data: Buffer | string) => createHash("sha256").update(data).digest("hex");
+
+/** Every file's bytes, rebuilt from the parts exactly as the service would. */
+function reassemble(archive: Archive): Map<string, Buffer> {
+  const parts = new Map(archive.sources.map((s) => [s.part, readPart(s)]));
+  for (const p of archive.manifest.parts) {
+    const bytes = parts.get(p.part);
+    assert.ok(bytes);
+    assert.equal(bytes.length, p.bytes);
+    assert.ok(p.bytes >= 1 && p.bytes <= SOURCE_LIMITS.maxChunkBytes);
+    assert.equal(sha256(bytes), p.sha256, `part ${p.part} digest`);
+  }
+  const files = new Map<string, Buffer>();
+  for (const e of archive.manifest.entries) {
+    if (e.kind !== "file") continue;
+    const content = Buffer.concat(
+      e.segments.map((s) => (parts.get(s.part) ?? Buffer.alloc(0)).subarray(s.offset, s.offset + s.length)),
+    );
+    assert.equal(content.length, e.size);
+    assert.equal(sha256(content), e.sha256, `${e.path} digest`);
+    files.set(e.path, content);
+  }
+  return files;
+}
+
+describe("workspace capture", () => {
+  it("with git: tracked plus untracked-not-ignored files, executable bits and symlinks; ignored and target/ excluded", () => {
+    const root = tree({
+      "Cargo.toml": '[package]\nname = "a"\nversion = "0.1.0"\n',
+      ".gitignore": "/ignored.txt\n*.log\n",
+      "src/lib.rs": "pub fn a() {}\n",
+      "script.sh": "#!/bin/sh\necho hi\n",
+      "ignored.txt": "secret\n",
+      "build.log": "noise\n",
+      "target/debug/out": "artifact\n",
+      "deleted.rs": "gone\n",
+    });
+    chmodSync(join(root, "script.sh"), 0o755);
+    symlinkSync("src/lib.rs", join(root, "lib-link.rs"));
+    git(root, "init", "-q");
+    git(root, "add", "Cargo.toml", ".gitignore", "src/lib.rs", "script.sh", "lib-link.rs", "deleted.rs");
+    git(root, "commit", "-q", "-m", "init");
+    rmSync(join(root, "deleted.rs"));
+    writeFileSync(join(root, "src/untracked.rs"), "// new\n");
+    const capture = captureWorkspace(root);
+    assert.equal(capture.method, "git");
+    assert.deepEqual(
+      capture.entries.map((e) => e.path),
+      [".gitignore", "Cargo.toml", "lib-link.rs", "script.sh", "src/lib.rs", "src/untracked.rs"],
+    );
+    const byPath = new Map(capture.entries.map((e) => [e.path, e]));
+    const script = byPath.get("script.sh");
+    assert.ok(script?.kind === "file" && script.executable);
+    const lib = byPath.get("src/lib.rs");
+    assert.ok(lib?.kind === "file" && !lib.executable);
+    const link = byPath.get("lib-link.rs");
+    assert.ok(link?.kind === "symlink");
+    assert.equal(link.target, "src/lib.rs");
+    const archive = buildArchive(capture);
+    assert.deepEqual(
+      archive.manifest.entries.find((e) => e.path === "lib-link.rs"),
+      { kind: "symlink", path: "lib-link.rs", target: "src/lib.rs" },
+    );
+    const files = reassemble(archive);
+    assert.equal(files.get("src/untracked.rs")?.toString(), "// new\n");
+    assert.equal(archive.manifest.entries.find((e) => e.path === "script.sh")?.kind, "file");
+  });
+
+  it("without git: every file but target/ and .git/, symlinks kept; a link leaving the tree is refused", () => {
+    const root = tree({
+      "Cargo.toml": "[workspace]\n",
+      "a/src/main.rs": "fn main() {}\n",
+      "target/x": "no",
+      ".git/HEAD": "no",
+      "a/target/kept": "a member's target dir is only skipped by git ignore rules\n",
+    });
+    symlinkSync("../Cargo.toml", join(root, "a/Cargo.toml"));
+    const capture = captureWorkspace(root, { git: false });
+    assert.equal(capture.method, "walk");
+    assert.deepEqual(
+      capture.entries.map((e) => `${e.kind}:${e.path}`),
+      ["file:Cargo.toml", "symlink:a/Cargo.toml", "file:a/src/main.rs", "file:a/target/kept"],
+    );
+    symlinkSync("../../etc/passwd", join(root, "a/escape"));
+    assert.throws(() => captureWorkspace(root, { git: false }), CaptureError);
+  });
+
+  it("paths sort in UTF-8 byte order, not UTF-16 order", () => {
+    const root = tree({ "\u{1F600}.txt": "a", "\uFFFD.txt": "b", "z.txt": "c" });
+    const paths = captureWorkspace(root, { git: false }).entries.map((e) => e.path);
+    assert.deepEqual(paths, ["z.txt", "\uFFFD.txt", "\u{1F600}.txt"]);
+  });
+});
+
+describe("archive layout", () => {
+  const workspace = () => {
+    const files: Record<string, string | Buffer> = { "Cargo.toml": "[workspace]\nmembers = []\n" };
+    for (let d = 0; d < 3; d++) {
+      for (let f = 0; f < 40; f++) files[`crate${d}/src/m${String(f).padStart(2, "0")}.rs`] = randomBytes(5000);
+    }
+    files["assets/big.bin"] = randomBytes(PART_BYTES * 2 + 12345);
+    files["assets/medium.bin"] = randomBytes(LARGE_FILE_BYTES + 1);
+    files["assets/empty"] = Buffer.alloc(0);
+    files["dense/a.rs"] = randomBytes(LARGE_FILE_BYTES);
+    for (let f = 0; f < 70; f++) files[`dense/f${String(f).padStart(2, "0")}.rs`] = randomBytes(60_000);
+    return tree(files);
+  };
+
+  it("follows the recommended layout and reassembles every file exactly", () => {
+    const root = workspace();
+    const archive = buildArchive(captureWorkspace(root, { git: false }));
+    const files = reassemble(archive);
+    assert.equal(files.size, archive.manifest.entries.length);
+    const entry = (path: string) => {
+      const e = archive.manifest.entries.find((x) => x.path === path);
+      assert.ok(e?.kind === "file", path);
+      return e;
+    };
+    // Large files: their own parts, cut at fixed 4 MiB offsets.
+    assert.deepEqual(
+      entry("assets/big.bin").segments.map((s) => [s.offset, s.length]),
+      [
+        [0, PART_BYTES],
+        [0, PART_BYTES],
+        [0, 12345],
+      ],
+    );
+    assert.equal(entry("assets/medium.bin").segments.length, 1);
+    assert.deepEqual(entry("assets/empty").segments, []);
+    // Small files of one directory share packs; a pack never passes 4 MiB.
+    const packOf = (path: string) => entry(path).segments[0]?.part;
+    assert.equal(packOf("crate0/src/m00.rs"), packOf("crate0/src/m39.rs"));
+    assert.notEqual(packOf("crate0/src/m00.rs"), packOf("crate1/src/m00.rs"));
+    const densePacks = new Set(
+      archive.manifest.entries
+        .filter((e) => e.path.startsWith("dense/"))
+        .map((e) => (e.kind === "file" ? e.segments[0]?.part : 0)),
+    );
+    assert.equal(densePacks.size, 2, "71 files of ~60 KB need two packs");
+    // Totals equal what the manifest implies.
+    assert.equal(archive.totals.entries, archive.manifest.entries.length);
+    assert.equal(archive.totals.parts, archive.manifest.parts.length);
+    assert.equal(archive.totals.metadata_bytes, canonicalManifest(archive.manifest.entries).length);
+    assert.equal(archive.totals.directories, 8); // crate0..2, crate0..2/src, assets, dense
+    assert.deepEqual(
+      archive.manifest.parts.map((p) => p.part),
+      archive.manifest.parts.map((_, i) => i + 1),
+    );
+  });
+
+  it("is deterministic: the same tree gives the same manifest, layout and upload id", () => {
+    const root = workspace();
+    const a = buildArchive(captureWorkspace(root, { git: false }));
+    const b = buildArchive(captureWorkspace(root, { git: false }));
+    assert.deepEqual(a.manifest, b.manifest);
+    assert.equal(a.manifestSha256, b.manifestSha256);
+    assert.equal(uploadIdOf("acme/widget", a, 0), uploadIdOf("acme/widget", b, 0));
+    assert.match(uploadIdOf("acme/widget", a, 0), new RegExp(UPLOAD_ID_PATTERN));
+    assert.notEqual(uploadIdOf("acme/widget", a, 0), uploadIdOf("acme/widget", a, 1));
+    assert.notEqual(uploadIdOf("acme/widget", a, 0), uploadIdOf("acme/other", a, 0));
+  });
+
+  it("a one-file edit changes only the part(s) holding that file", () => {
+    const root = workspace();
+    const before = buildArchive(captureWorkspace(root, { git: false }));
+    const digests = (a: Archive) => new Set(a.manifest.parts.map((p) => p.sha256));
+    const changed = (a: Archive, b: Archive) => [...digests(b)].filter((d) => !digests(a).has(d));
+
+    appendFileSync(join(root, "crate1/src/m07.rs"), "// edited\n");
+    const small = buildArchive(captureWorkspace(root, { git: false }));
+    const newSmall = changed(before, small);
+    assert.equal(newSmall.length, 1, "one pack changed");
+    const pack = small.manifest.parts.find((p) => p.sha256 === newSmall[0]);
+    const holder = small.manifest.entries.find((e) => e.path === "crate1/src/m07.rs");
+    assert.ok(holder?.kind === "file" && holder.segments[0]?.part === pack?.part);
+    assert.notEqual(small.manifestSha256, before.manifestSha256);
+
+    const big = join(root, "assets/big.bin");
+    const fd = openSync(big, "r+");
+    writeSync(fd, Buffer.from("edit"), 0, 4, PART_BYTES + 10);
+    closeSync(fd);
+    const large = buildArchive(captureWorkspace(root, { git: false }));
+    const newLarge = changed(small, large);
+    assert.ok(newLarge.length <= 1, "only the edited 4 MiB piece of the large file changed");
+    const sent = large.manifest.parts.filter((p) => newLarge.includes(p.sha256)).reduce((s, p) => s + p.bytes, 0);
+    assert.ok(sent <= PART_BYTES);
+  });
+});
+
+describe("workspace discovery", () => {
+  it("finds the [workspace] root above a member, else the nearest Cargo.toml; parses remotes", () => {
+    const root = tree({
+      "Cargo.toml": "[workspace]\nmembers = ['m']\n",
+      "m/Cargo.toml": "[package]\nname = 'm'\n",
+      "m/src/lib.rs": "",
+    });
+    assert.equal(findWorkspaceRoot(join(root, "m/src")), root);
+    assert.equal(workingDirectory(root, join(root, "m")), "m");
+    assert.equal(workingDirectory(root, root), ".");
+    const lone = tree({ "Cargo.toml": "[package]\nname = 'x'\n", "src/main.rs": "" });
+    assert.equal(findWorkspaceRoot(join(lone, "src")), lone);
+    assert.equal(repositoryFromRemote("git@github.com:acme/widget.git"), "acme/widget");
+    assert.equal(repositoryFromRemote("https://github.com/acme/widget"), "acme/widget");
+    assert.equal(repositoryFromRemote("ssh://git@host:22/acme/widget.git/"), "acme/widget");
+  });
+});
+
+describe("capture errors", () => {
+  it("absolute symlinks are refused", () => {
+    const root = tree({ "Cargo.toml": "" });
+    symlinkSync("/etc/hostname", join(root, "abs"));
+    assert.throws(() => captureWorkspace(root, { git: false }), /points outside the workspace/);
+  });
+});

@@ -1,0 +1,87 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import type * as E2eJobs from "../../server/test/e2e-jobs.js";
+import type * as ServerHarness from "../../server/test/harness.js";
+import type * as SignIn from "../../server/test/sign-in.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The repository root (this file runs from packages/cli/dist/test). */
+export const REPO_ROOT = resolve(here, "../../../..");
+/** The built `kiln` bin. */
+export const KILN_BIN = join(REPO_ROOT, "packages/cli/dist/src/main.js");
+
+/** The server's own test helpers (real app, real storage), loaded from its build. */
+const serverTest = async <T>(name: string): Promise<T> =>
+  (await import(pathToFileURL(join(REPO_ROOT, "packages/server/dist/test", name)).href)) as T;
+export const serverHarness = () => serverTest<typeof ServerHarness>("harness.js");
+export const serverSignIn = () => serverTest<typeof SignIn>("sign-in.js");
+export const serverE2e = () => serverTest<typeof E2eJobs>("e2e-jobs.js");
+
+/** The embedded setup (real app, SQLite, local host, sandbox executor) listening on loopback. */
+export async function startListeningEmbedded(
+  options: Parameters<typeof E2eJobs.startEmbedded>[0] = {},
+): Promise<E2eJobs.Embedded & { endpoint: string }> {
+  const { startEmbedded } = await serverE2e();
+  const embedded = await startEmbedded(options);
+  await embedded.app.listen({ host: "127.0.0.1", port: 0 });
+  const endpoint = `http://127.0.0.1:${(embedded.app.server.address() as AddressInfo).port}`;
+  return { ...embedded, endpoint };
+}
+
+export interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunningCli {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  done: Promise<CliRun>;
+}
+
+/** A fresh XDG config directory, so no test touches the real ~/.config/kiln. */
+export const freshConfigHome = () => mkdtempSync(join(tmpdir(), "kiln-cli-config-"));
+
+/** Starts the built `kiln` with `args` in `cwd`; env is merged over a clean base (no KILN_* leaks in). */
+export function startCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): RunningCli {
+  const base: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) if (!name.startsWith("KILN_")) base[name] = value;
+  const child = spawn(process.execPath, [KILN_BIN, ...args], {
+    cwd: options.cwd ?? process.cwd(),
+    env: { ...base, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (c: string) => {
+    stdout += c;
+  });
+  child.stderr.setEncoding("utf8").on("data", (c: string) => {
+    stderr += c;
+  });
+  const done = new Promise<CliRun>((resolvePromise, reject) => {
+    child.once("error", reject);
+    child.once("close", (code, signal) => resolvePromise({ code, signal, stdout, stderr }));
+  });
+  return { child, stdout: () => stdout, stderr: () => stderr, done };
+}
+
+export function runCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliRun> {
+  return startCli(args, options).done;
+}
+
+/** Resolves once `predicate` holds, polling every 50 ms; throws after `timeoutMs` with `describe()`. */
+export async function until(predicate: () => boolean | Promise<boolean>, timeoutMs: number, describe: () => string) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${describe()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

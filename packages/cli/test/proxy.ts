@@ -1,0 +1,58 @@
+import { createServer, request, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+
+/**
+ * A loopback HTTP proxy in front of a real kiln server: forwards every request untouched,
+ * records each sources.chunk.put (POST /api/sources/{upload}/chunks/{part}) that reached the
+ * server, and can hold each one back for `putDelayMs` (to catch an upload in the middle).
+ */
+export class RecordingProxy {
+  readonly puts: { upload: string; part: number; status: number }[] = [];
+  putDelayMs = 0;
+  private server: Server | undefined;
+  endpoint = "";
+
+  constructor(private readonly target: string) {}
+
+  async start(): Promise<string> {
+    const target = new URL(this.target);
+    this.server = createServer((req, res) => {
+      const put = req.method === "POST" ? /^\/api\/sources\/([^/]+)\/chunks\/(\d+)/.exec(req.url ?? "") : null;
+      const forward = async () => {
+        if (put !== null && this.putDelayMs > 0) await sleep(this.putDelayMs);
+        const upstream = request(
+          {
+            host: target.hostname,
+            port: target.port,
+            method: req.method,
+            path: req.url,
+            headers: req.headers,
+          },
+          (answer) => {
+            if (put !== null) {
+              this.puts.push({
+                upload: decodeURIComponent(put[1] ?? ""),
+                part: Number(put[2]),
+                status: answer.statusCode ?? 0,
+              });
+            }
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            answer.pipe(res);
+          },
+        );
+        upstream.on("error", () => res.destroy());
+        req.pipe(upstream);
+      };
+      void forward();
+    });
+    await new Promise<void>((resolve) => this.server?.listen(0, "127.0.0.1", resolve));
+    this.endpoint = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.endpoint;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+  }
+}
