@@ -110,7 +110,13 @@ export { redeemSignInLink } from "./sessions/redeem-sign-in-link.js";
 export { claimUpload } from "./sources/claim-upload.js";
 export { cleanupExpiredUploads } from "./sources/cleanup-expired-uploads.js";
 export { completeUpload, type UploadCompletion } from "./sources/complete-upload.js";
-export { readUpload, readUploadPart } from "./sources/read-upload.js";
+export {
+  readUpload,
+  readUploadForPart,
+  readUploadManifest,
+  readUploadPart,
+  type SourceUploadHeader,
+} from "./sources/read-upload.js";
 export {
   findTenantChunk,
   type RecordUploadPartResult,

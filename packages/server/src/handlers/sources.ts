@@ -4,14 +4,17 @@ import {
   completeUpload,
   findTenantChunk,
   readUpload,
+  readUploadForPart,
   recordUploadPart,
   reserveUpload,
+  type SourceUploadHeader,
   type SourceUploadPartRow,
   type SourceUploadRow,
   tenantReservations,
 } from "@kiln/storage";
 import { requestHashOf } from "../http/perform-keyed.js";
 import { refuse } from "../http/refusal.js";
+import { DeclaredPartsCache } from "../sources/declared-parts.js";
 import type { Reservation, SourceManifest } from "../sources/manifest-types.js";
 import { requireOnboarded } from "../sources/require-onboarded.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../sources/upload-view.js";
@@ -67,7 +70,7 @@ async function loadUpload(ctx: HandlerContext): Promise<Loaded> {
   return found;
 }
 
-function refuseIfExpired(ctx: HandlerContext, upload: SourceUploadRow): void {
+function refuseIfExpired(ctx: HandlerContext, upload: SourceUploadHeader): void {
   if (isExpired(upload, ctx.now)) {
     refuse("gone", `upload ${upload.upload} expired at ${upload.expires_at} unclaimed; reserve a new upload`, {
       expired_at: upload.expires_at,
@@ -77,8 +80,26 @@ function refuseIfExpired(ctx: HandlerContext, upload: SourceUploadRow): void {
 
 const manifestOf = (upload: SourceUploadRow) => JSON.parse(upload.manifest) as SourceManifest;
 
-function declaredPart(upload: SourceUploadRow, part: number) {
-  const declared = manifestOf(upload).parts[part - 1];
+/** One process's parsed manifests (see declared-parts.ts). */
+const declaredParts = new DeclaredPartsCache();
+
+/**
+ * The upload a chunk request names (bound to the caller's tenant and the `repository` query, as
+ * loadUpload) with the part it names if held — without reading the manifest or the other parts.
+ */
+async function loadUploadForPart(ctx: HandlerContext, part: number) {
+  const tenantId = principalOf(ctx).tenantId;
+  const id = String(ctx.params.upload);
+  const repository = String(ctx.query.repository);
+  const found = await readUploadForPart(ctx.deps.storage, { tenantId, upload: id, part });
+  if (found === undefined || found.upload.repository !== repository) {
+    return refuse("not_found", `no upload ${id} of ${repository} for this tenant`);
+  }
+  return found;
+}
+
+async function declaredPart(ctx: HandlerContext, upload: SourceUploadHeader, part: number) {
+  const declared = (await declaredParts.partsOf(ctx.deps.storage, upload))[part - 1];
   if (declared === undefined) {
     return refuse(
       "invalid_request",
@@ -181,13 +202,12 @@ export const putSourceChunk: Handler = async (ctx) => {
   const principal = principalOf(ctx);
   requireKeyIsPathUpload(ctx);
   const part = Number(ctx.params.part);
-  const { upload, parts } = await loadUpload(ctx);
+  const { upload, part: held } = await loadUploadForPart(ctx, part);
   const bytes = ctx.body;
   if (!Buffer.isBuffer(bytes))
     return refuse("invalid_request", "body must be the part's raw bytes (application/octet-stream)");
   refuseIfExpired(ctx, upload);
   const got = createHash("sha256").update(bytes).digest("hex");
-  const held = parts.find((p) => p.part === part);
   if (held !== undefined) {
     if (held.sha256 !== got) {
       refuse(
@@ -197,7 +217,7 @@ export const putSourceChunk: Handler = async (ctx) => {
     }
     return undefined;
   }
-  const declared = declaredPart(upload, part);
+  const declared = await declaredPart(ctx, upload, part);
   if (upload.state !== "reserved") {
     refuse("conflict", `upload ${upload.upload} is ${upload.state}; it no longer accepts parts`);
   }
@@ -232,8 +252,8 @@ export const checkSourceChunk: Handler = async (ctx) => {
   const principal = principalOf(ctx);
   const part = Number(ctx.params.part);
   const sha256 = String(ctx.query.sha256);
-  const { upload, parts } = await loadUpload(ctx);
-  const declared = declaredPart(upload, part);
+  const { upload, part: held } = await loadUploadForPart(ctx, part);
+  const declared = await declaredPart(ctx, upload, part);
   if (declared.sha256 !== sha256) {
     refuse(
       "conflict",
@@ -249,7 +269,6 @@ export const checkSourceChunk: Handler = async (ctx) => {
     origin,
     bytes,
   });
-  const held = parts.find((p) => p.part === part);
   if (held !== undefined) return present(held.origin, held.bytes);
   const absent = { upload: upload.upload, part, sha256, present: false, origin: null, bytes: null };
   if (upload.state !== "reserved") return absent;

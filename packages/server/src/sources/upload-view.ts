@@ -2,7 +2,10 @@ import type { SourceUploadPartRow, SourceUploadRow } from "@kiln/storage";
 import type { SourceTotals } from "./manifest-types.js";
 
 /** Whether an upload has expired: its hour passed while no job claimed it. */
-export function isExpired(upload: SourceUploadRow, now: Date): boolean {
+export function isExpired(
+  upload: Pick<SourceUploadRow, "claimed_job" | "cleaned_at" | "expires_at">,
+  now: Date,
+): boolean {
   return upload.claimed_job === null && (upload.cleaned_at !== null || upload.expires_at <= now.toISOString());
 }
 

@@ -37,3 +37,62 @@ export async function readUploadPart(
     .where("part", "=", input.part)
     .executeTakeFirst();
 }
+
+/** An upload row without its manifest: what a per-part request needs. */
+export type SourceUploadHeader = Omit<SourceUploadRow, "manifest">;
+
+const HEADER_COLUMNS = [
+  "tenant_id",
+  "upload",
+  "repository",
+  "reserved_by",
+  "request_hash",
+  "format_version",
+  "manifest_sha256",
+  "totals",
+  "part_count",
+  "part_bytes",
+  "state",
+  "reserved_at",
+  "expires_at",
+  "verified_at",
+  "completed_by",
+  "rejection",
+  "claimed_job",
+  "claimed_at",
+  "cleaned_at",
+] as const;
+
+/**
+ * The upload's row without its manifest, and one of its parts if held: two point reads by
+ * primary key. A chunk request reads this instead of readUpload, whose cost (the manifest's
+ * text and every held part) would grow with the upload and make an upload of N parts O(N²).
+ */
+export async function readUploadForPart(
+  target: StorageOrTransaction,
+  input: { tenantId: string; upload: string; part: number },
+): Promise<{ upload: SourceUploadHeader; part: SourceUploadPartRow | undefined } | undefined> {
+  const db = executorOf(target);
+  const upload = await db
+    .selectFrom("source_uploads")
+    .select(HEADER_COLUMNS)
+    .where("tenant_id", "=", input.tenantId)
+    .where("upload", "=", input.upload)
+    .executeTakeFirst();
+  if (upload === undefined) return undefined;
+  return { upload, part: await readUploadPart(db, input) };
+}
+
+/** The manifest text of an upload (JSON), or undefined. */
+export async function readUploadManifest(
+  target: StorageOrTransaction,
+  input: { tenantId: string; upload: string },
+): Promise<string | undefined> {
+  const row = await executorOf(target)
+    .selectFrom("source_uploads")
+    .select("manifest")
+    .where("tenant_id", "=", input.tenantId)
+    .where("upload", "=", input.upload)
+    .executeTakeFirst();
+  return row?.manifest;
+}

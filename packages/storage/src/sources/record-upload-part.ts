@@ -18,7 +18,10 @@ export type RecordUploadPartResult =
   /** The upload already held the part (a repeat, or a racing request won): compare its digest. */
   | { readonly kind: "held"; readonly part: SourceUploadPartRow }
   /** The upload no longer accepts parts (completed, or cleaned up), or does not exist. */
-  | { readonly kind: "not_reserved"; readonly upload: SourceUploadRow | undefined };
+  | {
+      readonly kind: "not_reserved";
+      readonly upload: Pick<SourceUploadRow, "tenant_id" | "upload" | "state" | "cleaned_at"> | undefined;
+    };
 
 /**
  * Attaches a part to a reserved upload and records the digest among the tenant's chunks, in
@@ -33,9 +36,10 @@ export type RecordUploadPartResult =
 export async function recordUploadPart(storage: Storage, input: UploadPart): Promise<RecordUploadPartResult> {
   const now = formatTimestamp(input.now);
   return storage.transaction(async (trx) => {
+    // Not the manifest: the state is all this needs, and the manifest can be megabytes.
     let query = trx
       .selectFrom("source_uploads")
-      .selectAll()
+      .select(["tenant_id", "upload", "state", "cleaned_at"])
       .where("tenant_id", "=", input.tenantId)
       .where("upload", "=", input.upload);
     if (storage.capabilities.rowLocks) query = query.forShare();
