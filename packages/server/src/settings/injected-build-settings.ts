@@ -59,7 +59,7 @@ export const PLATFORM_INJECTIONS: readonly PlatformInjection[] = [
     value: () => "line-tables-only",
     settingsValue: "line-tables-only",
     why: () =>
-      "line tables keep file:line in backtraces and panics but drop variable and type debug info, which cuts compile time and target bytes (measured in docs/build-settings.md)",
+      "line tables keep file:line in backtraces and panics but drop variable and type debug info: measured, a dev build's target dir is 8–25 % smaller at the same wall time (docs/build-settings.md), so warm lineages hold less against the storage quota",
     irrelevant: (job) =>
       job.operation === "bench"
         ? "cargo bench builds the bench profile, which inherits from release, not dev"
