@@ -42,4 +42,53 @@ describe("materializing a source", () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it("assembles a streamed archive's files from slices of its parts, fetching each part once", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "kiln-materialize-"));
+    try {
+      const pack = Buffer.from("fn a() {}\nfn b() {}\n");
+      const big = [Buffer.from("first half, "), Buffer.from("second half\n")];
+      const blobs = new Map([pack, ...big].map((b) => [createHash("sha256").update(b).digest("hex"), b]));
+      const [packDigest, firstDigest, secondDigest] = [...blobs.keys()];
+      const fetched: string[] = [];
+      const source = [
+        {
+          path: "big.txt",
+          sha256: digest("first half, second half\n"),
+          bytes: 24,
+          executable: false,
+          segments: [
+            { part: firstDigest as string, offset: 0, length: 12 },
+            { part: secondDigest as string, offset: 0, length: 12 },
+          ],
+        },
+        {
+          path: "src/a.rs",
+          sha256: digest("fn a() {}\n"),
+          bytes: 10,
+          executable: false,
+          segments: [{ part: packDigest as string, offset: 0, length: 10 }],
+        },
+        {
+          path: "src/b.rs",
+          sha256: digest("fn b() {}\n"),
+          bytes: 10,
+          executable: true,
+          segments: [{ part: packDigest as string, offset: 10, length: 10 }],
+        },
+      ];
+      await materializeSource(dir, source, async (sha) => {
+        fetched.push(sha);
+        return blobs.get(sha) ?? Buffer.alloc(0);
+      });
+      assert.equal(await readFile(join(dir, "big.txt"), "utf8"), "first half, second half\n");
+      assert.equal(await readFile(join(dir, "src/a.rs"), "utf8"), "fn a() {}\n");
+      assert.equal(await readFile(join(dir, "src/b.rs"), "utf8"), "fn b() {}\n");
+      assert.equal((await stat(join(dir, "src/b.rs"))).mode & 0o777, 0o755);
+      assert.equal(fetched.filter((d) => d === packDigest).length, 1, "the pack both files share is fetched once");
+      assert.ok(!fetched.some((d) => !blobs.has(d)), "only part blobs are fetched, never a file's own digest");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -7,9 +7,11 @@ import type { ResourceLimits } from "../executor/executor.js";
  */
 
 /**
- * One entry of a job's exact source. A regular file (kind absent or `file`) has its bytes in
- * the blob named by sha256. A symlink (streamed archives only) is created pointing at
- * `target` verbatim; its sha256 is that of the target text and bytes is 0.
+ * One entry of a job's exact source. A regular file (kind absent or `file`) has the content
+ * named by sha256: in the blob of that name (inline sources), or — when `segments` is set
+ * (streamed archives) — the concatenation of slices of the upload's part blobs, verified
+ * against sha256 when the upload completed. A symlink (streamed archives only) is created
+ * pointing at `target` verbatim; its sha256 is that of the target text and bytes is 0.
  */
 export interface SourceEntry {
   readonly path: string;
@@ -18,6 +20,14 @@ export interface SourceEntry {
   readonly executable: boolean;
   readonly kind?: "file" | "symlink";
   readonly target?: string;
+  readonly segments?: readonly SourceSegment[];
+}
+
+/** A slice of a part blob: `length` bytes from `offset` of the blob named `part` (its SHA-256). */
+export interface SourceSegment {
+  readonly part: string;
+  readonly offset: number;
+  readonly length: number;
 }
 
 export interface Invocation {

@@ -11,7 +11,7 @@ import {
 import { requestHashOf } from "../http/perform-keyed.js";
 import { refuse } from "../http/refusal.js";
 import { admitArchiveSource } from "../jobs/admit-archive-source.js";
-import { admitInlineSource, type InlineFile, jobClassOf } from "../jobs/admit-inline-source.js";
+import { admitInlineSource, type InlineFile, jobClassOf, readSourceFile } from "../jobs/admit-inline-source.js";
 import { admitSettings } from "../jobs/admit-settings.js";
 import { jobView, MAX_ATTEMPTS, TERMINAL_STATUSES } from "../jobs/job-view.js";
 import { type Handler, type HandlerContext, principalOf } from "./handler.js";
@@ -82,9 +82,7 @@ export const submitJob: Handler = async (ctx) => {
           now: ctx.now,
         })
       : await admitInlineSource(ctx.deps.blobs, source.files, invocation);
-  const fileDigests = new Map(
-    manifest.filter((entry) => !("kind" in entry)).map((entry) => [entry.path, entry.sha256] as const),
-  );
+  const sourceFiles = new Map(manifest.filter((entry) => !("kind" in entry)).map((entry) => [entry.path, entry]));
   const settings = await admitSettings(ctx, {
     tenantId: principal.tenantId,
     repository: body.repository,
@@ -92,8 +90,8 @@ export const submitJob: Handler = async (ctx) => {
     invocation,
     workingDirectory: invocation.working_directory ?? ".",
     source: async (path) => {
-      const sha256 = fileDigests.get(path);
-      return sha256 === undefined ? null : ctx.deps.blobs.get(sha256);
+      const entry = sourceFiles.get(path);
+      return entry === undefined ? null : readSourceFile(ctx.deps.blobs, entry);
     },
   });
   const toolchain = invocation.toolchain ?? pinned ?? "stable";

@@ -14,6 +14,7 @@ import { isExpired } from "../sources/upload-view.js";
 import {
   type AdmittedSource,
   admitInvocation,
+  readSourceFile,
   type SourceManifestEntry,
   toolchainChannelOf,
   toolchainFileCandidates,
@@ -27,8 +28,8 @@ export interface ArchiveReference {
 /**
  * A streamed archive as a job's source (schema_version 2): only a verified, unexpired,
  * unclaimed upload of the same tenant and repository whose manifest_sha256 matches. The job's
- * source manifest lists the archive's entries (file blobs were stored per file at completion,
- * symlinks carried as such), and the upload is claimed in the job's insert transaction, so one
+ * source manifest lists the archive's entries (each file as slices of the part blobs it was
+ * uploaded in, verified at completion; symlinks carried as such), and the upload is claimed in the job's insert transaction, so one
  * upload sources exactly one job. A replay of the same submission never reaches here (the
  * submission key finds its job first).
  */
@@ -74,9 +75,16 @@ export async function admitArchiveSource(
   const manifest = JSON.parse(upload.manifest) as SourceManifest;
   admitInvocation(input.invocation, manifest.entries);
 
+  const partDigest = (part: number) => manifest.parts[part - 1]?.sha256 ?? "";
   const entries: SourceManifestEntry[] = manifest.entries.map((entry) =>
     entry.kind === "file"
-      ? { path: entry.path, sha256: entry.sha256, bytes: entry.size, executable: entry.executable }
+      ? {
+          path: entry.path,
+          sha256: entry.sha256,
+          bytes: entry.size,
+          executable: entry.executable,
+          segments: entry.segments.map((s) => ({ part: partDigest(s.part), offset: s.offset, length: s.length })),
+        }
       : {
           path: entry.path,
           kind: "symlink",
@@ -88,9 +96,9 @@ export async function admitArchiveSource(
   );
   let pinned: string | null = null;
   for (const path of toolchainFileCandidates(input.invocation.working_directory ?? ".")) {
-    const entry = manifest.entries.find((e) => e.path === path);
-    if (entry?.kind !== "file" || entry.size > 64 * 1024) continue;
-    pinned = toolchainChannelOf((await deps.blobs.get(entry.sha256)).toString("utf8"));
+    const entry = entries.find((e) => e.path === path);
+    if (entry === undefined || "kind" in entry || entry.bytes > 64 * 1024) continue;
+    pinned = toolchainChannelOf((await readSourceFile(deps.blobs, entry)).toString("utf8"));
     if (pinned !== null) break;
   }
   return {

@@ -153,7 +153,14 @@ export interface AdmittedSource {
 }
 
 export type SourceManifestEntry =
-  | { path: string; sha256: string; bytes: number; executable: boolean }
+  | {
+      path: string;
+      sha256: string;
+      bytes: number;
+      executable: boolean;
+      /** Streamed archives: the content as slices of part blobs (see host-protocol.ts SourceEntry). */
+      segments?: { part: string; offset: number; length: number }[];
+    }
   | { path: string; sha256: string; bytes: number; executable: boolean; kind: "symlink"; target: string };
 
 /** The legacy inline source: its rules, then its bytes into the blob store file by file. */
@@ -189,4 +196,16 @@ export function profileOf(args: readonly string[]): string {
   if (inline !== undefined) return inline.slice("--profile=".length) || "dev";
   const profileIndex = args.indexOf("--profile");
   return profileIndex >= 0 ? (args[profileIndex + 1] ?? "dev") : "dev";
+}
+
+/**
+ * One regular file of a job's source manifest, read back: its own blob (inline sources) or the
+ * slices of the part blobs it was uploaded in (streamed archives).
+ */
+export async function readSourceFile(blobs: LocalBlobStore, entry: SourceManifestEntry): Promise<Buffer> {
+  if ("kind" in entry) throw new Error(`${entry.path} is a symlink`);
+  if (entry.segments === undefined) return blobs.get(entry.sha256);
+  const pieces: Buffer[] = [];
+  for (const s of entry.segments) pieces.push((await blobs.get(s.part)).subarray(s.offset, s.offset + s.length));
+  return Buffer.concat(pieces);
 }
