@@ -4,7 +4,16 @@
 // when nothing is missing. Plain Node, no dependencies: it runs before npm install.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -81,7 +90,36 @@ function build() {
   run(join(root, "node_modules", ".bin", "tsc"), ["-b", ...PACKAGES.map((p) => `packages/${p}`)]);
 }
 
+/**
+ * The workspace packages' bins (`kiln`, `kiln-server`) in node_modules/.bin, executable. npm
+ * links a workspace bin at install only if its target exists then, and on a fresh clone the
+ * build comes after the install; without this, `kiln` would be missing until the next install.
+ */
+function linkWorkspaceBins() {
+  for (const pkg of PACKAGES) {
+    const manifest = JSON.parse(readFileSync(join(root, "packages", pkg, "package.json"), "utf8"));
+    for (const [name, target] of Object.entries(manifest.bin ?? {})) {
+      const built = join(root, "packages", pkg, target);
+      if (!existsSync(built)) continue;
+      chmodSync(built, 0o755);
+      const link = join(root, "node_modules", ".bin", name);
+      const relative = join("..", manifest.name, target);
+      let current = null;
+      try {
+        current = readlinkSync(link);
+      } catch {
+        // absent
+      }
+      if (current === relative) continue;
+      mkdirSync(dirname(link), { recursive: true });
+      rmSync(link, { force: true });
+      symlinkSync(relative, link);
+    }
+  }
+}
+
 ensureDebianPackages();
 ensureNpmPackages();
 build();
+linkWorkspaceBins();
 // Quiet on success: the command that follows prints what matters.
