@@ -14,7 +14,8 @@ import { admitArchiveSource } from "../jobs/admit-archive-source.js";
 import { admitInlineSource, type InlineFile, jobClassOf, readSourceFile } from "../jobs/admit-inline-source.js";
 import { admitSettings } from "../jobs/admit-settings.js";
 import { jobView, MAX_ATTEMPTS, TERMINAL_STATUSES } from "../jobs/job-view.js";
-import { type Handler, type HandlerContext, principalOf } from "./handler.js";
+import { requireOnboarded } from "../repositories/require-onboarded.js";
+import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
 
 interface Submission {
@@ -35,16 +36,6 @@ interface Submission {
     source: { files: InlineFile[] } | { archive: { upload: string; manifest_sha256: string } };
   };
   check?: { head_sha: string };
-}
-
-async function requireOnboarded(ctx: HandlerContext, tenantId: string, repository: string): Promise<void> {
-  const onboarded = await ctx.db
-    .selectFrom("repositories")
-    .select("name")
-    .where("tenant_id", "=", tenantId)
-    .where("name", "=", repository)
-    .executeTakeFirst();
-  if (onboarded === undefined) refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
 }
 
 /**

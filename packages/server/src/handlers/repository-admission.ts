@@ -1,4 +1,5 @@
 import { refuse } from "../http/refusal.js";
+import { requireOnboarded } from "../repositories/require-onboarded.js";
 import { type Handler, principalOf } from "./handler.js";
 
 const COMMIT_ID = /^[0-9a-f]{40}$/;
@@ -12,13 +13,7 @@ const COMMIT_ID = /^[0-9a-f]{40}$/;
  */
 export const repositoryAdmission: Handler = async (ctx) => {
   const repository = `${String(ctx.params.owner)}/${String(ctx.params.name)}`;
-  const onboarded = await ctx.db
-    .selectFrom("repositories")
-    .select("name")
-    .where("tenant_id", "=", principalOf(ctx).tenantId)
-    .where("name", "=", repository)
-    .executeTakeFirst();
-  if (onboarded === undefined) return refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
+  await requireOnboarded(ctx, principalOf(ctx).tenantId, repository);
   const baseRef = String((ctx.query as { base_ref: string }).base_ref);
   if (COMMIT_ID.test(baseRef)) return { merge_base: baseRef };
   return refuse(

@@ -14,9 +14,9 @@ import {
 } from "@kiln/storage";
 import { requestHashOf } from "../http/perform-keyed.js";
 import { refuse } from "../http/refusal.js";
+import { requireOnboarded } from "../repositories/require-onboarded.js";
 import { DeclaredPartsCache } from "../sources/declared-parts.js";
 import type { Reservation, SourceManifest } from "../sources/manifest-types.js";
-import { requireOnboarded } from "../sources/require-onboarded.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../sources/upload-view.js";
 import { validateManifest } from "../sources/validate-manifest.js";
 import { verifyUpload } from "../sources/verify-upload.js";

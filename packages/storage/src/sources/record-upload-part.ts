@@ -1,5 +1,6 @@
 import type { Storage } from "../dialect.js";
 import { formatTimestamp } from "../timestamps.js";
+import { readUploadPart } from "./read-upload.js";
 import type { SourceUploadPartRow, SourceUploadRow } from "./upload-row.js";
 
 export interface UploadPart {
@@ -44,13 +45,7 @@ export async function recordUploadPart(storage: Storage, input: UploadPart): Pro
       .where("upload", "=", input.upload);
     if (storage.capabilities.rowLocks) query = query.forShare();
     const upload = await query.executeTakeFirst();
-    const held = await trx
-      .selectFrom("source_upload_parts")
-      .selectAll()
-      .where("tenant_id", "=", input.tenantId)
-      .where("upload", "=", input.upload)
-      .where("part", "=", input.part)
-      .executeTakeFirst();
+    const held = await readUploadPart(trx, input);
     if (held !== undefined) return { kind: "held", part: held };
     if (upload === undefined || upload.state !== "reserved" || upload.cleaned_at !== null) {
       return { kind: "not_reserved", upload };
@@ -70,13 +65,8 @@ export async function recordUploadPart(storage: Storage, input: UploadPart): Pro
       .returningAll()
       .executeTakeFirst();
     if (inserted === undefined) {
-      const winner = await trx
-        .selectFrom("source_upload_parts")
-        .selectAll()
-        .where("tenant_id", "=", input.tenantId)
-        .where("upload", "=", input.upload)
-        .where("part", "=", input.part)
-        .executeTakeFirstOrThrow();
+      const winner = await readUploadPart(trx, input);
+      if (winner === undefined) throw new Error(`part ${input.part} of ${input.upload} neither inserted nor held`);
       return { kind: "held", part: winner };
     }
     await trx
