@@ -7,9 +7,10 @@ import {
   readLogRecords,
 } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
+import { jobActivity } from "../jobs/job-activity.js";
 import { TERMINAL_STATUSES } from "../jobs/job-view.js";
 import { type Handler, type HandlerContext, principalOf } from "./handler.js";
-import { lastEventIdHeader, serveEventStream } from "./sse-stream.js";
+import { lastEventIdHeader, type SseStream, serveEventStream } from "./sse-stream.js";
 
 /** How often an open log stream looks for new records. */
 export const LOG_POLL_MS = 200;
@@ -107,6 +108,16 @@ export const jobLogsStream: Handler = async (ctx) => {
   // Refusals (not_found) are answered before the stream opens.
   let next = await readLogPage(ctx.db, job, after, limit);
   return serveEventStream(ctx, async (stream) => {
+    // This process's host reports new lines and the end at once (job-activity.ts).
+    const unsubscribe = jobActivity.subscribe(job.jobId, () => stream.nudge());
+    try {
+      await follow(stream);
+    } finally {
+      unsubscribe();
+    }
+  });
+
+  async function follow(stream: SseStream): Promise<void> {
     let first = true;
     while (!stream.closed) {
       const { page, position } = next;
@@ -120,5 +131,5 @@ export const jobLogsStream: Handler = async (ctx) => {
       if (stream.closed) return;
       next = await readLogPage(ctx.deps.storage.db, job, after, limit);
     }
-  });
+  }
 };

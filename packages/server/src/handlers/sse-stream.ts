@@ -19,6 +19,7 @@ export interface SseEvent {
 export class SseStream {
   private ended = false;
   private wake: (() => void) | null = null;
+  private nudged = false;
   private readonly heartbeat: NodeJS.Timeout;
   private readonly wasListening: boolean;
 
@@ -58,9 +59,23 @@ export class SseStream {
     if (!this.ctx.reply.raw.write(frame)) await this.drained();
   }
 
-  /** Sleeps `ms`, or less when the stream closes meanwhile. */
+  /**
+   * Ends the current (or next) wait at once: something the stream reads has changed. A
+   * nudge that comes while the stream is not waiting is kept, so it is never lost between
+   * a read and the wait after it.
+   */
+  nudge(): void {
+    if (this.wake !== null) this.wake();
+    else this.nudged = true;
+  }
+
+  /** Sleeps `ms`, or less when the stream closes or is nudged meanwhile. */
   wait(ms: number): Promise<void> {
     if (this.closed) return Promise.resolve();
+    if (this.nudged) {
+      this.nudged = false;
+      return Promise.resolve();
+    }
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.wake = null;

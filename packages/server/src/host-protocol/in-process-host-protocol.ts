@@ -11,6 +11,7 @@ import {
   renewAttemptLease,
   type Storage,
 } from "@kiln/storage";
+import { jobActivity } from "../jobs/job-activity.js";
 import { ARTIFACT_RETENTION_SECONDS, parseJson, SIZE_SHAPES, VCPUS_OF_SIZE } from "../jobs/job-view.js";
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
 
@@ -86,6 +87,7 @@ export function inProcessHostProtocol(deps: {
 
     async appendLogs(ref: AttemptRef, lines: readonly LogLine[]) {
       const accepted = await appendLogRecords(storage, { ...ref, lines });
+      if (accepted) jobActivity.notify(ref.jobId);
       return accepted ? "accepted" : "stale";
     },
 
@@ -132,6 +134,7 @@ export function inProcessHostProtocol(deps: {
         },
       });
       if (finished !== "finished") return finished;
+      jobActivity.notify(ref.jobId);
       // Lineage accounting: what the attempt saved counts against the tenant's quota; over it,
       // the least recently used lineages are evicted (and dropped by the host at their next job).
       const saved = savedLineageOf(result.report);
