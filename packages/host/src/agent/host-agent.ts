@@ -7,6 +7,8 @@ import { type AttemptRunnerDeps, runAttempt } from "./run-attempt.js";
  */
 export class HostAgent {
   private running = new Set<Promise<void>>();
+  /** Attempt directories still being removed; stop() waits for them too. */
+  private cleanups = new Set<Promise<void>>();
   private usedVcpus = 0;
   private timer: NodeJS.Timeout | null = null;
   private claiming = false;
@@ -53,7 +55,7 @@ export class HostAgent {
         const placement = await this.deps.protocol.claim(this.deps.hostId, free);
         if (placement === null) break;
         this.usedVcpus += placement.limits.vcpus;
-        const task: Promise<void> = runAttempt(this.deps, placement)
+        const task: Promise<void> = runAttempt({ ...this.deps, inBackground: (work) => this.track(work) }, placement)
           .catch(() => undefined)
           .finally(() => {
             this.usedVcpus -= placement.limits.vcpus;
@@ -69,9 +71,15 @@ export class HostAgent {
     }
   }
 
+  private track(work: Promise<void>): void {
+    this.cleanups.add(work);
+    void work.finally(() => this.cleanups.delete(work));
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== null) clearTimeout(this.timer);
     await Promise.all(this.running);
+    await Promise.all(this.cleanups);
   }
 }

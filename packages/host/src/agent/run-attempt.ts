@@ -20,6 +20,12 @@ export interface AttemptRunnerDeps {
   /** Where attempt directories are made; each attempt gets its own and it is removed after. */
   readonly workRoot: string;
   readonly removeDirectories: (paths: readonly string[]) => Promise<void>;
+  /**
+   * Takes over the removal of a finished attempt's directory so the attempt can return (and
+   * the agent free its vCPUs for the next placement) without waiting on the disk; without it
+   * the removal is awaited.
+   */
+  readonly inBackground?: (work: Promise<void>) => void;
   /** Warm lineages on this host; without it every attempt starts from an empty target dir. */
   readonly lineages?: LineageStore;
   readonly heartbeatSeconds?: number;
@@ -332,7 +338,11 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
   } finally {
     clearInterval(heartbeat);
     await lineage?.abandon(new Date()).catch(() => undefined);
-    await deps.removeDirectories([base]).catch(() => undefined);
+    // The sandbox is gone and the outcome reported; what is left is disk work (the workspace,
+    // and any lineage slot dropped into the attempt), which the next job need not wait for.
+    const removal = deps.removeDirectories([base]).catch(() => undefined);
+    if (deps.inBackground !== undefined) deps.inBackground(removal);
+    else await removal;
   }
 }
 

@@ -95,7 +95,12 @@ const LAUNCHER = [
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
   'for fd in /proc/self/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 4 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi; done',
   'mount -t tmpfs -o mode=0755,size=1m,nosuid,nodev,noexec kiln-stage "$stage"',
-  'while [ "$1" != "--" ]; do mkdir "$stage/$1"; mount --bind "$2" "$stage/$1"; shift 2; done; shift',
+  // One mkdir for every mount point (each external command costs a fork and exec, ~1.5 ms).
+  'points=(); while [ "$1" != "--" ]; do points+=("$stage/$1" "$2"); shift 2; done; shift',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
+  'dirs=(); for ((i = 0; i < ${#points[@]}; i += 2)); do dirs+=("${points[i]}"); done; mkdir "${dirs[@]}"',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
+  'for ((i = 0; i < ${#points[@]}; i += 2)); do mount --bind "${points[i+1]}" "${points[i]}"; done',
   'for f in passwd group hosts; do printf "%s" "$1" > "$stage/$f"; shift; done',
   // From here on stderr is the job's (fd 4); the launcher's own stderr stays a diagnostics channel.
   'exec "$@" 2>&4 4>&-',
