@@ -171,7 +171,11 @@ for (const dialect of DIALECTS) {
     it("dedupes per tenant: the same tenant reuses held parts, another tenant must send its own", async () => {
       const archive = archiveOf([{ path: "a.txt", content: "shared bytes\n" }], [], { partBytes: 64 });
       assert.equal((await sources.upload(archive, "dedupe-1")).json().state, "verified");
-      assert.equal((await sources.reserve(archive.reservation, "dedupe-2")).status, 200);
+      const again = await sources.reserve(archive.reservation, "dedupe-2");
+      assert.equal(again.status, 200);
+      // The reservation attaches what the tenant holds: nothing is left to send.
+      assert.deepEqual(again.json().missing_parts, []);
+      assert.equal(again.json().parts_received, 1);
       const part = archive.parts[0] as Buffer;
       const reused = (await sources.check("dedupe-2", 1, sha256(part))).json();
       assert.equal(reused.present, true);
@@ -180,7 +184,9 @@ for (const dialect of DIALECTS) {
       assert.equal(done.state, "verified");
       assert.equal(done.parts_received, 1);
 
-      assert.equal((await other.reserve(archive.reservation, "dedupe-1")).status, 200);
+      const foreignReservation = await other.reserve(archive.reservation, "dedupe-1");
+      assert.equal(foreignReservation.status, 200);
+      assert.deepEqual(foreignReservation.json().missing_parts, [{ first: 1, last: 1 }], "never another tenant's");
       const foreign = (await other.check("dedupe-1", 1, sha256(part))).json();
       assert.equal(foreign.present, false, "another tenant's identical chunk is no oracle");
       assert.equal((await other.complete("dedupe-1")).status, 409);
@@ -367,7 +373,9 @@ for (const dialect of DIALECTS) {
     });
 
     it("refuses bad chunks and incomplete or unverifiable uploads; no job takes them", async () => {
-      const archive = archiveOf(CRATE, [], { partBytes: 64 });
+      // Bytes this tenant holds nowhere yet (a reservation attaches held ones at once).
+      const fresh = CRATE.map((f) => ({ ...f, content: `${f.content}// bad chunks\n` }));
+      const archive = archiveOf(fresh, [], { partBytes: 64 });
       await sources.reserve(archive.reservation, "chunks");
       const first = archive.parts[0] as Buffer;
       const truncated = await sources.put("chunks", 1, first.subarray(0, first.length - 1));

@@ -107,6 +107,7 @@ export { createSignInLink } from "./sessions/create-sign-in-link.js";
 export { endSession } from "./sessions/end-session.js";
 export { findLiveSession } from "./sessions/find-live-session.js";
 export { redeemSignInLink } from "./sessions/redeem-sign-in-link.js";
+export { attachHeldChunks } from "./sources/attach-held-chunks.js";
 export { claimUpload } from "./sources/claim-upload.js";
 export { cleanupExpiredUploads } from "./sources/cleanup-expired-uploads.js";
 export { completeUpload, type UploadCompletion } from "./sources/complete-upload.js";

@@ -65,8 +65,8 @@ async function withRetries<T>(call: () => Promise<T>): Promise<T> {
 
 /**
  * Reserves the archive's upload (or resumes it: the upload id derives from the manifest and its
- * layout), asks sources.chunk.check for every part the upload does not hold yet, sends only the
- * absent ones with bounded concurrency, and completes it. An upload of the same bytes already
+ * layout; the reservation attaches every part the tenant already holds), sends the parts it
+ * still lists as missing with bounded concurrency, and completes it. An upload of the same bytes already
  * claimed by a job, rejected or expired moves to the next generation of the id.
  */
 export async function uploadArchive(client: KilnClient, options: UploadOptions): Promise<UploadSummary> {
@@ -108,33 +108,26 @@ export async function uploadArchive(client: KilnClient, options: UploadOptions):
   options.onReserved?.(upload, todo.length);
   let partsSent = 0;
   let bytesSent = 0;
-  let partsReused = archive.sources.length - todo.length;
+  const partsReused = archive.sources.length - todo.length;
   let next = 0;
   const worker = async () => {
     while (next < todo.length) {
       const source = todo[next++];
       if (source === undefined) break;
-      const check = await withRetries(() =>
-        client.call("sources.chunk.check", {
+      // No sources.chunk.check first: the reservation already attached every part the tenant
+      // holds (its missing_parts leave them out), so asking again would only double the
+      // requests of a fresh upload.
+      const bytes = readPart(source);
+      await withRetries(() =>
+        client.call("sources.chunk.put", {
           params: { upload, part: source.part },
-          query: { repository, sha256: source.sha256 },
+          query: { repository },
+          body: bytes,
+          idempotencyKey: upload,
         }),
       );
-      if (check.present) {
-        partsReused += 1;
-      } else {
-        const bytes = readPart(source);
-        await withRetries(() =>
-          client.call("sources.chunk.put", {
-            params: { upload, part: source.part },
-            query: { repository },
-            body: bytes,
-            idempotencyKey: upload,
-          }),
-        );
-        partsSent += 1;
-        bytesSent += source.bytes;
-      }
+      partsSent += 1;
+      bytesSent += source.bytes;
       options.onProgress?.(bytesSent, toSend);
     }
   };

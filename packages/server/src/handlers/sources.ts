@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { SOURCE_LIMITS, UPLOAD_ID_PATTERN } from "@kiln/contract";
 import {
+  attachHeldChunks,
   completeUpload,
   findTenantChunk,
   readUpload,
@@ -184,8 +185,19 @@ export const reserveSource: Handler = async (ctx) => {
         : `reserving ${validated.totals.part_bytes} part bytes would pass the tenant's reservations: ${result.reservedBytes} of ${SOURCE_LIMITS.tenantReservationBytes} bytes already reserved (expired uploads counting until cleanup)`,
     );
   }
-  if (result.kind === "existing") return uploadView(replay(result.upload), [], ctx.now);
-  return uploadView(result.upload, [], ctx.now);
+  if (result.kind === "existing") {
+    const found = await readUpload(ctx.deps.storage, { tenantId: principal.tenantId, upload: id });
+    return uploadView(replay(result.upload), found?.parts ?? [], ctx.now);
+  }
+  // What the tenant already holds is attached now, so missing_parts lists only what to send.
+  await attachHeldChunks(ctx.deps.storage, {
+    tenantId: principal.tenantId,
+    upload: id,
+    parts: body.manifest.parts,
+    now: ctx.now,
+  });
+  const reserved = await readUpload(ctx.deps.storage, { tenantId: principal.tenantId, upload: id });
+  return uploadView(reserved?.upload ?? result.upload, reserved?.parts ?? [], ctx.now);
 };
 
 export const sourceStatus: Handler = async (ctx) => {
