@@ -239,7 +239,7 @@ export const putSourceChunk: Handler = async (ctx) => {
       `part ${part}: got ${bytes.length} bytes with sha256 ${got}; the manifest declares ${declared.bytes} bytes with sha256 ${declared.sha256}`,
     );
   }
-  await ctx.deps.blobs.put(bytes);
+  await ctx.deps.blobs.put(bytes, got);
   const recorded = await recordUploadPart(ctx.deps.storage, {
     tenantId: principal.tenantId,
     upload: upload.upload,

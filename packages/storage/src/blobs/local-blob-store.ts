@@ -16,8 +16,12 @@ export class LocalBlobStore {
     return join(this.root, sha256.slice(0, 2), sha256);
   }
 
-  async put(bytes: Uint8Array): Promise<{ sha256: string; bytes: number }> {
-    const sha256 = createHash("sha256").update(bytes).digest("hex");
+  /**
+   * Stores `bytes`. `verifiedSha256` is for a caller that has just hashed them itself (a source
+   * part checked against its declared digest): it spares hashing the same bytes twice.
+   */
+  async put(bytes: Uint8Array, verifiedSha256?: string): Promise<{ sha256: string; bytes: number }> {
+    const sha256 = verifiedSha256 ?? createHash("sha256").update(bytes).digest("hex");
     const path = this.pathOf(sha256);
     if (!(await this.has(sha256))) {
       await mkdir(join(this.root, sha256.slice(0, 2)), { recursive: true });
