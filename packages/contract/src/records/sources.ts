@@ -192,7 +192,7 @@ export const SourceReservation = Closed(
     description: [
       "Reserves a streamed source archive upload. The idempotency-key header is the upload id.",
       "Transport: a file's bytes are stored in parts, opaque byte strings of 1 to 4194304 bytes each identified by a part number and their SHA-256; each file lists the segments {part, offset, length} that concatenate to its content.",
-      "Flow: read sources.capabilities; reserve with this manifest; for each part call sources.chunk.check with its sha256 and send it with sources.chunk.put only when present is false; call sources.complete; submit jobs.submit with schema_version 2 and source {archive: {upload, manifest_sha256}}.",
+      "Flow: read sources.capabilities; reserve with this manifest — a new reservation already holds (origin reused) every part whose bytes the tenant stored before, so its missing_parts lists only the parts to send; send each missing part with sources.chunk.put (sources.chunk.check answers for one part whether it is held, attaching it when the tenant holds it by then); call sources.complete; submit jobs.submit with schema_version 2 and source {archive: {upload, manifest_sha256}}.",
       "Recommended layout (what the kiln CLI does; any layout meeting the rules is accepted): a file over 64 KiB gets parts of its own cut at fixed 4 MiB offsets of the file; smaller files are concatenated in path order into pack parts, one pack per directory, a pack closed before it would pass 4 MiB. Parts are content-addressed, so after an edit only the parts holding the changed file are sent again.",
     ].join(" "),
   },
@@ -231,7 +231,10 @@ export const SourceUpload = Closed(
         },
         { additionalProperties: false },
       ),
-      { description: "Inclusive ranges of part numbers not yet held, ascending; empty once all are held." },
+      {
+        description:
+          "Inclusive ranges of part numbers not yet held, ascending; empty once all are held. Parts the tenant already held when the upload was reserved are held from the start.",
+      },
     ),
     rejection: Nullable(
       Type.Object(
