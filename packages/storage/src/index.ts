@@ -116,6 +116,7 @@ export {
   readUploadForPart,
   readUploadManifest,
   readUploadPart,
+  readUploadParts,
   type SourceUploadHeader,
 } from "./sources/read-upload.js";
 export {

@@ -8,14 +8,13 @@ import {
 } from "@kiln/storage";
 import { listedAdvisory, readAdvisories } from "../advisories/compute-advisories.js";
 import { refuse } from "../http/refusal.js";
+import { repositoryOfPath } from "../repositories/require-onboarded.js";
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
-import { type Handler, type HandlerContext, principalOf } from "./handler.js";
+import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
 
 /** What a purge does, as its receipt says. */
 export const PURGE_CONSEQUENCE = "the next matching job starts cold";
-
-const repositoryOf = (ctx: HandlerContext) => `${String(ctx.params.owner)}/${String(ctx.params.name)}`;
 
 const lineageView = (row: LineageRow) => ({
   repository: row.repository,
@@ -50,7 +49,7 @@ export const listRepositories: Handler = async (ctx) => {
  * with their measured basis; not_found otherwise.
  */
 export const getRepository: Handler = async (ctx) => {
-  const repository = repositoryOf(ctx);
+  const repository = repositoryOfPath(ctx);
   const tenantId = principalOf(ctx).tenantId;
   const storage = await readRepositoryStorage(ctx.db, { tenantId, repository });
   if (storage === undefined) return refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
@@ -72,7 +71,7 @@ export const getRepository: Handler = async (ctx) => {
  */
 export const dismissRepositoryAdvisory: Handler = async (ctx) => {
   const principal = principalOf(ctx);
-  const repository = repositoryOf(ctx);
+  const repository = repositoryOfPath(ctx);
   const advisory = String(ctx.params.advisory);
   const onboarded = await readRepositoryStorage(ctx.db, { tenantId: principal.tenantId, repository });
   if (onboarded === undefined) return refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
@@ -113,7 +112,7 @@ export const dismissRepositoryAdvisory: Handler = async (ctx) => {
  */
 export const purgeRepositoryLineage: Handler = async (ctx) => {
   const principal = principalOf(ctx);
-  const repository = repositoryOf(ctx);
+  const repository = repositoryOfPath(ctx);
   const body = ctx.body as { lineage: string; confirm: string };
   if (body.confirm !== body.lineage) {
     refuse(

@@ -1,5 +1,5 @@
 import { refuse } from "../http/refusal.js";
-import { requireOnboarded } from "../repositories/require-onboarded.js";
+import { repositoryOfPath, requireOnboarded } from "../repositories/require-onboarded.js";
 import { type Handler, principalOf } from "./handler.js";
 
 const COMMIT_ID = /^[0-9a-f]{40}$/;
@@ -12,7 +12,7 @@ const COMMIT_ID = /^[0-9a-f]{40}$/;
  * needs the provider (the source-hosting issue) and is refused `upstream_failed` naming that.
  */
 export const repositoryAdmission: Handler = async (ctx) => {
-  const repository = `${String(ctx.params.owner)}/${String(ctx.params.name)}`;
+  const repository = repositoryOfPath(ctx);
   await requireOnboarded(ctx, principalOf(ctx).tenantId, repository);
   const baseRef = String((ctx.query as { base_ref: string }).base_ref);
   if (COMMIT_ID.test(baseRef)) return { merge_base: baseRef };

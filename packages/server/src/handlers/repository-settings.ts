@@ -1,19 +1,13 @@
 import { REPOSITORY_WRITABLE_SETTINGS } from "@kiln/contract";
 import { appendAuditEntry, readRepositorySettings, writeRepositorySettings } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
-import {
-  effectiveStatement,
-  NOT_APPLIED_BY_THIS_RUNTIME,
-  repositorySettingsView,
-  wallClockBounds,
-} from "../settings/repository-settings-view.js";
-import { type Handler, type HandlerContext, principalOf } from "./handler.js";
-
-const repositoryOf = (ctx: HandlerContext) => `${String(ctx.params.owner)}/${String(ctx.params.name)}`;
+import { repositoryOfPath } from "../repositories/require-onboarded.js";
+import { EFFECTIVE, repositorySettingsView, wallClockBounds } from "../settings/repository-settings-view.js";
+import { type Handler, principalOf } from "./handler.js";
 
 /** repositories.settings.get: a plain read, no lifecycle effect. */
 export const getRepositorySettings: Handler = async (ctx) => {
-  const repository = repositoryOf(ctx);
+  const repository = repositoryOfPath(ctx);
   const stored = await readRepositorySettings(ctx.db, { tenantId: principalOf(ctx).tenantId, repository });
   if (stored === undefined) return refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
   return repositorySettingsView(stored, ctx.deps.wallClockSeconds);
@@ -31,7 +25,7 @@ interface SettingWriteBody {
  */
 export const writeRepositorySettingsHandler: Handler = async (ctx) => {
   const principal = principalOf(ctx);
-  const repository = repositoryOf(ctx);
+  const repository = repositoryOfPath(ctx);
   const body = ctx.body as SettingWriteBody;
   const writable = new Set<string>(REPOSITORY_WRITABLE_SETTINGS);
   for (const name of Object.keys(body.changes)) {
@@ -92,7 +86,8 @@ export const writeRepositorySettingsHandler: Handler = async (ctx) => {
     version: result.version,
     changed_by: principal.principal,
     changed_at: result.changedAt,
-    effective: effectiveStatement(),
-    not_applied: Object.keys(body.changes).filter((name) => NOT_APPLIED_BY_THIS_RUNTIME.includes(name)),
+    effective: EFFECTIVE,
+    // Every repository setting is applied by this runtime (repository-settings-view.ts).
+    not_applied: [],
   };
 };

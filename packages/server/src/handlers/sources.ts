@@ -6,6 +6,7 @@ import {
   findTenantChunk,
   readUpload,
   readUploadForPart,
+  readUploadParts,
   recordUploadPart,
   reserveUpload,
   type SourceUploadHeader,
@@ -185,10 +186,8 @@ export const reserveSource: Handler = async (ctx) => {
         : `reserving ${validated.totals.part_bytes} part bytes would pass the tenant's reservations: ${result.reservedBytes} of ${SOURCE_LIMITS.tenantReservationBytes} bytes already reserved (expired uploads counting until cleanup)`,
     );
   }
-  if (result.kind === "existing") {
-    const found = await readUpload(ctx.deps.storage, { tenantId: principal.tenantId, upload: id });
-    return uploadView(replay(result.upload), found?.parts ?? [], ctx.now);
-  }
+  const partsOf = () => readUploadParts(ctx.deps.storage, { tenantId: principal.tenantId, upload: id });
+  if (result.kind === "existing") return uploadView(replay(result.upload), await partsOf(), ctx.now);
   // What the tenant already holds is attached now, so missing_parts lists only what to send.
   await attachHeldChunks(ctx.deps.storage, {
     tenantId: principal.tenantId,
@@ -196,8 +195,7 @@ export const reserveSource: Handler = async (ctx) => {
     parts: body.manifest.parts,
     now: ctx.now,
   });
-  const reserved = await readUpload(ctx.deps.storage, { tenantId: principal.tenantId, upload: id });
-  return uploadView(reserved?.upload ?? result.upload, reserved?.parts ?? [], ctx.now);
+  return uploadView(result.upload, await partsOf(), ctx.now);
 };
 
 export const sourceStatus: Handler = async (ctx) => {

@@ -11,3 +11,7 @@ export async function requireOnboarded(ctx: HandlerContext, tenantId: string, re
     .executeTakeFirst();
   if (onboarded === undefined) refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
 }
+
+/** The `owner/name` a repository route's path names. */
+export const repositoryOfPath = (ctx: HandlerContext): string =>
+  `${String(ctx.params.owner)}/${String(ctx.params.name)}`;

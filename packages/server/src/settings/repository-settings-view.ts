@@ -5,17 +5,12 @@ import { PLATFORM_INJECTIONS } from "./injected-build-settings.js";
 /** The least wall-clock ceiling a repository may set: below it cargo rarely finishes a cold build. */
 export const MINIMUM_WALL_CLOCK_CEILING_SECONDS = 60;
 
-/** Settings this runtime records but does not apply; `effective` names them. */
-export const NOT_APPLIED_BY_THIS_RUNTIME: readonly string[] = [];
-
+/**
+ * When a settings change takes effect on this runtime. Every repository setting is applied
+ * (affected_tests included), so none is named as recorded-but-not-applied.
+ */
 export const EFFECTIVE =
-  "next admitted job: admission snapshots these settings for each job; jobs already admitted keep theirs";
-
-export function effectiveStatement(): string {
-  return NOT_APPLIED_BY_THIS_RUNTIME.length === 0
-    ? `${EFFECTIVE}; every setting is applied by this runtime`
-    : `${EFFECTIVE}; recorded but not applied by this runtime: ${NOT_APPLIED_BY_THIS_RUNTIME.join(", ")}`;
-}
+  "next admitted job: admission snapshots these settings for each job; jobs already admitted keep theirs; every setting is applied by this runtime";
 
 /**
  * The platform's wall-clock bounds: its default (also the most a repository may set; a
@@ -41,7 +36,7 @@ export function repositorySettingsView(stored: StoredRepositorySettings, platfor
     total_injection_opt_out_origin: origin(stored.totalInjectionOptOut),
     changed_by: stored.changedBy,
     changed_at: stored.changedAt,
-    effective: effectiveStatement(),
+    effective: EFFECTIVE,
     injected: PLATFORM_INJECTIONS.map((injection) => ({
       name: injection.setting,
       value: injection.settingsValue,

@@ -14,14 +14,21 @@ export async function readUpload(
     .where("upload", "=", input.upload)
     .executeTakeFirst();
   if (upload === undefined) return undefined;
-  const parts = await db
+  return { upload, parts: await readUploadParts(db, input) };
+}
+
+/** The parts an upload holds, by part number. */
+export async function readUploadParts(
+  target: StorageOrTransaction,
+  input: { tenantId: string; upload: string },
+): Promise<SourceUploadPartRow[]> {
+  return executorOf(target)
     .selectFrom("source_upload_parts")
     .selectAll()
     .where("tenant_id", "=", input.tenantId)
     .where("upload", "=", input.upload)
     .orderBy("part")
     .execute();
-  return { upload, parts };
 }
 
 /** One held part of an upload, or undefined. */
