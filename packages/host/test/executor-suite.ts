@@ -16,6 +16,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { admitToolchain } from "../src/executor/admit-toolchains.js";
 import type { AdmittedToolchain, ExecutionRequest, ExecutionResult, Executor } from "../src/executor/executor.js";
 import { removeJobDirectories } from "../src/executor/remove-job-directories.js";
+import { cgroupDirectoriesNamed } from "../src/testing/index.js";
 
 export interface Job {
   readonly workspaceDir: string;
@@ -71,36 +72,6 @@ export async function hostProcessesMatching(needle: string, cgroupOnly = false):
       // The process exited while we looked.
     }
   }
-  return found;
-}
-
-/** Directories named `name` anywhere in the mounted cgroup hierarchies (bounded depth). */
-export async function cgroupDirectoriesNamed(name: string): Promise<string[]> {
-  const mountinfo = await readFile("/proc/self/mountinfo", "utf8");
-  const roots = mountinfo
-    .split("\n")
-    .map((line) => line.split(" "))
-    .filter((f) => {
-      const dash = f.indexOf("-");
-      return dash > 0 && (f[dash + 1] === "cgroup" || f[dash + 1] === "cgroup2");
-    })
-    .map((f) => f[4] ?? "");
-  const found: string[] = [];
-  const walk = async (dir: string, depth: number): Promise<void> => {
-    if (depth > 6) return;
-    let entries: import("node:fs").Dirent[];
-    try {
-      entries = await readdir(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      if (!e.isDirectory()) continue;
-      if (e.name === name) found.push(join(dir, e.name));
-      await walk(join(dir, e.name), depth + 1);
-    }
-  };
-  for (const root of roots) if (root !== "") await walk(root, 0);
   return found;
 }
 

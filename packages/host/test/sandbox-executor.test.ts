@@ -10,14 +10,8 @@ import { NO_CGROUPS } from "../src/executor/cgroup-layout.js";
 import type { AdmittedToolchain, ExecutionRequest, ExecutionResult, Executor } from "../src/executor/executor.js";
 import { removeJobDirectories } from "../src/executor/remove-job-directories.js";
 import { createSandboxExecutor } from "../src/executor/sandbox-executor.js";
-import {
-  assertNothingSurvives,
-  cgroupDirectoriesNamed,
-  executorSuite,
-  hostProcessesMatching,
-  type Job,
-  makeJob,
-} from "./executor-suite.js";
+import { cgroupDirectoriesNamed } from "../src/testing/index.js";
+import { assertNothingSurvives, executorSuite, hostProcessesMatching, type Job, makeJob } from "./executor-suite.js";
 
 executorSuite("sandbox", () => createSandboxExecutor());
 

@@ -327,35 +327,5 @@ export async function waitForProcess(needle: string, timeoutMs: number): Promise
   }
 }
 
-/** Directories named `name` anywhere in the mounted cgroup hierarchies (bounded depth). */
-export async function cgroupDirectoriesNamed(name: string): Promise<string[]> {
-  const mountinfo = await readFile("/proc/self/mountinfo", "utf8");
-  const roots = mountinfo
-    .split("\n")
-    .map((line) => line.split(" "))
-    .filter((f) => {
-      const dash = f.indexOf("-");
-      return dash > 0 && (f[dash + 1] === "cgroup" || f[dash + 1] === "cgroup2");
-    })
-    .map((f) => f[4] ?? "");
-  const found: string[] = [];
-  const walk = async (dir: string, depth: number): Promise<void> => {
-    if (depth > 6) return;
-    let entries: import("node:fs").Dirent[];
-    try {
-      entries = await readdir(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      if (!e.isDirectory()) continue;
-      if (e.name === name) found.push(join(dir, e.name));
-      else await walk(join(dir, e.name), depth + 1);
-    }
-  };
-  for (const root of roots) if (root !== "") await walk(root, 0);
-  return found;
-}
-
 /** The statuses a job moved to, in order. */
 export const transitionsTo = (job: Doc): string[] => (job.transitions as Doc[]).map((t) => t.to);

@@ -6,9 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { cgroupDirectoriesNamed } from "@kiln/host/testing";
 import { onboardRepository, openStorage, type Storage } from "@kiln/storage";
 import {
-  cgroupDirectoriesNamed,
   crate,
   type Doc,
   explainJob,

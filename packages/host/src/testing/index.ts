@@ -1,0 +1,1 @@
+export { cgroupDirectoriesNamed } from "./cgroup-directories.js";
