@@ -5,30 +5,9 @@ import { DIALECTS } from "@kiln/storage/testing";
 import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
 import { PLATFORM_STORAGE_QUOTA_BYTES } from "../src/repositories/storage-quota.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { inlineSubmission } from "./job-fixtures.js";
 
 const MB = 1_000_000;
-
-/** A jobs.submit body for `repository` (the host never runs it: the test finishes it itself). */
-const submission = (repository: string) => ({
-  schema_version: 1,
-  repository,
-  size: "kiln2-cpu",
-  workspace: {
-    base_commit: "0123456789abcdef0123456789abcdef01234567",
-    branch: "main",
-    invocation: { operation: "test", arguments: [] },
-    source: {
-      files: [
-        {
-          path: "Cargo.toml",
-          bytes: [...Buffer.from('[package]\nname = "demo"\nversion = "0.1.0"\n')],
-          executable: false,
-        },
-        { path: "src/lib.rs", bytes: [...Buffer.from("pub fn f() {}\n")], executable: false },
-      ],
-    },
-  },
-});
 
 /** The evidence a host reports for an attempt that saved its lineage. */
 const report = (lineage: string, saved: { bytes: number; generation: number; root: number; warm?: boolean }) => ({
@@ -86,7 +65,7 @@ for (const dialect of DIALECTS) {
         method: "POST",
         url: "/api/v4/jobs",
         headers: { ...bearer(owner.token), "idempotency-key": `job-${++keys}` },
-        payload: submission(repository),
+        payload: inlineSubmission(repository),
       });
       assert.equal(res.statusCode, 200, res.body);
       await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "test" });
