@@ -92,8 +92,17 @@ class ImmediateTransactionSqliteDriver implements Driver {
   }
 }
 
+/** Prepared statements kept per connection: the queries are a fixed set of shapes. */
+const CACHED_STATEMENTS = 512;
+
 class SqliteConnection implements DatabaseConnection {
   readonly #db: BetterSqlite3.Database;
+  /**
+   * Preparing costs about as much as running a small statement, and Kysely compiles the same
+   * SQL text for every call of a query, so statements are prepared once per text (least
+   * recently used out first; a statement list in IN (...) can make many texts).
+   */
+  readonly #statements = new Map<string, BetterSqlite3.Statement>();
 
   constructor(db: BetterSqlite3.Database) {
     this.#db = db;
@@ -101,8 +110,23 @@ class SqliteConnection implements DatabaseConnection {
 
   async run(sqlText: string): Promise<void> {
     await this.#execute(() => {
-      this.#db.exec(sqlText);
+      this.#prepared(sqlText).run();
     });
+  }
+
+  #prepared(sqlText: string): BetterSqlite3.Statement {
+    let statement = this.#statements.get(sqlText);
+    if (statement !== undefined) {
+      this.#statements.delete(sqlText);
+    } else {
+      statement = this.#db.prepare(sqlText);
+      if (this.#statements.size >= CACHED_STATEMENTS) {
+        const oldest = this.#statements.keys().next().value;
+        if (oldest !== undefined) this.#statements.delete(oldest);
+      }
+    }
+    this.#statements.set(sqlText, statement);
+    return statement;
   }
 
   close(): void {
@@ -112,7 +136,7 @@ class SqliteConnection implements DatabaseConnection {
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     const { sql, parameters } = compiledQuery;
     return this.#execute((): QueryResult<R> => {
-      const statement = this.#db.prepare(sql);
+      const statement = this.#prepared(sql);
       if (statement.reader) {
         return { rows: statement.all(parameters) as R[] };
       }
