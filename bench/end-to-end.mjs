@@ -13,8 +13,9 @@
 // data dir, a LocalBlobStore beside it, buildApp, the embedded local host with the sandbox
 // executor); requests go through Fastify's inject, so no TCP socket is measured (on loopback
 // that would add well under a millisecond per request). Service time is submission (just before
-// POST /api/v4/jobs) to the first GET /api/jobs/{id} that shows a terminal status, polled every
-// POLL_MS. Must run as root (the sandbox executor requires it), like the end-to-end tests.
+// POST /api/v4/jobs) to the first GET /api/jobs/{id} that shows a terminal status, read again
+// whenever the in-process host reports activity on the job (what `kiln cargo`'s log stream
+// waits on) and at least every POLL_MS. Must run as root (the sandbox executor requires it), like the end-to-end tests.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import {
@@ -42,6 +43,7 @@ if (!existsSync(dist("src/build-app.js")) || !existsSync(dist("test/debian-crate
 const { LocalBlobStore, onboardRepository, openStorage, systemClock } = await import("@kiln/storage");
 const { admitToolchain, createSandboxExecutor } = await import("@kiln/host");
 const { buildApp } = await import(dist("src/build-app.js"));
+const { jobActivity } = await import(dist("src/jobs/job-activity.js"));
 const { startLocalHost } = await import(dist("src/local-host.js"));
 const { testedCrate } = await import(dist("test/crates.js"));
 const { debianCrate, debianCrateInstalled, directCargoTest, directTestCounts, materialize } = await import(
@@ -240,12 +242,50 @@ async function startKiln() {
     const id = res.json();
     const accepted = process.hrtime.bigint();
     let job;
-    for (;;) {
-      job = await get(`/api/jobs/${id}`);
-      if (["passed", "failed", "cancelled"].includes(job.status)) break;
-      await new Promise((r) => setTimeout(r, POLL_MS));
+    // Woken by the in-process activity hint the way `kiln cargo`'s log stream is (a poll every
+    // POLL_MS stays as the fallback), so the time is not inflated by up to one poll interval.
+    let changed = false;
+    let wake = () => {};
+    const unsubscribe = jobActivity.subscribe(id, () => {
+      changed = true;
+      wake();
+    });
+    try {
+      for (;;) {
+        changed = false;
+        job = await get(`/api/jobs/${id}`);
+        if (["passed", "failed", "cancelled"].includes(job.status)) break;
+        if (!changed) {
+          await new Promise((r) => {
+            const timer = setTimeout(r, POLL_MS);
+            wake = () => {
+              clearTimeout(timer);
+              r();
+            };
+          });
+        }
+      }
+    } finally {
+      unsubscribe();
     }
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    if (process.env.KILN_BENCH_TRACE) {
+      // One line per kiln run: milliseconds since the POST began, from the job's own records.
+      const t0 = Date.now() - seconds * 1000;
+      const ms = (iso) => (iso === null ? "–" : (new Date(iso).getTime() - t0).toFixed(0));
+      const ev = await get(`/api/jobs/${id}/evidence`);
+      const marks = [
+        `accepted ${(Number(accepted - started) / 1e6).toFixed(0)}`,
+        ...job.transitions.map((t) => `${t.to} ${ms(t.at)}`),
+        ...ev.report.phases.map((p) => `${p.name} ${ms(p.started_at)}+${p.duration_ms.toFixed(0)}`),
+        `observed ${(seconds * 1000).toFixed(0)}`,
+      ];
+      log(`trace ${repository}: ${marks.join(", ")}`);
+      if (process.env.KILN_BENCH_TRACE === "logs")
+        log(`  lineages: ${execFileSync("sh", ["-c", `ls -la ${lineageRoot}/*/`]).toString()}`);
+      if (process.env.KILN_BENCH_TRACE === "logs")
+        for (const r of await logRecords(id)) if (r.stream === "system") log(`  ${r.text}`);
+    }
     if (job.status !== "passed") throw new Error(`kiln job ${id} ${job.status}: ${JSON.stringify(job.failure)}`);
     const evidence = await get(`/api/jobs/${id}/evidence`);
     const records = await logRecords(id);

@@ -6,6 +6,7 @@ export * from "./agent/host-protocol.js";
 export * from "./agent/lineage-store.js";
 export { measureTreeBytes } from "./agent/measure-tree-bytes.js";
 export * from "./agent/run-attempt.js";
+export { chooseScratchRoot } from "./agent/scratch-root.js";
 export * from "./agent/source-mtimes.js";
 export * from "./evidence/index.js";
 export {

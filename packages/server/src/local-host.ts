@@ -1,8 +1,10 @@
+import { rmdir } from "node:fs/promises";
 import { availableParallelism, totalmem } from "node:os";
 import { join } from "node:path";
 import {
   admitToolchain,
   cargoOutputObserver,
+  chooseScratchRoot,
   createSandboxExecutor,
   type Executor,
   HostAgent,
@@ -31,6 +33,11 @@ export interface LocalHostOptions {
   readonly vcpus?: number;
   readonly executor?: Executor;
   readonly heartbeatSeconds?: number;
+  /**
+   * Where attempts' workspaces and homes are made (default: chooseScratchRoot, a directory on
+   * /dev/shm when it is tmpfs; null keeps them in the attempt directory).
+   */
+  readonly scratchRoot?: string | null;
 }
 
 /**
@@ -41,6 +48,8 @@ export async function startLocalHost(
   deps: { storage: Storage; blobs: LocalBlobStore; clock: Clock; storageQuotaBytes?: number },
   options: LocalHostOptions,
 ): Promise<{ wake: () => void; stop: () => Promise<void> }> {
+  const scratchRoot =
+    options.scratchRoot === null ? undefined : (options.scratchRoot ?? chooseScratchRoot(options.workRoot));
   const agent = new HostAgent({
     hostId: options.hostId ?? "local",
     protocol: inProcessHostProtocol(deps),
@@ -48,6 +57,7 @@ export async function startLocalHost(
     resolveToolchain: (name) => admitToolchain(name),
     newObserver: cargoOutputObserver,
     workRoot: join(options.workRoot),
+    ...(scratchRoot === undefined ? {} : { scratchRoot }),
     removeDirectories: removeJobDirectories,
     ...(options.lineageRoot === null
       ? {}
@@ -55,7 +65,8 @@ export async function startLocalHost(
     vcpus: options.vcpus ?? Math.max(16, availableParallelism()),
     memoryBytes: totalmem(),
     heartbeatSeconds: options.heartbeatSeconds ?? 2,
-    reapStale: () => reapStaleAttempts({ workRoot: options.workRoot }),
+    reapStale: () =>
+      reapStaleAttempts({ workRoot: options.workRoot, ...(scratchRoot === undefined ? {} : { scratchRoot }) }),
   });
   await agent.start();
   const reaper = startLeaseReaper({ storage: deps.storage, clock: deps.clock, onReclaimed: () => agent.wake() });
@@ -64,6 +75,8 @@ export async function startLocalHost(
     stop: async () => {
       reaper.stop();
       await agent.stop();
+      // Every attempt's scratch is removed by now; the host's own directory goes with it.
+      if (scratchRoot !== undefined) await rmdir(scratchRoot).catch(() => undefined);
     },
   };
 }

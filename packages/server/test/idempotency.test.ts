@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { reserveIdempotencyKey } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
@@ -126,3 +127,19 @@ for (const dialect of DIALECTS) {
     });
   });
 }
+
+describe("the request hash of a keyed mutation", () => {
+  it("is the SHA-256 of the canonical JSON: object keys sorted at every depth, arrays in order", () => {
+    const request = { z: [3, 4], a: [1, "b", null, { d: 1, c: [true, { f: 0, e: "x" }] }], m: { y: 1, b: 2 } };
+    const expected = '{"a":[1,"b",null,{"c":[true,{"e":"x","f":0}],"d":1}],"m":{"b":2,"y":1},"z":[3,4]}';
+    const sha256 = createHash("sha256").update("op").update("\n").update(expected).digest("hex");
+    assert.equal(requestHashOf("op", request), sha256);
+  });
+
+  it("hashes an inline source's byte arrays by value (the same bytes, the same hash; one byte more, another)", () => {
+    const bytes = Array.from({ length: 200_000 }, (_, i) => i % 256);
+    const body = (b: number[]) => ({ body: { workspace: { source: { files: [{ path: "a", bytes: b }] } } } });
+    assert.equal(requestHashOf("jobs.submit", body(bytes)), requestHashOf("jobs.submit", body([...bytes])));
+    assert.notEqual(requestHashOf("jobs.submit", body(bytes)), requestHashOf("jobs.submit", body([...bytes, 0])));
+  });
+});

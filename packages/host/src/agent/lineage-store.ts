@@ -168,6 +168,9 @@ export class LineageStore {
     const elapsed = () => Number(process.hrtime.bigint() - started) / 1e6;
     await mkdir(this.root, { recursive: true, mode: 0o700 });
     await mkdir(dir, { recursive: true, mode: 0o700 });
+    // The slot's parent must exist: a rename into a missing directory is ENOENT too, which
+    // would read as "no slot to hand over".
+    await mkdir(attemptDir, { recursive: true });
     return this.locked(key, async () => {
       const head = await readJson<Head>(join(dir, "head.json"));
       const cold = async (reason: string, base = head?.generation ?? 0): Promise<LineageLease> => {

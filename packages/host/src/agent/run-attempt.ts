@@ -19,6 +19,13 @@ export interface AttemptRunnerDeps {
   readonly newObserver: (attempt: number) => OutputObserver;
   /** Where attempt directories are made; each attempt gets its own and it is removed after. */
   readonly workRoot: string;
+  /**
+   * Where each attempt's workspace and cargo home are made instead, when set: a memory-backed
+   * file system (scratch-root.ts). They are small, written once and thrown away, and on a disk
+   * every new inode costs (a busy ext4 scans past recently deleted ones for each); the target
+   * dir stays under the work root, beside the lineages it is renamed to and from.
+   */
+  readonly scratchRoot?: string;
   readonly removeDirectories: (paths: readonly string[]) => Promise<void>;
   /**
    * Takes over the removal of a finished attempt's directory so the attempt can return (and
@@ -117,7 +124,8 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
   const ref: AttemptRef = { jobId: placement.jobId, attempt: placement.attempt, leaseToken: placement.leaseToken };
   const attemptId = `${placement.jobId}-a${placement.attempt}`;
   const base = join(deps.workRoot, attemptId);
-  const dirs = { workspace: join(base, "src"), home: join(base, "home") };
+  const scratch = deps.scratchRoot === undefined ? base : join(deps.scratchRoot, attemptId);
+  const dirs = { workspace: join(scratch, "src"), home: join(scratch, "home") };
   // A fresh target dir, unless the attempt's lineage hands over its warm one (restore below).
   let targetDir = join(base, "target");
   let lineage: AttemptLineage | null = null;
@@ -340,7 +348,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     await lineage?.abandon(new Date()).catch(() => undefined);
     // The sandbox is gone and the outcome reported; what is left is disk work (the workspace,
     // and any lineage slot dropped into the attempt), which the next job need not wait for.
-    const removal = deps.removeDirectories([base]).catch(() => undefined);
+    const removal = deps.removeDirectories(scratch === base ? [base] : [base, scratch]).catch(() => undefined);
     if (deps.inBackground !== undefined) deps.inBackground(removal);
     else await removal;
   }

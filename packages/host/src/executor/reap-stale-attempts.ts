@@ -26,9 +26,19 @@ async function pidsIn(directory: string): Promise<number[]> {
  * agents on the machine share the cgroup parent and must keep their live attempts.
  * Returns what it removed.
  */
-export async function reapStaleAttempts(options: { workRoot: string; cgroupParentName?: string }): Promise<string[]> {
+export async function reapStaleAttempts(options: {
+  workRoot: string;
+  /** The host's scratch root (workspaces and homes), when it has one: its leftovers go too. */
+  scratchRoot?: string;
+  cgroupParentName?: string;
+}): Promise<string[]> {
   const parentName = options.cgroupParentName ?? "kiln";
   const removed: string[] = [];
+  if (options.scratchRoot !== undefined) {
+    const scratch = (await readdir(options.scratchRoot).catch(() => [])).map((e) => join(options.scratchRoot ?? "", e));
+    await removeJobDirectories(scratch);
+    removed.push(...scratch);
+  }
   let leftovers: string[];
   try {
     leftovers = await readdir(options.workRoot);

@@ -200,7 +200,10 @@ async function requestProblem(request: ExecutionRequest, reserved: readonly stri
       return `${name} does not exist: ${path}`;
     }
     if (name === "toolchain.path") continue;
-    if (path === "/" || path === "/tmp" || [...RESERVED_PATHS, ...reserved].some((r) => within(path, r)))
+    // The host's memory-backed scratch (scratch-root.ts) lies under /dev, but it is a plain
+    // tmpfs directory of the agent's, not part of any device tree the sandbox builds.
+    const scratch = within(path, "/dev/shm") && path !== "/dev/shm";
+    if (path === "/" || path === "/tmp" || (!scratch && [...RESERVED_PATHS, ...reserved].some((r) => within(path, r))))
       return `${name} may not be ${path}: it would cover the sandbox's own structure`;
   }
   // The in-sandbox side: the same rules as host paths (nothing may cover the sandbox's own
