@@ -282,8 +282,6 @@ async function startKiln() {
       ];
       log(`trace ${repository}: ${marks.join(", ")}`);
       if (process.env.KILN_BENCH_TRACE === "logs")
-        log(`  lineages: ${execFileSync("sh", ["-c", `ls -la ${lineageRoot}/*/`]).toString()}`);
-      if (process.env.KILN_BENCH_TRACE === "logs")
         for (const r of await logRecords(id)) if (r.stream === "system") log(`  ${r.text}`);
     }
     if (job.status !== "passed") throw new Error(`kiln job ${id} ${job.status}: ${JSON.stringify(job.failure)}`);
