@@ -104,6 +104,40 @@ describe("sandbox executor mount points", () => {
     assert.ok(leaving.result.detail.some((d) => d.includes("leaves the workspace")));
   });
 
+  it("runs a job whose workspace and home are on /dev/shm (the scratch root), but refuses /dev/shm itself and the rest of /dev", async (t) => {
+    const job = await makeJob(root, "scratch");
+    let scratch: string;
+    try {
+      scratch = await mkdtemp("/dev/shm/kiln-test-scratch-");
+    } catch {
+      return t.skip("no writable /dev/shm here");
+    }
+    try {
+      const workspaceDir = join(scratch, "src");
+      const homeDir = join(scratch, "home");
+      await mkdir(workspaceDir);
+      await mkdir(homeDir);
+      await writeFile(join(workspaceDir, "source.txt"), "from the scratch root\n");
+      const a = await run(
+        { ...job, workspaceDir, homeDir },
+        { argv: ["sh", "-c", 'cat source.txt; echo cached > "$CARGO_HOME/cache.txt"'] },
+      );
+      assert.equal(a.result.exitCode, 0, a.result.detail.join("\n"));
+      assert.match(a.stdout, /from the scratch root/);
+      assert.equal(await readFile(join(homeDir, "cache.txt"), "utf8"), "cached\n");
+      for (const refused of ["/dev/shm", "/dev/pts"]) {
+        const b = await run({ ...job, workspaceDir: refused, homeDir }, { argv: ["true"] });
+        assert.equal(b.result.outcome, "infrastructure", refused);
+        assert.ok(
+          b.result.detail.some((d) => d.includes(`workspaceDir may not be ${refused}`)),
+          `${refused}: ${b.result.detail.join("; ")}`,
+        );
+      }
+    } finally {
+      await removeJobDirectories([scratch]);
+    }
+  });
+
   it("hands a warm target dir over without walking it: only its top directory changes owner", async () => {
     const job = await makeJob(root, "warm");
     // A first attempt writes the target as the sandbox user, as a lineage's earlier attempt did.
