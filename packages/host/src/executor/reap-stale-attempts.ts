@@ -34,8 +34,9 @@ export async function reapStaleAttempts(options: {
 }): Promise<string[]> {
   const parentName = options.cgroupParentName ?? "kiln";
   const removed: string[] = [];
-  if (options.scratchRoot !== undefined) {
-    const scratch = (await readdir(options.scratchRoot).catch(() => [])).map((e) => join(options.scratchRoot ?? "", e));
+  const { scratchRoot } = options;
+  if (scratchRoot !== undefined) {
+    const scratch = (await readdir(scratchRoot).catch(() => [])).map((e) => join(scratchRoot, e));
     await removeJobDirectories(scratch);
     removed.push(...scratch);
   }

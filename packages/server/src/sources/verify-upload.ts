@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import type { LocalBlobStore } from "@kiln/storage";
 import type { ManifestFile, SourceManifest } from "./manifest-types.js";
 
@@ -35,9 +34,7 @@ export async function verifyUpload(
     }
     const digest = partDigests.get(part);
     if (digest === undefined) throw new Error(`part ${part} is not held`);
-    // Synchronous: a part is at most 4 MiB and already in the page cache, and the promise API
-    // reads it in 512 KiB thread-pool round trips that cost more than the read itself.
-    const bytes = readFileSync(blobs.pathOf(digest));
+    const bytes = await blobs.get(digest);
     cache.set(part, bytes);
     if (cache.size > CACHED_PARTS) cache.delete(cache.keys().next().value as number);
     return bytes;
