@@ -23,6 +23,7 @@ import {
   buildArchive,
   canonicalManifest,
   LARGE_FILE_BYTES,
+  PACK_MIN_BYTES,
   PART_BYTES,
   readPart,
   uploadIdOf,
@@ -176,18 +177,24 @@ describe("archive layout", () => {
         [0, 12345],
       ],
     );
-    assert.equal(entry("assets/medium.bin").segments.length, 1);
+    assert.equal(entry("assets/medium.bin").segments.length, 1, "a file over 1 MiB has a part of its own");
     assert.deepEqual(entry("assets/empty").segments, []);
-    // Small files of one directory share packs; a pack never passes 4 MiB.
+    // Small files are packed across directories in path order; a pack never passes 4 MiB and
+    // ends only once it holds 1 MiB (at a boundary file) or the next file would not fit.
     const packOf = (path: string) => entry(path).segments[0]?.part;
-    assert.equal(packOf("crate0/src/m00.rs"), packOf("crate0/src/m39.rs"));
-    assert.notEqual(packOf("crate0/src/m00.rs"), packOf("crate1/src/m00.rs"));
-    const densePacks = new Set(
-      archive.manifest.entries
-        .filter((e) => e.path.startsWith("dense/"))
-        .map((e) => (e.kind === "file" ? e.segments[0]?.part : 0)),
+    assert.equal(packOf("crate0/src/m00.rs"), packOf("crate2/src/m39.rs"));
+    assert.equal(packOf("crate0/src/m00.rs"), packOf("dense/a.rs"), "a 1 MiB file is still packed");
+    const packParts = archive.manifest.parts.filter((p) =>
+      archive.manifest.entries.some(
+        (e) => e.kind === "file" && e.size <= LARGE_FILE_BYTES && e.segments[0]?.part === p.part,
+      ),
     );
-    assert.equal(densePacks.size, 2, "71 files of ~60 KB need two packs");
+    assert.ok(packParts.length >= 2, "4.2 MB of dense files need more than one pack");
+    for (const [i, p] of packParts.entries()) {
+      assert.ok(p.bytes <= PART_BYTES);
+      if (i < packParts.length - 1)
+        assert.ok(p.bytes >= PACK_MIN_BYTES || p.bytes + 60_000 > PART_BYTES, `pack ${p.part}`);
+    }
     // Totals equal what the manifest implies.
     assert.equal(archive.totals.entries, archive.manifest.entries.length);
     assert.equal(archive.totals.parts, archive.manifest.parts.length);
@@ -235,6 +242,73 @@ describe("archive layout", () => {
     assert.ok(newLarge.length <= 1, "only the edited 4 MiB piece of the large file changed");
     const sent = large.manifest.parts.filter((p) => newLarge.includes(p.sha256)).reduce((s, p) => s + p.bytes, 0);
     assert.ok(sent <= PART_BYTES);
+  });
+});
+
+describe("archive layout reusing the previous upload's packs", () => {
+  const tree60 = () => {
+    const files: Record<string, string | Buffer> = { "Cargo.toml": "[package]\n" };
+    for (let f = 0; f < 60; f++) files[`src/f${String(f).padStart(2, "0")}.rs`] = randomBytes(40_000);
+    return tree(files);
+  };
+  const partsOf = (a: Archive) => new Map(a.sources.map((s) => [s.sha256, readPart(s)]));
+
+  it("points unchanged files into the old packs and packs only the edited one; the bytes still reassemble", () => {
+    const root = tree60();
+    const before = buildArchive(captureWorkspace(root, { git: false }));
+    assert.ok(before.packs.packs.length >= 2, "2.4 MB of small files make several packs");
+    const held = partsOf(before);
+    appendFileSync(join(root, "src/f07.rs"), "// edited\n");
+    const after = buildArchive(captureWorkspace(root, { git: false }), before.packs);
+    const fresh = after.manifest.parts.filter((p) => !held.has(p.sha256));
+    assert.equal(fresh.length, 1, "one new pack");
+    assert.equal(fresh[0]?.bytes, 40_000 + 10, "holding the edited file only");
+    assert.equal(after.reusedPacks, before.packs.packs.length);
+    // The old pack that held f07.rs cannot be rebuilt from the tree; the others can.
+    const stale = after.sources.filter((s) => !s.reproducible);
+    assert.equal(stale.length, 1);
+    assert.throws(() => readPart(stale[0] as (typeof stale)[number]), /no longer in the tree/);
+    // Reassembled from the parts the service holds plus the new one, every file is exact.
+    for (const e of after.manifest.entries) {
+      if (e.kind !== "file") continue;
+      const content = Buffer.concat(
+        e.segments.map((seg) => {
+          const part = after.manifest.parts[seg.part - 1];
+          const source = after.sources[seg.part - 1];
+          const bytes = held.get(part?.sha256 ?? "") ?? (source === undefined ? Buffer.alloc(0) : readPart(source));
+          return bytes.subarray(seg.offset, seg.offset + seg.length);
+        }),
+      );
+      assert.equal(sha256(content), e.sha256, e.path);
+    }
+    // Its packs (live files only) are what the next run reuses.
+    const kept = after.packs.packs.find((p) => p.sha256 === stale[0]?.sha256);
+    assert.equal(
+      kept?.files.length,
+      (before.packs.packs.find((p) => p.sha256 === stale[0]?.sha256)?.files.length ?? 0) - 1,
+    );
+  });
+
+  it("lays out afresh once more than a quarter of the reused packs' bytes would be dead", () => {
+    const root = tree60();
+    const before = buildArchive(captureWorkspace(root, { git: false }));
+    for (let f = 0; f < 30; f++) appendFileSync(join(root, `src/f${String(f).padStart(2, "0")}.rs`), "// edited\n");
+    const capture = captureWorkspace(root, { git: false });
+    const after = buildArchive(capture, before.packs);
+    assert.equal(after.reusedPacks, 0);
+    assert.equal(after.layoutSha256, buildArchive(capture).layoutSha256, "exactly the fresh layout");
+    assert.ok(after.sources.every((s) => s.reproducible));
+  });
+
+  it("identical small files share one segment", () => {
+    const same = randomBytes(5000);
+    const root = tree({ "a/x.rs": same, "b/y.rs": same, "c/z.rs": randomBytes(10) });
+    const archive = buildArchive(captureWorkspace(root, { git: false }));
+    const [x, y] = archive.manifest.entries;
+    assert.ok(x?.kind === "file" && y?.kind === "file");
+    assert.deepEqual(x.segments, y.segments);
+    assert.equal(archive.totals.part_bytes, 5010);
+    assert.equal(reassemble(archive).get("b/y.rs")?.equals(same), true);
   });
 });
 

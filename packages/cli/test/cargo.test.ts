@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -10,7 +10,16 @@ import { onboardRepository } from "@kiln/storage";
 import type * as DebianCrates from "../../server/test/debian-crates.js";
 import { captureWorkspace } from "../src/archive/capture.js";
 import { buildArchive, uploadIdOf } from "../src/archive/layout.js";
-import { type CliRun, freshConfigHome, REPO_ROOT, runCli, startCli, startListeningEmbedded, until } from "./harness.js";
+import {
+  type CliRun,
+  freshConfigHome,
+  REPO_ROOT,
+  runCli,
+  serverHarness,
+  startCli,
+  startListeningEmbedded,
+  until,
+} from "./harness.js";
 import { RecordingProxy } from "./proxy.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON documents read loosely in assertions.
@@ -45,12 +54,14 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
   let client: KilnClient;
   let close: () => Promise<void>;
   let env: Record<string, string>;
+  let storage: Awaited<ReturnType<typeof startListeningEmbedded>>["storage"];
 
   before(async () => {
     const embedded = await startListeningEmbedded();
     endpoint = embedded.endpoint;
     token = embedded.token;
     close = embedded.close;
+    storage = embedded.storage;
     await onboardRepository(embedded.storage, { tenantId: embedded.tenant, name: "acme/semver", onboardedBy: "test" });
     client = createClient({ endpoint, token });
     env = { XDG_CONFIG_HOME: freshConfigHome(), KILN_ENDPOINT: endpoint, KILN_TOKEN: token };
@@ -233,6 +244,58 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
       30_000,
       () => `job ${job} not cancelled`,
     );
+  });
+
+  it("after a one-file edit the re-run reuses the last upload's packs and sends only that file; the job sees the edit", async () => {
+    const files: Record<string, string | Buffer> = {
+      "Cargo.toml": manifest("packed"),
+      "src/lib.rs":
+        "pub fn two() -> u32 { 2 }\n#[cfg(test)]\nmod tests {\n  #[test] fn two() { assert_eq!(super::two(), 2); }\n}\n",
+    };
+    for (let i = 0; i < 60; i++) files[`data/f${String(i).padStart(2, "0")}.txt`] = randomBytes(20_000).toString("hex");
+    const root = workspace(files);
+    const cacheHome = mkdtempSync(join(tmpdir(), "kiln-cli-cache-"));
+    scratch.push(cacheHome);
+    const withCache = { ...env, XDG_CACHE_HOME: cacheHome };
+    const upload = (run: CliRun) => jsonLines(run).find((l) => l.type === "upload");
+
+    const first = await runCli(["cargo", "test", "--repository", "acme/widget", "--json"], {
+      cwd: root,
+      env: withCache,
+    });
+    assert.equal(first.code, 0, first.stderr);
+    const kept = readdirSync(join(cacheHome, "kiln/layouts"));
+    assert.equal(kept.length, 1, "one layout kept for this endpoint and repository");
+    assert.equal(statSync(join(cacheHome, "kiln/layouts", kept[0] as string)).mode & 0o777, 0o600);
+
+    const edited =
+      "pub fn two() -> u32 { 3 }\n#[cfg(test)]\nmod tests {\n  #[test] fn two() { assert_eq!(super::two(), 2); }\n}\n";
+    writeFileSync(join(root, "src/lib.rs"), edited);
+    const second = await runCli(["cargo", "test", "--repository", "acme/widget", "--json"], {
+      cwd: root,
+      env: withCache,
+    });
+    assert.equal(second.code, 101, "the job ran the edited source");
+    const resent = upload(second);
+    assert.equal(resent.parts_sent, 1);
+    assert.equal(resent.bytes_sent, Buffer.byteLength(edited), "only the edited file's bytes travelled");
+    assert.equal(resent.parts_reused, resent.parts_total - 1);
+    assert.ok(resent.bytes_total > resent.bytes_sent + 1_000_000, "its old pack (with the old bytes) is reused whole");
+
+    // Another tenant's run with the same cache: the service holds none of its packs and the
+    // reused one cannot be rebuilt (it holds the old src/lib.rs), so the CLI lays out afresh.
+    const { personWithToken } = await serverHarness();
+    const stranger = await personWithToken(storage, { role: "member", now: new Date() });
+    await onboardRepository(storage, { tenantId: stranger.tenant, name: "acme/widget", onboardedBy: "test" });
+    const third = await runCli(["cargo", "test", "--repository", "acme/widget", "--json"], {
+      cwd: root,
+      env: { ...withCache, KILN_TOKEN: stranger.token },
+    });
+    assert.equal(third.code, 101, third.stderr);
+    const afresh = upload(third);
+    assert.equal(afresh.bytes_sent, afresh.bytes_total, "every part sent");
+    assert.equal(afresh.manifest_sha256, resent.manifest_sha256, "the same tree");
+    assert.ok(afresh.bytes_total < resent.bytes_total, "the fresh layout carries no old bytes");
   });
 
   it("killed mid-upload and run again: same upload, nothing held is re-sent, the digest is the local manifest's", async () => {

@@ -49,10 +49,19 @@ export interface RunningCli {
 /** A fresh XDG config directory, so no test touches the real ~/.config/kiln. */
 export const freshConfigHome = () => mkdtempSync(join(tmpdir(), "kiln-cli-config-"));
 
-/** Starts the built `kiln` with `args` in `cwd`; env is merged over a clean base (no KILN_* leaks in). */
+/** The layout cache of CLI runs that name none (one per test process): never the real ~/.cache/kiln. */
+let sharedCacheHome: string | undefined;
+
+/**
+ * Starts the built `kiln` with `args` in `cwd`; env is merged over a clean base (no KILN_* leaks
+ * in; XDG_CACHE_HOME a temporary directory unless the test names one).
+ */
 export function startCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): RunningCli {
-  const base: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) if (!name.startsWith("KILN_")) base[name] = value;
+  sharedCacheHome ??= mkdtempSync(join(tmpdir(), "kiln-cli-cache-"));
+  const base: NodeJS.ProcessEnv = { XDG_CACHE_HOME: sharedCacheHome };
+  for (const [name, value] of Object.entries(process.env)) {
+    if (!name.startsWith("KILN_") && name !== "XDG_CACHE_HOME") base[name] = value;
+  }
   const child = spawn(process.execPath, [KILN_BIN, ...args], {
     cwd: options.cwd ?? process.cwd(),
     env: { ...base, ...options.env },

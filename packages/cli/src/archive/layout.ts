@@ -1,12 +1,22 @@
-import { createHash, type Hash } from "node:crypto";
+import { createHash } from "node:crypto";
 import { closeSync, openSync, readFileSync, readSync } from "node:fs";
-import { posix } from "node:path";
 import type { Capture } from "./capture.js";
 
 /** Largest part (sources.chunk.put accepts at most 4 MiB). */
 export const PART_BYTES = 4 * 1024 * 1024;
-/** Files above this get parts of their own; smaller ones are packed per directory. */
-export const LARGE_FILE_BYTES = 64 * 1024;
+/** Files above this get parts of their own; smaller ones are packed together. */
+export const LARGE_FILE_BYTES = 1024 * 1024;
+/** A pack is not closed at a boundary file before it holds this much. */
+export const PACK_MIN_BYTES = 1024 * 1024;
+/** One file in this many (by a hash of its path) ends a pack that holds PACK_MIN_BYTES. */
+const BOUNDARY_ONE_IN = 8;
+/**
+ * A previous layout is reused only while the bytes its reused packs hold for no current file
+ * stay under this fraction of the packed bytes; beyond it, packing afresh is cheaper to keep.
+ */
+const MAX_DEAD_FRACTION = 0.25;
+/** Small files' bytes kept in memory between hashing and packing; the rest are read twice. */
+const HELD_BYTES = 128 * 1024 * 1024;
 /** Manifest format version this layout writes. */
 export const FORMAT_VERSION = 1;
 
@@ -32,6 +42,11 @@ export interface PartSource {
   sha256: string;
   bytes: number;
   pieces: { absolute: string; offset: number; length: number }[];
+  /**
+   * False for a pack reused from a previous layout that also holds bytes of files no longer in
+   * the tree: it can be attached from the service but not sent again (see StaleLayoutError).
+   */
+  reproducible: boolean;
 }
 
 export interface Totals {
@@ -43,6 +58,22 @@ export interface Totals {
   part_bytes: number;
 }
 
+/** Where a packed file's content sits in a pack: what the next layout may reuse. */
+export interface PackedFile {
+  sha256: string;
+  size: number;
+  offset: number;
+}
+
+/**
+ * The packs of an earlier upload (kept by the CLI after a verified upload, layout-cache.ts):
+ * small files whose content is in one of them are pointed there again instead of being packed
+ * anew, so an edit sends a pack of the changed files only.
+ */
+export interface PreviousLayout {
+  packs: { sha256: string; bytes: number; files: PackedFile[] }[];
+}
+
 export interface Archive {
   readonly manifest: { entries: ManifestEntry[]; parts: ManifestPart[] };
   readonly totals: Totals;
@@ -51,6 +82,10 @@ export interface Archive {
   /** SHA-256 over the manifest including its part layout: what the upload id derives from. */
   readonly layoutSha256: string;
   readonly sources: PartSource[];
+  /** This archive's packs, to be kept as the next upload's PreviousLayout once it verified. */
+  readonly packs: PreviousLayout;
+  /** Packs of the previous layout this archive points into (0 when it was laid out afresh). */
+  readonly reusedPacks: number;
 }
 
 const sha256 = (data: Buffer | string) => createHash("sha256").update(data).digest("hex");
@@ -78,104 +113,151 @@ export function impliedDirectories(paths: readonly string[]): number {
   return dirs.size;
 }
 
-interface Building extends PartSource {
-  hash: Hash | null;
+/** FNV-1a of the path: whether a pack may end after this file (content-defined, by path). */
+function isBoundary(path: string): boolean {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < path.length; i++) {
+    h ^= path.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h % BOUNDARY_ONE_IN === 0;
+}
+
+/** A part while the layout is built; numbered once every entry is placed. */
+interface PartRef {
+  number: number;
+  sha256: string;
+  bytes: number;
+  pieces: { at: number; absolute: string; length: number }[];
+  /** Pack parts only: the files placed in it (reused: only the current ones). */
+  files: PackedFile[] | null;
+  /** Byte offsets of large-file pieces (a large part holds one piece of a file at `offset`). */
+  fileOffset: number;
+  reused: boolean;
+}
+
+interface SmallFile {
+  entry: Extract<ManifestEntry, { kind: "file" }>;
+  absolute: string;
+  data: Buffer | null;
+}
+
+interface PlacedSegment {
+  ref: PartRef;
+  offset: number;
+  length: number;
 }
 
 /**
- * The recommended layout (SourceReservation's description): a file over 64 KiB gets parts of
+ * The recommended layout (SourceReservation's description): a file over 1 MiB gets parts of
  * its own, cut at fixed 4 MiB offsets of the file (identical pieces share one part); smaller
- * files are concatenated in path order into one pack per directory, a pack closed before it
- * would pass 4 MiB. Parts are numbered in the order they are opened. Every file is read once.
+ * files are concatenated in path order into packs of up to 4 MiB, a pack ending after the first
+ * file at or past 1 MiB whose path hash is a boundary (one in 8), so an edit moves no other
+ * pack's boundaries. Identical small files share one segment.
+ *
+ * With a `previous` layout, a small file whose content one of its packs already holds points
+ * there, and only the others are packed afresh: after an edit the upload sends the changed
+ * files, not the packs they used to share. Parts are numbered in order of first use.
  */
-export function buildArchive(capture: Capture): Archive {
-  const parts: Building[] = [];
-  const openPacks = new Map<string, Building>();
-  const largeByDigest = new Map<string, Building>();
+export function buildArchive(capture: Capture, previous?: PreviousLayout): Archive {
   const entries: ManifestEntry[] = [];
+  const placements = new Map<ManifestEntry, PlacedSegment[]>();
+  const small: SmallFile[] = [];
+  const largeByDigest = new Map<string, PartRef>();
   const buffer = Buffer.allocUnsafe(PART_BYTES);
-  const close = (pack: Building) => {
-    pack.sha256 = pack.hash?.digest("hex") ?? pack.sha256;
-    pack.hash = null;
-  };
-  const newPart = (): Building => {
-    const part: Building = { part: parts.length + 1, sha256: "", bytes: 0, pieces: [], hash: createHash("sha256") };
-    parts.push(part);
-    return part;
-  };
   let fileBytes = 0;
+  let held = 0;
 
-  for (const entry of capture.entries) {
-    if (entry.kind === "symlink") {
-      entries.push({ kind: "symlink", path: entry.path, target: entry.target });
+  for (const captured of capture.entries) {
+    if (captured.kind === "symlink") {
+      entries.push({ kind: "symlink", path: captured.path, target: captured.target });
+      continue;
+    }
+    if (captured.size <= LARGE_FILE_BYTES) {
+      const data = readFileSync(captured.absolute);
+      const entry = {
+        kind: "file" as const,
+        path: captured.path,
+        executable: captured.executable,
+        size: data.length,
+        sha256: sha256(data),
+        segments: [],
+      };
+      entries.push(entry);
+      fileBytes += data.length;
+      if (data.length > 0) {
+        const keep = held + data.length <= HELD_BYTES;
+        if (keep) held += data.length;
+        small.push({ entry, absolute: captured.absolute, data: keep ? data : null });
+      }
       continue;
     }
     const fileHash = createHash("sha256");
-    const segments: Segment[] = [];
+    const placed: PlacedSegment[] = [];
     let size = 0;
-    if (entry.size <= LARGE_FILE_BYTES) {
-      const data = readFileSync(entry.absolute);
-      size = data.length;
-      fileHash.update(data);
-      if (size > 0) {
-        const dir = posix.dirname(entry.path);
-        let pack = openPacks.get(dir);
-        if (pack !== undefined && pack.bytes + size > PART_BYTES) {
-          close(pack);
-          pack = undefined;
+    const fd = openSync(captured.absolute, "r");
+    try {
+      for (;;) {
+        let filled = 0;
+        while (filled < PART_BYTES) {
+          const n = readSync(fd, buffer, filled, PART_BYTES - filled, size + filled);
+          if (n === 0) break;
+          filled += n;
         }
-        if (pack === undefined) {
-          pack = newPart();
-          openPacks.set(dir, pack);
+        if (filled === 0) break;
+        const piece = buffer.subarray(0, filled);
+        fileHash.update(piece);
+        const digest = sha256(piece);
+        const key = `${digest}:${filled}`;
+        let ref = largeByDigest.get(key);
+        if (ref === undefined) {
+          ref = {
+            number: 0,
+            sha256: digest,
+            bytes: filled,
+            pieces: [{ at: 0, absolute: captured.absolute, length: filled }],
+            files: null,
+            fileOffset: size,
+            reused: false,
+          };
+          largeByDigest.set(key, ref);
         }
-        segments.push({ part: pack.part, offset: pack.bytes, length: size });
-        pack.pieces.push({ absolute: entry.absolute, offset: 0, length: size });
-        pack.hash?.update(data);
-        pack.bytes += size;
+        placed.push({ ref, offset: 0, length: filled });
+        size += filled;
+        if (filled < PART_BYTES) break;
       }
-    } else {
-      const fd = openSync(entry.absolute, "r");
-      try {
-        for (;;) {
-          let filled = 0;
-          while (filled < PART_BYTES) {
-            const n = readSync(fd, buffer, filled, PART_BYTES - filled, size + filled);
-            if (n === 0) break;
-            filled += n;
-          }
-          if (filled === 0) break;
-          const piece = buffer.subarray(0, filled);
-          fileHash.update(piece);
-          const digest = sha256(piece);
-          const key = `${digest}:${filled}`;
-          let part = largeByDigest.get(key);
-          if (part === undefined) {
-            part = { part: parts.length + 1, sha256: digest, bytes: filled, pieces: [], hash: null };
-            part.pieces.push({ absolute: entry.absolute, offset: size, length: filled });
-            parts.push(part);
-            largeByDigest.set(key, part);
-          }
-          segments.push({ part: part.part, offset: 0, length: filled });
-          size += filled;
-          if (filled < PART_BYTES) break;
-        }
-      } finally {
-        closeSync(fd);
-      }
+    } finally {
+      closeSync(fd);
     }
     fileBytes += size;
-    entries.push({
-      kind: "file",
-      path: entry.path,
-      executable: entry.executable,
+    const entry = {
+      kind: "file" as const,
+      path: captured.path,
+      executable: captured.executable,
       size,
       sha256: fileHash.digest("hex"),
-      segments,
-    });
+      segments: [],
+    };
+    entries.push(entry);
+    placements.set(entry, placed);
   }
-  for (const pack of openPacks.values()) if (pack.hash !== null) close(pack);
 
-  const manifestParts = parts.map((p) => ({ part: p.part, sha256: p.sha256, bytes: p.bytes }));
+  const fresh = reusePrevious(small, previous, placements);
+  packAfresh(fresh, placements);
+
+  // Number parts in order of first use; fill in every file's segments.
+  const refs: PartRef[] = [];
+  for (const entry of entries) {
+    if (entry.kind !== "file") continue;
+    for (const { ref, offset, length } of placements.get(entry) ?? []) {
+      if (ref.number === 0) {
+        refs.push(ref);
+        ref.number = refs.length;
+      }
+      entry.segments.push({ part: ref.number, offset, length });
+    }
+  }
+  const manifestParts = refs.map((r) => ({ part: r.number, sha256: r.sha256, bytes: r.bytes }));
   const canonical = canonicalManifest(entries);
   const manifest = { entries, parts: manifestParts };
   return {
@@ -185,17 +267,140 @@ export function buildArchive(capture: Capture): Archive {
       entries: entries.length,
       directories: impliedDirectories(entries.map((e) => e.path)),
       metadata_bytes: canonical.length,
-      parts: parts.length,
+      parts: refs.length,
       part_bytes: manifestParts.reduce((sum, p) => sum + p.bytes, 0),
     },
     manifestSha256: sha256(canonical),
     layoutSha256: sha256(JSON.stringify(manifest)),
-    sources: parts.map(({ hash: _, ...source }) => source),
+    sources: refs.map(sourceOf),
+    packs: {
+      packs: refs.flatMap((r) => (r.files === null ? [] : [{ sha256: r.sha256, bytes: r.bytes, files: r.files }])),
+    },
+    reusedPacks: refs.filter((r) => r.reused).length,
   };
+}
+
+/**
+ * Points every small file whose content a previous pack holds at it, unless the reused packs
+ * would then carry too many bytes of files no longer in the tree; returns the files still to
+ * pack (all of them when the previous layout is not reused).
+ */
+function reusePrevious(
+  small: SmallFile[],
+  previous: PreviousLayout | undefined,
+  placements: Map<ManifestEntry, PlacedSegment[]>,
+): SmallFile[] {
+  if (previous === undefined || previous.packs.length === 0) return small;
+  const index = new Map<string, { ref: PartRef; offset: number }>();
+  for (const pack of previous.packs) {
+    const ref: PartRef = {
+      number: 0,
+      sha256: pack.sha256,
+      bytes: pack.bytes,
+      pieces: [],
+      files: [],
+      fileOffset: 0,
+      reused: true,
+    };
+    for (const file of pack.files) index.set(`${file.sha256}:${file.size}`, { ref, offset: file.offset });
+  }
+  const hits = new Map<SmallFile, { ref: PartRef; offset: number }>();
+  const fresh: SmallFile[] = [];
+  for (const file of small) {
+    const hit = index.get(`${file.entry.sha256}:${file.entry.size}`);
+    if (hit === undefined) fresh.push(file);
+    else hits.set(file, hit);
+  }
+  // Live bytes per reused pack: identical files share a range, so count each offset once.
+  const live = new Map<PartRef, Map<number, number>>();
+  for (const [file, { ref, offset }] of hits) {
+    const ranges = live.get(ref) ?? new Map<number, number>();
+    live.set(ref, ranges);
+    if (!ranges.has(offset)) {
+      ranges.set(offset, file.entry.size);
+      ref.files?.push({ sha256: file.entry.sha256, size: file.entry.size, offset });
+    }
+    ref.pieces.push({ at: offset, absolute: file.absolute, length: file.entry.size });
+  }
+  let reusedBytes = 0;
+  let liveBytes = 0;
+  for (const [ref, ranges] of live) {
+    reusedBytes += ref.bytes;
+    for (const length of ranges.values()) liveBytes += length;
+  }
+  const freshBytes = fresh.reduce((sum, f) => sum + f.entry.size, 0);
+  if (reusedBytes - liveBytes > MAX_DEAD_FRACTION * (reusedBytes + freshBytes)) return small;
+  for (const [file, { ref, offset }] of hits) {
+    placements.set(file.entry, [{ ref, offset, length: file.entry.size }]);
+  }
+  return fresh;
+}
+
+/** Packs small files in path order (see buildArchive); identical files share one segment. */
+function packAfresh(files: SmallFile[], placements: Map<ManifestEntry, PlacedSegment[]>): void {
+  let pack: (PartRef & { hash: ReturnType<typeof createHash> }) | undefined;
+  const byContent = new Map<string, PlacedSegment>();
+  const close = () => {
+    if (pack !== undefined) pack.sha256 = pack.hash.digest("hex");
+    pack = undefined;
+  };
+  for (const file of files) {
+    const { entry } = file;
+    const key = `${entry.sha256}:${entry.size}`;
+    const same = byContent.get(key);
+    if (same !== undefined) {
+      placements.set(entry, [same]);
+      continue;
+    }
+    if (pack !== undefined && pack.bytes + entry.size > PART_BYTES) close();
+    if (pack === undefined) {
+      pack = {
+        number: 0,
+        sha256: "",
+        bytes: 0,
+        pieces: [],
+        files: [],
+        fileOffset: 0,
+        reused: false,
+        hash: createHash("sha256"),
+      };
+    }
+    const data = file.data ?? readFileSync(file.absolute);
+    if (data.length !== entry.size || (file.data === null && sha256(data) !== entry.sha256)) {
+      throw new Error(`${file.absolute} changed while it was captured; run again`);
+    }
+    const placed = { ref: pack, offset: pack.bytes, length: entry.size };
+    pack.hash.update(data);
+    pack.pieces.push({ at: pack.bytes, absolute: file.absolute, length: entry.size });
+    pack.files?.push({ sha256: entry.sha256, size: entry.size, offset: pack.bytes });
+    pack.bytes += entry.size;
+    byContent.set(key, placed);
+    placements.set(entry, [placed]);
+    if (pack.bytes >= PACK_MIN_BYTES && isBoundary(entry.path)) close();
+  }
+  close();
+}
+
+/** A part's bytes as pieces of files in order; not reproducible when a range has no current file. */
+function sourceOf(ref: PartRef): PartSource {
+  const pieces: PartSource["pieces"] = [];
+  let cursor = 0;
+  let reproducible = true;
+  for (const piece of [...ref.pieces].sort((a, b) => a.at - b.at)) {
+    if (piece.at < cursor) continue; // an identical file's copy of the same range
+    if (piece.at > cursor) reproducible = false;
+    pieces.push({ absolute: piece.absolute, offset: ref.files === null ? ref.fileOffset : 0, length: piece.length });
+    cursor = piece.at + piece.length;
+  }
+  if (cursor !== ref.bytes) reproducible = false;
+  return { part: ref.number, sha256: ref.sha256, bytes: ref.bytes, pieces, reproducible };
 }
 
 /** Reads one part's bytes from the workspace. */
 export function readPart(source: PartSource): Buffer {
+  if (!source.reproducible) {
+    throw new Error(`part ${source.part} holds bytes of files no longer in the tree; it cannot be sent again`);
+  }
   const out = Buffer.allocUnsafe(source.bytes);
   let at = 0;
   for (const piece of source.pieces) {

@@ -41,6 +41,14 @@ interface SourceUpload {
 
 const MAX_GENERATIONS = 64;
 
+/**
+ * The service lacks a part of a reused pack that also holds bytes of files no longer in the
+ * tree, so it cannot be sent again: the caller lays the tree out afresh (upload-workspace.ts).
+ */
+export class StaleLayoutError extends UploadError {
+  override name = "StaleLayoutError";
+}
+
 /** Refusals worth another try after a pause: the service asked for one, or a repeat is in flight. */
 const TRANSIENT = new Set(["unavailable", "rate_limited", "idempotency_key_in_flight"]);
 
@@ -104,6 +112,12 @@ export async function uploadArchive(client: KilnClient, options: UploadOptions):
   const missing = new Set<number>();
   for (const range of reserved.missing_parts) for (let p = range.first; p <= range.last; p++) missing.add(p);
   const todo = archive.sources.filter((s) => missing.has(s.part));
+  const lost = todo.filter((s) => !s.reproducible);
+  if (lost.length > 0) {
+    throw new StaleLayoutError(
+      `the service does not hold ${lost.length} reused pack(s) of the previous layout (first: part ${lost[0]?.part}); they cannot be sent again`,
+    );
+  }
   const toSend = todo.reduce((sum, s) => sum + s.bytes, 0);
   options.onReserved?.(upload, todo.length);
   let partsSent = 0;

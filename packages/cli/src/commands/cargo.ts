@@ -5,8 +5,9 @@ import type { KilnClient } from "@kiln/client";
 import { CARGO_OPERATIONS, SIZES } from "@kiln/contract";
 import type { Command } from "commander";
 import { captureWorkspace } from "../archive/capture.js";
-import { buildArchive } from "../archive/layout.js";
-import { type UploadSummary, uploadArchive } from "../archive/upload.js";
+import { layoutCacheDirectory, layoutCachePath } from "../archive/layout-cache.js";
+import type { UploadSummary } from "../archive/upload.js";
+import { uploadWorkspace } from "../archive/upload-workspace.js";
 import { findWorkspaceRoot, gitFacts, workingDirectory } from "../archive/workspace.js";
 import { ConfigError } from "../config.js";
 import {
@@ -171,19 +172,23 @@ async function runCargo(argv: readonly string[]): Promise<void> {
   process.on("SIGINT", onInterrupt);
 
   const capture = captureWorkspace(root);
-  const archive = buildArchive(capture);
-  say(
-    `${repository}: ${archive.totals.entries} files (${(archive.totals.file_bytes / MB).toFixed(1)} MiB, ${capture.method}) in ${archive.totals.parts} parts`,
-  );
+  const cacheDirectory = layoutCacheDirectory(process.env);
   const bar = process.stderr.isTTY && !args.json ? progressBar() : undefined;
   let summary: UploadSummary;
   try {
-    summary = await uploadArchive(client, {
+    ({ summary } = await uploadWorkspace(client, {
       repository,
-      archive,
+      capture,
+      ...(cacheDirectory === undefined
+        ? {}
+        : { layoutCache: layoutCachePath(cacheDirectory, environment.endpoint, repository) }),
+      onArchive: (archive) =>
+        say(
+          `${repository}: ${archive.totals.entries} files (${(archive.totals.file_bytes / MB).toFixed(1)} MiB, ${capture.method}) in ${archive.totals.parts} parts${archive.reusedPacks > 0 ? ` (${archive.reusedPacks} packs of the last upload reused)` : ""}`,
+        ),
       ...(args.concurrency === undefined ? {} : { concurrency: args.concurrency }),
       ...(bar === undefined ? {} : { onProgress: (sent, total) => bar.update(sent, total) }),
-    });
+    }));
   } finally {
     bar?.done();
   }

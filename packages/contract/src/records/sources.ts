@@ -182,7 +182,7 @@ export const SourceReservation = Closed(
         }),
         parts: Type.Array(SourcePart, {
           description:
-            "Every part, sorted by part number, numbered 1..N without gaps. Every byte of every part belongs to at least one segment.",
+            "Every part, sorted by part number, numbered 1..N without gaps. A part may hold bytes outside every segment (a pack reused after one of its files changed: they are stored but never reach a job), at most as many in all as the segments cover (else invalid_request).",
         }),
       },
       { additionalProperties: false, description: "The archive's table of contents and its part layout." },
@@ -193,7 +193,7 @@ export const SourceReservation = Closed(
       "Reserves a streamed source archive upload. The idempotency-key header is the upload id.",
       "Transport: a file's bytes are stored in parts, opaque byte strings of 1 to 4194304 bytes each identified by a part number and their SHA-256; each file lists the segments {part, offset, length} that concatenate to its content.",
       "Flow: read sources.capabilities; reserve with this manifest — a new reservation already holds (origin reused) every part whose bytes the tenant stored before, so its missing_parts lists only the parts to send; send each missing part with sources.chunk.put (sources.chunk.check answers for one part whether it is held, attaching it when the tenant holds it by then); call sources.complete; submit jobs.submit with schema_version 2 and source {archive: {upload, manifest_sha256}}.",
-      "Recommended layout (what the kiln CLI does; any layout meeting the rules is accepted): a file over 64 KiB gets parts of its own cut at fixed 4 MiB offsets of the file; smaller files are concatenated in path order into pack parts, one pack per directory, a pack closed before it would pass 4 MiB. Parts are content-addressed, so after an edit only the parts holding the changed file are sent again.",
+      "Recommended layout (what the kiln CLI does; any layout meeting the rules is accepted): a file over 1 MiB gets parts of its own cut at fixed 4 MiB offsets of the file; smaller files are concatenated in path order into pack parts of at most 4 MiB, identical files sharing one segment, a pack ending after the first file at or past 1 MiB whose path's FNV-1a hash is divisible by 8 (so an edit moves no other pack's boundaries), or before a file that would take it past 4 MiB. Parts are content-addressed, so after an edit only the parts holding the changed file are sent again. A client that kept its previous upload's packs may instead point unchanged files into them and pack only the changed files, sending about the changed bytes; the kiln CLI does so while at most a quarter of the reused packs' bytes belong to no current file.",
     ].join(" "),
   },
 );

@@ -88,7 +88,8 @@ function resolvesInside(linkPath: string, target: string, links: ReadonlyMap<str
  * The spec's manifest rules, each refusal naming the offending entry or field and the problem:
  * canonical, sorted, unique paths; no path that is both an entry and a directory of another;
  * symlink targets relative and resolving inside the tree; parts numbered 1..N; segments inside
- * their part, summing to the file's size; every part byte covered by some segment; the limits;
+ * their part, summing to the file's size; no more part bytes outside every segment than inside;
+ * the limits;
  * and the declared totals equal to what the manifest implies.
  */
 export function validateManifest(reservation: Reservation): ValidatedManifest {
@@ -207,23 +208,29 @@ export function validateManifest(reservation: Reservation): ValidatedManifest {
     }
   });
 
-  // Every byte of every part belongs to some segment.
+  // Bytes of a part outside every segment (a pack reused after its file changed) are never
+  // materialized, but they are stored and reserved: at most as many as the segments cover.
   pieces.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let cursor = 0;
+  let coveredBytes = 0;
+  let firstGap: { part: number; from: number; to: number } | undefined;
   for (const part of parts) {
     let covered = 0;
+    let end = 0;
     while (cursor < pieces.length && (pieces[cursor]?.[0] ?? 0) === part.part) {
-      const [, start, end] = pieces[cursor] as [number, number, number];
-      if (start > covered) break;
-      covered = Math.max(covered, end);
+      const [, start, stop] = pieces[cursor] as [number, number, number];
+      if (start > end && firstGap === undefined) firstGap = { part: part.part, from: end, to: start - 1 };
+      covered += Math.max(0, stop - Math.max(start, end));
+      end = Math.max(end, stop);
       cursor += 1;
     }
-    if (covered < part.bytes) {
-      invalid(
-        `body.manifest.parts[${part.part - 1}] (part ${part.part}): bytes ${covered} to ${part.bytes - 1} belong to no file segment`,
-      );
-    }
-    while (cursor < pieces.length && (pieces[cursor]?.[0] ?? 0) === part.part) cursor += 1;
+    if (end < part.bytes && firstGap === undefined) firstGap = { part: part.part, from: end, to: part.bytes - 1 };
+    coveredBytes += covered;
+  }
+  if (partBytes - coveredBytes > coveredBytes && firstGap !== undefined) {
+    invalid(
+      `body.manifest.parts: ${partBytes - coveredBytes} part bytes belong to no file segment (first: part ${firstGap.part}, bytes ${firstGap.from} to ${firstGap.to}), more than the ${coveredBytes} the segments cover`,
+    );
   }
 
   const implied: SourceTotals = {

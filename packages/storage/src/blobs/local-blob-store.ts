@@ -42,8 +42,19 @@ export class LocalBlobStore {
     if (!existsSync(path)) {
       const temporary = `${path}.${randomBytes(6).toString("hex")}.tmp`;
       if (bytes.byteLength > SYNCHRONOUS_WRITE_BYTES) {
-        await mkdir(join(this.root, sha256.slice(0, 2)), { recursive: true });
-        await writeFile(temporary, bytes);
+        const shard = sha256.slice(0, 2);
+        if (!this.#shards.has(shard)) {
+          await mkdir(join(this.root, shard), { recursive: true });
+          this.#shards.add(shard);
+        }
+        try {
+          await writeFile(temporary, bytes);
+        } catch (error) {
+          // The shard went away since this process made it: make it again, once.
+          if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+          await mkdir(join(this.root, shard), { recursive: true });
+          await writeFile(temporary, bytes);
+        }
         await rename(temporary, path);
         return { sha256, bytes: bytes.byteLength };
       }

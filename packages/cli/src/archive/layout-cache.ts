@@ -1,0 +1,57 @@
+import { createHash } from "node:crypto";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import type { PreviousLayout } from "./layout.js";
+
+/**
+ * The packs of the last verified upload per endpoint and repository, kept so the next upload
+ * can point unchanged files into them (layout.ts, buildArchive's `previous`). It holds digests
+ * and offsets only, never file contents or credentials. Losing it costs speed, not
+ * correctness: the next upload lays the tree out afresh.
+ */
+
+/** $XDG_CACHE_HOME/kiln/layouts, else ~/.cache/kiln/layouts; KILN_LAYOUT_CACHE=off disables it. */
+export function layoutCacheDirectory(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.KILN_LAYOUT_CACHE?.trim() === "off") return undefined;
+  const xdg = env.XDG_CACHE_HOME?.trim();
+  const base = xdg !== undefined && xdg !== "" ? xdg : join(env.HOME?.trim() || homedir(), ".cache");
+  return join(base, "kiln", "layouts");
+}
+
+export function layoutCachePath(directory: string, endpoint: string, repository: string): string {
+  const name = createHash("sha256").update(`${endpoint}\n${repository}`).digest("hex").slice(0, 32);
+  return join(directory, `${name}.json`);
+}
+
+const isDigest = (v: unknown) => typeof v === "string" && /^[0-9a-f]{64}$/.test(v);
+const isCount = (v: unknown) => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+
+/** The kept layout, or undefined when there is none or it is not one this version wrote. */
+export function readLayoutCache(path: string): PreviousLayout | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    return undefined;
+  }
+  const packs = (parsed as { version?: unknown; packs?: unknown }).packs;
+  if ((parsed as { version?: unknown }).version !== 1 || !Array.isArray(packs)) return undefined;
+  for (const pack of packs) {
+    if (!isDigest(pack?.sha256) || !isCount(pack?.bytes) || !Array.isArray(pack?.files)) return undefined;
+    for (const f of pack.files) {
+      if (!isDigest(f?.sha256) || !isCount(f?.size) || !isCount(f?.offset) || f.offset + f.size > pack.bytes) {
+        return undefined;
+      }
+    }
+  }
+  return { packs };
+}
+
+/** Replaces the kept layout (written aside and renamed, so a reader never sees half of it). */
+export function writeLayoutCache(path: string, layout: PreviousLayout): void {
+  mkdirSync(join(path, ".."), { recursive: true, mode: 0o700 });
+  const temporary = `${path}.${process.pid}.tmp`;
+  writeFileSync(temporary, JSON.stringify({ version: 1, packs: layout.packs }), { mode: 0o600 });
+  renameSync(temporary, path);
+}
