@@ -477,6 +477,18 @@ for (const dialect of DIALECTS) {
       assert.match(rejected.json().rejection.detail, /a\.txt.*sha256/);
       assert.equal((await sources.complete("rejected")).json().state, "rejected");
       const jobsBefore = await jobCount();
+      // The same for a packed file, whose digest chunk.put took while storing the part.
+      const pack = archiveOf([
+        { path: "a.txt", content: "first" },
+        { path: "b.txt", content: "second" },
+      ]);
+      const lyingPack = structuredClone(pack.reservation);
+      lyingPack.manifest.entries[1].sha256 = sha256("third");
+      await sources.reserve(lyingPack, "rejected-pack");
+      assert.equal((await sources.put("rejected-pack", 1, pack.parts[0] as Buffer)).status, 204);
+      const rejectedPack = (await sources.complete("rejected-pack")).json();
+      assert.equal(rejectedPack.state, "rejected");
+      assert.equal(rejectedPack.rejection.path, "b.txt");
       const onRejected = await submit(archiveSubmission("rejected", claimedDigest), "job-rejected");
       assert.equal(onRejected.status, 409);
       assert.match(onRejected.json().detail, /rejected/);

@@ -41,6 +41,18 @@ export interface Capabilities {
   readonly listenNotify: boolean;
 }
 
+export interface TransactionOptions {
+  /**
+   * "full" (the default): acknowledged means on disk. "relaxed": the commit is ordered and never
+   * torn, but a power failure (not a process crash) may lose it. Only for writes whose loss
+   * costs a repeat, never for receipts, audit, billing or job state: a source part's record,
+   * whose blob is not fsynced either, so losing both only means the client sends the part again.
+   * SQLite: `synchronous = NORMAL` for this commit (the WAL is appended, and fsynced by the next
+   * full commit or checkpoint). PostgreSQL: `SET LOCAL synchronous_commit = off`.
+   */
+  readonly durability?: "full" | "relaxed";
+}
+
 export interface Storage {
   readonly dialect: DialectName;
   readonly capabilities: Capabilities;
@@ -50,7 +62,7 @@ export interface Storage {
    * SQLite: `BEGIN IMMEDIATE` (the write lock is taken at the start; see `sqlite/`).
    * PostgreSQL: `BEGIN` at READ COMMITTED.
    */
-  transaction<T>(fn: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (trx: Transaction<Database>) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** Releases the connection(s); the `Storage` is unusable afterwards. */
   close(): Promise<void>;
 }

@@ -80,6 +80,48 @@ for (const dialect of DIALECTS) {
       }
     });
 
+    it("a relaxed transaction lowers durability for its own commit only, and still rolls back", async () => {
+      const storage = await dialect.openFresh();
+      const level = async (db: typeof storage.db) =>
+        storage.dialect === "sqlite"
+          ? (await sql<{ synchronous: number }>`select * from pragma_synchronous`.execute(db)).rows[0]?.synchronous
+          : (await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(db)).rows[0]
+              ?.synchronous_commit;
+      // The test cluster itself runs without synchronous commits (scripts/postgres-cluster.mjs),
+      // so "afterwards" is compared with the level before, which on SQLite is FULL.
+      const relaxed = storage.dialect === "sqlite" ? 1 : "off";
+      const tenant = (id: string) => ({ id, display_name: id, created_at: "2026-11-22T07:10:13.000Z" });
+      try {
+        const full = await level(storage.db);
+        if (storage.dialect === "sqlite") assert.equal(full, 2);
+        const inside = await storage.transaction(
+          async (trx) => {
+            await trx.insertInto("tenants").values(tenant("relaxed")).execute();
+            return level(trx);
+          },
+          { durability: "relaxed" },
+        );
+        assert.equal(inside, relaxed);
+        assert.equal(await level(storage.db), full, "back to full afterwards");
+        await assert.rejects(
+          storage.transaction(
+            async (trx) => {
+              await trx.insertInto("tenants").values(tenant("rolled-back")).execute();
+              throw new Error("boom");
+            },
+            { durability: "relaxed" },
+          ),
+          /boom/,
+        );
+        assert.equal(await level(storage.db), full);
+        const ids = (await storage.db.selectFrom("tenants").select("id").execute()).map((r) => r.id);
+        assert.ok(ids.includes("relaxed"));
+        assert.ok(!ids.includes("rolled-back"));
+      } finally {
+        await storage.close();
+      }
+    });
+
     it("refuses timestamps that are not fixed-width ISO-8601 UTC with milliseconds", async () => {
       const storage = await dialect.openFresh();
       try {

@@ -19,6 +19,7 @@ import { refuse } from "../http/refusal.js";
 import { requireOnboarded } from "../repositories/require-onboarded.js";
 import { DeclaredPartsCache } from "../sources/declared-parts.js";
 import type { Reservation, SourceManifest } from "../sources/manifest-types.js";
+import { SegmentDigests } from "../sources/segment-digests.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../sources/upload-view.js";
 import { validateManifest } from "../sources/validate-manifest.js";
 import { verifyUpload } from "../sources/verify-upload.js";
@@ -100,8 +101,11 @@ async function loadUploadForPart(ctx: HandlerContext, part: number) {
   return found;
 }
 
+/** Digests of packed files, taken at chunk.put for sources.complete (see segment-digests.ts). */
+const segmentDigests = new SegmentDigests();
+
 async function declaredPart(ctx: HandlerContext, upload: SourceUploadHeader, part: number) {
-  const declared = (await declaredParts.partsOf(ctx.deps.storage, upload))[part - 1];
+  const declared = (await declaredParts.partsOf(ctx.deps.storage, upload)).parts[part - 1];
   if (declared === undefined) {
     return refuse(
       "invalid_request",
@@ -238,6 +242,9 @@ export const putSourceChunk: Handler = async (ctx) => {
     );
   }
   await ctx.deps.blobs.put(bytes, got);
+  // The packed files' digests while the bytes are at hand: completion then skips them.
+  const slices = (await declaredParts.partsOf(ctx.deps.storage, upload)).slices.get(part);
+  if (slices !== undefined) segmentDigests.remember(got, bytes, slices);
   const recorded = await recordUploadPart(ctx.deps.storage, {
     tenantId: principal.tenantId,
     upload: upload.upload,
@@ -315,7 +322,12 @@ export const completeSource: Handler = async (ctx) => {
       `upload ${upload.upload} is missing parts ${describeRanges(missing)}; send them before completing`,
     );
   }
-  const outcome = await verifyUpload(ctx.deps.blobs, manifestOf(upload), new Map(parts.map((p) => [p.part, p.sha256])));
+  const outcome = await verifyUpload(
+    ctx.deps.blobs,
+    manifestOf(upload),
+    new Map(parts.map((p) => [p.part, { sha256: p.sha256, bytes: Number(p.bytes) }])),
+    segmentDigests,
+  );
   const recorded = await completeUpload(ctx.deps.storage, {
     tenantId: principal.tenantId,
     upload: upload.upload,

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { LocalBlobStore } from "@kiln/storage";
 import type { ManifestFile, SourceManifest } from "./manifest-types.js";
+import type { SegmentDigests } from "./segment-digests.js";
 
 /** Parts kept in memory while files are hashed: packs are laid out in path order. */
 const CACHED_PARTS = 8;
@@ -11,18 +12,21 @@ export type VerificationOutcome =
 
 /**
  * Verifies a complete upload: every regular file reassembled from its segments against the
- * file's sha256. Every byte a job can receive lies in some file's segments, so this hashes each
+ * file's sha256. Every byte a job can receive lies in some file's segments, so this covers each
  * of them once; a part's own digest was checked when it was stored (chunk.put) and names its
- * blob, so hashing whole parts again here would only read and hash the same bytes twice. Nothing is copied:
- * a job materializes each file from the same slices of the same part blobs
- * (jobs/admit-archive-source.ts, host materialize-source.ts), so what was verified is what
- * the job gets, and the upload's bytes are stored once. The first file that does not verify
- * rejects the upload, naming its path.
+ * blob, so hashing whole parts again here would only read and hash the same bytes twice. For the
+ * same reason a file that is exactly one whole part has that part's digest, and a packed file
+ * whose slice chunk.put already hashed (`segments`) is looked up rather than read again. Nothing
+ * is copied: a job materializes each file from the same slices of the same part blobs
+ * (jobs/admit-archive-source.ts, host materialize-source.ts), so what was verified is what the
+ * job gets, and the upload's bytes are stored once. The first file that does not verify rejects
+ * the upload, naming its path.
  */
 export async function verifyUpload(
   blobs: LocalBlobStore,
   manifest: SourceManifest,
-  partDigests: ReadonlyMap<number, string>,
+  heldParts: ReadonlyMap<number, { readonly sha256: string; readonly bytes: number }>,
+  segments?: SegmentDigests,
 ): Promise<VerificationOutcome> {
   const cache = new Map<number, Buffer>();
   const partBytes = async (part: number): Promise<Buffer> => {
@@ -32,16 +36,23 @@ export async function verifyUpload(
       cache.set(part, cached);
       return cached;
     }
-    const digest = partDigests.get(part);
+    const digest = heldParts.get(part)?.sha256;
     if (digest === undefined) throw new Error(`part ${part} is not held`);
     const bytes = await blobs.get(digest);
     cache.set(part, bytes);
     if (cache.size > CACHED_PARTS) cache.delete(cache.keys().next().value as number);
     return bytes;
   };
+  const known = (file: ManifestFile): string | undefined => {
+    const [only, ...more] = file.segments;
+    const held = only === undefined ? undefined : heldParts.get(only.part);
+    if (only === undefined || more.length > 0 || held === undefined) return undefined;
+    if (only.offset === 0 && only.length === held.bytes) return held.sha256;
+    return segments?.lookup(held.sha256, only.offset, only.length);
+  };
   for (const entry of manifest.entries) {
     if (entry.kind !== "file") continue;
-    const produced = await hashFile(entry, partBytes);
+    const produced = known(entry) ?? (await hashFile(entry, partBytes));
     if (produced !== entry.sha256) {
       return {
         state: "rejected",

@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect } from "kysely";
+import { Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import type { Capabilities, Storage } from "../dialect.js";
 import type { Database } from "../schema.js";
@@ -36,7 +36,11 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     dialect: "postgres",
     capabilities: POSTGRES_CAPABILITIES,
     db,
-    transaction: (fn) => db.transaction().execute(fn),
+    transaction: (fn, options) =>
+      db.transaction().execute(async (trx) => {
+        if (options?.durability === "relaxed") await sql`set local synchronous_commit = off`.execute(trx);
+        return fn(trx);
+      }),
     close: () => db.destroy(),
   };
 }

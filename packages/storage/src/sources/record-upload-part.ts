@@ -36,6 +36,8 @@ export type RecordUploadPartResult =
  */
 export async function recordUploadPart(storage: Storage, input: UploadPart): Promise<RecordUploadPartResult> {
   const now = formatTimestamp(input.now);
+  // Relaxed durability: a record lost to a power failure, like its blob (not fsynced either),
+  // only means the client sends the part again; sources.complete commits durably.
   return storage.transaction(async (trx) => {
     // Not the manifest: the state is all this needs, and the manifest can be megabytes.
     let query = trx
@@ -75,8 +77,10 @@ export async function recordUploadPart(storage: Storage, input: UploadPart): Pro
       .onConflict((c) => c.columns(["tenant_id", "sha256"]).doNothing())
       .execute();
     return { kind: "recorded", part: inserted };
-  });
+  }, RELAXED);
 }
+
+const RELAXED = { durability: "relaxed" } as const;
 
 /** Whether the tenant holds bytes with this digest (the dedupe index; never another tenant's). */
 export async function findTenantChunk(

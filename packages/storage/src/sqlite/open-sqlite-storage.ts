@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
-import { Kysely } from "kysely";
+import { Kysely, sql } from "kysely";
 import type { Capabilities, Storage } from "../dialect.js";
 import type { Database } from "../schema.js";
 import { retryWhileBusy } from "./retry-while-busy.js";
@@ -33,7 +33,19 @@ export async function openSqliteStorage(dataDir: string): Promise<Storage> {
     dialect: "sqlite",
     capabilities: SQLITE_CAPABILITIES,
     db,
-    transaction: (fn) => db.transaction().execute(fn),
+    transaction: (fn, options) =>
+      options?.durability === "relaxed"
+        ? // The safety level cannot change inside a transaction, so it is lowered on the one
+          // connection around it (held throughout: no other transaction commits in between).
+          db.connection().execute(async (connection) => {
+            await sql`pragma synchronous = normal`.execute(connection);
+            try {
+              return await connection.transaction().execute(fn);
+            } finally {
+              await sql`pragma synchronous = full`.execute(connection);
+            }
+          })
+        : db.transaction().execute(fn),
     close: () => db.destroy(),
   };
 }
