@@ -78,6 +78,21 @@ for (const dialect of DIALECTS) {
       const conflict = await sources.reserve(changed, "up-flow");
       assert.equal(conflict.status, 409);
       assert.equal(conflict.json().code, "conflict");
+      // Member order is not part of the identity; the part layout is.
+      const r = archive.reservation;
+      const reordered = {
+        manifest: {
+          parts: r.manifest.parts.map((p: object) => Object.fromEntries(Object.entries(p).reverse())),
+          entries: r.manifest.entries.map((e: object) => Object.fromEntries(Object.entries(e).reverse())),
+        },
+        totals: Object.fromEntries(Object.entries(r.totals).reverse()),
+        format_version: r.format_version,
+        repository: r.repository,
+      };
+      assert.deepEqual((await sources.reserve(reordered, "up-flow")).json(), upload);
+      const relaid = archiveOf(CRATE, LINKS, { partBytes: 4096 });
+      assert.equal(relaid.manifestSha256, archive.manifestSha256);
+      assert.equal((await sources.reserve(relaid.reservation, "up-flow")).status, 409, "same files, other parts");
 
       const first = archive.parts[0] as Buffer;
       const absent = (await sources.check("up-flow", 1, sha256(first))).json();

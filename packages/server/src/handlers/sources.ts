@@ -14,7 +14,6 @@ import {
   type SourceUploadRow,
   tenantReservations,
 } from "@kiln/storage";
-import { requestHashOf } from "../http/perform-keyed.js";
 import { refuse } from "../http/refusal.js";
 import { requireOnboarded } from "../repositories/require-onboarded.js";
 import { DeclaredPartsCache } from "../sources/declared-parts.js";
@@ -152,7 +151,9 @@ export const reserveSource: Handler = async (ctx) => {
   const principal = principalOf(ctx);
   const id = uploadKeyOf(ctx);
   const body = ctx.body as Reservation;
-  const requestHash = requestHashOf("sources.reserve", body);
+  // Validated before the key is looked up: the reservation's identity comes out of that pass.
+  const validated = validateManifest(body);
+  const requestHash = validated.reservationSha256;
   const replay = (found: SourceUploadRow) => {
     if (found.request_hash !== requestHash) {
       refuse("conflict", `upload ${id} was already reserved with a different reservation`);
@@ -164,7 +165,6 @@ export const reserveSource: Handler = async (ctx) => {
   if (existing !== undefined) return uploadView(replay(existing.upload), existing.parts, ctx.now);
 
   await requireOnboarded(ctx, principal.tenantId, body.repository);
-  const validated = validateManifest(body);
   const result = await reserveUpload(ctx.deps.storage, {
     tenantId: principal.tenantId,
     upload: id,

@@ -7,11 +7,36 @@ const MiB = 2 ** 20;
 
 export interface ValidatedManifest {
   readonly manifestSha256: string;
+  /**
+   * Names the whole reservation (repository, format, totals, entries with their segments, parts):
+   * equal reservations, however their JSON was ordered, have equal digests and any difference
+   * changes it. sources.reserve compares it on a repeat of the upload id; it comes out of the
+   * pass that validates every entry anyway, where generic canonical JSON of a manifest with
+   * hundreds of thousands of small objects would cost as much again.
+   */
+  readonly reservationSha256: string;
   /** What the manifest implies; equal to the declared totals once validated. */
   readonly totals: SourceTotals;
 }
 
 const invalid = (detail: string): never => refuse("invalid_request", detail);
+
+/**
+ * Order of two strings' UTF-8 bytes, as the manifest sorts paths. UTF-16 code unit order (the
+ * string comparison) agrees with it except where the first difference puts a surrogate against
+ * a unit at or above U+E000; only then are the strings encoded.
+ */
+function utf8Order(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x >= 0xd800 && y >= 0xd800) return Buffer.compare(Buffer.from(a), Buffer.from(b));
+    return x - y;
+  }
+  return a.length - b.length;
+}
 
 /**
  * The declared totals against the per-archive limits: checked first, so an archive over a
@@ -112,10 +137,11 @@ export function validateManifest(reservation: Reservation): ValidatedManifest {
     partBytes += part.bytes;
   });
 
-  const hash = createHash("sha256");
-  let metadataBytes = 0;
+  const lines: string[] = [];
+  /** Each file's segments, in entry order: with the lines and parts, the reservation's identity. */
+  const layout: string[] = [];
   let fileBytes = 0;
-  let previous: Buffer | null = null;
+  let previous: string | null = null;
   const paths = new Set<string>();
   const links = new Map<string, string>();
   /** [part, offset, end] of every segment, for the coverage sweep. */
@@ -123,9 +149,8 @@ export function validateManifest(reservation: Reservation): ValidatedManifest {
   entries.forEach((entry, index) => {
     const field = `body.manifest.entries[${index}]`;
     checkPath(`${field}.path`, entry.path);
-    const bytes = Buffer.from(entry.path);
     if (previous !== null) {
-      const order = Buffer.compare(previous, bytes);
+      const order = utf8Order(previous, entry.path);
       if (order === 0) invalid(`${field}.path ${JSON.stringify(entry.path)} duplicates the previous entry`);
       if (order > 0) {
         invalid(
@@ -133,7 +158,7 @@ export function validateManifest(reservation: Reservation): ValidatedManifest {
         );
       }
     }
-    previous = bytes;
+    previous = entry.path;
     paths.add(entry.path);
     if (entry.kind === "symlink") {
       if (entry.target.startsWith("/")) invalid(`${field}.target ${JSON.stringify(entry.target)} is absolute`);
@@ -168,13 +193,18 @@ export function validateManifest(reservation: Reservation): ValidatedManifest {
         );
       }
     }
-    const line = canonicalLine(entry);
-    metadataBytes += Buffer.byteLength(line);
-    hash.update(line);
+    lines.push(canonicalLine(entry));
+    if (entry.kind === "file") {
+      let segments = "";
+      for (const seg of entry.segments) segments += `${seg.part},${seg.offset},${seg.length};`;
+      layout.push(`${segments}\n`);
+    }
   });
   if (fileBytes > SOURCE_LIMITS.maxFileBytes) {
     invalid(`body.manifest's files hold ${fileBytes} bytes, over the regular-file budget of 1 GiB`);
   }
+  const canonical = lines.join("");
+  const metadataBytes = Buffer.byteLength(canonical);
   if (metadataBytes > SOURCE_LIMITS.maxMetadataBytes) {
     invalid(
       `body.manifest's canonical form is ${metadataBytes} bytes, over the metadata budget of 32 MiB (${32 * MiB})`,
@@ -246,5 +276,20 @@ export function validateManifest(reservation: Reservation): ValidatedManifest {
       invalid(`body.totals.${field} is ${reservation.totals[field]}; the manifest implies ${implied[field]}`);
     }
   }
-  return { manifestSha256: hash.digest("hex"), totals: implied };
+  const t = reservation.totals;
+  const reservationSha256 = createHash("sha256")
+    .update(`${reservation.repository}\n${reservation.format_version}\n`)
+    .update(`${t.file_bytes},${t.entries},${t.directories},${t.metadata_bytes},${t.parts},${t.part_bytes}\n`)
+    .update(`entries ${lines.length}\n`)
+    .update(canonical)
+    .update("segments\n")
+    .update(layout.join(""))
+    .update(`parts ${parts.length}\n`)
+    .update(parts.map((p) => `${p.part},${p.sha256},${p.bytes}\n`).join(""))
+    .digest("hex");
+  return {
+    manifestSha256: createHash("sha256").update(canonical).digest("hex"),
+    reservationSha256,
+    totals: implied,
+  };
 }
