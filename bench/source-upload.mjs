@@ -20,6 +20,10 @@
 //    kept, only the edited file packed anew) and as a machine without that layout would (the
 //    fresh layout: the edited file's whole pack). Also a one-byte edit inside a large file.
 //
+// The bench removes its scratch trees only at the end: on this VM's ext4 (no journal) creating
+// files is slow for minutes after bulk deletions, so for steady numbers start it with the disk
+// quiet (docs/benchmarks.md).
+//
 // The server is a separate process (KILN_LOCAL_HOST=off: no job runs, only the sources
 // operations are measured); its tenant, person, token and repository are created through its
 // storage (SQLite in the data dir) the way the server's own tests do.
@@ -41,6 +45,8 @@ import { createServer } from "node:http";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = (pkg, path) => join(root, "packages", pkg, "dist", path);
@@ -65,6 +71,10 @@ const CONCURRENCY = Number(option("concurrency", "4"));
 const JSON_OUT = option("json", null);
 const MB = 1024 * 1024;
 const log = (line) => process.stderr.write(`${line}\n`);
+// A full collection before each measured upload, so a run does not pay for the previous
+// run's garbage (archives and buffers of tens of MB) in the middle of its own measurement.
+setFlagsFromString("--expose-gc");
+const collectGarbage = runInNewContext("gc");
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 // ------------------------------------------------------------------ workspace
@@ -178,13 +188,20 @@ async function plainPost(archive) {
   return { bytes, seconds };
 }
 
+/**
+ * Scratch trees are removed when the bench ends, not between runs: on an ext4 file system
+ * without a journal (this VM's), creating a file scans the inodes deleted in the last minutes,
+ * so removing 60 MB of small files just before a run slows that run's file creation (the
+ * server's blobs, the next workspace) by an amount that depends on the bench's own cleanup.
+ */
+const leftovers = [];
+
 function copyTree(from) {
   const to = mkdtempSync(join(tmpdir(), "kiln-bench-cp-"));
+  leftovers.push(to);
   const started = process.hrtime.bigint();
   execFileSync("cp", ["-r", `${from}/.`, to]);
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  rmSync(to, { recursive: true, force: true });
-  return seconds;
+  return Number(process.hrtime.bigint() - started) / 1e9;
 }
 
 // ------------------------------------------------------------------ run
@@ -216,6 +233,7 @@ for (let run = 1; run <= RUNS; run++) {
     writeFileSync(join(warmWs, "big.bin"), randomBytes(4 * MB + 1));
     await uploadArchive(client, { repository, archive: buildArchive(captureWorkspace(warmWs, { git: false })) });
 
+    collectGarbage();
     const loadBefore = loadavg()[0];
     const t0 = process.hrtime.bigint();
     const archive = buildArchive(captureWorkspace(ws, { git: false }));
@@ -254,6 +272,7 @@ for (let run = 1; run <= RUNS; run++) {
       writeFileSync(join(bigWs, `blob${i}.bin`), randomBytes(4 * MB));
     }
     const bigArchive = buildArchive(captureWorkspace(bigWs, { git: false }));
+    collectGarbage();
     const bigUpload = await uploadArchive(client, { repository, archive: bigArchive, concurrency: CONCURRENCY });
     const bigPlain = await plainPost(bigArchive);
     const loadAfter = loadavg()[0];
@@ -296,9 +315,10 @@ for (let run = 1; run <= RUNS; run++) {
     if (generated.files === 0) throw new Error("no files generated");
   } finally {
     await server.stop();
-    rmSync(scratch, { recursive: true, force: true });
+    leftovers.push(scratch);
   }
 }
+for (const dir of leftovers) rmSync(dir, { recursive: true, force: true });
 
 const summary = {
   machine: {
