@@ -8,6 +8,7 @@ import {
   mkdirSync,
   mkdtempSync,
   openSync,
+  readFileSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -298,6 +299,38 @@ describe("archive layout reusing the previous upload's packs", () => {
     assert.equal(after.reusedPacks, 0);
     assert.equal(after.layoutSha256, buildArchive(capture).layoutSha256, "exactly the fresh layout");
     assert.ok(after.sources.every((s) => s.reproducible));
+  });
+
+  it("packs the files of more than 16 small packs left by earlier edits together again", () => {
+    const files: Record<string, string | Buffer> = {};
+    for (let f = 0; f < 30; f++) files[`src/f${String(f).padStart(2, "0")}.rs`] = randomBytes(40_000);
+    for (let t = 0; t < 20; t++) files[`tiny/t${String(t).padStart(2, "0")}.rs`] = randomBytes(100);
+    const root = tree(files);
+    const capture = captureWorkspace(root, { git: false });
+    const before = buildArchive(capture);
+    // As if each tiny file had been edited in a run of its own: one pack each.
+    const tinyPacks = (n: number) =>
+      capture.entries.slice(30, 30 + n).map((e) => {
+        const bytes = readFileSync(e.absolute);
+        return {
+          sha256: sha256(bytes),
+          bytes: bytes.length,
+          files: [{ sha256: sha256(bytes), size: bytes.length, offset: 0 }],
+        };
+      });
+    const digests = (a: Archive) => new Set(a.manifest.parts.map((p) => p.sha256));
+    const many = buildArchive(capture, { packs: [...before.packs.packs, ...tinyPacks(20)] });
+    assert.ok(
+      tinyPacks(20).every((p) => !digests(many).has(p.sha256)),
+      "none of the 20 small packs is reused; their files are packed again",
+    );
+    // 15 more small packs beside the fresh layout's own small last one: 16, still reused.
+    assert.ok((before.packs.packs.at(-1)?.bytes ?? 0) < PACK_MIN_BYTES);
+    const few = buildArchive(capture, { packs: [...before.packs.packs, ...tinyPacks(15)] });
+    assert.ok(
+      tinyPacks(15).every((p) => digests(few).has(p.sha256)),
+      "16 small packs are still reused",
+    );
   });
 
   it("identical small files share one segment", () => {

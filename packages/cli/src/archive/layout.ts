@@ -15,6 +15,8 @@ const BOUNDARY_ONE_IN = 8;
  * stay under this fraction of the packed bytes; beyond it, packing afresh is cheaper to keep.
  */
 const MAX_DEAD_FRACTION = 0.25;
+/** Reused packs under PACK_MIN_BYTES (left by earlier edits) kept before they are packed again. */
+const MAX_SMALL_PACKS = 16;
 /**
  * Small files' bytes kept in memory between hashing and packing; beyond this, files are read
  * again. Not kept until the upload: holding them (thousands of buffers) made sending slower
@@ -309,12 +311,17 @@ function reusePrevious(
     for (const file of pack.files) index.set(`${file.sha256}:${file.size}`, { ref, offset: file.offset });
   }
   const hits = new Map<SmallFile, { ref: PartRef; offset: number }>();
-  const fresh: SmallFile[] = [];
   for (const file of small) {
     const hit = index.get(`${file.entry.sha256}:${file.entry.size}`);
-    if (hit === undefined) fresh.push(file);
-    else hits.set(file, hit);
+    if (hit !== undefined) hits.set(file, hit);
   }
+  // Every edit leaves a small pack of the files it changed; past a handful of them, their
+  // files are packed together again rather than the part count growing with every run.
+  const smallPacks = new Set([...hits.values()].map((h) => h.ref).filter((ref) => ref.bytes < PACK_MIN_BYTES));
+  if (smallPacks.size > MAX_SMALL_PACKS) {
+    for (const [file, hit] of hits) if (smallPacks.has(hit.ref)) hits.delete(file);
+  }
+  const fresh = small.filter((file) => !hits.has(file));
   // Live bytes per reused pack: identical files share a range, so count each offset once.
   const live = new Map<PartRef, Map<number, number>>();
   for (const [file, { ref, offset }] of hits) {
