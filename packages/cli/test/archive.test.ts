@@ -207,6 +207,16 @@ describe("archive layout", () => {
     );
   });
 
+  it("keeps parts' bytes from hashing for sending; without them a part is read from the workspace", () => {
+    const root = workspace();
+    const archive = buildArchive(captureWorkspace(root, { git: false }));
+    assert.ok(archive.sources.every((s) => s.content !== undefined && s.content.length === s.bytes));
+    for (const source of archive.sources) {
+      const { content, ...fromDisk } = source;
+      assert.ok(readPart(fromDisk).equals(content as Buffer), `part ${source.part}`);
+    }
+  });
+
   it("is deterministic: the same tree gives the same manifest, layout and upload id", () => {
     const root = workspace();
     const a = buildArchive(captureWorkspace(root, { git: false }));
