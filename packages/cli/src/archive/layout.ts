@@ -26,8 +26,9 @@ const HELD_BYTES = 128 * 1024 * 1024;
 /**
  * Parts' bytes kept, whole, from the layout until they are sent, so sending a part is not
  * opening and reading every file of a pack again on the uploader's one thread, between the
- * socket writes of the parts in flight (measured: the parts phase of a 61 MiB tree went from
- * 250–300 ms to 200–230 ms). Beyond this, parts are read from the workspace when sent.
+ * socket writes of the parts in flight (measured in alternating runs: the parts phase of a
+ * 61 MiB tree took 200–270 ms instead of 290–405 ms). Beyond this, parts are read from the
+ * workspace when sent.
  */
 const KEPT_PART_BYTES = 256 * 1024 * 1024;
 /** Manifest format version this layout writes. */
