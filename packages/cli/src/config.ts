@@ -63,12 +63,19 @@ export interface KilnEnvironment {
   readonly tokenSource: TokenSource | undefined;
 }
 
-/** $XDG_CONFIG_HOME/kiln, else ~/.config/kiln. */
-export function configDirectory(env: NodeJS.ProcessEnv): string {
-  const xdg = env.XDG_CONFIG_HOME?.trim();
-  const base = xdg !== undefined && xdg !== "" ? xdg : join(env.HOME?.trim() || homedir(), ".config");
+/** kiln's directory under an XDG base: the variable when set, else the default below $HOME. */
+export function xdgKilnDirectory(
+  env: NodeJS.ProcessEnv,
+  variable: "XDG_CONFIG_HOME" | "XDG_CACHE_HOME",
+  fallback: ".config" | ".cache",
+): string {
+  const xdg = env[variable]?.trim();
+  const base = xdg !== undefined && xdg !== "" ? xdg : join(env.HOME?.trim() || homedir(), fallback);
   return join(base, "kiln");
 }
+
+/** $XDG_CONFIG_HOME/kiln, else ~/.config/kiln. */
+export const configDirectory = (env: NodeJS.ProcessEnv): string => xdgKilnDirectory(env, "XDG_CONFIG_HOME", ".config");
 
 export const configPath = (dir: string) => join(dir, "config.json");
 export const credentialsPath = (dir: string) => join(dir, "credentials.json");

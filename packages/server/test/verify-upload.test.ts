@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,8 +7,7 @@ import { LocalBlobStore } from "@kiln/storage";
 import type { SourceManifest } from "../src/sources/manifest-types.js";
 import { SegmentDigests } from "../src/sources/segment-digests.js";
 import { verifyUpload } from "../src/sources/verify-upload.js";
-
-const sha256 = (data: Buffer | string) => createHash("sha256").update(data).digest("hex");
+import { sha256 } from "./source-archives.js";
 
 describe("verifyUpload", () => {
   const root = mkdtempSync(join(tmpdir(), "kiln-verify-"));

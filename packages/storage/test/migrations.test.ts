@@ -85,11 +85,15 @@ for (const dialect of DIALECTS) {
       const level = async (db: typeof storage.db) =>
         storage.dialect === "sqlite"
           ? (await sql<{ synchronous: number }>`select * from pragma_synchronous`.execute(db)).rows[0]?.synchronous
-          : (await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(db)).rows[0]
-              ?.synchronous_commit;
+          : (
+              await sql<{ level: string }>`
+                select setting || ' from ' || source as level from pg_settings where name = 'synchronous_commit'
+              `.execute(db)
+            ).rows[0]?.level;
       // The test cluster itself runs without synchronous commits (scripts/postgres-cluster.mjs),
-      // so "afterwards" is compared with the level before, which on SQLite is FULL.
-      const relaxed = storage.dialect === "sqlite" ? 1 : "off";
+      // so on PostgreSQL the level's source tells the transaction's own setting from the
+      // cluster's, and "afterwards" is compared with the level before (on SQLite, FULL).
+      const relaxed = storage.dialect === "sqlite" ? 1 : "off from session";
       const tenant = (id: string) => ({ id, display_name: id, created_at: "2026-11-22T07:10:13.000Z" });
       try {
         const full = await level(storage.db);

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
 import { join } from "node:path";
+import { xdgKilnDirectory } from "../config.js";
 import type { PreviousLayout } from "./layout.js";
 
 /**
@@ -14,9 +14,7 @@ import type { PreviousLayout } from "./layout.js";
 /** $XDG_CACHE_HOME/kiln/layouts, else ~/.cache/kiln/layouts; KILN_LAYOUT_CACHE=off disables it. */
 export function layoutCacheDirectory(env: NodeJS.ProcessEnv): string | undefined {
   if (env.KILN_LAYOUT_CACHE?.trim() === "off") return undefined;
-  const xdg = env.XDG_CACHE_HOME?.trim();
-  const base = xdg !== undefined && xdg !== "" ? xdg : join(env.HOME?.trim() || homedir(), ".cache");
-  return join(base, "kiln", "layouts");
+  return join(xdgKilnDirectory(env, "XDG_CACHE_HOME", ".cache"), "layouts");
 }
 
 export function layoutCachePath(directory: string, endpoint: string, repository: string): string {

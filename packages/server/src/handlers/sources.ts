@@ -103,15 +103,17 @@ async function loadUploadForPart(ctx: HandlerContext, part: number) {
 /** Digests of packed files, taken at chunk.put for sources.complete (see segment-digests.ts). */
 const segmentDigests = new SegmentDigests();
 
+/** The part the manifest declares under this number, with the packed files it holds. */
 async function declaredPart(ctx: HandlerContext, upload: SourceUploadHeader, part: number) {
-  const declared = (await declaredParts.partsOf(ctx.deps.storage, upload)).parts[part - 1];
+  const manifest = await declaredParts.partsOf(ctx.deps.storage, upload);
+  const declared = manifest.parts[part - 1];
   if (declared === undefined) {
     return refuse(
       "invalid_request",
       `path.part ${part} is not a part of upload ${upload.upload} (its manifest declares ${upload.part_count})`,
     );
   }
-  return declared;
+  return { ...declared, slices: manifest.slices.get(part) };
 }
 
 export const sourceCapabilities: Handler = async (ctx) => {
@@ -243,8 +245,7 @@ export const putSourceChunk: Handler = async (ctx) => {
   }
   await ctx.deps.blobs.put(bytes, got);
   // The packed files' digests while the bytes are at hand: completion then skips them.
-  const slices = (await declaredParts.partsOf(ctx.deps.storage, upload)).slices.get(part);
-  if (slices !== undefined) segmentDigests.remember(got, bytes, slices);
+  if (declared.slices !== undefined) segmentDigests.remember(got, bytes, declared.slices);
   const recorded = await recordUploadPart(ctx.deps.storage, {
     tenantId: principal.tenantId,
     upload: upload.upload,

@@ -23,32 +23,20 @@ export function receiptOf(outcome: KeyedOutcome, shownOnce: readonly string[]): 
   return { status: outcome.status, body: JSON.stringify(document) };
 }
 
-/**
- * Canonical JSON: object keys sorted, so the same request always hashes the same. Written as
- * loops over one growing string: a source reservation's manifest has hundreds of thousands of
- * small objects, and the entries/filter/sort/map/join chain per object cost several times more.
- */
+/** Canonical JSON: object keys sorted, so the same request always hashes the same. */
 function canonical(value: unknown): string {
   if (Array.isArray(value)) {
     // An array of plain values (an inline source file's bytes: hundreds of thousands of
-    // integers) has one canonical form, JSON.stringify's.
+    // integers) has one canonical form, JSON.stringify's, which is many times faster than
+    // joining each element's string.
     if (value.every((v) => v === null || typeof v !== "object")) return JSON.stringify(value);
-    let out = "[";
-    for (let i = 0; i < value.length; i++) out += (i === 0 ? "" : ",") + canonical(value[i]);
-    return `${out}]`;
+    return `[${value.map(canonical).join(",")}]`;
   }
   if (value !== null && typeof value === "object") {
-    const record = value as Record<string, unknown>;
-    const keys = Object.keys(record).sort();
-    let out = "{";
-    let first = true;
-    for (const key of keys) {
-      const member = record[key];
-      if (member === undefined) continue;
-      out += `${first ? "" : ","}${JSON.stringify(key)}:${canonical(member)}`;
-      first = false;
-    }
-    return `${out}}`;
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
   }
   return JSON.stringify(value) ?? "null";
 }

@@ -1,7 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, renameSync, writeSync } from "node:fs";
-import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, renameSync, write, writeSync } from "node:fs";
+import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { promisify } from "node:util";
+
+const writeAsync = promisify(write);
 
 /** Blobs up to this size are written with synchronous calls (see `put`). */
 const SYNCHRONOUS_WRITE_BYTES = 1024 * 1024;
@@ -33,35 +36,24 @@ export class LocalBlobStore {
    * that into the page cache takes about as long as hashing it, which the caller has just done
    * on this thread anyway, while the asynchronous calls cost six thread-pool round trips per
    * blob (stat, mkdir, open, write, close, rename). On a small machine those wake-ups made up
-   * most of a small part's cost (docs/benchmarks.md). Larger blobs (4 MiB pieces of large files, artifacts) are written
-   * asynchronously, so the event loop never stalls for long.
+   * most of a small part's cost (docs/benchmarks.md). Larger blobs (4 MiB pieces of large files,
+   * artifacts) are written asynchronously, so the event loop never stalls for long: writing
+   * 4 MiB synchronously made big parts slower, stalling the socket reads it used to overlap.
+   * Both open the file in a shard created once per process (`#create`) and rename it into place.
    */
   async put(bytes: Uint8Array, verifiedSha256?: string): Promise<{ sha256: string; bytes: number }> {
     const sha256 = verifiedSha256 ?? createHash("sha256").update(bytes).digest("hex");
     const path = this.pathOf(sha256);
     if (!existsSync(path)) {
       const temporary = `${path}.${randomBytes(6).toString("hex")}.tmp`;
-      if (bytes.byteLength > SYNCHRONOUS_WRITE_BYTES) {
-        const shard = sha256.slice(0, 2);
-        if (!this.#shards.has(shard)) {
-          await mkdir(join(this.root, shard), { recursive: true });
-          this.#shards.add(shard);
-        }
-        try {
-          await writeFile(temporary, bytes);
-        } catch (error) {
-          // The shard went away since this process made it: make it again, once.
-          if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-          await mkdir(join(this.root, shard), { recursive: true });
-          await writeFile(temporary, bytes);
-        }
-        await rename(temporary, path);
-        return { sha256, bytes: bytes.byteLength };
-      }
       const fd = this.#create(sha256.slice(0, 2), temporary);
       try {
         for (let written = 0; written < bytes.byteLength; ) {
-          written += writeSync(fd, bytes, written, bytes.byteLength - written);
+          const length = bytes.byteLength - written;
+          written +=
+            bytes.byteLength > SYNCHRONOUS_WRITE_BYTES
+              ? (await writeAsync(fd, bytes, written, length)).bytesWritten
+              : writeSync(fd, bytes, written, length);
         }
       } finally {
         closeSync(fd);
