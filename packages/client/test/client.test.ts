@@ -5,7 +5,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { buildApp, hashToken, mintToken } from "@kiln/server";
-import { addPersonToTenant, createTenant, issueCliToken, LocalBlobStore, type Storage } from "@kiln/storage";
+import {
+  addPersonToTenant,
+  createTenant,
+  issueCliToken,
+  LocalBlobStore,
+  type Storage,
+  systemClock,
+} from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { createClient, KilnRefusal, KilnTransportError } from "../src/index.js";
@@ -19,7 +26,7 @@ describe("typed client against a real listening server", () => {
     storage = await openSqliteForTest();
     app = buildApp({
       storage,
-      clock: { now: () => new Date() },
+      clock: systemClock,
       version: "test",
       publicOrigin: "http://kiln.test",
       blobs: new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-"))),

@@ -1,10 +1,17 @@
+import "./formats.js";
+
 export * from "./catalogue.js";
+export * from "./clock.js";
+export * from "./logger.js";
 export * from "./openapi.js";
 export * from "./operation.js";
+export * from "./periodic-loop.js";
+export * from "./records/admission.js";
 export * from "./records/audit.js";
 export * from "./records/credentials.js";
 export * from "./records/device.js";
 export * from "./records/dogfood.js";
+export * from "./records/host-protocol.js";
 export * from "./records/identity.js";
 export * from "./records/jobs.js";
 export * from "./records/openapi-document.js";

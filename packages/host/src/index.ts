@@ -1,11 +1,14 @@
+export type { AttemptDirectories, AttemptRunnerDeps } from "./agent/attempt/attempt-context.js";
+export { type AttemptEnd, runAttempt } from "./agent/attempt/run-attempt.js";
+export { cargoArgv } from "./agent/attempt/run-cargo.js";
 export * from "./agent/attempt-evidence.js";
 export { AttemptLineage, SANDBOX_MOUNTS } from "./agent/attempt-lineage.js";
 export * from "./agent/cargo-output-observer.js";
 export * from "./agent/host-agent.js";
+export type { HostEvent, HostReporting } from "./agent/host-events.js";
 export * from "./agent/host-protocol.js";
 export * from "./agent/lineage-store.js";
 export { measureTreeBytes } from "./agent/measure-tree-bytes.js";
-export * from "./agent/run-attempt.js";
 export { chooseScratchRoot } from "./agent/scratch-root.js";
 export * from "./agent/source-mtimes.js";
 export * from "./evidence/index.js";

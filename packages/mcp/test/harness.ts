@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createClient, type KilnClient } from "@kiln/client";
-import type { Scope } from "@kiln/contract";
+import { type Scope, silentLogger } from "@kiln/contract";
 import { buildApp, hashToken, mintToken } from "@kiln/server";
 import {
   addPersonToTenant,
@@ -73,7 +73,7 @@ export async function startKiln(options: { localHost?: boolean } = {}): Promise<
     };
     lineageRoot = mkdtempSync(join(tmpdir(), "kiln-mcp-lineages-"));
     host = await module.startLocalHost(
-      { storage, blobs, clock: systemClock },
+      { storage, blobs, clock: systemClock, log: silentLogger },
       {
         workRoot: mkdtempSync(join(tmpdir(), "kiln-mcp-attempts-")),
         lineageRoot,

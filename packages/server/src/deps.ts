@@ -1,4 +1,5 @@
-import type { Clock, LocalBlobStore, Storage } from "@kiln/storage";
+import type { Clock } from "@kiln/contract";
+import type { LocalBlobStore, Storage } from "@kiln/storage";
 import type { LastUsedRecorder } from "./auth/last-used-recorder.js";
 
 /** Everything buildApp needs from the outside world; main.ts wires the real ones. */
@@ -18,6 +19,7 @@ export interface AppDeps {
   readonly storageQuotaBytes?: number;
   /** Nudges the scheduler after a submission or cancellation (the local host polls otherwise). */
   readonly wakeScheduler?: () => void;
+  /** The clock every part of the app reads time from and schedules on. */
   readonly clock: Clock;
   /**
    * The origin people and devices reach kiln at (KILN_PUBLIC_URL), used in sign-in

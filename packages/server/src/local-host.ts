@@ -1,6 +1,7 @@
 import { rmdir } from "node:fs/promises";
 import { availableParallelism, totalmem } from "node:os";
 import { join } from "node:path";
+import type { Clock, Logger, LoopFailure } from "@kiln/contract";
 import {
   admitToolchain,
   cargoOutputObserver,
@@ -8,12 +9,15 @@ import {
   createSandboxExecutor,
   type Executor,
   HostAgent,
+  type HostEvent,
   LineageStore,
   reapStaleAttempts,
   removeJobDirectories,
 } from "@kiln/host";
-import type { Clock, LocalBlobStore, Storage } from "@kiln/storage";
+import type { LocalBlobStore, Storage } from "@kiln/storage";
 import { inProcessHostProtocol } from "./host-protocol/in-process-host-protocol.js";
+import { HostService, type HostServiceEvent } from "./hosts/host-service.js";
+import { jobActivity } from "./jobs/job-activity.js";
 import { startLeaseReaper } from "./scheduler/lease-reaper.js";
 
 export interface LocalHostOptions {
@@ -38,21 +42,30 @@ export interface LocalHostOptions {
    * /dev/shm when it is tmpfs; null keeps them in the attempt directory).
    */
   readonly scratchRoot?: string | null;
+  /** Hears every failure of the host and the control plane's host-side loops (tests assert them). */
+  readonly onEvent?: (event: LocalHostEvent) => void;
 }
+
+/** What the embedded host, its host service and its lease reaper report besides logging it. */
+export type LocalHostEvent = HostEvent | HostServiceEvent | LoopFailure;
 
 /**
  * The embedded default: one local host running beside the server, speaking the host
  * protocol in-process, plus the lease reaper that hands lost attempts back to the queue.
  */
 export async function startLocalHost(
-  deps: { storage: Storage; blobs: LocalBlobStore; clock: Clock; storageQuotaBytes?: number },
+  deps: { storage: Storage; blobs: LocalBlobStore; clock: Clock; log: Logger; storageQuotaBytes?: number },
   options: LocalHostOptions,
 ): Promise<{ wake: () => void; stop: () => Promise<void> }> {
   const scratchRoot =
     options.scratchRoot === null ? undefined : (options.scratchRoot ?? chooseScratchRoot(options.workRoot));
+  const onEvent = options.onEvent ?? (() => {});
+  const service = new HostService({ ...deps, activity: jobActivity, onEvent });
   const agent = new HostAgent({
     hostId: options.hostId ?? "local",
-    protocol: inProcessHostProtocol(deps),
+    protocol: inProcessHostProtocol(service),
+    clock: deps.clock,
+    reporting: { log: deps.log, emit: onEvent },
     executor: options.executor ?? createSandboxExecutor(),
     resolveToolchain: (name) => admitToolchain(name),
     newObserver: cargoOutputObserver,
@@ -69,14 +82,24 @@ export async function startLocalHost(
       reapStaleAttempts({ workRoot: options.workRoot, ...(scratchRoot === undefined ? {} : { scratchRoot }) }),
   });
   await agent.start();
-  const reaper = startLeaseReaper({ storage: deps.storage, clock: deps.clock, onReclaimed: () => agent.wake() });
+  const reaper = startLeaseReaper({
+    storage: deps.storage,
+    clock: deps.clock,
+    log: deps.log,
+    onReclaimed: () => agent.wake(),
+    onFailure: onEvent,
+  });
   return {
     wake: () => agent.wake(),
     stop: async () => {
-      reaper.stop();
+      await reaper.stop();
       await agent.stop();
       // Every attempt's scratch is removed by now; the host's own directory goes with it.
-      if (scratchRoot !== undefined) await rmdir(scratchRoot).catch(() => undefined);
+      if (scratchRoot !== undefined) {
+        await rmdir(scratchRoot).catch((error: unknown) =>
+          deps.log.warn({ scratchRoot, err: error }, "the host's scratch root could not be removed"),
+        );
+      }
     },
   };
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { LocalBlobStore, openStorage, systemClock } from "@kiln/storage";
+import { systemClock } from "@kiln/contract";
+import { LocalBlobStore, openStorage } from "@kiln/storage";
 import { Command } from "commander";
+import { pino } from "pino";
 import { adminCommand } from "./admin/admin-commands.js";
 import { mintSignInLink } from "./admin/mint-sign-in-link.js";
 import { buildApp } from "./build-app.js";
@@ -34,6 +36,8 @@ program
     const publicOrigin = config.publicOrigin ?? `http://${config.host}:${port}`;
     const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
     const blobs = new LocalBlobStore(join(config.dataDir, "blobs"));
+    // Background work (the local host, the lease reaper, the upload sweeper) logs here.
+    const log = pino({ level: process.env.KILN_LOG_LEVEL ?? "info" });
     // The local host starts after the app; submissions before then wait for its first poll.
     let wake = () => {};
     const app = buildApp({
@@ -49,7 +53,7 @@ program
     if (process.env.KILN_LOCAL_HOST !== "off") {
       try {
         host = await startLocalHost(
-          { storage, blobs, clock: systemClock },
+          { storage, blobs, clock: systemClock, log },
           { workRoot: join(config.dataDir, "attempts") },
         );
       } catch (error) {
@@ -60,9 +64,9 @@ program
       }
     }
     if (host !== null) wake = host.wake;
-    const sweeper = startUploadSweeper({ storage, clock: systemClock });
+    const sweeper = startUploadSweeper({ storage, clock: systemClock, log });
     const shutdown = async () => {
-      sweeper.stop();
+      await sweeper.stop();
       await host?.stop();
       await app.close();
       await storage.close();

@@ -2,8 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "./harness.js";
 import { inlineSubmission } from "./job-fixtures.js";
 
 /**
@@ -43,7 +42,7 @@ for (const dialect of DIALECTS) {
     };
     /** A job of `repository` whose attempt reports its lineage cold for `reason`. */
     const coldJob = async (repository: string, reason: string) => {
-      const protocol = inProcessHostProtocol(t.deps);
+      const protocol = hostProtocolOf(t.deps);
       const res = await t.app.inject({
         method: "POST",
         url: "/api/v4/jobs",
@@ -51,7 +50,7 @@ for (const dialect of DIALECTS) {
         payload: inlineSubmission(repository, "build"),
       });
       assert.equal(res.statusCode, 200, res.body);
-      await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "test" });
+      await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
       const placement = await protocol.claim("local", 16);
       assert.ok(placement !== null);
       t.clock.advance(60);

@@ -9,12 +9,13 @@ import { readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { silentLogger, systemClock } from "@kiln/contract";
 import { createSandboxExecutor, type Executor } from "@kiln/host";
-import { type LocalBlobStore, onboardRepository, type Storage, systemClock } from "@kiln/storage";
+import { type LocalBlobStore, onboardRepository, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import { startLocalHost } from "../src/local-host.js";
+import { type LocalHostEvent, startLocalHost } from "../src/local-host.js";
 import { type SourceFile, sorted } from "./crates.js";
 import { bearer, personWithToken, testBlobs } from "./harness.js";
 
@@ -193,6 +194,8 @@ export interface Embedded {
   tenant: string;
   workRoot: string;
   lineageRoot: string;
+  /** Every failure and attempt end the embedded host reported, in order. */
+  events: LocalHostEvent[];
   /** Another app on the same storage and host (e.g. another platform wall-clock ceiling). */
   extraApp(options: { wallClockSeconds?: number }): Promise<Jobs>;
   close(): Promise<void>;
@@ -210,6 +213,7 @@ export async function startEmbedded(
   let wake = () => {};
   const quota = options.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: options.storageQuotaBytes };
   const apps: FastifyInstance[] = [];
+  const events: LocalHostEvent[] = [];
   const makeApp = async (wallClockSeconds: number | undefined) => {
     const app = buildApp({
       storage,
@@ -228,8 +232,13 @@ export async function startEmbedded(
   };
   const app = await makeApp(options.wallClockSeconds);
   const host = await startLocalHost(
-    { storage, blobs, clock: systemClock, ...quota },
-    { workRoot, lineageRoot, executor: options.executor ?? createSandboxExecutor() },
+    { storage, blobs, clock: systemClock, log: silentLogger, ...quota },
+    {
+      workRoot,
+      lineageRoot,
+      executor: options.executor ?? createSandboxExecutor(),
+      onEvent: (event) => events.push(event),
+    },
   );
   wake = host.wake;
   const member = await personWithToken(storage, { role: "member", now: new Date() });
@@ -243,6 +252,7 @@ export async function startEmbedded(
     tenant: member.tenant,
     workRoot,
     lineageRoot,
+    events,
     extraApp: async ({ wallClockSeconds }) => new Jobs(injectApi(await makeApp(wallClockSeconds), member.token)),
     close: async () => {
       await host.stop();

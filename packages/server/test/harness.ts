@@ -1,24 +1,23 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Role } from "@kiln/contract";
-import {
-  addPersonToTenant,
-  type Clock,
-  createTenant,
-  issueCliToken,
-  LocalBlobStore,
-  type Storage,
-} from "@kiln/storage";
+import { type Clock, type Role, silentLogger, systemClock } from "@kiln/contract";
+import { addPersonToTenant, createTenant, issueCliToken, LocalBlobStore, type Storage } from "@kiln/storage";
 import type { FastifyInstance } from "fastify";
 import { hashToken, mintToken } from "../src/auth/token-format.js";
 import { buildApp } from "../src/build-app.js";
 import type { AppDeps } from "../src/deps.js";
+import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
+import { HostService } from "../src/hosts/host-service.js";
+import { jobActivity } from "../src/jobs/job-activity.js";
 
 /** A blob store in a fresh temporary directory. */
 export const testBlobs = () => new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-")));
 
-/** A settable clock so tests move time instead of waiting. */
+/**
+ * A settable clock so tests move time instead of waiting; its timers are real ones (the
+ * app's tests drive no loops; the host agent's tests use ManualClock, which drives timers).
+ */
 export class TestClock implements Clock {
   constructor(private current = new Date("2026-11-22T08:00:00.000Z")) {}
   now(): Date {
@@ -26,6 +25,12 @@ export class TestClock implements Clock {
   }
   advance(seconds: number): void {
     this.current = new Date(this.current.getTime() + seconds * 1000);
+  }
+  after(ms: number, fn: () => void) {
+    return systemClock.after(ms, fn);
+  }
+  sleep(ms: number, signal?: AbortSignal) {
+    return systemClock.sleep(ms, signal);
   }
 }
 
@@ -95,3 +100,17 @@ export async function personWithToken(
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** The host protocol bound in-process to a host service over the app's dependencies (no host agent). */
+export function hostProtocolOf(deps: Pick<AppDeps, "storage" | "blobs" | "clock" | "storageQuotaBytes">) {
+  return inProcessHostProtocol(
+    new HostService({
+      storage: deps.storage,
+      blobs: deps.blobs,
+      clock: deps.clock,
+      log: silentLogger,
+      activity: jobActivity,
+      ...(deps.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: deps.storageQuotaBytes }),
+    }),
+  );
+}

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { type ClientRequest, get, type IncomingMessage } from "node:http";
-import { operationById } from "@kiln/contract";
+import { type JobAdmission, operationById, type SourceEntry } from "@kiln/contract";
 import {
   appendLogRecords,
   claimNextJob,
@@ -82,7 +82,16 @@ let jobs = 0;
 /** A queued job of `tenant`, accepted at `now`, as jobs.submit stores one. */
 export async function acceptJob(
   storage: Storage,
-  input: { tenant: string; now: Date; repository?: string; maxAttempts?: number },
+  input: {
+    tenant: string;
+    now: Date;
+    repository?: string;
+    maxAttempts?: number;
+    /** The job's exact source (default: none). */
+    source?: readonly SourceEntry[];
+    /** The stored admission JSON instead of a complete one (e.g. a broken record). */
+    admitted?: string;
+  },
 ): Promise<JobRow> {
   jobs += 1;
   const invocation = { operation: "test", arguments: ["--workspace"], artifacts: ["release/app"] };
@@ -102,18 +111,24 @@ export async function acceptJob(
     submission_key: `fixture-${process.pid}-${jobs}`,
     request_hash: createHash("sha256").update(`fixture-${jobs}`).digest("hex"),
     invocation: JSON.stringify(invocation),
-    source_manifest: "[]",
+    source_manifest: JSON.stringify(input.source ?? []),
     wall_clock_seconds: 3600,
     max_attempts: input.maxAttempts ?? 3,
     attempts_started: 0,
     accepted_at: now,
     queued_at: now,
-    admitted: JSON.stringify({
-      toolchain: "1.85.0",
-      toolchain_origin: "invocation",
-      network_policy: "offline",
-      configuration_sha256: null,
-    }),
+    admitted:
+      input.admitted ??
+      JSON.stringify({
+        toolchain: "1.85.0",
+        toolchain_origin: "invocation",
+        network_policy: "offline",
+        configuration_sha256: null,
+        settings_version: 0,
+        injections: [],
+        wall_clock_ceiling: { seconds: 3600, origin: "platform default" },
+        affected_tests: false,
+      } satisfies JobAdmission),
     retry_of: null,
   });
   return job;
@@ -241,8 +256,8 @@ export async function finishJob(
       cargoOutput,
       artifacts,
       artifactRetentionSeconds: input.retentionSeconds ?? 3600,
-      usage: { size: "kiln2-cpu", seconds: 30, vcpuSeconds: 60 },
     },
+    meter: () => ({ size: "kiln2-cpu", seconds: 30, vcpuSeconds: 60 }),
   });
   assert.equal(result, "finished");
 }

@@ -2,8 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { JobLogStreamFrame } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
-import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
-import { bearer, personWithToken } from "./harness.js";
+import { bearer, hostProtocolOf, personWithToken } from "./harness.js";
 import {
   acceptJob,
   appendLines,
@@ -292,7 +291,7 @@ for (const dialect of DIALECTS) {
       // The in-process host protocol nudges the job's streams (job-activity.ts). Without the
       // nudge a stream notices within one poll (LOG_POLL_MS, 200 ms): uniformly 0–200 ms, a
       // median near 100 ms. Five jobs, each finished through the protocol while its stream waits.
-      const protocol = inProcessHostProtocol({ storage: t.storage, blobs: t.blobs, clock: t.clock });
+      const protocol = hostProtocolOf({ storage: t.storage, blobs: t.blobs, clock: t.clock });
       const delays: number[] = [];
       for (let i = 0; i < 5; i++) {
         const job = await acceptJob(t.storage, { tenant: owner.tenant, now: t.clock.now() });
@@ -302,7 +301,9 @@ for (const dialect of DIALECTS) {
         await reader.quiet(30);
         const started = performance.now();
         assert.equal(
-          await protocol.appendLogs(lease, [{ stream: "stdout", at: t.clock.now(), text: `last line ${i}` }]),
+          await protocol.appendLogs(lease, [
+            { stream: "stdout", at: t.clock.now().toISOString(), text: `last line ${i}` },
+          ]),
           "accepted",
         );
         const finished = await protocol.finish(lease, {

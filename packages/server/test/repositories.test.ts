@@ -1,16 +1,19 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import type { AttemptReport } from "@kiln/contract";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
 import { PLATFORM_STORAGE_QUOTA_BYTES } from "../src/repositories/storage-quota.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "./harness.js";
 import { inlineSubmission } from "./job-fixtures.js";
 
 const MB = 1_000_000;
 
 /** The evidence a host reports for an attempt that saved its lineage. */
-const report = (lineage: string, saved: { bytes: number; generation: number; root: number; warm?: boolean }) => ({
+const report = (
+  lineage: string,
+  saved: { bytes: number; generation: number; root: number; warm?: boolean },
+): AttemptReport => ({
   phases: [],
   crates: [],
   tests: [],
@@ -19,7 +22,7 @@ const report = (lineage: string, saved: { bytes: number; generation: number; roo
     {
       lineage,
       class: "build/dev/stable",
-      outcome: saved.warm === true ? "warm" : "cold",
+      outcome: saved.warm === true ? ("warm" as const) : ("cold" as const),
       reason: saved.warm === true ? null : "first job of the class",
       restored_bytes: 0,
       saved_bytes: saved.bytes,
@@ -60,7 +63,7 @@ for (const dialect of DIALECTS) {
     };
     /** Submits a job of the repository, places it through the host protocol and finishes it with `saved`. */
     const runJob = async (repository: string, lineage: string, saved: Parameters<typeof report>[1]) => {
-      const protocol = inProcessHostProtocol({ ...t.deps, storageQuotaBytes: quota });
+      const protocol = hostProtocolOf({ ...t.deps, storageQuotaBytes: quota });
       const res = await t.app.inject({
         method: "POST",
         url: "/api/v4/jobs",
@@ -68,7 +71,7 @@ for (const dialect of DIALECTS) {
         payload: inlineSubmission(repository),
       });
       assert.equal(res.statusCode, 200, res.body);
-      await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "test" });
+      await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
       const placement = await protocol.claim("local", 16);
       assert.ok(placement !== null);
       t.clock.advance(60);

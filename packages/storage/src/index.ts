@@ -41,7 +41,12 @@ export {
 } from "./idempotency/reserve-idempotency-key.js";
 export { appendLogRecords, type LogLine } from "./jobs/append-log-records.js";
 export { type AttemptRow, claimNextJob } from "./jobs/claim-next-job.js";
-export { type AttemptCompletion, finishAttempt } from "./jobs/finish-attempt.js";
+export {
+  type AttemptCompletion,
+  type AttemptUsage,
+  finishAttempt,
+  type MeteredAttempt,
+} from "./jobs/finish-attempt.js";
 export { insertJob, type JobRow } from "./jobs/insert-job.js";
 export { newJobId } from "./jobs/job-ids.js";
 export { type JobFilters, listJobs } from "./jobs/list-jobs.js";

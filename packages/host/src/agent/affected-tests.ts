@@ -8,13 +8,13 @@ import { readFile } from "node:fs/promises";
 import { posix } from "node:path";
 import { changedPaths, decideAffected, packageSelectingArgument } from "./affected-packages.js";
 import type { AttemptLineage, TestBaseline } from "./attempt-lineage.js";
-import type { Placement } from "./host-protocol.js";
+import type { AffectedTestsItem, Placement } from "./host-protocol.js";
 
 export interface AffectedTestsPlan {
   /** The cargo arguments to run with, or null: run no cargo at all (nothing is affected). */
   readonly arguments: readonly string[] | null;
   /** The evidence's `affected_tests` member (null: not a test job and the setting is off). */
-  readonly evidence: Record<string, unknown> | null;
+  readonly evidence: AffectedTestsItem | null;
   /** Whether a passing run tests every package a plain `cargo test` would (given the baseline). */
   readonly coversEverything: boolean;
 }
@@ -46,7 +46,8 @@ export async function planAffectedTests(
       enabled: placement.affectedTests === true,
       applied: false,
       reason,
-      baseline: baseline === null ? null : { job: baseline.job, restored_generation: lineage?.restoredGeneration },
+      baseline:
+        baseline === null ? null : { job: baseline.job, restored_generation: lineage?.restoredGeneration ?? null },
       changed_files: null,
       affected: [],
       skipped: [],
@@ -115,8 +116,8 @@ export async function planAffectedTests(
     reason,
     baseline: named,
     changed_files: changed.length,
-    affected: decision.affected,
-    skipped: decision.skipped,
+    affected: [...decision.affected],
+    skipped: [...decision.skipped],
     ran_cargo: ranCargo,
   });
   if (decision.affected.length === 0) {

@@ -1,3 +1,5 @@
+import type { Clock, CrateItem, PhaseItem, TestItem } from "@kiln/contract";
+
 /**
  * What the host learns from cargo's output while an attempt runs. The concrete parser
  * (`../evidence/`) implements it; the runner only feeds lines and reads the summary.
@@ -11,31 +13,27 @@ export interface OutputObserver {
 
 export interface OutputSummary {
   /** The contract's report items for crates and tests (attempt is added by the control plane). */
-  readonly crates: readonly Record<string, unknown>[];
-  readonly tests: readonly Record<string, unknown>[];
+  readonly crates: readonly CrateItem[];
+  readonly tests: readonly TestItem[];
   /** Whether cargo reported the build finished successfully (null when it never said). */
   readonly buildSucceeded: boolean | null;
   readonly failedTests: number;
 }
 
-export interface Phase {
-  name: string;
-  status: "passed" | "failed" | "skipped" | "cancelled";
-  started_at: string;
-  finished_at: string;
-  duration_ms: number;
-}
+export type Phase = PhaseItem & { status: "passed" | "failed" | "skipped" | "cancelled" };
 
 /** Times a named phase of the attempt for the evidence. */
 export class PhaseClock {
   readonly phases: Phase[] = [];
+
+  constructor(private readonly clock: Clock) {}
 
   async run<T>(
     name: string,
     fn: () => Promise<T>,
     statusOf: (value: T) => Phase["status"] = () => "passed",
   ): Promise<T> {
-    const started = new Date();
+    const started = this.clock.now();
     try {
       const value = await fn();
       this.record(name, started, statusOf(value));
@@ -47,7 +45,7 @@ export class PhaseClock {
   }
 
   record(name: string, started: Date, status: Phase["status"]): void {
-    const finished = new Date();
+    const finished = this.clock.now();
     this.phases.push({
       name,
       status,

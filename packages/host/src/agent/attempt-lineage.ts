@@ -13,7 +13,7 @@ import {
   resolutionInputsUnchanged,
   restoreGeneratedLockfiles,
 } from "./generated-lockfiles.js";
-import type { Placement } from "./host-protocol.js";
+import type { CacheItem, Placement } from "./host-protocol.js";
 import type { LineageLease, LineageStore } from "./lineage-store.js";
 import { measureTreeBytes } from "./measure-tree-bytes.js";
 import {
@@ -212,7 +212,7 @@ export class AttemptLineage {
   }
 
   /** The evidence's `caches` item (open record: generation and what became of the save are extra). */
-  cacheItem(): Record<string, unknown> {
+  cacheItem(): CacheItem {
     return {
       lineage: this.lease.key,
       class: this.placement.jobClass,

@@ -18,15 +18,15 @@ export function cargoOutputObserver(attempt: number): OutputObserver {
         .map((b) => ({
           target: b.label,
           name: "(test binary crashed before reporting its tests)",
-          outcome: "failed",
+          outcome: "failed" as const,
           attempt,
           duration_ms: null,
           crashed: true,
           ...(b.exitDetail === null ? {} : { detail: b.exitDetail }),
         }));
       return {
-        crates: items.crates as unknown as Record<string, unknown>[],
-        tests: [...(items.tests as unknown as Record<string, unknown>[]), ...crashed],
+        crates: items.crates,
+        tests: [...items.tests, ...crashed],
         buildSucceeded: parsed.build.success,
         failedTests: Math.max(parsed.testTotals.failed + crashed.length, parsed.failedTargets.length > 0 ? 1 : 0),
       };

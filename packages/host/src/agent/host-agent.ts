@@ -1,16 +1,20 @@
-import { type AttemptRunnerDeps, runAttempt } from "./run-attempt.js";
+import { messageOf, type Timer } from "@kiln/contract";
+import type { AttemptRunnerDeps } from "./attempt/attempt-context.js";
+import { runAttempt } from "./attempt/run-attempt.js";
 
 /**
  * The host agent loop: enrolls, then claims attempts while it has free vCPUs and runs
  * each one concurrently. `wake()` claims at once (after a submission); otherwise it
- * polls. `stop()` stops claiming and waits for running attempts.
+ * polls on its clock. `stop()` stops claiming and waits for running attempts. Every failure
+ * — a claim the control plane did not answer, an attempt that ended in an error — is logged
+ * and emitted through `reporting`; the loop goes on.
  */
 export class HostAgent {
   private running = new Set<Promise<void>>();
   /** Attempt directories still being removed; stop() waits for them too. */
   private cleanups = new Set<Promise<void>>();
   private usedVcpus = 0;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
   private claiming = false;
   private stopped = false;
 
@@ -39,10 +43,15 @@ export class HostAgent {
     void this.claim();
   }
 
+  /** vCPUs held by running attempts. */
+  get busyVcpus(): number {
+    return this.usedVcpus;
+  }
+
   private schedule(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.claim().finally(() => this.schedule()), this.deps.pollMs ?? 500);
-    this.timer.unref();
+    this.timer?.cancel();
+    this.timer = this.deps.clock.after(this.deps.pollMs ?? 500, () => void this.claim().finally(() => this.schedule()));
   }
 
   private async claim(): Promise<void> {
@@ -55,8 +64,20 @@ export class HostAgent {
         const placement = await this.deps.protocol.claim(this.deps.hostId, free);
         if (placement === null) break;
         this.usedVcpus += placement.limits.vcpus;
+        const { jobId, attempt } = placement;
         const task: Promise<void> = runAttempt({ ...this.deps, inBackground: (work) => this.track(work) }, placement)
-          .catch(() => undefined)
+          .then(
+            (end) => this.deps.reporting.emit({ type: "attempt:end", jobId, attempt, ...end }),
+            (error: unknown) => {
+              // The result could not be reported (the control plane did not take it): the lease
+              // lapses and the control plane re-places the job; the operator hears why here.
+              this.deps.reporting.emit({ type: "attempt:error", jobId, attempt, phase: "report", error });
+              this.deps.reporting.log.error(
+                { jobId, attempt, err: error },
+                `attempt ${attempt} of ${jobId} could not report its result: ${messageOf(error)}`,
+              );
+            },
+          )
           .finally(() => {
             this.usedVcpus -= placement.limits.vcpus;
             this.running.delete(task);
@@ -64,8 +85,9 @@ export class HostAgent {
           });
         this.running.add(task);
       }
-    } catch {
-      // The control plane did not answer; the next poll tries again.
+    } catch (error) {
+      this.deps.reporting.emit({ type: "claim:error", error });
+      this.deps.reporting.log.warn({ host: this.deps.hostId, err: error }, `claim failed: ${messageOf(error)}`);
     } finally {
       this.claiming = false;
     }
@@ -78,7 +100,7 @@ export class HostAgent {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer?.cancel();
     await Promise.all(this.running);
     await Promise.all(this.cleanups);
   }

@@ -4,13 +4,12 @@
  * member for travels as extra snake_case members.
  */
 
-import type { JobEvidence } from "@kiln/contract";
+import type { CrateItem, TestItem } from "@kiln/contract";
 import type { PackageSourceKind } from "./package-id.js";
 import type { ParsedCargoOutput } from "./parse-cargo-output.js";
 
-type EvidenceReport = (typeof JobEvidence)["static"]["report"];
 /** A report `crates` item, with the extra members this mapping adds. */
-export type ReportCrateItem = EvidenceReport["crates"][number] & {
+export type ReportCrateItem = CrateItem & {
   /** Cargo's package id; null for a package only the progress lines named. */
   package_id?: string | null;
   /** Units (lib, bins, tests, build script, …) Cargo reported for the package. */
@@ -21,7 +20,9 @@ export type ReportCrateItem = EvidenceReport["crates"][number] & {
 };
 
 /** A report `tests` item, with the extra members this mapping adds. */
-export type ReportTestItem = EvidenceReport["tests"][number] & {
+export type ReportTestItem = TestItem & {
+  /** The attempt that ran it (the control plane sets it again when it merges attempts). */
+  attempt: number;
   /** libtest's mode: `should panic`, `compile fail` or `compile` (doctest `no_run`). */
   mode?: string;
   ignore_reason?: string;

@@ -1,16 +1,13 @@
+import type { ResourceLimits } from "@kiln/contract";
+
+export type { ResourceLimits } from "@kiln/contract";
+
 /**
  * The executor interface: one attempt of one job, run in isolation. Implementations
  * (`sandbox` with bubblewrap + cgroups; later `microvm` with QEMU) share one test suite.
  * An executor never talks to the control plane: the host agent hands it a prepared job
  * directory and streams what it reports.
  */
-
-/** vCPUs, memory and process count granted to an attempt (from the job's size). */
-export interface ResourceLimits {
-  readonly vcpus: number;
-  readonly memoryBytes: number;
-  readonly pids: number;
-}
 
 /** A rustup toolchain the host admits: its name and the directory holding bin/cargo, bin/rustc, lib/. */
 export interface AdmittedToolchain {

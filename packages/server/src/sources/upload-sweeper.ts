@@ -1,14 +1,24 @@
-import { type Clock, cleanupExpiredUploads, type Storage } from "@kiln/storage";
+import { type Clock, type Logger, type LoopFailure, type PeriodicLoop, startPeriodicLoop } from "@kiln/contract";
+import { cleanupExpiredUploads, type Storage } from "@kiln/storage";
 
 /**
- * Periodically cleans up uploads that expired unclaimed, which is when their bytes stop
- * counting toward the tenant's reservations. Any server process may run it: each cleanup is a
- * conditional write (see storage's cleanup-expired-uploads.ts).
+ * Cleans up uploads that expired unclaimed, which is when their bytes stop counting toward the
+ * tenant's reservations, every `everyMs` on the clock. Any server process may run it: each
+ * cleanup is a conditional write (see storage's cleanup-expired-uploads.ts). A failed pass is
+ * logged and emitted; the next pass tries again.
  */
-export function startUploadSweeper(deps: { storage: Storage; clock: Clock }, everyMs = 60_000) {
-  const timer = setInterval(() => {
-    void cleanupExpiredUploads(deps.storage, deps.clock.now()).catch(() => undefined);
-  }, everyMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+export function startUploadSweeper(
+  deps: { storage: Storage; clock: Clock; log: Logger; onFailure?: (failure: LoopFailure) => void },
+  everyMs = 60_000,
+): PeriodicLoop {
+  return startPeriodicLoop({
+    name: "upload sweeper",
+    clock: deps.clock,
+    everyMs,
+    log: deps.log,
+    ...(deps.onFailure === undefined ? {} : { onFailure: deps.onFailure }),
+    run: async () => {
+      await cleanupExpiredUploads(deps.storage, deps.clock.now());
+    },
+  });
 }

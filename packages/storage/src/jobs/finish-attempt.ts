@@ -1,5 +1,9 @@
+import type { Kysely } from "kysely";
 import type { Storage } from "../dialect.js";
+import type { Database } from "../schema.js";
 import { formatTimestamp } from "../timestamps.js";
+import type { AttemptRow } from "./claim-next-job.js";
+import type { JobRow } from "./insert-job.js";
 import { recordTransition } from "./record-transition.js";
 
 export interface AttemptCompletion {
@@ -12,8 +16,21 @@ export interface AttemptCompletion {
   readonly cargoOutput: { sha256: string; bytes: number } | null;
   readonly artifacts: readonly { path: string; bytes: number; sha256: string }[];
   readonly artifactRetentionSeconds: number;
-  /** Metered usage of this attempt. */
-  readonly usage: { size: string; seconds: number; vcpuSeconds: number };
+}
+
+/** Metered usage of one attempt. */
+export interface AttemptUsage {
+  readonly size: string;
+  readonly seconds: number;
+  readonly vcpuSeconds: number;
+}
+
+/** What metering is computed from, read inside the finishing transaction. */
+export interface MeteredAttempt {
+  readonly startedAt: string;
+  readonly vcpus: number;
+  readonly size: string;
+  readonly cancelRequestedAt: string | null;
 }
 
 /**
@@ -24,11 +41,30 @@ export interface AttemptCompletion {
  */
 export async function finishAttempt(
   storage: Storage,
-  input: { jobId: string; attempt: number; leaseToken: string; now: Date; result: AttemptCompletion },
+  input: {
+    jobId: string;
+    attempt: number;
+    leaseToken: string;
+    now: Date;
+    result: AttemptCompletion;
+    /** The attempt's usage, from what the transaction read (the control plane's metering rule). */
+    meter: (attempt: MeteredAttempt) => AttemptUsage;
+    /** Runs in the same transaction once the attempt finished (e.g. lineage accounting). */
+    onFinished?: (trx: Kysely<Database>, job: JobRow, attempt: AttemptRow) => Promise<void>;
+  },
 ): Promise<"finished" | "stale"> {
   const now = formatTimestamp(input.now);
   return storage.transaction(async (trx) => {
     const r = input.result;
+    const leased = await trx
+      .selectFrom("attempts")
+      .selectAll()
+      .where("job_id", "=", input.jobId)
+      .where("number", "=", input.attempt)
+      .where("lease_token", "=", input.leaseToken)
+      .where("state", "=", "running")
+      .executeTakeFirst();
+    if (leased === undefined) return "stale";
     const fenced = await trx
       .updateTable("attempts")
       .set({
@@ -48,7 +84,13 @@ export async function finishAttempt(
     if (fenced.numUpdatedRows === 0n) return "stale";
     const job = await trx.selectFrom("jobs").selectAll().where("id", "=", input.jobId).executeTakeFirstOrThrow();
     const status = r.outcome === "cancelled" || job.status === "cancellation_requested" ? "cancelled" : r.outcome;
-    const usage = { size: r.usage.size, seconds: r.usage.seconds, vcpu_seconds: r.usage.vcpuSeconds, closed_at: now };
+    const metered = input.meter({
+      startedAt: leased.started_at,
+      vcpus: leased.vcpus,
+      size: job.size,
+      cancelRequestedAt: job.cancel_requested_at,
+    });
+    const usage = { size: metered.size, seconds: metered.seconds, vcpu_seconds: metered.vcpuSeconds, closed_at: now };
     await trx
       .updateTable("jobs")
       .set({
@@ -95,6 +137,7 @@ export async function finishAttempt(
             ? `attempt ${input.attempt} reaped after cancellation`
             : `attempt ${input.attempt} failed: ${r.failure?.cause ?? "unknown"}`,
     });
+    await input.onFinished?.(trx, job, leased);
     return "finished";
   });
 }

@@ -1,5 +1,7 @@
+import type { Kysely } from "kysely";
 import type { Storage } from "../dialect.js";
-import type { LineageState } from "../schema.js";
+import { inTransaction } from "../executor.js";
+import type { Database, LineageState } from "../schema.js";
 import { formatTimestamp } from "../timestamps.js";
 import { type LineageRow, liveLineageBytes } from "./lineage-row.js";
 
@@ -50,9 +52,14 @@ export interface LineageSaveResult {
  * `FOR UPDATE` first, so two finishes of one tenant account one after the other (and never
  * both evict for the same excess).
  */
-export async function recordLineageSave(storage: Storage, input: LineageSave): Promise<LineageSaveResult> {
+export async function recordLineageSave(
+  storage: Storage,
+  input: LineageSave,
+  /** The caller's transaction to join (a finishing attempt accounts its save with its settlement). */
+  within?: Kysely<Database>,
+): Promise<LineageSaveResult> {
   const now = formatTimestamp(input.now);
-  return storage.transaction(async (trx) => {
+  return inTransaction(within ?? storage, async (trx) => {
     if (storage.capabilities.rowLocks) {
       await trx.selectFrom("tenants").select("id").where("id", "=", input.tenantId).forUpdate().executeTakeFirst();
     }

@@ -1,0 +1,61 @@
+import { messageOf } from "@kiln/contract";
+import type { ExecutionResult } from "../../executor/executor.js";
+import type { OutputSummary } from "../attempt-evidence.js";
+import type { AttemptFailure, AttemptResult, Placement } from "../host-protocol.js";
+import { cargoStep } from "./run-cargo.js";
+
+/** How the attempt ended, from what cargo did (or that it did not run) and whether cancellation arrived. */
+export function attemptOutcome(run: ExecutionResult | null, cancelled: boolean): AttemptResult["outcome"] {
+  if (run?.outcome === "cancelled" || cancelled) return "cancelled";
+  return run === null || (run.outcome === "exited" && run.exitCode === 0) ? "passed" : "failed";
+}
+
+/** Why an attempt that did not pass failed: the phase and the cause the Job record names. */
+export function failureOf(
+  placement: Placement,
+  outcome: AttemptResult["outcome"],
+  run: ExecutionResult | null,
+  summary: OutputSummary,
+): AttemptFailure | null {
+  const step = cargoStep(placement);
+  if (outcome === "passed") return null;
+  if (outcome === "cancelled")
+    return { phase: step, cause: "cancelled", detail: "cancelled; the process tree was reaped" };
+  if (run === null) return { phase: step, cause: "infrastructure", detail: "cancelled before cargo ran" };
+  const op = placement.invocation.operation;
+  switch (run.outcome) {
+    case "wall_clock_ceiling":
+      return {
+        phase: op,
+        cause: "wall_clock_ceiling",
+        detail: `the attempt ran past its ${placement.wallClockSeconds} s wall-clock ceiling`,
+      };
+    case "infrastructure":
+      return {
+        phase: "provision",
+        cause: "infrastructure",
+        detail: `the sandbox could not run the attempt${run.detail.length > 0 ? `: ${run.detail.join("; ")}` : ""}`,
+      };
+    case "cancelled":
+      return { phase: op, cause: "cancelled", detail: "cancelled; the process tree was reaped" };
+    case "exited": {
+      if (run.oomKilled) {
+        const inTests = step === "test" && summary.buildSucceeded === true;
+        return {
+          phase: inTests ? "test" : "build",
+          cause: inTests ? "test_failure" : "build_error",
+          detail: `a process exceeded the size's memory (${Math.round(placement.limits.memoryBytes / 2 ** 30)} GiB) and was killed`,
+        };
+      }
+      const testsFailed = step === "test" && summary.buildSucceeded !== false && summary.failedTests > 0;
+      return testsFailed
+        ? { phase: "test", cause: "test_failure", detail: `${summary.failedTests} test(s) failed` }
+        : { phase: "build", cause: "build_error", detail: `cargo ${op} exited with ${run.exitCode ?? run.signal}` };
+    }
+  }
+}
+
+/** A phase of the host that threw: the job fails with that cause, said in the host's words. */
+export function hostFailure(phase: string, error: unknown): AttemptFailure {
+  return { phase, cause: "infrastructure", detail: `the host failed in ${phase}: ${messageOf(error)}` };
+}

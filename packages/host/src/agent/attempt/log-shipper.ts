@@ -1,0 +1,69 @@
+import type { Clock, Timer } from "@kiln/contract";
+import type { HostReporting } from "../host-events.js";
+import type { AttemptRef, HostProtocol, LogLine } from "../host-protocol.js";
+
+const FLUSH_MS = 200;
+const BATCH_LINES = 500;
+/** Lines kept for a later try while the control plane does not answer; older ones are dropped (and said so). */
+const MAX_HELD_LINES = 50_000;
+
+/**
+ * Ships an attempt's log lines in small batches, one shipment at a time so they arrive in
+ * order. A `stale` answer means this attempt lost its lease: nothing more is shipped and the
+ * attempt must not report. A shipment that fails is reported and its lines are kept for the
+ * next flush, so a control plane that blinks loses no line.
+ */
+export class LogShipper {
+  #buffer: LogLine[] = [];
+  #timer: Timer | null = null;
+  #chain: Promise<void> = Promise.resolve();
+  #dropped = 0;
+  stale = false;
+
+  constructor(
+    private readonly protocol: HostProtocol,
+    private readonly ref: AttemptRef,
+    private readonly clock: Clock,
+    private readonly reporting: HostReporting,
+  ) {}
+
+  push(stream: LogLine["stream"], text: string): void {
+    this.#buffer.push({ stream, at: this.clock.now().toISOString(), text });
+    if (this.#buffer.length >= BATCH_LINES) void this.flush();
+    else this.#timer ??= this.clock.after(FLUSH_MS, () => void this.flush());
+  }
+
+  /** Ships what is buffered; resolves once every shipment so far has been answered (or failed). */
+  flush(): Promise<void> {
+    this.#timer?.cancel();
+    this.#timer = null;
+    this.#chain = this.#chain.then(() => this.#ship());
+    return this.#chain;
+  }
+
+  async #ship(): Promise<void> {
+    if (this.stale || this.#buffer.length === 0) return;
+    const lines = this.#buffer;
+    this.#buffer = [];
+    try {
+      if ((await this.protocol.appendLogs(this.ref, lines)) === "stale") this.stale = true;
+    } catch (error) {
+      this.reporting.emit({ type: "logs:error", jobId: this.ref.jobId, attempt: this.ref.attempt, error });
+      this.reporting.log.warn(
+        { jobId: this.ref.jobId, attempt: this.ref.attempt, err: error, lines: lines.length },
+        "log lines were not accepted; they are kept for the next shipment",
+      );
+      this.#buffer = [...lines, ...this.#buffer];
+      const over = this.#buffer.length - MAX_HELD_LINES;
+      if (over > 0) {
+        this.#buffer.splice(0, over);
+        this.#dropped += over;
+      }
+    }
+  }
+
+  /** Lines dropped because the control plane did not take them for too long. */
+  get dropped(): number {
+    return this.#dropped;
+  }
+}

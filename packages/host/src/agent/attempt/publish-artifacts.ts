@@ -1,0 +1,18 @@
+import { collectArtifacts } from "../collect-artifacts.js";
+import type { AttemptResult } from "../host-protocol.js";
+import type { AttemptContext } from "./attempt-context.js";
+
+/** Phase `publish`: the files the invocation asked for, from the target dir to blobs. */
+export async function publishArtifacts(
+  attempt: AttemptContext,
+  targetDir: string,
+): Promise<AttemptResult["artifacts"]> {
+  return attempt.phases.run("publish", async () => {
+    const published = [];
+    for (const file of await collectArtifacts(targetDir, attempt.placement.invocation.artifacts ?? [])) {
+      const stored = await attempt.deps.protocol.putBlob(await file.read());
+      published.push({ path: file.path, bytes: stored.bytes, sha256: stored.sha256 });
+    }
+    return published;
+  });
+}

@@ -1,0 +1,111 @@
+import type { AdmittedToolchain, ExecutionResult } from "../../executor/executor.js";
+import type { OutputSummary } from "../attempt-evidence.js";
+import { SANDBOX_MOUNTS } from "../attempt-lineage.js";
+import type { Placement } from "../host-protocol.js";
+import { LineSplitter } from "../line-splitter.js";
+import type { AttemptContext } from "./attempt-context.js";
+import { injectedEnvironment } from "./injections.js";
+
+/** `--message-format` goes right after the operation, before any user argument or `--`. */
+export function cargoArgv(placement: Placement, args: readonly string[] = placement.invocation.arguments): string[] {
+  return ["cargo", placement.invocation.operation, "--message-format=json-render-diagnostics", ...args];
+}
+
+/** The phase cargo runs in: `test` for test and bench jobs, `build` for the rest. */
+export function cargoStep(placement: Placement): "test" | "build" {
+  const op = placement.invocation.operation;
+  return op === "test" || op === "bench" ? "test" : "build";
+}
+
+export interface CargoRun {
+  /** null: cargo did not run (affected_tests found nothing to test). */
+  readonly run: ExecutionResult | null;
+  readonly summary: OutputSummary;
+  /** cargo's raw output, up to the retained limit. */
+  readonly output: Buffer;
+}
+
+/**
+ * Phase `build` or `test`: cargo in the executor with the job's directories at the sandbox's
+ * fixed mount points, its output split into log lines (cargo's JSON messages stay out of the
+ * log, in the retained raw output) and read by the evidence parser as it streams.
+ */
+export async function runCargo(
+  attempt: AttemptContext,
+  input: {
+    readonly toolchain: AdmittedToolchain;
+    readonly targetDir: string;
+    readonly warmTarget: boolean;
+    /** The arguments to run with, or null to run no cargo at all. */
+    readonly arguments: readonly string[] | null;
+  },
+): Promise<CargoRun> {
+  const { deps, placement, dirs } = attempt;
+  const observer = deps.newObserver(placement.attempt);
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  const limit = deps.cargoOutputLimit ?? 64 * 2 ** 20;
+  const splitters = {
+    stdout: new LineSplitter((line) => {
+      observer.pushLine("stdout", line);
+      if (!line.startsWith('{"reason":')) attempt.logs.push("stdout", line);
+    }),
+    stderr: new LineSplitter((line) => {
+      observer.pushLine("stderr", line);
+      attempt.logs.push("stderr", line);
+    }),
+  };
+  const step = cargoStep(placement);
+  let run: ExecutionResult | null = null;
+  if (input.arguments === null) {
+    attempt.phases.record(step, deps.clock.now(), "skipped");
+    attempt.system("kiln: cargo did not run: no package's tests are affected by the change since the baseline");
+  } else {
+    const argv = cargoArgv(placement, input.arguments);
+    attempt.system(`kiln: ${argv.join(" ")} (toolchain ${input.toolchain.name}, network offline)`);
+    run = await attempt.phases.run(
+      step,
+      () =>
+        deps.executor.run({
+          attemptId: attempt.attemptId,
+          limits: placement.limits,
+          workspaceDir: dirs.workspace,
+          targetDir: input.targetDir,
+          homeDir: dirs.home,
+          mounts: SANDBOX_MOUNTS,
+          warmTarget: input.warmTarget,
+          toolchain: input.toolchain,
+          argv,
+          workingDirectory: placement.invocation.working_directory ?? ".",
+          environment: {
+            ...(placement.invocation.environment ?? {}),
+            ...injectedEnvironment(placement),
+            CARGO_TERM_COLOR: "never",
+          },
+          wallClockSeconds: placement.wallClockSeconds,
+          network: "offline",
+          signal: attempt.abort.signal,
+          onOutput: (stream, chunk) => {
+            if (keptBytes < limit) {
+              kept.push(chunk.subarray(0, limit - keptBytes));
+              keptBytes += Math.min(chunk.length, limit - keptBytes);
+            }
+            splitters[stream].push(chunk);
+          },
+        }),
+      (r) =>
+        r.outcome === "exited" && r.exitCode === 0 ? "passed" : r.outcome === "cancelled" ? "cancelled" : "failed",
+    );
+  }
+  splitters.stdout.end();
+  splitters.stderr.end();
+  observer.end();
+  if (run !== null) {
+    const seconds = ((run.finishedAt.getTime() - run.startedAt.getTime()) / 1000).toFixed(1);
+    attempt.system(
+      `kiln: cargo ${run.outcome === "exited" ? `exited with ${run.exitCode ?? run.signal}` : `ended: ${run.outcome}`} after ${seconds} s`,
+    );
+    for (const note of run.detail) attempt.system(`kiln: ${note}`);
+  }
+  return { run, summary: observer.summary(), output: Buffer.concat(kept) };
+}

@@ -1,0 +1,223 @@
+import {
+  type AppendAnswer,
+  type AttemptPlacement,
+  type AttemptRef,
+  type AttemptReport,
+  AttemptResult,
+  type Clock,
+  type FinishAnswer,
+  type HeartbeatAnswer,
+  type HostEnrollment,
+  type Logger,
+  type LogLine,
+} from "@kiln/contract";
+import {
+  appendLogRecords,
+  claimNextJob,
+  findLineageDrop,
+  finishAttempt,
+  type LocalBlobStore,
+  recordLineageSave,
+  registerHost,
+  renewAttemptLease,
+  type Storage,
+} from "@kiln/storage";
+import { Value } from "@sinclair/typebox/value";
+import type { JobActivity } from "../jobs/job-activity.js";
+import { ARTIFACT_RETENTION_SECONDS, VCPUS_OF_SIZE } from "../jobs/job-view.js";
+import { storageQuotaBytes } from "../repositories/storage-quota.js";
+import { assemblePlacement, UnplaceableJobError } from "./assemble-placement.js";
+import { meterAttempt } from "./meter-attempt.js";
+
+/** How long a lease lives without a heartbeat; hosts renew every few seconds. */
+export const LEASE_SECONDS = 15;
+
+/** What the host service reports besides its answers: jobs it could not place, reports it refused. */
+export type HostServiceEvent =
+  | { readonly type: "placement:unplaceable"; readonly jobId: string; readonly detail: string }
+  | { readonly type: "report:invalid"; readonly jobId: string; readonly attempt: number; readonly detail: string };
+
+export interface HostServiceDeps {
+  readonly storage: Storage;
+  readonly blobs: LocalBlobStore;
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** Nudged when a job's log or status changed here, so this process's streams read at once. */
+  readonly activity: JobActivity;
+  readonly storageQuotaBytes?: number;
+  readonly onEvent?: (event: HostServiceEvent) => void;
+}
+
+/**
+ * The control plane's side of the host protocol: placement assembly, lease renewal, fenced
+ * log appends, metering, settlement and lineage accounting. Every binding of the protocol
+ * (in-process for the embedded host, HTTP for a remote `kiln-host`) only moves its messages,
+ * which are contract schemas; what a host reports is checked against them here.
+ */
+export class HostService {
+  readonly #quotaBytes: number;
+
+  constructor(private readonly deps: HostServiceDeps) {
+    this.#quotaBytes = storageQuotaBytes(deps.storageQuotaBytes);
+  }
+
+  async enroll(host: HostEnrollment): Promise<void> {
+    await registerHost(this.deps.storage, { ...host, now: this.deps.clock.now() });
+  }
+
+  /**
+   * The next queued job that fits, as a leased attempt. A job whose stored record cannot be
+   * placed (it does not match its schema) fails at once with that cause, naming it, rather than
+   * holding the head of the queue; the claim then goes on to the next job.
+   */
+  async claim(hostId: string, freeVcpus: number): Promise<AttemptPlacement | null> {
+    for (;;) {
+      const placed = await claimNextJob(this.deps.storage, {
+        hostId,
+        freeVcpus,
+        vcpusOfSize: VCPUS_OF_SIZE,
+        leaseSeconds: LEASE_SECONDS,
+        now: this.deps.clock.now(),
+      });
+      if (placed === undefined) return null;
+      const { job, attempt } = placed;
+      try {
+        const drop = await findLineageDrop(this.deps.storage, {
+          tenantId: job.tenant_id,
+          repository: job.repository,
+          class: job.class,
+        });
+        return assemblePlacement(job, attempt, drop);
+      } catch (error) {
+        if (!(error instanceof UnplaceableJobError)) throw error;
+        const detail = `job ${job.id} cannot be placed: ${error.message}`;
+        this.deps.log.error({ jobId: job.id }, detail);
+        this.deps.onEvent?.({ type: "placement:unplaceable", jobId: job.id, detail });
+        await this.#settle(
+          { jobId: job.id, attempt: attempt.number, leaseToken: attempt.lease_token },
+          refusedResult({ phase: "provision", cause: "infrastructure", detail }),
+        );
+      }
+    }
+  }
+
+  async heartbeat(ref: AttemptRef): Promise<HeartbeatAnswer> {
+    const renewal = await renewAttemptLease(this.deps.storage, {
+      ...ref,
+      leaseSeconds: LEASE_SECONDS,
+      now: this.deps.clock.now(),
+    });
+    if (renewal.kind === "stale") return "stale";
+    return renewal.cancelRequested ? "cancel" : "continue";
+  }
+
+  async appendLogs(ref: AttemptRef, lines: readonly LogLine[]): Promise<AppendAnswer> {
+    const accepted = await appendLogRecords(this.deps.storage, {
+      ...ref,
+      lines: lines.map((line) => ({ stream: line.stream, at: new Date(line.at), text: line.text })),
+    });
+    if (accepted) this.deps.activity.notify(ref.jobId);
+    return accepted ? "accepted" : "stale";
+  }
+
+  fetchBlob(sha256: string): Promise<Buffer> {
+    return this.deps.blobs.get(sha256);
+  }
+
+  putBlob(bytes: Uint8Array): Promise<{ sha256: string; bytes: number }> {
+    return this.deps.blobs.put(bytes);
+  }
+
+  /**
+   * Settles the attempt's job with the host's result. A result that does not match the
+   * contract is not stored as reported: the job fails with cause infrastructure naming what
+   * was wrong (the host's fault, not the tenant's), and the operator log says so.
+   */
+  async finish(ref: AttemptRef, result: AttemptResult): Promise<FinishAnswer> {
+    if (!Value.Check(AttemptResult, result)) {
+      const first = Value.Errors(AttemptResult, result).First();
+      const detail = `the host reported a result that does not match the protocol${first === undefined ? "" : ` (${first.path || "/"}: ${first.message})`}`;
+      this.deps.log.error({ jobId: ref.jobId, attempt: ref.attempt }, detail);
+      this.deps.onEvent?.({ type: "report:invalid", jobId: ref.jobId, attempt: ref.attempt, detail });
+      return this.#settle(ref, refusedResult({ phase: "report", cause: "infrastructure", detail }));
+    }
+    return this.#settle(ref, result);
+  }
+
+  /**
+   * One transaction: the attempt finished (fenced on its lease), the job's terminal status,
+   * usage and settlement, and what the attempt saved of its lineage counted against the
+   * tenant's quota (least recently used lineages evicted over it).
+   */
+  async #settle(ref: AttemptRef, result: AttemptResult): Promise<FinishAnswer> {
+    const now = this.deps.clock.now();
+    const saved = savedLineageOf(result.report);
+    const finished = await finishAttempt(this.deps.storage, {
+      ...ref,
+      now,
+      result: {
+        outcome: result.outcome,
+        exitCode: result.exitCode,
+        failure: result.failure,
+        report: JSON.stringify(result.report),
+        cargoOutput: result.cargoOutput,
+        artifacts: result.artifacts,
+        artifactRetentionSeconds: ARTIFACT_RETENTION_SECONDS,
+      },
+      meter: (attempt) => meterAttempt(attempt, now),
+      onFinished: async (trx, job, attempt) => {
+        if (saved === null) return;
+        await recordLineageSave(
+          this.deps.storage,
+          {
+            tenantId: job.tenant_id,
+            repository: job.repository,
+            class: job.class,
+            host: attempt.host_id,
+            ...saved,
+            now,
+            quotaBytes: this.#quotaBytes,
+          },
+          trx,
+        );
+      },
+    });
+    if (finished === "finished") this.deps.activity.notify(ref.jobId);
+    return finished;
+  }
+}
+
+/** A result the control plane writes for a host: failed before anything ran, with why. */
+function refusedResult(failure: AttemptResult["failure"]): AttemptResult {
+  return {
+    outcome: "failed",
+    exitCode: null,
+    failure,
+    report: { phases: [], crates: [], tests: [], unit: null },
+    cargoOutput: null,
+    artifacts: [],
+  };
+}
+
+/** The lineage save an attempt's evidence reports (its `caches` item), or null when it saved none. */
+function savedLineageOf(
+  report: AttemptReport,
+): { lineage: string; bytes: number; generation: number; rootGeneration: number } | null {
+  const item = report.caches?.[0];
+  if (
+    item === undefined ||
+    item.saved_bytes === null ||
+    item.saved_generation === undefined ||
+    item.saved_generation === null ||
+    item.root_generation === undefined ||
+    item.root_generation === null
+  ) {
+    return null;
+  }
+  return {
+    lineage: item.lineage,
+    bytes: item.saved_bytes,
+    generation: item.saved_generation,
+    rootGeneration: item.root_generation,
+  };
+}
