@@ -1,6 +1,7 @@
 import type { Clock } from "@kiln/contract";
 import type { LocalBlobStore, Storage } from "@kiln/storage";
 import type { LastUsedRecorder } from "./auth/last-used-recorder.js";
+import type { SecretBox } from "./secrets/secret-box.js";
 
 /** Everything buildApp needs from the outside world; main.ts wires the real ones. */
 export interface AppDeps {
@@ -26,6 +27,11 @@ export interface AppDeps {
    * links and verification URIs and to recognise kiln's own pages.
    */
   readonly publicOrigin: string;
+  /**
+   * Seals secrets kept for reuse (tenants' registry credentials) under the master key;
+   * main.ts makes it from KILN_MASTER_KEY or `<data dir>/master.key`.
+   */
+  readonly secrets?: SecretBox;
   /** Coalesces last_used_at writes; buildApp makes one when absent. */
   readonly lastUsed?: LastUsedRecorder;
   /** Version string served in the OpenAPI document. */

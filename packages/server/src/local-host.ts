@@ -19,6 +19,7 @@ import { inProcessHostProtocol } from "./host-protocol/in-process-host-protocol.
 import { HostService, type HostServiceEvent } from "./hosts/host-service.js";
 import { jobActivity } from "./jobs/job-activity.js";
 import { startLeaseReaper } from "./scheduler/lease-reaper.js";
+import type { SecretBox } from "./secrets/secret-box.js";
 
 export interface LocalHostOptions {
   readonly hostId?: string;
@@ -54,7 +55,14 @@ export type LocalHostEvent = HostEvent | HostServiceEvent | LoopFailure;
  * protocol in-process, plus the lease reaper that hands lost attempts back to the queue.
  */
 export async function startLocalHost(
-  deps: { storage: Storage; blobs: LocalBlobStore; clock: Clock; log: Logger; storageQuotaBytes?: number },
+  deps: {
+    storage: Storage;
+    blobs: LocalBlobStore;
+    clock: Clock;
+    log: Logger;
+    storageQuotaBytes?: number;
+    secrets?: SecretBox;
+  },
   options: LocalHostOptions,
 ): Promise<{ wake: () => void; stop: () => Promise<void> }> {
   const scratchRoot =

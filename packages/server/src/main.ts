@@ -7,10 +7,12 @@ import { Command } from "commander";
 import { pino } from "pino";
 import { adminCommand } from "./admin/admin-commands.js";
 import { mintSignInLink } from "./admin/mint-sign-in-link.js";
+import { masterKey } from "./auth/operator-credential.js";
 import { buildApp } from "./build-app.js";
 import { configFromEnv, type ServerConfig } from "./config.js";
 import { ensureFirstStartTenant } from "./first-start.js";
 import { startLocalHost } from "./local-host.js";
+import { SecretBox } from "./secrets/secret-box.js";
 import { startUploadSweeper } from "./sources/upload-sweeper.js";
 import { VERSION } from "./version.js";
 
@@ -38,6 +40,7 @@ program
     const blobs = new LocalBlobStore(join(config.dataDir, "blobs"));
     // Background work (the local host, the lease reaper, the upload sweeper) logs here.
     const log = pino({ level: process.env.KILN_LOG_LEVEL ?? "info" });
+    const secrets = new SecretBox(masterKey(config.dataDir));
     // The local host starts after the app; submissions before then wait for its first poll.
     let wake = () => {};
     const app = buildApp({
@@ -46,6 +49,7 @@ program
       version: VERSION,
       publicOrigin,
       blobs,
+      secrets,
       wakeScheduler: () => wake(),
       logger: { level: process.env.KILN_LOG_LEVEL ?? "info" },
     });
@@ -53,7 +57,7 @@ program
     if (process.env.KILN_LOCAL_HOST !== "off") {
       try {
         host = await startLocalHost(
-          { storage, blobs, clock: systemClock, log },
+          { storage, blobs, clock: systemClock, log, secrets },
           { workRoot: join(config.dataDir, "attempts") },
         );
       } catch (error) {

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,6 +11,7 @@ import type { AppDeps } from "../src/deps.js";
 import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
 import { HostService } from "../src/hosts/host-service.js";
 import { jobActivity } from "../src/jobs/job-activity.js";
+import { SecretBox } from "../src/secrets/secret-box.js";
 
 /** A blob store in a fresh temporary directory. */
 export const testBlobs = () => new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-")));
@@ -51,6 +53,7 @@ export async function testApp(storage: Storage, overrides: Partial<AppDeps> = {}
     version: "test",
     publicOrigin: "http://kiln.test",
     blobs: testBlobs(),
+    secrets: new SecretBox(randomBytes(32)),
     checkResponses: true,
     ...overrides,
   };
@@ -102,7 +105,7 @@ export async function personWithToken(
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 /** The host protocol bound in-process to a host service over the app's dependencies (no host agent). */
-export function hostProtocolOf(deps: Pick<AppDeps, "storage" | "blobs" | "clock" | "storageQuotaBytes">) {
+export function hostProtocolOf(deps: Pick<AppDeps, "storage" | "blobs" | "clock" | "storageQuotaBytes" | "secrets">) {
   return inProcessHostProtocol(
     new HostService({
       storage: deps.storage,
@@ -111,6 +114,7 @@ export function hostProtocolOf(deps: Pick<AppDeps, "storage" | "blobs" | "clock"
       log: silentLogger,
       activity: jobActivity,
       ...(deps.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: deps.storageQuotaBytes }),
+      ...(deps.secrets === undefined ? {} : { secrets: deps.secrets }),
     }),
   );
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,6 +10,7 @@ import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { mintSignInLink } from "../src/admin/mint-sign-in-link.js";
 import { masterKey, operatorCredential } from "../src/auth/operator-credential.js";
 import { buildApp } from "../src/build-app.js";
+import { SecretBox } from "../src/secrets/secret-box.js";
 import { bearer, TestClock, testBlobs } from "./harness.js";
 
 /**
@@ -37,6 +38,7 @@ const DECLARED_TABLES = [
   "device_authorizations",
   "rate_windows",
   "operator_credentials",
+  "registry_credentials",
 ] as const satisfies readonly (keyof Database)[];
 
 function text(value: unknown): string {
@@ -83,6 +85,8 @@ for (const dialect of DIALECTS) {
     const logLines: string[] = [];
     /** name → the secret value as issued. */
     const secrets = new Map<string, string>();
+    /** A secret kiln must read again: kept sealed under the master key, not as a digest. */
+    const registryAuthorization = `Bearer private-registry-${randomBytes(16).toString("hex")}`;
     const auditOutputs: string[] = [];
 
     const json = (res: LightMyRequestResponse) => res.json() as Record<string, unknown>;
@@ -96,6 +100,7 @@ for (const dialect of DIALECTS) {
         version: "test",
         publicOrigin: "http://kiln.test",
         blobs: testBlobs(),
+        secrets: new SecretBox(randomBytes(32)),
         checkResponses: true,
         logger: { level: "trace", stream: { write: (line: string) => void logLines.push(line) } },
       });
@@ -189,6 +194,20 @@ for (const dialect of DIALECTS) {
       assert.equal(refused.statusCode, 401);
       assert.equal(json(refused).code, "credential_revoked");
 
+      // A private registry credential, replaced by the person; the receipt names only its version.
+      const replaced = await app.inject({
+        method: "POST",
+        url: "/api/tenant/registry-credentials",
+        headers: { "content-type": "application/json", "idempotency-key": "registry-1", ...bearer(cliToken) },
+        payload: JSON.stringify({
+          registry: "registry.acme.example",
+          authorization: registryAuthorization,
+          confirm: "registry.acme.example",
+        }),
+      });
+      assert.equal(replaced.statusCode, 200, replaced.body);
+      assert.equal(replaced.body.includes(registryAuthorization), false);
+
       // The operator: the bootstrap credential opens an operator session, which is used.
       const operator = await operatorCredential(storage, masterKey(keyDir, {}), false);
       secrets.set("operator credential", operator);
@@ -246,6 +265,14 @@ for (const dialect of DIALECTS) {
           `${name}: its SHA-256 is not stored, so this test looked in the wrong place`,
         );
       }
+      // The registry credential is sealed: present only as ciphertext, never its value or a part of it.
+      const sealedCell = cells.find((c) => c.startsWith("registry_credentials.ciphertext="));
+      assert.ok(sealedCell !== undefined && sealedCell.length > 60, "the sealed registry credential is stored");
+      const secretPart = registryAuthorization.replace(/^Bearer /, "");
+      for (const cell of cells)
+        if (cell.includes(secretPart)) leaks.push(`registry credential in ${cell.split("=")[0]}`);
+      if (logs.includes(secretPart)) leaks.push("registry credential in logs");
+      if (auditOutputs.some((o) => o.includes(secretPart))) leaks.push("registry credential in an audit list");
       assert.deepEqual([...new Set(leaks)], []);
       process.stdout.write(
         `# secrets at rest (${dialect.name}): ${secrets.size} secrets, ${tables.length} tables, ` +

@@ -41,6 +41,7 @@ export {
 } from "./idempotency/reserve-idempotency-key.js";
 export { appendLogRecords, type LogLine } from "./jobs/append-log-records.js";
 export { type AttemptRow, claimNextJob } from "./jobs/claim-next-job.js";
+export { findLeasedAttempt } from "./jobs/find-leased-attempt.js";
 export {
   type AttemptCompletion,
   type AttemptUsage,
@@ -89,6 +90,19 @@ export {
   type SortDirection,
 } from "./pagination/keyset-page.js";
 export { countRequestInWindow, purgeRateWindows } from "./rate-limits/count-request-in-window.js";
+export {
+  acknowledgeRegistryCredentials,
+  type HeldRegistryCredential,
+} from "./registry-credentials/acknowledge-registry-credentials.js";
+export {
+  listRegistryCredentialVersions,
+  type RegistryCredentialVersion,
+} from "./registry-credentials/list-registry-credential-versions.js";
+export {
+  readCurrentRegistryCredentials,
+  type SealedRegistryCredential,
+} from "./registry-credentials/read-current-registry-credentials.js";
+export { replaceRegistryCredential } from "./registry-credentials/replace-registry-credential.js";
 export { type OnboardedRepository, onboardRepository } from "./repositories/onboard-repository.js";
 export {
   readRepositorySettings,
@@ -106,7 +120,6 @@ export {
   type MembershipRole,
   type SourceUploadState,
 } from "./schema.js";
-
 export { createSession } from "./sessions/create-session.js";
 export { createSignInLink } from "./sessions/create-sign-in-link.js";
 export { endSession } from "./sessions/end-session.js";

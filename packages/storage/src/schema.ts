@@ -33,6 +33,8 @@ export interface Database {
   source_upload_parts: SourceUploadPartsTable;
   source_chunks: SourceChunksTable;
   advisory_dismissals: AdvisoryDismissalsTable;
+  registry_credentials: RegistryCredentialsTable;
+  registry_credential_acks: RegistryCredentialAcksTable;
 }
 
 /** A job. JSON columns hold the contract's shapes as text. */
@@ -409,4 +411,25 @@ export interface AdvisoryDismissalsTable {
   advisory: string;
   dismissed_by: string;
   dismissed_at: string;
+}
+
+/** One version of a tenant's credential for a private registry; the value sealed, null once removed. */
+export interface RegistryCredentialsTable {
+  tenant_id: string;
+  registry: string;
+  version: number;
+  ciphertext: string | null;
+  replaced_by: string;
+  replaced_at: string;
+  superseded_at: string | null;
+  removed_at: string | null;
+}
+
+/** Per host and registry credential: the oldest version the host may still use. */
+export interface RegistryCredentialAcksTable {
+  tenant_id: string;
+  registry: string;
+  host_id: string;
+  version: number;
+  acknowledged_at: string;
 }

@@ -336,3 +336,27 @@ export const AttemptResult = Type.Object(
   { additionalProperties: false },
 );
 export type AttemptResult = Static<typeof AttemptResult>;
+
+// ---------------------------------------------------------------- registry credentials
+
+/**
+ * A tenant's current credential for one private registry, handed to the host running one of
+ * its attempts (fenced by the attempt's lease) for the dependency gateway to present upstream.
+ * The host holds it only for that attempt; it never reaches the sandbox.
+ */
+export const RegistryCredentialGrant = Type.Object(
+  {
+    registry: Type.String({ description: "The registry host (optionally `:port`), lowercase." }),
+    version: Type.Integer({ minimum: 1 }),
+    authorization: Type.String({ description: "The value to present as `Authorization`." }),
+  },
+  { additionalProperties: false },
+);
+export type RegistryCredentialGrant = Static<typeof RegistryCredentialGrant>;
+
+/** A credential version an attempt in flight on the host still holds. */
+export const HeldRegistryCredential = Type.Object(
+  { tenant: Type.String(), registry: Type.String(), version: Type.Integer({ minimum: 1 }) },
+  { additionalProperties: false },
+);
+export type HeldRegistryCredential = Static<typeof HeldRegistryCredential>;

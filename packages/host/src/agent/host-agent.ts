@@ -1,6 +1,10 @@
-import { messageOf, type Timer } from "@kiln/contract";
+import { messageOf, type PeriodicLoop, startPeriodicLoop, type Timer } from "@kiln/contract";
 import type { AttemptRunnerDeps } from "./attempt/attempt-context.js";
 import { runAttempt } from "./attempt/run-attempt.js";
+import { CredentialHolds } from "./credential-holds.js";
+
+/** How often the host acknowledges registry credential versions when nothing else prompts it. */
+const ACKNOWLEDGE_EVERY_MS = 60_000;
 
 /**
  * The host agent loop: enrolls, then claims attempts while it has free vCPUs and runs
@@ -17,6 +21,8 @@ export class HostAgent {
   private timer: Timer | null = null;
   private claiming = false;
   private stopped = false;
+  private readonly holds: CredentialHolds;
+  private acknowledging: PeriodicLoop | null = null;
 
   constructor(
     private readonly deps: AttemptRunnerDeps & {
@@ -26,7 +32,9 @@ export class HostAgent {
       /** Removes what attempts of a previous, killed agent left on this host. */
       readonly reapStale?: () => Promise<unknown>;
     },
-  ) {}
+  ) {
+    this.holds = deps.credentialHolds ?? new CredentialHolds();
+  }
 
   async start(): Promise<void> {
     await this.deps.reapStale?.();
@@ -36,6 +44,17 @@ export class HostAgent {
       memoryBytes: this.deps.memoryBytes,
       isolation: this.deps.executor.isolation,
     });
+    // Registry credentials: acknowledge now (a new host holds nothing), then periodically and
+    // whenever an attempt that held some ends, so prior values are removed promptly.
+    this.acknowledging = startPeriodicLoop({
+      name: "registry credential acknowledgement",
+      clock: this.deps.clock,
+      everyMs: ACKNOWLEDGE_EVERY_MS,
+      log: this.deps.reporting.log,
+      onFailure: this.deps.reporting.emit,
+      run: () => this.deps.protocol.acknowledgeCredentials(this.deps.hostId, this.holds.held()),
+    });
+    this.acknowledging.nudge();
     this.schedule();
   }
 
@@ -65,7 +84,10 @@ export class HostAgent {
         if (placement === null) break;
         this.usedVcpus += placement.limits.vcpus;
         const { jobId, attempt } = placement;
-        const task: Promise<void> = runAttempt({ ...this.deps, inBackground: (work) => this.track(work) }, placement)
+        const task: Promise<void> = runAttempt(
+          { ...this.deps, credentialHolds: this.holds, inBackground: (work) => this.track(work) },
+          placement,
+        )
           .then(
             (end) => this.deps.reporting.emit({ type: "attempt:end", jobId, attempt, ...end }),
             (error: unknown) => {
@@ -79,6 +101,7 @@ export class HostAgent {
             },
           )
           .finally(() => {
+            if (this.holds.release(`${jobId}-a${attempt}`)) this.acknowledging?.nudge();
             this.usedVcpus -= placement.limits.vcpus;
             this.running.delete(task);
             this.wake();
@@ -101,6 +124,7 @@ export class HostAgent {
   async stop(): Promise<void> {
     this.stopped = true;
     this.timer?.cancel();
+    await this.acknowledging?.stop();
     await Promise.all(this.running);
     await Promise.all(this.cleanups);
   }

@@ -1,4 +1,4 @@
-import type { Logger } from "@kiln/contract";
+import type { Logger, LoopFailure } from "@kiln/contract";
 
 /**
  * What the host agent reports about itself, besides what it tells the control plane: every
@@ -27,7 +27,9 @@ export type HostEvent =
     }
   | { readonly type: "heartbeat:error"; readonly jobId: string; readonly attempt: number; readonly error: unknown }
   | { readonly type: "logs:error"; readonly jobId: string; readonly attempt: number; readonly error: unknown }
-  | { readonly type: "cleanup:error"; readonly what: string; readonly error: unknown };
+  | { readonly type: "cleanup:error"; readonly what: string; readonly error: unknown }
+  /** A background loop of the host (the credential acknowledgement) failed a pass. */
+  | LoopFailure;
 
 export interface HostReporting {
   readonly log: Logger;

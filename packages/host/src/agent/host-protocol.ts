@@ -4,9 +4,11 @@ import type {
   AttemptResult,
   FinishAnswer,
   HeartbeatAnswer,
+  HeldRegistryCredential,
   HostEnrollment,
   LogLine,
   AttemptPlacement as Placement,
+  RegistryCredentialGrant,
 } from "@kiln/contract";
 
 export type {
@@ -20,9 +22,11 @@ export type {
   CacheItem,
   FinishAnswer,
   HeartbeatAnswer,
+  HeldRegistryCredential,
   HostEnrollment,
   Injection,
   LogLine,
+  RegistryCredentialGrant,
   SourceEntry,
   SourceSegment,
 } from "@kiln/contract";
@@ -43,4 +47,15 @@ export interface HostProtocol {
   fetchBlob(sha256: string): Promise<Buffer>;
   putBlob(bytes: Uint8Array): Promise<{ sha256: string; bytes: number }>;
   finish(ref: AttemptRef, result: AttemptResult): Promise<FinishAnswer>;
+  /**
+   * The attempt's tenant's current private registry credentials, for the dependency gateway;
+   * fenced by the lease (a stale attempt gets none). The host keeps them only for the attempt.
+   */
+  registryCredentials(ref: AttemptRef): Promise<readonly RegistryCredentialGrant[]>;
+  /**
+   * The host acknowledges that from now on it uses the current version of every registry
+   * credential, except the older ones attempts in flight still hold (`held`); the control plane
+   * removes a prior value once every host has acknowledged past it.
+   */
+  acknowledgeCredentials(hostId: string, held: readonly HeldRegistryCredential[]): Promise<void>;
 }

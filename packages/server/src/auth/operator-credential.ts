@@ -1,7 +1,8 @@
-import { createCipheriv, createDecipheriv, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes, timingSafeEqual } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { findCurrentOperatorCredential, replaceOperatorCredential, type Storage } from "@kiln/storage";
+import { SecretBox } from "../secrets/secret-box.js";
 import { hashSecret } from "./session-secret.js";
 
 /**
@@ -35,27 +36,13 @@ export function masterKey(dataDir: string, env: NodeJS.ProcessEnv = process.env)
   return Buffer.from(readFileSync(file, "utf8").trim(), "hex");
 }
 
-function encrypt(key: Buffer, plain: string): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv("aes-256-gcm", key, iv);
-  const body = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
-  return [iv, cipher.getAuthTag(), body].map((b) => b.toString("base64url")).join(".");
-}
-
-function decrypt(key: Buffer, sealed: string): string {
-  const [iv, tag, body] = sealed.split(".").map((p) => Buffer.from(p, "base64url"));
-  if (iv === undefined || tag === undefined || body === undefined) throw new Error("operator credential is damaged");
-  const decipher = createDecipheriv("aes-256-gcm", key, iv);
-  decipher.setAuthTag(tag);
-  return Buffer.concat([decipher.update(body), decipher.final()]).toString("utf8");
-}
-
 /** The credential in force (minting the first one), or a new one with `rotate`. */
 export async function operatorCredential(storage: Storage, key: Buffer, rotate: boolean): Promise<string> {
+  const box = new SecretBox(key);
   const current = await findCurrentOperatorCredential(storage);
   if (current !== undefined && !rotate) {
     try {
-      return decrypt(key, current.credential_ciphertext);
+      return box.open(current.credential_ciphertext);
     } catch {
       throw new Error(
         "the operator credential cannot be decrypted with this master key; use --rotate to mint a new one",
@@ -65,7 +52,7 @@ export async function operatorCredential(storage: Storage, key: Buffer, rotate: 
   const value = PREFIX + randomBytes(32).toString("base64url");
   await replaceOperatorCredential(storage, {
     credentialHash: hashSecret(value),
-    credentialCiphertext: encrypt(key, value),
+    credentialCiphertext: box.seal(value),
   });
   return value;
 }

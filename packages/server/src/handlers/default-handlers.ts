@@ -14,6 +14,7 @@ import { openapiDocument } from "./openapi-document.js";
 import { exportOperatorAudit, listOperatorAudit, refuseOperatorAuditChange } from "./operator-audit.js";
 import { createOperatorSession, deleteOperatorSession } from "./operator-session.js";
 import { refusePredecessorSubmission } from "./predecessor-submissions.js";
+import { replaceTenantRegistryCredential } from "./registry-credentials.js";
 import { dismissRepositoryAdvisory, getRepository, listRepositories, purgeRepositoryLineage } from "./repositories.js";
 import { repositoryAdmission } from "./repository-admission.js";
 import { getRepositorySettings, writeRepositorySettingsHandler } from "./repository-settings.js";
@@ -72,6 +73,7 @@ export const defaultHandlers: HandlerTable = {
   "credentials.list": listCredentials,
   "credentials.revoke": revokeCredential,
   "audit.list": listAudit,
+  "tenant.registry_credential.replace": replaceTenantRegistryCredential,
   "operator.session.create": createOperatorSession,
   "operator.session.delete": deleteOperatorSession,
   "operator.audit.list": listOperatorAudit,

@@ -16,5 +16,7 @@ export function inProcessHostProtocol(service: HostService): HostProtocol {
     fetchBlob: (sha256) => service.fetchBlob(sha256),
     putBlob: (bytes) => service.putBlob(bytes),
     finish: (ref, result) => service.finish(ref, result),
+    registryCredentials: (ref) => service.registryCredentials(ref),
+    acknowledgeCredentials: (hostId, held) => service.acknowledgeCredentials(hostId, held),
   };
 }

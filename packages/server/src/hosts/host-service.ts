@@ -7,16 +7,21 @@ import {
   type Clock,
   type FinishAnswer,
   type HeartbeatAnswer,
+  type HeldRegistryCredential,
   type HostEnrollment,
   type Logger,
   type LogLine,
+  type RegistryCredentialGrant,
 } from "@kiln/contract";
 import {
+  acknowledgeRegistryCredentials,
   appendLogRecords,
   claimNextJob,
+  findLeasedAttempt,
   findLineageDrop,
   finishAttempt,
   type LocalBlobStore,
+  readCurrentRegistryCredentials,
   recordLineageSave,
   registerHost,
   renewAttemptLease,
@@ -26,6 +31,7 @@ import { Value } from "@sinclair/typebox/value";
 import type { JobActivity } from "../jobs/job-activity.js";
 import { ARTIFACT_RETENTION_SECONDS, VCPUS_OF_SIZE } from "../jobs/job-view.js";
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
+import type { SecretBox } from "../secrets/secret-box.js";
 import { assemblePlacement, UnplaceableJobError } from "./assemble-placement.js";
 import { meterAttempt } from "./meter-attempt.js";
 
@@ -35,7 +41,8 @@ export const LEASE_SECONDS = 15;
 /** What the host service reports besides its answers: jobs it could not place, reports it refused. */
 export type HostServiceEvent =
   | { readonly type: "placement:unplaceable"; readonly jobId: string; readonly detail: string }
-  | { readonly type: "report:invalid"; readonly jobId: string; readonly attempt: number; readonly detail: string };
+  | { readonly type: "report:invalid"; readonly jobId: string; readonly attempt: number; readonly detail: string }
+  | { readonly type: "credentials:removed"; readonly hostId: string; readonly versions: number };
 
 export interface HostServiceDeps {
   readonly storage: Storage;
@@ -45,6 +52,8 @@ export interface HostServiceDeps {
   /** Nudged when a job's log or status changed here, so this process's streams read at once. */
   readonly activity: JobActivity;
   readonly storageQuotaBytes?: number;
+  /** Opens tenants' sealed registry credentials; without it no attempt receives any. */
+  readonly secrets?: SecretBox;
   readonly onEvent?: (event: HostServiceEvent) => void;
 }
 
@@ -126,6 +135,45 @@ export class HostService {
 
   putBlob(bytes: Uint8Array): Promise<{ sha256: string; bytes: number }> {
     return this.deps.blobs.put(bytes);
+  }
+
+  /**
+   * The attempt's tenant's current registry credentials, opened for the host's dependency
+   * gateway, only while the attempt holds its lease. A value that cannot be opened (sealed
+   * under another master key) is left out and logged, never guessed.
+   */
+  async registryCredentials(ref: AttemptRef): Promise<RegistryCredentialGrant[]> {
+    const leased = await findLeasedAttempt(this.deps.storage, ref);
+    if (leased === undefined || this.deps.secrets === undefined) return [];
+    const sealed = await readCurrentRegistryCredentials(this.deps.storage, { tenantId: leased.tenantId });
+    const grants: RegistryCredentialGrant[] = [];
+    for (const credential of sealed) {
+      try {
+        grants.push({
+          registry: credential.registry,
+          version: credential.version,
+          authorization: this.deps.secrets.open(credential.ciphertext),
+        });
+      } catch {
+        this.deps.log.error(
+          { tenantId: leased.tenantId, registry: credential.registry, version: credential.version },
+          "a registry credential cannot be opened with this master key; it is not handed to the host",
+        );
+      }
+    }
+    return grants;
+  }
+
+  async acknowledgeCredentials(hostId: string, held: readonly HeldRegistryCredential[]): Promise<void> {
+    const removed = await acknowledgeRegistryCredentials(this.deps.storage, {
+      hostId,
+      held: held.map((h) => ({ tenantId: h.tenant, registry: h.registry, version: h.version })),
+      now: this.deps.clock.now(),
+    });
+    if (removed > 0) {
+      this.deps.log.info({ hostId, removed }, "prior registry credential values removed: every host acknowledged");
+      this.deps.onEvent?.({ type: "credentials:removed", hostId, versions: removed });
+    }
   }
 
   /**

@@ -8,6 +8,7 @@ import { lineages } from "./0005-lineages.js";
 import { sources } from "./0006-sources.js";
 import { repositorySettings } from "./0007-repository-settings.js";
 import { advisoryDismissals } from "./0008-advisory-dismissals.js";
+import { registryCredentials } from "./0009-registry-credentials.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -27,6 +28,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0006-sources": sources(),
     "0007-repository-settings": repositorySettings(),
     "0008-advisory-dismissals": advisoryDismissals(),
+    "0009-registry-credentials": registryCredentials(),
   };
 }
 

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { Clock } from "@kiln/contract";
 import type { AdmittedToolchain, Executor } from "../../executor/executor.js";
 import { type OutputObserver, PhaseClock } from "../attempt-evidence.js";
+import type { CredentialHolds } from "../credential-holds.js";
 import type { HostReporting } from "../host-events.js";
 import type { AttemptRef, HostProtocol, Placement } from "../host-protocol.js";
 import type { LineageStore } from "../lineage-store.js";
@@ -37,6 +38,8 @@ export interface AttemptRunnerDeps {
   readonly heartbeatSeconds?: number;
   /** Most bytes of raw cargo output retained per attempt. */
   readonly cargoOutputLimit?: number;
+  /** Registry credential versions this host's attempts hold (the agent acknowledges from it). */
+  readonly credentialHolds?: CredentialHolds;
 }
 
 /** Host paths of one attempt: its own directory (target dir) and, on the scratch root, workspace and home. */
