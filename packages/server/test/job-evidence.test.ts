@@ -69,6 +69,9 @@ for (const dialect of DIALECTS) {
           toolchain_origin: "invocation",
           network_policy: "offline",
           configuration_sha256: null,
+          settings_version: 0,
+          wall_clock_ceiling: { seconds: 3600, origin: "platform default" },
+          affected_tests: false,
         },
       });
       assert.equal(doc.usage, null);

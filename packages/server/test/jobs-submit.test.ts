@@ -138,6 +138,7 @@ for (const dialect of DIALECTS) {
         toolchain: "nightly",
         toolchain_origin: "rust-toolchain-file",
         network_policy: "offline",
+        network_policy_reason: "no dependencies outside the workspace",
         configuration_sha256: null,
         settings_version: 0,
         wall_clock_ceiling: { seconds: 3600, origin: "platform default" },

@@ -20,7 +20,11 @@ export const JobAdmission = Type.Object(
           "invocation: named in the request; rust-toolchain-file: the source's rust-toolchain.toml; host-default: the host's stable.",
       },
     ),
-    network_policy: Type.Union([Type.Literal("offline"), Type.Literal("dependency-gateway")]),
+    network_policy: Type.Union([Type.Literal("offline"), Type.Literal("dependency-gateway")], {
+      description:
+        "offline: every dependency is inside the captured workspace; dependency-gateway: the host provides the locked packages from outside it (the job itself still has no network).",
+    }),
+    network_policy_reason: Type.Optional(Type.String({ description: "Why admission decided that policy, in words." })),
     configuration_sha256: Nullable(
       Sha256Hex(),
       "SHA-256 of the generated dependency configuration; null unless dependency-gateway.",

@@ -111,6 +111,13 @@ export const AttemptPlacement = Type.Object(
       "Set when the control plane purged or evicted the lineage: the host drops its state of it descending from throughGeneration or earlier before the attempt.",
     ),
     injections: Type.Array(Injection),
+    network: Type.Object(
+      {
+        policy: Type.Union([Type.Literal("offline"), Type.Literal("dependency-gateway")]),
+        reason: Type.String(),
+      },
+      { additionalProperties: false, description: "The network policy admission decided, and why." },
+    ),
     affectedTests: Type.Boolean({
       description:
         "The repository's affected_tests setting as admitted: a cargo test runs only the packages the change since the lineage's last passing test run affects.",

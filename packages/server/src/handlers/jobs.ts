@@ -13,6 +13,7 @@ import { refuse } from "../http/refusal.js";
 import { admitArchiveSource } from "../jobs/admit-archive-source.js";
 import { admitInlineSource, type InlineFile, jobClassOf, readSourceFile } from "../jobs/admit-inline-source.js";
 import { admitSettings } from "../jobs/admit-settings.js";
+import { decideNetworkPolicy } from "../jobs/decide-network-policy.js";
 import { jobView, MAX_ATTEMPTS, TERMINAL_STATUSES } from "../jobs/job-view.js";
 import { requireOnboarded } from "../repositories/require-onboarded.js";
 import { type Handler, principalOf } from "./handler.js";
@@ -85,6 +86,14 @@ export const submitJob: Handler = async (ctx) => {
       return entry === undefined ? null : readSourceFile(ctx.deps.blobs, entry);
     },
   });
+  const network = await decideNetworkPolicy({
+    paths: [...sourceFiles.keys()],
+    read: async (path) => {
+      const entry = sourceFiles.get(path);
+      return entry === undefined ? null : readSourceFile(ctx.deps.blobs, entry);
+    },
+    workingDirectory: invocation.working_directory ?? ".",
+  });
   const toolchain = invocation.toolchain ?? pinned ?? "stable";
   const origin =
     invocation.toolchain !== undefined ? "invocation" : pinned !== null ? "rust-toolchain-file" : "host-default";
@@ -113,7 +122,8 @@ export const submitJob: Handler = async (ctx) => {
     admitted: JSON.stringify({
       toolchain,
       toolchain_origin: origin,
-      network_policy: "offline",
+      network_policy: network.policy,
+      network_policy_reason: network.reason,
       configuration_sha256: null,
       ...settings,
     }),

@@ -49,6 +49,10 @@ export function assemblePlacement(job: JobRow, attempt: AttemptRow, drop: Lineag
     jobClass: job.class,
     lineageDrop: drop === undefined ? null : { reason: drop.reason, throughGeneration: drop.throughGeneration },
     injections: admission.injections,
+    network: {
+      policy: admission.network_policy,
+      reason: admission.network_policy_reason ?? "decided at admission",
+    },
     affectedTests: admission.affected_tests,
   };
 }

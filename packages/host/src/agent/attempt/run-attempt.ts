@@ -47,6 +47,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     attempt.system(
       `kiln: attempt ${placement.attempt} of ${placement.jobId} on ${deps.hostId} (${placement.size}: ${placement.limits.vcpus} vCPU, ${Math.round(placement.limits.memoryBytes / 2 ** 30)} GiB)`,
     );
+    attempt.system(`kiln: network policy ${placement.network.policy}: ${placement.network.reason}`);
     await provisionSource(attempt);
 
     phase = "toolchain";

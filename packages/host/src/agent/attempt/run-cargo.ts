@@ -62,7 +62,7 @@ export async function runCargo(
     attempt.system("kiln: cargo did not run: no package's tests are affected by the change since the baseline");
   } else {
     const argv = cargoArgv(placement, input.arguments);
-    attempt.system(`kiln: ${argv.join(" ")} (toolchain ${input.toolchain.name}, network offline)`);
+    attempt.system(`kiln: ${argv.join(" ")} (toolchain ${input.toolchain.name}, no network)`);
     run = await attempt.phases.run(
       step,
       () =>
