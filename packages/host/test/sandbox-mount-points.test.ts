@@ -161,4 +161,35 @@ describe("sandbox executor mount points", () => {
     assert.equal((await stat(job.targetDir)).uid, sandboxUid, "the top directory was handed over");
     assert.equal((await stat(join(job.targetDir, "probe", "root-owned"))).uid, 0, "the tree was not walked");
   });
+  it("shows a read-only bind at its own target path, unwritable, its host path hidden; refuses a target overlapping a job directory", async () => {
+    const job = await makeJob(root, "read-only-bind");
+    const packages = join(root, "packages-on-host");
+    await mkdir(join(packages, "itoa-1.0.9"), { recursive: true });
+    await writeFile(join(packages, "itoa-1.0.9", "Cargo.toml"), '[package]\nname = "itoa"\n');
+    const a = await run(job, {
+      readOnlyBinds: [{ source: packages, target: "/kiln/deps" }],
+      argv: [
+        "sh",
+        "-c",
+        [
+          "cat /kiln/deps/itoa-1.0.9/Cargo.toml",
+          "touch /kiln/deps/new 2>/dev/null && echo WROTE || echo read-only",
+          `test -e ${packages} && echo HOST PATH VISIBLE || echo host path hidden`,
+        ].join("; "),
+      ],
+    });
+    assert.equal(a.result.exitCode, 0, `${a.stdout}\n${a.result.detail.join("\n")}`);
+    assert.match(a.stdout, /name = "itoa"/);
+    assert.match(a.stdout, /^read-only$/m);
+    assert.match(a.stdout, /host path hidden/);
+    const overlapping = await run(job, {
+      readOnlyBinds: [{ source: packages, target: "/kiln/src/vendor" }],
+      argv: ["true"],
+    });
+    assert.equal(overlapping.result.outcome, "infrastructure");
+    assert.match(
+      overlapping.result.detail.join("\n"),
+      /readOnlyBinds\[0\]\.target \(\/kiln\/src\/vendor\) overlaps mounts\.workspace|mounts\.workspace \(\/kiln\/src\) overlaps readOnlyBinds\[0\]\.target/,
+    );
+  });
 });

@@ -28,6 +28,12 @@ export interface MountPoints {
   readonly home: string;
 }
 
+/** A host directory (`source`) shown read-only inside the sandbox at `target`. */
+export interface ReadOnlyBind {
+  readonly source: string;
+  readonly target: string;
+}
+
 export interface ExecutionRequest {
   /** Unique per attempt; names the cgroup and the job directories. */
   readonly attemptId: string;
@@ -49,8 +55,11 @@ export interface ExecutionRequest {
    * recursive chown would walk the whole lineage and make restoring it grow with its size.
    */
   readonly warmTarget?: boolean;
-  /** Extra read-only directories made visible at the same path inside (e.g. a directory source of vendored crates). */
-  readonly readOnlyBinds?: readonly string[];
+  /**
+   * Extra host directories made visible read-only inside, each at its own in-sandbox path (e.g.
+   * the dependency gateway's packages at a fixed path, so a warm target dir's fingerprints match).
+   */
+  readonly readOnlyBinds?: readonly ReadOnlyBind[];
   readonly toolchain: AdmittedToolchain;
   /** The command, argv[0] resolved inside the sandbox's PATH (e.g. ["cargo", "test", "--offline"]). */
   readonly argv: readonly string[];

@@ -190,7 +190,7 @@ async function requestProblem(request: ExecutionRequest, reserved: readonly stri
     ["targetDir", request.targetDir],
     ["homeDir", request.homeDir],
     ["toolchain.path", request.toolchain.path],
-    ...(request.readOnlyBinds ?? []).map((p, i): [string, string] => [`readOnlyBinds[${i}]`, p]),
+    ...(request.readOnlyBinds ?? []).map((b, i): [string, string] => [`readOnlyBinds[${i}].source`, b.source]),
   ];
   for (const [name, path] of directories) {
     if (!isAbsolute(path) || resolve(path) !== path) return `${name} must be an absolute, normalized path: ${path}`;
@@ -213,15 +213,13 @@ async function requestProblem(request: ExecutionRequest, reserved: readonly stri
     ["mounts.workspace", mounts.workspace],
     ["mounts.target", mounts.target],
     ["mounts.home", mounts.home],
+    ...(request.readOnlyBinds ?? []).map((b, i): [string, string] => [`readOnlyBinds[${i}].target`, b.target]),
   ];
   for (const [name, path] of points) {
     if (!isAbsolute(path) || resolve(path) !== path) return `${name} must be an absolute, normalized path: ${path}`;
     if (path === "/" || path === "/tmp" || [...RESERVED_PATHS, ...reserved].some((r) => within(path, r)))
       return `${name} may not be ${path}: it would cover the sandbox's own structure`;
-    for (const [other, otherPath] of [
-      ...points,
-      ...(request.readOnlyBinds ?? []).map((p): [string, string] => ["a read-only bind", p]),
-    ]) {
+    for (const [other, otherPath] of points) {
       if (other !== name && (within(path, otherPath) || within(otherPath, path)))
         return `${name} (${path}) overlaps ${other} (${otherPath})`;
     }
@@ -540,7 +538,7 @@ class SandboxExecutor implements Executor {
       request.targetDir,
       "home",
       request.homeDir,
-      ...(request.readOnlyBinds ?? []).flatMap((path, i) => [`ro-${i}`, path]),
+      ...(request.readOnlyBinds ?? []).flatMap((bind, i) => [`ro-${i}`, bind.source]),
     ];
   }
 
@@ -621,7 +619,7 @@ class SandboxExecutor implements Executor {
       "--bind",
       `${stage}/home`,
       mounts.home,
-      ...(request.readOnlyBinds ?? []).flatMap((path, i) => ["--ro-bind", `${stage}/ro-${i}`, path]),
+      ...(request.readOnlyBinds ?? []).flatMap((bind, i) => ["--ro-bind", `${stage}/ro-${i}`, bind.target]),
       // The sandbox's root (a tmpfs holding the mount points) read-only too: /etc, /opt, / itself.
       "--remount-ro",
       "/",
