@@ -5,15 +5,16 @@
  * milliseconds and without bubblewrap (the sandbox executor has its own suite).
  */
 import assert from "node:assert/strict";
-import { mkdtempSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync } from "node:fs";
+import { readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { type AttemptResult, ManualClock, type SourceEntry, silentLogger } from "@kiln/contract";
 import { cargoOutputObserver, HostAgent, type HostProtocol } from "@kiln/host";
 import { InMemoryExecutor } from "@kiln/host/testing";
-import { createTenant, readJob, requestCancellation, type Storage } from "@kiln/storage";
+import { createTenant, type LocalBlobStore, readJob, requestCancellation, type Storage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
 import { HostService } from "../src/hosts/host-service.js";
@@ -32,6 +33,7 @@ interface Faults {
 
 interface Pairing {
   storage: Storage;
+  blobs: LocalBlobStore;
   clock: ManualClock;
   service: HostService;
   executor: InMemoryExecutor;
@@ -48,9 +50,10 @@ async function pair(storage: Storage): Promise<Pairing> {
   const clock = new ManualClock("2026-11-24T12:00:00.000Z");
   const events: LocalHostEvent[] = [];
   const emit = (event: LocalHostEvent) => events.push(event);
+  const blobs = testBlobs();
   const service = new HostService({
     storage,
-    blobs: testBlobs(),
+    blobs,
     clock,
     log: silentLogger,
     activity: jobActivity,
@@ -69,7 +72,9 @@ async function pair(storage: Storage): Promise<Pairing> {
     fetchBlob: (sha256) => (faults.fetchBlob === null ? bound.fetchBlob(sha256) : Promise.reject(faults.fetchBlob)),
   };
   const executor = new InMemoryExecutor(clock);
+  // A work root other users may traverse, as <data dir>/attempts is: each attempt must close its own.
   const workRoot = mkdtempSync(join(tmpdir(), "kiln-pairing-"));
+  chmodSync(workRoot, 0o755);
   const agent = new HostAgent({
     hostId: "memory-host",
     protocol,
@@ -100,6 +105,7 @@ async function pair(storage: Storage): Promise<Pairing> {
   await agent.start();
   return {
     storage,
+    blobs,
     clock,
     service,
     executor,
@@ -160,6 +166,30 @@ for (const dialect of SQLITE) {
       assert.equal(record.job.status, "passed");
       assert.deepEqual(JSON.parse(record.job.usage ?? "null")?.vcpu_seconds, 8);
       assert.equal(p.events.filter((e) => e.type === "attempt:error").length, 0);
+    });
+
+    it("a running attempt's directories are its own: 0700, and another user of the host cannot read its source", async () => {
+      p.executor.script({ ends: { kind: "hang" } });
+      const content = Buffer.from("tenant secret\n");
+      const stored = await p.blobs.put(content);
+      const source: SourceEntry[] = [
+        { path: "secret.txt", sha256: stored.sha256, bytes: content.length, executable: false },
+      ];
+      const job = await acceptJob(storage, { tenant: p.tenant, now: p.clock.now(), source });
+      p.agent.wake();
+      await eventually(() => p.executor.requests.length === 1);
+      const request = p.executor.requests[0];
+      assert.ok(request !== undefined);
+      const attemptDir = dirname(request.targetDir);
+      assert.equal((await stat(attemptDir)).mode & 0o777, 0o700);
+      const secret = join(request.workspaceDir, "secret.txt");
+      assert.equal(await readFile(secret, "utf8"), "tenant secret\n", "the file is there for the sandbox");
+      const other = spawnSync("runuser", ["-u", "nobody", "--", "cat", secret], { encoding: "utf8" });
+      assert.notEqual(other.status, 0, `another user read the tenant's file: ${other.stdout}`);
+      assert.match(other.stderr, /Permission denied/);
+      await requestCancellation(storage, { tenantId: p.tenant, jobId: job.id, by: "u_test", now: p.clock.now() });
+      await p.clock.advance(2000);
+      await eventually(() => ended(p, job.id, 1) !== undefined);
     });
 
     it("an attempt whose provisioning throws fails the job on its first attempt with that phase and cause", async () => {
