@@ -27,24 +27,27 @@ export const systemClock: Clock = {
     (handle as { unref?: () => void }).unref?.();
     return { cancel: () => clearTimeout(handle) };
   },
-  sleep(ms, signal) {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted === true) {
-        reject(signal.reason);
-        return;
-      }
-      const timer = systemClock.after(ms, () => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      });
-      const onAbort = () => {
-        timer.cancel();
-        reject(signal?.reason);
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
-  },
+  sleep: (ms, signal) => sleepOn(systemClock, ms, signal),
 };
+
+/** `clock.sleep` from `clock.after`: resolves after `ms` on that clock, rejects once `signal` aborts. */
+function sleepOn(clock: Pick<Clock, "after">, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted === true) {
+      reject(signal.reason);
+      return;
+    }
+    const timer = clock.after(ms, () => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    });
+    const onAbort = () => {
+      timer.cancel();
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
 
 /** A clock whose `now` is fixed at one instant, with the given clock's timers (one request sees one instant). */
 export function frozenAt(clock: Clock, instant: Date): Clock {
@@ -83,21 +86,7 @@ export class ManualClock implements Clock {
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted === true) {
-        reject(signal.reason);
-        return;
-      }
-      const timer = this.after(ms, () => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      });
-      const onAbort = () => {
-        timer.cancel();
-        reject(signal?.reason);
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
+    return sleepOn(this, ms, signal);
   }
 
   /** Timers not yet run. */
