@@ -184,6 +184,43 @@ for (const dialect of DIALECTS) {
       assert.equal(pending.json().code, "unauthenticated");
     });
 
+    it("after sign-in, a link goes only to kiln's own paths: a backslash or another origin lands on /", async () => {
+      const cases: [string, string][] = [
+        ["/jobs/j1?tab=log", "/jobs/j1?tab=log"],
+        ["/\\evil.example", "/"],
+        ["//evil.example/x", "/"],
+        ["https://evil.example/", "/"],
+        ["/%5Cevil.example", "/%5Cevil.example"],
+      ];
+      for (const [next, expected] of cases) {
+        const link = new URL(await mintSignInLink(t.storage, "http://kiln.test", email, undefined, t.clock));
+        link.searchParams.set("next", next);
+        const res = await t.app.inject({ method: "GET", url: `${link.pathname}${link.search}` });
+        assert.equal(res.statusCode, 303, res.body);
+        assert.equal(res.headers.location, expected, `next=${next}`);
+      }
+    });
+
+    it("the approval page cannot be framed and runs no inline script; its script is served from kiln's origin", async () => {
+      const cookie = await signIn(t.app, t.storage, email, undefined, t.clock);
+      const started = await t.app.inject({ method: "POST", url: "/api/device/start" });
+      const page = await t.app.inject({
+        method: "GET",
+        url: `/device?user_code=${started.json().user_code}`,
+        headers: withSession(cookie),
+      });
+      assert.equal(page.statusCode, 200, page.body);
+      assert.equal(page.headers["x-frame-options"], "DENY");
+      assert.match(String(page.headers["content-security-policy"]), /frame-ancestors 'none'/);
+      assert.match(String(page.headers["content-security-policy"]), /script-src 'self'(;|$)/);
+      assert.doesNotMatch(page.body, /<script>/, "no inline script");
+      assert.match(page.body, /<script src="\/assets\/device-approve\.js"><\/script>/);
+      const script = await t.app.inject({ method: "GET", url: "/assets/device-approve.js" });
+      assert.equal(script.statusCode, 200);
+      assert.match(String(script.headers["content-type"]), /^text\/javascript/);
+      assert.match(script.body, /\/api\/device\/approve/);
+    });
+
     it("an expired agent credential is refused naming expired_at (injected clock); identity of an agent", async () => {
       const created = await t.app.inject({
         method: "POST",

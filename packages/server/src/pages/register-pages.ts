@@ -23,8 +23,49 @@ async function signedIn(deps: AppDeps, request: FastifyRequest): Promise<Princip
   }
 }
 
+/**
+ * Pages run no inline script and cannot be framed (a framed approval page is a clickjacking
+ * target): scripts only from kiln's own /assets, nothing embeds them.
+ */
+const PAGE_POLICY =
+  "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
 function send(reply: FastifyReply, status: number, html: string) {
-  return reply.code(status).type(HTML).header("cache-control", "no-store").send(html);
+  return reply
+    .code(status)
+    .type(HTML)
+    .header("cache-control", "no-store")
+    .header("content-security-policy", PAGE_POLICY)
+    .header("x-frame-options", "DENY")
+    .header("x-content-type-options", "nosniff")
+    .header("referrer-policy", "same-origin")
+    .send(html);
+}
+
+/** The approval button's script, served from kiln's own origin (the page policy allows no inline script). */
+const DEVICE_APPROVE_SCRIPT = `const button = document.getElementById("approve");
+button.addEventListener("click", async () => {
+  const code = document.getElementById("user-code").textContent;
+  const res = await fetch("/api/device/approve?user_code=" + encodeURIComponent(code), {
+    method: "POST", credentials: "same-origin", headers: { "idempotency-key": crypto.randomUUID() } });
+  const body = await res.json();
+  document.getElementById("result").textContent = res.ok ? "Approved. You can return to your terminal." : body.detail;
+  if (res.ok) button.disabled = true;
+});
+`;
+
+/**
+ * Where a sign-in link may send the person afterwards: a path of kiln's own. Browsers read a
+ * backslash as a slash, so `/\evil.example` would leave the site just as `//evil.example`.
+ */
+export function ownPath(next: unknown, publicOrigin: string): string {
+  if (typeof next !== "string" || !next.startsWith("/") || next.includes("\\")) return "/";
+  try {
+    const url = new URL(next, publicOrigin);
+    return url.origin === new URL(publicOrigin).origin ? `${url.pathname}${url.search}${url.hash}` : "/";
+  } catch {
+    return "/";
+  }
 }
 
 /**
@@ -32,6 +73,14 @@ function send(reply: FastifyReply, status: number, html: string) {
  * sign-out, the landing page and the device verification page (RFC 8628 §3.3).
  */
 export function registerPages(app: FastifyInstance, deps: AppDeps): void {
+  app.get("/assets/device-approve.js", async (_request, reply) =>
+    reply
+      .type("text/javascript; charset=utf-8")
+      .header("cache-control", "no-cache")
+      .header("x-content-type-options", "nosniff")
+      .send(DEVICE_APPROVE_SCRIPT),
+  );
+
   app.get("/auth/sign-in", async (request, reply) => {
     const token = (request.query as { token?: unknown }).token;
     const who =
@@ -47,9 +96,8 @@ export function registerPages(app: FastifyInstance, deps: AppDeps): void {
       );
     }
     await establishSession(deps, request, reply, who);
-    const next = (request.query as { next?: unknown }).next;
     // Only kiln's own paths: an open redirect would turn sign-in links into phishing links.
-    return reply.redirect(typeof next === "string" && /^\/(?!\/)/.test(next) ? next : "/", 303);
+    return reply.redirect(ownPath((request.query as { next?: unknown }).next, deps.publicOrigin), 303);
   });
 
   app.post("/auth/sign-out", async (request, reply) => {
@@ -115,15 +163,7 @@ export function registerPages(app: FastifyInstance, deps: AppDeps): void {
 <p>Check that it shows this code: <span class="code" id="user-code">${escapeHtml(shown)}</span></p>
 <p>It expires at ${escapeHtml(found.expires_at)}.</p>
 <button id="approve" type="button">Approve</button> <span id="result" role="status"></span>
-<script>
-document.getElementById("approve").addEventListener("click", async () => {
-  const res = await fetch("/api/device/approve?user_code=" + encodeURIComponent(${JSON.stringify(shown)}), {
-    method: "POST", credentials: "same-origin", headers: { "idempotency-key": crypto.randomUUID() } });
-  const body = await res.json();
-  document.getElementById("result").textContent = res.ok ? "Approved. You can return to your terminal." : body.detail;
-  if (res.ok) document.getElementById("approve").disabled = true;
-});
-</script>`,
+<script src="/assets/device-approve.js"></script>`,
       ),
     );
   });
