@@ -2,19 +2,17 @@ import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type KilnClient, KilnTransportError, serverSentEvents } from "@kiln/client";
+import { type KilnClient, KilnTransportError, type OutputOf, serverSentEvents } from "@kiln/client";
 import { EXIT } from "./output.js";
 
-// biome-ignore lint/suspicious/noExplicitAny: Job and evidence documents are open; read loosely.
-export type Doc = any;
-
-export interface LogRecord {
-  sequence: number;
-  at: string;
-  stream: "stdout" | "stderr" | "system";
-  attempt: number;
-  text: string;
-}
+/** A job as jobs.get returns it (Job). */
+export type Job = OutputOf<"jobs.get">;
+/** A job with its evidence report, usage and attempts (JobEvidence). */
+export type JobEvidence = OutputOf<"jobs.evidence">;
+/** A page of a job's durable log (JobLogPage); jobs.logs_stream's frames carry one as `page`. */
+export type LogPage = OutputOf<"jobs.logs">;
+/** One record of a job's log (JobLogPage.records). */
+export type LogRecord = LogPage["records"][number];
 
 export const TERMINAL = new Set(["passed", "failed", "cancelled"]);
 
@@ -50,8 +48,9 @@ export async function followLogs(
       });
       for await (const event of serverSentEvents(response)) {
         if (event.event !== "log") continue;
-        const page = (event.data as { page: Doc }).page;
-        for (const record of page.records as LogRecord[]) {
+        // A JobLogStreamFrame: { job, page: JobLogPage }.
+        const page = (event.data as { page: LogPage }).page;
+        for (const record of page.records) {
           if (record.sequence <= lastSequence) continue;
           lastSequence = record.sequence;
           onRecord(record);
@@ -71,11 +70,11 @@ export async function readLogs(client: KilnClient, job: string): Promise<LogReco
   const records: LogRecord[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < 100_000; page++) {
-    const doc = (await client.call("jobs.logs", {
+    const doc = await client.call("jobs.logs", {
       params: { id: job },
       query: { limit: 1000, ...(cursor === undefined ? {} : { cursor }) },
-    })) as Doc;
-    records.push(...(doc.records as LogRecord[]));
+    });
+    records.push(...doc.records);
     if (doc.next_cursor === null || doc.records.length === 0) break;
     cursor = doc.next_cursor;
   }
@@ -89,12 +88,12 @@ export interface TestCounts {
 }
 
 /** Per test binary (`target`), the counts of the evidence's tests of the last attempt. */
-export function testSummary(evidence: Doc): {
+export function testSummary(evidence: JobEvidence): {
   total: TestCounts;
   byTarget: Record<string, TestCounts>;
   failed: string[];
 } {
-  const tests = (evidence.report?.tests ?? []) as { target: string; name: string; outcome: string; attempt: number }[];
+  const tests = evidence.report?.tests ?? [];
   const lastAttempt = Math.max(0, ...tests.map((t) => t.attempt));
   const total: TestCounts = { passed: 0, failed: 0, ignored: 0 };
   const byTarget: Record<string, TestCounts> = {};
@@ -113,10 +112,10 @@ export function testSummary(evidence: Doc): {
 }
 
 /** Cargo's exit code of the job's last attempt, from the evidence (attempts, else units); null when unknown. */
-export function cargoExitCode(evidence: Doc): number | null {
-  const attempts = (evidence.attempts?.attempts ?? []) as { attempt: number; exit_code: number | null }[];
-  const units = (evidence.report?.units ?? []) as { attempt: number; exit_code: number | null }[];
-  const last = (rows: { attempt: number; exit_code: number | null }[]) =>
+export function cargoExitCode(evidence: JobEvidence): number | null {
+  const attempts = evidence.attempts?.attempts ?? [];
+  const units = evidence.report?.units ?? [];
+  const last = (rows: readonly { attempt: number; exit_code: number | null }[]) =>
     [...rows].sort((a, b) => b.attempt - a.attempt).find((r) => r.exit_code !== null)?.exit_code ?? null;
   return last(attempts) ?? last(units);
 }
@@ -125,7 +124,7 @@ export function cargoExitCode(evidence: Doc): number | null {
  * The exit code a finished job means: 0 passed; cargo's own code when cargo failed (build or
  * test failure; 101 when the evidence has none); EXIT.service for a service-side end.
  */
-export function exitCodeOf(job: Doc, evidence: Doc): number {
+export function exitCodeOf(job: Job, evidence: JobEvidence): number {
   if (job.status === "passed") return EXIT.ok;
   const cause = job.failure?.cause;
   if (job.status === "failed" && (cause === "build_error" || cause === "test_failure")) {
@@ -152,13 +151,13 @@ export async function downloadArtifacts(
   job: string,
   directory: string,
 ): Promise<DownloadedArtifact[]> {
-  const inventory = (await client.call("jobs.artifacts", { params: { id: job } })) as Doc;
-  const publications = (inventory.publications ?? []) as Doc[];
+  const inventory = await client.call("jobs.artifacts", { params: { id: job } });
+  const publications = inventory.publications ?? [];
   const last = publications.sort((a, b) => b.attempt - a.attempt)[0];
   if (last === undefined) return [];
   const base = resolve(directory);
   const saved: DownloadedArtifact[] = [];
-  for (const file of last.files as { index: number; path: string; bytes: number; sha256: string }[]) {
+  for (const file of last.files) {
     const target = resolve(base, file.path);
     if (!target.startsWith(base + sep)) throw new Error(`artifact path ${file.path} leaves ${base}`);
     const bytes = await client.call("jobs.artifact_bytes", {

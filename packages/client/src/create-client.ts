@@ -1,46 +1,5 @@
-import { CATALOGUE, type CatalogueEntry, type Operation, type OperationId } from "@kiln/contract";
-import type { Static, TObject, TSchema } from "@sinclair/typebox";
+import { CATALOGUE, type InputOf, type Operation, type OperationId, type OutputOf } from "@kiln/contract";
 import { KilnRefusal, KilnTransportError } from "./errors.js";
-
-type EntryOf<Id extends OperationId> = Extract<CatalogueEntry, { id: Id }>;
-
-/** All members optional? then the part itself may be omitted. */
-type PartInput<Name extends string, S> = [S] extends [never]
-  ? unknown
-  : S extends TObject
-    ? Partial<Static<S>> extends Static<S>
-      ? { [K in Name]?: Static<S> }
-      : { [K in Name]: Static<S> }
-    : unknown;
-
-type BodyInput<B> = [B] extends [never]
-  ? unknown
-  : B extends { encoding: "json"; schema: infer S extends TSchema }
-    ? { body: Static<S> }
-    : B extends { encoding: "bytes" }
-      ? { body: Uint8Array }
-      : unknown;
-
-/** A call's input: path params, query, body and (keyed mutations) the idempotency key. */
-export type InputOf<Id extends OperationId> = PartInput<
-  "params",
-  EntryOf<Id>["request"] extends { params: infer P } ? P : never
-> &
-  PartInput<"query", EntryOf<Id>["request"] extends { query: infer Q } ? Q : never> &
-  BodyInput<EntryOf<Id>["request"] extends { body: infer B } ? B : never> &
-  (EntryOf<Id>["keyed"] extends true ? { idempotencyKey: string } : unknown);
-
-/** A call's result: the response document, bytes, the raw event stream, or nothing. */
-export type OutputOf<Id extends OperationId> = EntryOf<Id>["response"] extends {
-  encoding: "json";
-  schema: infer S extends TSchema;
-}
-  ? Static<S>
-  : EntryOf<Id>["response"] extends { encoding: "bytes" }
-    ? Uint8Array
-    : EntryOf<Id>["response"] extends { encoding: "sse" }
-      ? Response
-      : undefined;
 
 export interface ClientOptions {
   /** API origin, e.g. `http://127.0.0.1:7860`. */

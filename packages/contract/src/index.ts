@@ -5,6 +5,7 @@ export * from "./clock.js";
 export * from "./logger.js";
 export * from "./openapi.js";
 export * from "./operation.js";
+export * from "./operation-types.js";
 export * from "./periodic-loop.js";
 export * from "./records/admission.js";
 export * from "./records/audit.js";

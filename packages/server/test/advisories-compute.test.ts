@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import type { AttemptReport, CacheItem as ReportCache, CrateItem as ReportCrate } from "@kiln/contract";
 import { CATALOGUE } from "@kiln/contract";
 import type { BasisAttempt } from "../src/advisories/advisory-basis.js";
 import { computeAdvisories } from "../src/advisories/compute-advisories.js";
@@ -20,7 +21,6 @@ import {
   DOMINANT_SHARE,
 } from "../src/advisories/critical-path-crate.js";
 import { ALWAYS_COLD_MIN_JOBS, LINEAGE_ALWAYS_COLD, lineageAlwaysCold } from "../src/advisories/lineage-always-cold.js";
-import type { AttemptReport, ReportCache, ReportCrate } from "../src/jobs/attempt-report.js";
 
 /** The advisory id pattern of the dismissal's path, from the catalogue. */
 const dismissParams = CATALOGUE.find((op) => op.id === "repositories.advisories.dismiss")?.request.params as unknown as
@@ -86,7 +86,9 @@ function attempt(
       vcpus: over.vcpus ?? 2,
       memory_bytes: 4 * 2 ** 30,
       exit_code: 0,
-      ...(over.cpuSeconds === null ? {} : { cpu_seconds: over.cpuSeconds ?? 30 }),
+      cpu_seconds: over.cpuSeconds === null ? null : (over.cpuSeconds ?? 30),
+      peak_memory_bytes: null,
+      oom_killed: false,
     },
   };
   return {

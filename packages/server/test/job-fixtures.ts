@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { type ClientRequest, get, type IncomingMessage } from "node:http";
-import { type JobAdmission, operationById, type SourceEntry } from "@kiln/contract";
+import { type AttemptReport, type JobAdmission, operationById, type SourceEntry } from "@kiln/contract";
 import {
   appendLogRecords,
   claimNextJob,
@@ -18,9 +18,8 @@ import addFormatsModule from "ajv-formats";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
 import { defaultHandlers } from "../src/handlers/default-handlers.js";
-import type { Handler } from "../src/handlers/handler.js";
-import type { AttemptReport } from "../src/jobs/attempt-report.js";
-import { VCPUS_OF_SIZE } from "../src/jobs/job-view.js";
+import { type BoundHandler, boundHandlerOf, type HandlerTable } from "../src/handlers/handler.js";
+import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
 import { TestClock, testBlobs } from "./harness.js";
 
 /**
@@ -43,7 +42,7 @@ export async function jobsTestApp(storage: Storage): Promise<JobsTestApp> {
   const clock = new TestClock();
   const blobs = testBlobs();
   const open = new Map<string, number>();
-  const counted = (id: string, handler: Handler): Handler => {
+  const counted = (id: string, handler: BoundHandler): BoundHandler => {
     return async (ctx) => {
       open.set(id, (open.get(id) ?? 0) + 1);
       try {
@@ -53,11 +52,14 @@ export async function jobsTestApp(storage: Storage): Promise<JobsTestApp> {
       }
     };
   };
-  const handlers = Object.fromEntries(
-    Object.entries(defaultHandlers).map(([id, handler]) => [
-      id,
-      operationById(id).response.encoding === "sse" ? counted(id, handler) : handler,
-    ]),
+  const handlers: HandlerTable = Object.fromEntries(
+    Object.keys(defaultHandlers).map((id) => {
+      const handler = boundHandlerOf(defaultHandlers, id);
+      return [
+        id,
+        handler !== undefined && operationById(id).response.encoding === "sse" ? counted(id, handler) : handler,
+      ];
+    }),
   );
   const app = buildApp(
     { storage, clock, version: "test", publicOrigin: "http://kiln.test", blobs, checkResponses: true },
@@ -223,6 +225,8 @@ export function hostReport(lease: AttemptLease, now: Date): AttemptReport {
       memory_bytes: 4 * 2 ** 30,
       exit_code: 0,
       cpu_seconds: 1.5,
+      peak_memory_bytes: null,
+      oom_killed: false,
     },
   };
 }

@@ -4,6 +4,7 @@ export { type AdvisoryDismissal, listDismissals } from "./advisories/list-dismis
 export { appendAuditEntry } from "./audit/append-audit-entry.js";
 export { appendOperatorAuditEntry } from "./audit/append-operator-audit-entry.js";
 export type { AppendAuditEntryInput, AuditEntry, AuditPage } from "./audit/audit-entry.js";
+export { operatorAuditEntryExists } from "./audit/find-operator-audit-entry.js";
 export { listAuditEntries } from "./audit/list-audit-entries.js";
 export { listOperatorAuditEntries } from "./audit/list-operator-audit-entries.js";
 export { LocalBlobStore } from "./blobs/local-blob-store.js";
@@ -103,6 +104,7 @@ export {
   type SealedRegistryCredential,
 } from "./registry-credentials/read-current-registry-credentials.js";
 export { replaceRegistryCredential } from "./registry-credentials/replace-registry-credential.js";
+export { findOnboardedRepository } from "./repositories/find-onboarded-repository.js";
 export { type OnboardedRepository, onboardRepository } from "./repositories/onboard-repository.js";
 export {
   readRepositorySettings,

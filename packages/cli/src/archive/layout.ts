@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { closeSync, openSync, readFileSync, readSync } from "node:fs";
+import type { InputOf } from "@kiln/client";
 import type { Capture } from "./capture.js";
 
 /** Largest part (sources.chunk.put accepts at most 4 MiB). */
@@ -34,21 +35,13 @@ const KEPT_PART_BYTES = 256 * 1024 * 1024;
 /** Manifest format version this layout writes. */
 export const FORMAT_VERSION = 1;
 
-export interface Segment {
-  part: number;
-  offset: number;
-  length: number;
-}
-
-export type ManifestEntry =
-  | { kind: "file"; path: string; executable: boolean; size: number; sha256: string; segments: Segment[] }
-  | { kind: "symlink"; path: string; target: string };
-
-export interface ManifestPart {
-  part: number;
-  sha256: string;
-  bytes: number;
-}
+/** What sources.reserve takes (SourceReservation): the manifest and totals this layout writes. */
+type SourceReservation = InputOf<"sources.reserve">["body"];
+export type Manifest = SourceReservation["manifest"];
+export type ManifestEntry = Manifest["entries"][number];
+export type ManifestPart = Manifest["parts"][number];
+export type Segment = Extract<ManifestEntry, { kind: "file" }>["segments"][number];
+export type Totals = SourceReservation["totals"];
 
 /** Where one part's bytes come from on disk: pieces concatenated in order. */
 export interface PartSource {
@@ -63,15 +56,6 @@ export interface PartSource {
    * the tree: it can be attached from the service but not sent again (see StaleLayoutError).
    */
   reproducible: boolean;
-}
-
-export interface Totals {
-  file_bytes: number;
-  entries: number;
-  directories: number;
-  metadata_bytes: number;
-  parts: number;
-  part_bytes: number;
 }
 
 /** Where a packed file's content sits in a pack: what the next layout may reuse. */
@@ -91,7 +75,7 @@ export interface PreviousLayout {
 }
 
 export interface Archive {
-  readonly manifest: { entries: ManifestEntry[]; parts: ManifestPart[] };
+  readonly manifest: Manifest;
   readonly totals: Totals;
   /** SHA-256 of the canonical form (SourceUpload.manifest_sha256): names the tree's content. */
   readonly manifestSha256: string;

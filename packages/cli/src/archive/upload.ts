@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { type KilnClient, KilnRefusal, KilnTransportError } from "@kiln/client";
+import { type KilnClient, KilnRefusal, KilnTransportError, type OutputOf } from "@kiln/client";
 import { type Archive, FORMAT_VERSION, PART_BYTES, readPart, uploadIdOf } from "./layout.js";
 
 export interface UploadSummary {
@@ -31,13 +31,8 @@ export class UploadError extends Error {
   override name = "UploadError";
 }
 
-interface SourceUpload {
-  upload: string;
-  state: string;
-  missing_parts: { first: number; last: number }[];
-  admission: { claimed: boolean };
-  rejection: { path: string | null; detail: string } | null;
-}
+/** A source upload and where it stands (SourceUpload: what sources.reserve and sources.complete return). */
+type SourceUpload = OutputOf<"sources.reserve">;
 
 const MAX_GENERATIONS = 64;
 
@@ -98,7 +93,7 @@ export async function uploadArchive(client: KilnClient, options: UploadOptions):
     const id = uploadIdOf(repository, archive, generation);
     let upload: SourceUpload;
     try {
-      upload = (await client.call("sources.reserve", { body, idempotencyKey: id })) as SourceUpload;
+      upload = await client.call("sources.reserve", { body, idempotencyKey: id });
     } catch (error) {
       if (error instanceof KilnRefusal && error.code === "gone") continue;
       throw error;
@@ -148,11 +143,11 @@ export async function uploadArchive(client: KilnClient, options: UploadOptions):
   const concurrency = Math.max(1, options.concurrency ?? 4);
   await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(1, todo.length)) }, worker));
 
-  const completed = (await client.call("sources.complete", {
+  const completed = await client.call("sources.complete", {
     params: { upload },
     query: { repository },
     idempotencyKey: upload,
-  })) as SourceUpload;
+  });
   if (completed.state !== "verified") {
     const why = completed.rejection;
     throw new UploadError(

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { createClient, type KilnClient, KilnRefusal } from "@kiln/client";
+import { createClient, type KilnClient, KilnRefusal, type OutputOf } from "@kiln/client";
 import type { Command } from "commander";
 import {
   credentialsPath,
@@ -46,7 +46,7 @@ async function login(options: JsonOption): Promise<void> {
   while (token === undefined) {
     if (Date.now() > deadline) throw new CliExit(EXIT.error, "the device code expired before it was approved");
     await sleep(interval * 1000);
-    let poll: Awaited<ReturnType<typeof anonymous.call<"device.poll">>>;
+    let poll: OutputOf<"device.poll">;
     try {
       poll = await anonymous.call("device.poll", { query: { device_code: started.device_code } });
     } catch (error) {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { KilnClient } from "@kiln/client";
+import type { InputOf, KilnClient } from "@kiln/client";
 import { CARGO_OPERATIONS, SIZES } from "@kiln/contract";
 import type { Command } from "commander";
 import { captureWorkspace } from "../archive/capture.js";
@@ -11,23 +11,33 @@ import { uploadWorkspace } from "../archive/upload-workspace.js";
 import { findWorkspaceRoot, gitFacts, workingDirectory } from "../archive/workspace.js";
 import { ConfigError } from "../config.js";
 import {
-  type Doc,
   type DownloadedArtifact,
   describeCounts,
   downloadArtifacts,
   exitCodeOf,
   followLogs,
+  type Job,
   printRecord,
   TERMINAL,
   testSummary,
 } from "../job-output.js";
 import { CliExit, connect, EXIT, err, printJsonLine, runCommand } from "../output.js";
 
+/** A captured workspace submission (jobs.submit's CargoWorkspaceRequest). */
+type CargoWorkspaceRequest = InputOf<"jobs.submit">["body"];
+type CargoInvocation = CargoWorkspaceRequest["workspace"]["invocation"];
+type CargoOperation = CargoInvocation["operation"];
+type Size = CargoWorkspaceRequest["size"];
+
+const isCargoOperation = (value: string): value is CargoOperation =>
+  (CARGO_OPERATIONS as readonly string[]).includes(value);
+const isSize = (value: string): value is Size => (SIZES as readonly string[]).includes(value);
+
 export interface CargoArguments {
-  operation: string;
+  operation: CargoOperation;
   cargoArguments: string[];
   toolchain: string | undefined;
-  size: string | undefined;
+  size: Size | undefined;
   repository: string | undefined;
   artifacts: string[];
   json: boolean;
@@ -44,7 +54,7 @@ const KILN_VALUE_OPTIONS = new Set(["--size", "--toolchain", "--repository", "--
  * argument goes to cargo verbatim and in order.
  */
 export function parseCargoArguments(argv: readonly string[]): CargoArguments {
-  const parsed: CargoArguments = {
+  const parsed: Omit<CargoArguments, "operation" | "size"> & { operation: string; size: string | undefined } = {
     operation: "",
     cargoArguments: [],
     toolchain: undefined,
@@ -97,17 +107,18 @@ export function parseCargoArguments(argv: readonly string[]): CargoArguments {
     if (parsed.operation === "" && !arg.startsWith("-")) parsed.operation = arg;
     else parsed.cargoArguments.push(arg);
   }
-  if (parsed.operation === "") throw new ConfigError("name a cargo operation, e.g. kiln cargo test");
-  if (!(CARGO_OPERATIONS as readonly string[]).includes(parsed.operation)) {
-    throw new ConfigError(`kiln runs cargo ${CARGO_OPERATIONS.join(", ")}; not ${parsed.operation}`);
+  const { operation, size } = parsed;
+  if (operation === "") throw new ConfigError("name a cargo operation, e.g. kiln cargo test");
+  if (!isCargoOperation(operation)) {
+    throw new ConfigError(`kiln runs cargo ${CARGO_OPERATIONS.join(", ")}; not ${operation}`);
   }
-  if (parsed.size !== undefined && !(SIZES as readonly string[]).includes(parsed.size)) {
+  if (size !== undefined && !isSize(size)) {
     throw new ConfigError(`--size must be one of ${SIZES.join(", ")}`);
   }
   if (parsed.concurrency !== undefined && !(Number.isInteger(parsed.concurrency) && parsed.concurrency > 0)) {
     throw new ConfigError("--concurrency must be a positive integer");
   }
-  return parsed;
+  return { ...parsed, operation, size };
 }
 
 const MB = 1024 * 1024;
@@ -136,9 +147,9 @@ function progressBar(): { update(sent: number, total: number): void; done(): voi
   };
 }
 
-async function settled(client: KilnClient, id: string): Promise<Doc> {
+async function settled(client: KilnClient, id: string): Promise<Job> {
   for (let delay = 100; ; delay = Math.min(1000, delay * 2)) {
-    const job = (await client.call("jobs.get", { params: { id } })) as Doc;
+    const job = await client.call("jobs.get", { params: { id } });
     if (TERMINAL.has(job.status)) return job;
     await sleep(delay);
   }
@@ -197,21 +208,22 @@ async function runCargo(argv: readonly string[]): Promise<void> {
     `uploaded ${(summary.bytes_sent / MB).toFixed(1)} MiB in ${summary.parts_sent} parts (${summary.parts_reused} of ${summary.parts_total} already held) in ${summary.seconds.toFixed(1)} s`,
   );
 
-  const invocation = {
+  const invocation: CargoInvocation = {
     operation: args.operation,
     arguments: args.cargoArguments,
     working_directory: workingDirectory(root, process.cwd()),
     ...(args.toolchain === undefined ? {} : { toolchain: args.toolchain }),
     ...(args.artifacts.length === 0 ? {} : { artifacts: args.artifacts }),
   };
-  const body = {
-    schema_version: 2 as const,
+  const body: CargoWorkspaceRequest = {
+    schema_version: 2,
     repository,
-    size: size as (typeof SIZES)[number],
+    // The config file's `size` is not checked here: the service refuses a size it does not know.
+    size: size as Size,
     workspace: {
       base_commit: facts.commit ?? "unknown",
       branch: facts.branch ?? "unknown",
-      invocation: invocation as Doc,
+      invocation,
       source: { archive: { upload: summary.upload, manifest_sha256: summary.manifest_sha256 } },
     },
   };
@@ -230,7 +242,7 @@ async function runCargo(argv: readonly string[]): Promise<void> {
     args.json ? (record) => emit({ type: "log", ...record }) : (record) => printRecord(record, args.serviceLog),
   );
   const finished = await settled(client, job);
-  const evidence = (await client.call("jobs.evidence", { params: { id: job } })) as Doc;
+  const evidence = await client.call("jobs.evidence", { params: { id: job } });
   const code = exitCodeOf(finished, evidence);
   const tests = testSummary(evidence);
   let downloaded: DownloadedArtifact[] = [];
@@ -253,7 +265,7 @@ async function runCargo(argv: readonly string[]): Promise<void> {
     say(`test summary: ${describeCounts(tests.total)}`);
     for (const name of tests.failed) say(`  failed: ${name}`);
   }
-  const failure = finished.failure as { cause: string; detail: string } | null;
+  const failure = finished.failure;
   say(`job ${job} ${finished.status}${failure ? ` (${failure.cause}: ${failure.detail})` : ""}; exit ${code}`);
   process.off("SIGINT", onInterrupt);
   if (code !== 0) throw new CliExit(code);
@@ -265,7 +277,7 @@ async function cancelAndExit(client: KilnClient, job: string, say: (line: string
     await client.call("jobs.cancel", { params: { id: job }, idempotencyKey: `cancel-${job}` });
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {
-      const state = (await client.call("jobs.get", { params: { id: job } })) as Doc;
+      const state = await client.call("jobs.get", { params: { id: job } });
       if (TERMINAL.has(state.status)) {
         say(`job ${job} ${state.status}`);
         break;

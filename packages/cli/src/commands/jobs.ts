@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import type { JOB_STATUSES } from "@kiln/contract";
 import type { Command } from "commander";
 import {
-  type Doc,
   describeCounts,
   downloadArtifacts,
   exitCodeOf,
@@ -47,7 +46,7 @@ async function list(options: JsonOption & { repository?: string; status?: string
 
 async function get(id: string, options: JsonOption) {
   const { client } = connect();
-  const job = (await client.call("jobs.get", { params: { id } })) as Doc;
+  const job = await client.call("jobs.get", { params: { id } });
   if (options.json) return printJson(job);
   out(`job        ${job.id}`);
   out(`status     ${job.status}${job.failure ? ` (${job.failure.cause}: ${job.failure.detail})` : ""}`);
@@ -56,7 +55,7 @@ async function get(id: string, options: JsonOption) {
   out(`accepted   ${when(job.accepted_at)}   started ${when(job.started_at)}   finished ${when(job.finished_at)}`);
   if (job.retry_of) out(`retry of   ${job.retry_of}`);
   if (job.queue_annotation) out(`queued     ${job.queue_annotation}`);
-  for (const t of job.transitions as Doc[]) out(`  ${when(t.at)}  ${t.from ?? "-"} → ${t.to}  ${t.reason}`);
+  for (const t of job.transitions) out(`  ${when(t.at)}  ${t.from ?? "-"} → ${t.to}  ${t.reason}`);
 }
 
 async function logs(id: string, options: JsonOption & { follow?: boolean }) {
@@ -68,15 +67,15 @@ async function logs(id: string, options: JsonOption & { follow?: boolean }) {
 
 async function evidence(id: string, options: JsonOption) {
   const { client } = connect();
-  const doc = (await client.call("jobs.evidence", { params: { id } })) as Doc;
+  const doc = await client.call("jobs.evidence", { params: { id } });
   if (options.json) return printJson(doc);
   const job = doc.job;
   out(`job ${job.id}: ${job.status}${job.failure ? ` (${job.failure.cause}: ${job.failure.detail})` : ""}`);
-  const phases = (doc.report.phases as Doc[]).map(
+  const phases = doc.report.phases.map(
     (p) => `${p.name} ${p.status}${p.duration_ms === null ? "" : ` ${p.duration_ms} ms`}`,
   );
   if (phases.length > 0) out(`phases: ${phases.join(", ")}`);
-  const caches = (doc.report.caches as Doc[]).map((c) => `${c.outcome}${c.reason ? ` (${c.reason})` : ""}`);
+  const caches = doc.report.caches.map((c) => `${c.outcome}${c.reason ? ` (${c.reason})` : ""}`);
   if (caches.length > 0) out(`cache: ${caches.join(", ")}`);
   const summary = testSummary(doc);
   for (const [target, counts] of Object.entries(summary.byTarget)) out(`tests ${target}: ${describeCounts(counts)}`);
@@ -109,11 +108,11 @@ async function artifacts(id: string, options: JsonOption & { download?: string }
     for (const f of saved) out(`${f.file}  ${f.bytes} bytes  sha256 ${f.sha256}`);
     return;
   }
-  const inventory = (await client.call("jobs.artifacts", { params: { id } })) as Doc;
+  const inventory = await client.call("jobs.artifacts", { params: { id } });
   if (options.json) return printJson(inventory);
   const rows: string[][] = [];
-  for (const p of inventory.publications as Doc[]) {
-    for (const f of p.files as Doc[]) rows.push([String(p.attempt), String(f.index), String(f.bytes), f.path]);
+  for (const p of inventory.publications) {
+    for (const f of p.files) rows.push([String(p.attempt), String(f.index), String(f.bytes), f.path]);
   }
   if (rows.length === 0) return out(`job ${id} published no artifacts`);
   out(table(["ATTEMPT", "INDEX", "BYTES", "PATH"], rows));

@@ -1,10 +1,10 @@
-import { defineOperation, type Operation } from "../operation.js";
+import { defineOperation } from "../operation.js";
 import { JobId, LocalDiffRequest } from "../records/jobs.js";
 import { A } from "../refusal-codes.js";
 
-const predecessor = (version: 1 | 2 | 3, path: string): Operation =>
+const predecessor = <const V extends 1 | 2 | 3, const P extends string>(version: V, path: P) =>
   defineOperation({
-    id: `jobs.submit_predecessor_v${version}`,
+    id: `jobs.submit_predecessor_v${version}` as `jobs.submit_predecessor_v${V}`,
     method: "POST",
     path,
     summary: "Deprecated predecessor submission; refused legacy_unsupported. Use jobs.submit (POST /api/v4/jobs).",
@@ -17,7 +17,7 @@ const predecessor = (version: 1 | 2 | 3, path: string): Operation =>
     refusals: [...A, "invalid_request", "not_found", "conflict", "legacy_unsupported", "idempotency_key_required"],
     keyed: false,
     deprecated: true,
-  });
+  } as const);
 
 /** The three deprecated predecessor submission routes. */
 export const PREDECESSOR_SUBMISSION_OPERATIONS = [

@@ -219,6 +219,9 @@ export const CacheItem = Type.Object(
     restored_generation: Type.Optional(Nullable(Count(), "The generation restored; null when cold.")),
     restore_ms: Type.Optional(Type.Number({ minimum: 0, description: "How long handing the lineage over took." })),
     save: Type.Optional(Nullable(Type.String(), "What became of the save, in words.")),
+    hits: Type.Optional(Count("Crate cache: locked crates found in the host's cache.")),
+    misses: Type.Optional(Count("Crate cache: locked crates downloaded from their registry.")),
+    bytes_fetched: Type.Optional(Count("Crate cache: bytes downloaded from upstream registries.")),
   },
   { additionalProperties: true },
 );
@@ -292,6 +295,34 @@ export const UnitItem = Type.Object(
 export type UnitItem = Static<typeof UnitItem>;
 
 /**
+ * What the dependency gateway provided a `dependency-gateway` attempt: the generated Cargo
+ * configuration's digest (never its text) and the locked crates and git sources it came from.
+ * The Job record carries these from its latest attempt that reported them.
+ */
+export const DependencyReport = Type.Object(
+  {
+    configuration_sha256: Sha256Hex("SHA-256 of the generated dependency configuration."),
+    locked_crates: Type.Array(
+      Type.Object(
+        {
+          name: Type.String(),
+          version: Type.String(),
+          source: Type.String({ description: "The source Cargo.lock names, e.g. `registry+https://…`." }),
+          checksum: Nullable(Sha256Hex(), "Cargo.lock checksum; null when the lock carries none."),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    git_sources: Type.Array(Type.Object({ url: Type.String(), rev: Type.String() }, { additionalProperties: false })),
+    generated_lockfile: Type.Boolean({
+      description: "The source had no Cargo.lock: cargo generated it against the gateway's index, in the sandbox.",
+    }),
+  },
+  { additionalProperties: false },
+);
+export type DependencyReport = Static<typeof DependencyReport>;
+
+/**
  * What a host reports for one attempt (stored as `attempts.report`); the control plane adds
  * `attempt` to each item when it merges the attempts into JobEvidence.report. `unit` is null
  * when the attempt ended before an isolated unit ran (the toolchain not admitted, a
@@ -305,6 +336,7 @@ export const AttemptReport = Type.Object(
     caches: Type.Optional(Type.Array(CacheItem)),
     injections: Type.Optional(Type.Array(InjectionItem)),
     affected_tests: Type.Optional(AffectedTestsItem),
+    dependencies: Type.Optional(DependencyReport),
     unit: Nullable(UnitItem),
   },
   { additionalProperties: true },

@@ -23,6 +23,7 @@ export const FAILURE_CAUSES = [
   "test_failure",
   "wall_clock_ceiling",
   "toolchain_not_admitted",
+  "dependencies",
   "infrastructure",
   "cancelled",
 ] as const;

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
+import type { AttemptReport, PhaseItem } from "@kiln/contract";
 import type { AttemptReportRow } from "@kiln/storage";
-import { type AttemptReport, parseAttemptReport, type ReportPhase } from "../jobs/attempt-report.js";
-import { parseJson } from "../jobs/job-view.js";
+import { parseAttemptReport } from "../jobs/attempt-report.js";
+import { storedJson } from "../jobs/stored-json.js";
 
 /** How many of a repository's most recent finished attempts the advisories rest on. */
 export const ADVISORY_WINDOW_ATTEMPTS = 20;
@@ -56,7 +57,7 @@ export function basisAttemptsOf(rows: readonly AttemptReportRow[]): BasisAttempt
   for (const row of rows) {
     const report = parseAttemptReport(row.report);
     if (report === null) continue;
-    const invocation = parseJson<{ operation?: unknown }>(row.invocation);
+    const invocation = storedJson<{ operation?: unknown }>(row.invocation);
     attempts.push({
       jobId: row.jobId,
       attempt: row.attempt,
@@ -70,7 +71,7 @@ export function basisAttemptsOf(rows: readonly AttemptReportRow[]): BasisAttempt
 }
 
 /** The phase cargo itself ran in (`build`, or `test` for test and bench), as run-attempt.ts names it. */
-export const cargoPhaseOf = (attempt: BasisAttempt): ReportPhase | undefined => {
+export const cargoPhaseOf = (attempt: BasisAttempt): PhaseItem | undefined => {
   const name = attempt.operation === "test" || attempt.operation === "bench" ? "test" : "build";
   return Array.isArray(attempt.report.phases) ? attempt.report.phases.find((p) => p.name === name) : undefined;
 };

@@ -1,4 +1,4 @@
-import { SIZE_SHAPES } from "../jobs/job-view.js";
+import { SIZE_SHAPES } from "../jobs/platform-limits.js";
 import {
   type AdvisoryKind,
   type BasisAttempt,

@@ -1,4 +1,4 @@
-import type { ReportCache } from "../jobs/attempt-report.js";
+import type { CacheItem } from "@kiln/contract";
 import { type AdvisoryKind, type Finding, plural } from "./advisory-basis.js";
 
 export const LINEAGE_ALWAYS_COLD = "lineage-always-cold";
@@ -32,9 +32,9 @@ function remedyFor(reason: string): string {
 
 /** A lineage that was cold in every one of its recent jobs, with the reason the host gave. */
 export const lineageAlwaysCold: AdvisoryKind = (attempts) => {
-  const byLineage = new Map<string, { cache: ReportCache; reasons: string[] }>();
+  const byLineage = new Map<string, { cache: CacheItem; reasons: string[] }>();
   for (const attempt of attempts) {
-    const caches: readonly ReportCache[] = Array.isArray(attempt.report.caches) ? attempt.report.caches : [];
+    const caches: readonly CacheItem[] = attempt.report.caches ?? [];
     for (const cache of caches) {
       const seen = byLineage.get(cache.lineage) ?? { cache, reasons: [] };
       seen.reasons.push(cache.outcome === "cold" ? (cache.reason ?? "no reason given") : "");

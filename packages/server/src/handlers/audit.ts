@@ -3,7 +3,7 @@ import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
 
 /** audit.list: the tenant's audit trail, newest first. */
-export const listAudit: Handler = async (ctx) => {
+export const listAudit: Handler<"audit.list"> = async (ctx) => {
   const page = await listAuditEntries(ctx.db, { tenantId: principalOf(ctx).tenantId, ...pageRequestOf(ctx.query) });
   return {
     entries: page.entries.map((e) => ({

@@ -1,10 +1,11 @@
 import { appendAuditEntry, listCliTokens, revokeCliToken } from "@kiln/storage";
+import { latestUse } from "../auth/last-used-recorder.js";
 import { refuse } from "../http/refusal.js";
 import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
 
 /** cli_tokens.list: the calling person's own device tokens (never their values). */
-export const listOwnCliTokens: Handler = async (ctx) => {
+export const listOwnCliTokens: Handler<"cli_tokens.list"> = async (ctx) => {
   const p = principalOf(ctx);
   const page = await listCliTokens(ctx.db, {
     tenantId: p.tenantId,
@@ -17,7 +18,8 @@ export const listOwnCliTokens: Handler = async (ctx) => {
       principal: t.person_id,
       requesting_host: t.requesting_host,
       created_at: t.created_at,
-      last_used_at: t.last_used_at,
+      // This process's uses not yet written count too, so a use shows at once.
+      last_used_at: latestUse(t.last_used_at, ctx.deps.lastUsed?.pendingCliTokenUse(t.id)),
       revoked_at: t.revoked_at,
       revoked_by: t.revoked_by,
     })),
@@ -26,9 +28,9 @@ export const listOwnCliTokens: Handler = async (ctx) => {
 };
 
 /** cli_tokens.revoke: one of the person's own tokens; the next request presenting it is refused. */
-export const revokeOwnCliToken: Handler = async (ctx) => {
+export const revokeOwnCliToken: Handler<"cli_tokens.revoke"> = async (ctx) => {
   const p = principalOf(ctx);
-  const id = String(ctx.params.id);
+  const id = ctx.params.id;
   const result = await revokeCliToken(ctx.db, { tenantId: p.tenantId, personId: p.principal, id }, ctx.clock);
   if (result.kind === "not_found") return refuse("not_found", `you have no live CLI token ${id}`);
   await appendAuditEntry(

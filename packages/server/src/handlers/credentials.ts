@@ -6,6 +6,7 @@ import {
   listAgentCredentials,
   revokeAgentCredential,
 } from "@kiln/storage";
+import { type LastUsedRecorder, latestUse } from "../auth/last-used-recorder.js";
 import { hashToken, mintToken } from "../auth/token-format.js";
 import { refuse } from "../http/refusal.js";
 import { type Handler, principalOf } from "./handler.js";
@@ -13,7 +14,8 @@ import { pageRequestOf } from "./page-request.js";
 
 const DEFAULT_REQUESTS_PER_MINUTE = 600;
 
-function credentialView(row: AgentCredentialRow) {
+/** `lastUsed` supplies this process's uses not yet written, so a use shows at once. */
+function credentialView(row: AgentCredentialRow, lastUsed: LastUsedRecorder | undefined) {
   return {
     name: row.name,
     principal: `agent:${row.name}`,
@@ -21,24 +23,17 @@ function credentialView(row: AgentCredentialRow) {
     created_by: row.created_by,
     created_at: row.created_at,
     expires_at: row.expires_at,
-    last_used_at: row.last_used_at,
+    last_used_at: latestUse(row.last_used_at, lastUsed?.pendingAgentCredentialUse(row.token_hash)),
     revoked_at: row.revoked_at,
     revoked_by: row.revoked_by,
     requests_per_minute: row.requests_per_minute,
   };
 }
 
-interface CredentialRequestBody {
-  name: string;
-  scopes: Scope[];
-  expires_in_seconds: number;
-  requests_per_minute?: number | null;
-}
-
 /** credentials.create: a human admin mints an agent credential; the value is shown once. */
-export const createCredential: Handler = async (ctx) => {
+export const createCredential: Handler<"credentials.create"> = async (ctx) => {
   const principal = principalOf(ctx);
-  const body = ctx.body as CredentialRequestBody;
+  const body = ctx.body;
   const value = mintToken("agent");
   const expiresAt = new Date(ctx.now.getTime() + body.expires_in_seconds * 1000).toISOString();
   const row = await createAgentCredential(
@@ -65,18 +60,18 @@ export const createCredential: Handler = async (ctx) => {
     },
     ctx.clock,
   );
-  return { credential: value, view: credentialView(row) };
+  return { credential: value, view: credentialView(row, ctx.deps.lastUsed) };
 };
 
-export const listCredentials: Handler = async (ctx) => {
+export const listCredentials: Handler<"credentials.list"> = async (ctx) => {
   const principal = principalOf(ctx);
   const page = await listAgentCredentials(ctx.db, { tenantId: principal.tenantId, ...pageRequestOf(ctx.query) });
-  return { credentials: page.rows.map(credentialView), next_cursor: page.nextCursor };
+  return { credentials: page.rows.map((row) => credentialView(row, ctx.deps.lastUsed)), next_cursor: page.nextCursor };
 };
 
-export const revokeCredential: Handler = async (ctx) => {
+export const revokeCredential: Handler<"credentials.revoke"> = async (ctx) => {
   const principal = principalOf(ctx);
-  const name = String(ctx.params.name);
+  const name = ctx.params.name;
   const result = await revokeAgentCredential(
     ctx.db,
     { tenantId: principal.tenantId, name, revokedBy: principal.principal },

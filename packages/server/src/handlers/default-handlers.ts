@@ -1,9 +1,8 @@
-import { CATALOGUE } from "@kiln/contract";
 import { listAudit } from "./audit.js";
 import { listOwnCliTokens, revokeOwnCliToken } from "./cli-tokens.js";
 import { createCredential, listCredentials, revokeCredential } from "./credentials.js";
 import { approveDevice, pendingDevice, pollDevice, startDevice } from "./device.js";
-import type { Handler, HandlerTable } from "./handler.js";
+import type { HandlerTable } from "./handler.js";
 import { cliTenant, currentIdentity } from "./identity.js";
 import { jobArtifactBytes, jobArtifacts } from "./job-artifacts.js";
 import { cliEvents, dashboardEvents } from "./job-events.js";
@@ -27,14 +26,12 @@ import {
   sourceStatus,
 } from "./sources.js";
 
-const predecessors: Record<string, Handler> = Object.fromEntries(
-  CATALOGUE.filter((op) => op.deprecated === true).map((op) => [op.id, refusePredecessorSubmission]),
-);
-
 /** Operation id → handler; every catalogued id missing here answers not_implemented. */
 export const defaultHandlers: HandlerTable = {
   "openapi.document": openapiDocument,
-  ...predecessors,
+  "jobs.submit_predecessor_v1": refusePredecessorSubmission,
+  "jobs.submit_predecessor_v2": refusePredecessorSubmission,
+  "jobs.submit_predecessor_v3": refusePredecessorSubmission,
   "device.start": startDevice,
   "device.poll": pollDevice,
   "device.pending": pendingDevice,

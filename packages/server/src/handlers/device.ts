@@ -37,7 +37,7 @@ function mintUserCode(): string {
   return code;
 }
 
-export const startDevice: Handler = async (ctx) => {
+export const startDevice: Handler<"device.start"> = async (ctx) => {
   const deviceCode = mintSecret();
   const expiresAt = new Date(ctx.now.getTime() + DEVICE_LIFETIME_SECONDS * 1000);
   const requestingHost = ctx.request.ip;
@@ -73,8 +73,8 @@ export const startDevice: Handler = async (ctx) => {
  * never tells a guesser which codes exist, and a redeemed code never yields its token
  * twice.
  */
-export const pollDevice: Handler = async (ctx) => {
-  const deviceCodeHash = hashSecret(String(ctx.query.device_code));
+export const pollDevice: Handler<"device.poll"> = async (ctx) => {
+  const deviceCodeHash = hashSecret(ctx.query.device_code);
   const found = await findDeviceAuthorization(ctx.db, { deviceCodeHash });
   const nowText = ctx.now.toISOString();
   if (found === undefined || found.state === "redeemed" || found.expires_at <= nowText) return { state: "expired" };
@@ -123,17 +123,17 @@ export const pollDevice: Handler = async (ctx) => {
 
 class LostRedemption extends Error {}
 
-export const pendingDevice: Handler = async (ctx) => {
-  const userCode = normalizeUserCode(String(ctx.query.user_code));
+export const pendingDevice: Handler<"device.pending"> = async (ctx) => {
+  const userCode = normalizeUserCode(ctx.query.user_code);
   if (userCode === null) return null;
   const found = await findDeviceAuthorization(ctx.db, { userCode });
   if (found === undefined || found.state !== "pending" || found.expires_at <= ctx.now.toISOString()) return null;
   return { user_code: display(found.user_code), requesting_host: found.requesting_host, expires_at: found.expires_at };
 };
 
-export const approveDevice: Handler = async (ctx) => {
+export const approveDevice: Handler<"device.approve"> = async (ctx) => {
   const person = principalOf(ctx);
-  const userCode = normalizeUserCode(String(ctx.query.user_code));
+  const userCode = normalizeUserCode(ctx.query.user_code);
   const approved =
     userCode !== null &&
     (await approveDeviceAuthorization(

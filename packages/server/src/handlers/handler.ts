@@ -1,21 +1,38 @@
-import type { Operation } from "@kiln/contract";
+import type {
+  BodyOf,
+  IsKeyed,
+  Operation,
+  OperationId,
+  ParamsOf,
+  QueryOf,
+  ResponseDocumentOf,
+  WritesReply,
+} from "@kiln/contract";
 import type { Clock, Db } from "@kiln/storage";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { OperatorPrincipal, Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
 
-export interface HandlerContext {
+/** Returned by handlers of bytes and SSE operations that wrote the reply themselves. */
+export const REPLY_SENT: unique symbol = Symbol("reply sent");
+
+/**
+ * What a handler of operation `Id` receives: its path parameters, query and body already
+ * validated against the catalogue entry's schemas and typed from them, the caller, and the
+ * transaction its idempotency receipt commits in.
+ */
+export interface HandlerContext<Id extends OperationId = OperationId> {
   readonly op: Operation;
   readonly deps: AppDeps;
   /** null only for public operations. */
   readonly principal: Principal | null;
   /** The idempotency-key of a keyed mutation (durable-owner handlers reconcile it). */
-  readonly idempotencyKey: string | null;
+  readonly idempotencyKey: IsKeyed<Id> extends true ? string : null;
   /** Operator operations only. */
   readonly operator: OperatorPrincipal | null;
-  readonly params: Record<string, unknown>;
-  readonly query: Record<string, unknown>;
-  readonly body: unknown;
+  readonly params: ParamsOf<Id>;
+  readonly query: QueryOf<Id>;
+  readonly body: BodyOf<Id>;
   /** For a keyed mutation, the transaction its idempotency receipt commits in. */
   readonly db: Db;
   readonly now: Date;
@@ -25,25 +42,62 @@ export interface HandlerContext {
   readonly reply: FastifyReply;
 }
 
-/** Returned by handlers of bytes and SSE operations that wrote the reply themselves. */
-export const REPLY_SENT = Symbol("reply sent");
+/**
+ * What a handler of operation `Id` returns: its response document (nothing for a no-body
+ * operation), or REPLY_SENT once it wrote the reply itself — always for bytes and SSE, and for a
+ * JSON document it sends pre-serialized.
+ */
+export type HandlerResult<Id extends OperationId> =
+  // biome-ignore lint/suspicious/noConfusingVoidType: a no-body operation's async handler returns nothing, typed void
+  | (WritesReply<Id> extends true ? never : ResponseDocumentOf<Id> extends undefined ? void : ResponseDocumentOf<Id>)
+  | typeof REPLY_SENT;
+
+/** The implementation of one operation, typed from its catalogue entry; refusals are thrown as Refusal. */
+export type Handler<Id extends OperationId> = (ctx: HandlerContext<Id>) => Promise<HandlerResult<Id>>;
 
 /**
- * A handler returns the operation's response document (JSON operations), undefined
- * (no-body operations) or REPLY_SENT; refusals are thrown as Refusal.
+ * A handler as the router holds it: the router binds every operation in one loop from the
+ * catalogue, so it sees each one's parts as validated JSON only; the per-operation types are
+ * enforced where handlers are written (HandlerTable), not re-proved here.
  */
-export type Handler = (ctx: HandlerContext) => Promise<unknown>;
+export type BoundHandler = (
+  ctx: BaseContext & {
+    readonly idempotencyKey: string | null;
+    readonly params: unknown;
+    readonly query: unknown;
+    readonly body: unknown;
+  },
+) => Promise<unknown>;
 
-export type HandlerTable = Readonly<Record<string, Handler>>;
+/** Operation id → its handler; every catalogued id missing here answers not_implemented. */
+export type HandlerTable = { readonly [Id in OperationId]?: Handler<Id> };
+
+/**
+ * The members of a handler's context that do not depend on which operation it serves: what
+ * shared helpers (paging, repository paths) and handlers of several operations take.
+ */
+export type BaseContext = Omit<HandlerContext, "params" | "query" | "body" | "idempotencyKey">;
+
+/**
+ * The handler a table holds for a catalogued operation id, as the router calls it. The table is
+ * typed per operation where it is written; the router meets each entry with its own
+ * operation's validated parts, which is what that typing assumed.
+ */
+export function boundHandlerOf(table: HandlerTable, id: string): BoundHandler | undefined {
+  return table[id as keyof HandlerTable] as BoundHandler | undefined;
+}
 
 /** The principal of an operation whose security guarantees one. */
-export function principalOf(ctx: HandlerContext): Principal {
+export function principalOf(ctx: { readonly op: Operation; readonly principal: Principal | null }): Principal {
   if (ctx.principal === null) throw new Error(`${ctx.op.id} reached its handler without a principal`);
   return ctx.principal;
 }
 
 /** The operator of an operator operation. */
-export function operatorOf(ctx: HandlerContext): OperatorPrincipal {
+export function operatorOf(ctx: {
+  readonly op: Operation;
+  readonly operator: OperatorPrincipal | null;
+}): OperatorPrincipal {
   if (ctx.operator === null) throw new Error(`${ctx.op.id} reached its handler without an operator session`);
   return ctx.operator;
 }

@@ -2,7 +2,7 @@ import { findTenant, listMembershipsOfPerson } from "@kiln/storage";
 import { type Handler, principalOf } from "./handler.js";
 
 /** identity.current: the closed Identity record for a person or an agent. */
-export const currentIdentity: Handler = async (ctx) => {
+export const currentIdentity: Handler<"identity.current"> = async (ctx) => {
   const p = principalOf(ctx);
   const memberships =
     p.userId === null
@@ -29,7 +29,7 @@ export const currentIdentity: Handler = async (ctx) => {
 };
 
 /** cli.tenant: the active tenant and who is acting in it. */
-export const cliTenant: Handler = async (ctx) => {
+export const cliTenant: Handler<"cli.tenant"> = async (ctx) => {
   const p = principalOf(ctx);
   const tenant = await findTenant(ctx.db, p.tenantId);
   return { tenant: p.tenantId, display_name: tenant?.displayName ?? p.tenantId, principal: p.principal, kind: p.kind };

@@ -13,8 +13,8 @@ const passed = (at: string, now: Date) => new Date(at).getTime() <= now.getTime(
  * published. Retention is never extended: once every publication has expired the
  * inventory is gone; before that, only publications still served are listed.
  */
-export const jobArtifacts: Handler = async (ctx) => {
-  const id = String(ctx.params.id);
+export const jobArtifacts: Handler<"jobs.artifacts"> = async (ctx) => {
+  const id = ctx.params.id;
   const record = await readJob(ctx.db, { tenantId: principalOf(ctx).tenantId, jobId: id });
   if (record === undefined) return refuse("not_found", `no job ${id}`);
   // Fixed-width ISO-8601 text: sorting it orders it in time.
@@ -60,8 +60,8 @@ function attachmentOf(path: string): string {
 }
 
 /** jobs.artifact_bytes: one published file's bytes, while its publication is retained. */
-export const jobArtifactBytes: Handler = async (ctx) => {
-  const id = String(ctx.params.id);
+export const jobArtifactBytes: Handler<"jobs.artifact_bytes"> = async (ctx) => {
+  const id = ctx.params.id;
   const attempt = Number(ctx.params.attempt);
   const index = Number(ctx.params.index);
   const record = await readJob(ctx.db, { tenantId: principalOf(ctx).tenantId, jobId: id });

@@ -1,6 +1,6 @@
 import { type JobEventRow, latestJobEventSequence, readJobEvents } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
-import { type Handler, type HandlerContext, principalOf } from "./handler.js";
+import { type BaseContext, type Handler, principalOf } from "./handler.js";
 import { lastEventIdHeader, type SseStream, serveEventStream } from "./sse-stream.js";
 
 /** How often an open event stream looks for new job events. */
@@ -25,7 +25,7 @@ function jobEventOf(row: JobEventRow) {
  * Sends the tenant's job events after `after` as SSE events `job` (id: the sequence),
  * polling every EVENT_POLL_MS, until the client disconnects.
  */
-async function relayJobEvents(ctx: HandlerContext, stream: SseStream, tenantId: string, after: number) {
+async function relayJobEvents(ctx: BaseContext, stream: SseStream, tenantId: string, after: number) {
   let position = after;
   while (!stream.closed) {
     const events = await readJobEvents(ctx.deps.storage, { tenantId, afterSequence: position, limit: EVENT_BATCH });
@@ -38,7 +38,7 @@ async function relayJobEvents(ctx: HandlerContext, stream: SseStream, tenantId: 
 }
 
 /** A resume position from the Last-Event-ID header; undefined without one. */
-function lastEventIdOf(ctx: HandlerContext): number | undefined {
+function lastEventIdOf(ctx: BaseContext): number | undefined {
   const header = lastEventIdHeader(ctx);
   if (header === undefined) return undefined;
   if (!/^\d{1,15}$/.test(header)) {
@@ -53,12 +53,10 @@ function lastEventIdOf(ctx: HandlerContext): number | undefined {
  * URL still carries the `after` it first opened with). Without either, only events after
  * the stream opens are sent. Open until the client disconnects.
  */
-export const cliEvents: Handler = async (ctx) => {
+export const cliEvents: Handler<"cli.events"> = async (ctx) => {
   const tenantId = principalOf(ctx).tenantId;
   const query = ctx.query.after;
-  const after =
-    lastEventIdOf(ctx) ??
-    (query === undefined ? await latestJobEventSequence(ctx.deps.storage) : Number(query as number));
+  const after = lastEventIdOf(ctx) ?? (query === undefined ? await latestJobEventSequence(ctx.deps.storage) : query);
   return serveEventStream(ctx, (stream) => relayJobEvents(ctx, stream, tenantId, after));
 };
 
@@ -67,7 +65,7 @@ export const cliEvents: Handler = async (ctx) => {
  * from the moment the stream opens (no resume: the dashboard reconciles against
  * authoritative reads when it reconnects).
  */
-export const dashboardEvents: Handler = async (ctx) => {
+export const dashboardEvents: Handler<"events.stream"> = async (ctx) => {
   const tenantId = principalOf(ctx).tenantId;
   const after = await latestJobEventSequence(ctx.deps.storage);
   return serveEventStream(ctx, (stream) => relayJobEvents(ctx, stream, tenantId, after));

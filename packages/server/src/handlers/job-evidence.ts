@@ -1,41 +1,47 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
+import type { JobEvidence } from "@kiln/contract";
 import { type AttemptRow, InvalidCursorError, type JobRecord, readJob } from "@kiln/storage";
+import type { Static } from "@sinclair/typebox";
 import { refuse } from "../http/refusal.js";
 import { mergeAttemptReports, parseAttemptReport } from "../jobs/attempt-report.js";
-import { jobView, parseJson } from "../jobs/job-view.js";
-import { type Handler, type HandlerContext, principalOf, REPLY_SENT } from "./handler.js";
+import { jobView } from "../jobs/job-view.js";
+import { storedJson } from "../jobs/stored-json.js";
+import { type BaseContext, type Handler, principalOf, REPLY_SENT } from "./handler.js";
+
+type Evidence = Static<typeof JobEvidence>;
 
 /** Attempt evidence entries per page of JobEvidence.attempts. */
 export const ATTEMPT_PAGE_SIZE = 50;
 
-async function tenantJob(ctx: HandlerContext): Promise<JobRecord> {
-  const id = String(ctx.params.id);
+/** The job a `/api/jobs/{id}/…` path names, of the caller's tenant, or not_found. */
+export async function tenantJob(ctx: BaseContext & { readonly params: { readonly id: string } }): Promise<JobRecord> {
+  const id = ctx.params.id;
   const record = await readJob(ctx.db, { tenantId: principalOf(ctx).tenantId, jobId: id });
   return record ?? refuse("not_found", `no job ${id}`);
 }
 
 /** `a<attempt>`: the last attempt number of the previous page. */
-function decodeAttemptCursor(cursor: unknown): number {
+function decodeAttemptCursor(cursor: string | undefined): number {
   if (cursor === undefined) return 0;
-  const m = /^a(\d{1,9})$/.exec(String(cursor));
+  const m = /^a(\d{1,9})$/.exec(cursor);
   if (m?.[1] === undefined) throw new InvalidCursorError("cursor");
   return Number(m[1]);
 }
 
-function attemptEvidence(jobId: string, attempt: AttemptRow) {
+function attemptEvidence(jobId: string, attempt: AttemptRow): NonNullable<Evidence["attempts"]>["attempts"][number] {
   const unit = parseAttemptReport(attempt.report)?.unit ?? null;
+  // Members the open record carries beyond those the contract names.
+  const more = { host: attempt.host_id, state: attempt.state, cargo_output_sha256: attempt.cargo_output_sha256 };
   return {
+    ...more,
     attempt: attempt.number,
     unit: unit?.id ?? `${jobId}-a${attempt.number}`,
-    host: attempt.host_id,
-    state: attempt.state,
     started_at: attempt.started_at,
     finished_at: attempt.finished_at,
     outcome: attempt.outcome,
     exit_code: attempt.exit_code,
     cargo_output_bytes: attempt.cargo_output_bytes,
-    cargo_output_sha256: attempt.cargo_output_sha256,
   };
 }
 
@@ -44,11 +50,11 @@ function attemptEvidence(jobId: string, attempt: AttemptRow) {
  * report (attempt-report.ts); usage and settlement are the job's own JSON once written;
  * attempts is a page of ATTEMPT_PAGE_SIZE from `cursor`, null before the first attempt.
  */
-export const jobEvidence: Handler = async (ctx) => {
+export const jobEvidence: Handler<"jobs.evidence"> = async (ctx) => {
   const after = decodeAttemptCursor(ctx.query.cursor);
   const record = await tenantJob(ctx);
   const job = record.job;
-  let attempts = null;
+  let attempts: Evidence["attempts"] = null;
   if (record.attempts.length > 0) {
     const rest = record.attempts.filter((a) => a.number > after);
     const page = rest.slice(0, ATTEMPT_PAGE_SIZE);
@@ -61,9 +67,9 @@ export const jobEvidence: Handler = async (ctx) => {
   return {
     job: jobView(record),
     report: mergeAttemptReports(record),
-    usage: parseJson(job.usage),
+    usage: storedJson<Evidence["usage"]>(job.usage),
     attempts,
-    settlement: parseJson(job.settlement),
+    settlement: storedJson<Evidence["settlement"]>(job.settlement),
   };
 };
 
@@ -72,7 +78,7 @@ export const jobEvidence: Handler = async (ctx) => {
  * length); undefined when the blob store does not hold it, so the caller refuses.
  */
 export async function sendBlob(
-  ctx: HandlerContext,
+  ctx: BaseContext,
   sha256: string,
   headers: Readonly<Record<string, string>> = {},
 ): Promise<typeof REPLY_SENT | undefined> {
@@ -94,9 +100,9 @@ export async function sendBlob(
 }
 
 /** jobs.cargo_output: the attempt's retained Cargo output, byte for byte. */
-export const jobCargoOutput: Handler = async (ctx) => {
+export const jobCargoOutput: Handler<"jobs.cargo_output"> = async (ctx) => {
   const record = await tenantJob(ctx);
-  const number = Number(ctx.params.attempt);
+  const number = ctx.params.attempt;
   const attempt = record.attempts.find((a) => a.number === number);
   if (attempt === undefined) return refuse("not_found", `job ${record.job.id} has no attempt ${number}`);
   const sent = attempt.cargo_output_sha256 === null ? undefined : await sendBlob(ctx, attempt.cargo_output_sha256);

@@ -8,8 +8,8 @@ import {
 } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
 import { jobActivity } from "../jobs/job-activity.js";
-import { TERMINAL_STATUSES } from "../jobs/job-view.js";
-import { type Handler, type HandlerContext, principalOf } from "./handler.js";
+import { TERMINAL_STATUSES } from "../jobs/platform-limits.js";
+import { type BaseContext, type Handler, principalOf } from "./handler.js";
 import { lastEventIdHeader, type SseStream, serveEventStream } from "./sse-stream.js";
 
 /** How often an open log stream looks for new records. */
@@ -67,23 +67,29 @@ async function readLogPage(
   };
 }
 
-function jobOf(ctx: HandlerContext): { tenantId: string; jobId: string } {
-  return { tenantId: principalOf(ctx).tenantId, jobId: String(ctx.params.id) };
+/** What the log handlers read of a request: the caller, the path's job, the page query. */
+type LogContext = BaseContext & {
+  readonly params: { readonly id: string };
+  readonly query: { readonly cursor?: string; readonly limit?: number };
+};
+
+function jobOf(ctx: LogContext): { tenantId: string; jobId: string } {
+  return { tenantId: principalOf(ctx).tenantId, jobId: ctx.params.id };
 }
 
-const limitOf = (ctx: HandlerContext): number => Number(ctx.query.limit ?? DEFAULT_LOG_LIMIT);
+const limitOf = (ctx: LogContext): number => ctx.query.limit ?? DEFAULT_LOG_LIMIT;
 
 /** jobs.logs: one page of the job's log from `cursor` (the last sequence delivered). */
-export const jobLogs: Handler = async (ctx) => {
-  const after = decodeLogCursor(ctx.query.cursor as string | undefined);
+export const jobLogs: Handler<"jobs.logs"> = async (ctx) => {
+  const after = decodeLogCursor(ctx.query.cursor);
   const { page } = await readLogPage(ctx.db, jobOf(ctx), after, limitOf(ctx));
   return page;
 };
 
 /** Where a log stream starts: the Last-Event-ID a reconnecting client sends wins over `cursor`. */
-function streamStart(ctx: HandlerContext): number {
+function streamStart(ctx: LogContext): number {
   const header = lastEventIdHeader(ctx);
-  if (header === undefined) return decodeLogCursor(ctx.query.cursor as string | undefined);
+  if (header === undefined) return decodeLogCursor(ctx.query.cursor);
   try {
     return decodeLogCursor(header);
   } catch (error) {
@@ -101,7 +107,7 @@ function streamStart(ctx: HandlerContext): number {
  * sent only when it has records or settles, polling every LOG_POLL_MS. Resuming from any
  * id sent continues after exactly the records already delivered.
  */
-export const jobLogsStream: Handler = async (ctx) => {
+export const jobLogsStream: Handler<"jobs.logs_stream"> = async (ctx) => {
   const job = jobOf(ctx);
   const limit = limitOf(ctx);
   let after = streamStart(ctx);

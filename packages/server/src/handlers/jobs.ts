@@ -11,42 +11,23 @@ import {
 import { requestHashOf } from "../http/perform-keyed.js";
 import { refuse } from "../http/refusal.js";
 import { admitArchiveSource } from "../jobs/admit-archive-source.js";
-import { admitInlineSource, type InlineFile, jobClassOf, readSourceFile } from "../jobs/admit-inline-source.js";
+import { admitInlineSource, jobClassOf, readSourceFile } from "../jobs/admit-inline-source.js";
 import { admitSettings } from "../jobs/admit-settings.js";
 import { decideNetworkPolicy } from "../jobs/decide-network-policy.js";
-import { jobView, MAX_ATTEMPTS, TERMINAL_STATUSES } from "../jobs/job-view.js";
+import { jobView } from "../jobs/job-view.js";
+import { MAX_ATTEMPTS, TERMINAL_STATUSES } from "../jobs/platform-limits.js";
 import { requireOnboarded } from "../repositories/require-onboarded.js";
 import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
-
-interface Submission {
-  schema_version: 1 | 2;
-  repository: string;
-  size: string;
-  workspace: {
-    base_commit: string;
-    branch: string;
-    invocation: {
-      operation: string;
-      toolchain?: string;
-      arguments: string[];
-      working_directory?: string;
-      artifacts?: string[];
-      environment?: Record<string, string>;
-    };
-    source: { files: InlineFile[] } | { archive: { upload: string; manifest_sha256: string } };
-  };
-  check?: { head_sha: string };
-}
 
 /**
  * jobs.submit: admits a captured Cargo workspace. The idempotency key is the durable
  * submission identity: an equal retry returns the original job whatever time passed;
  * changed input under the key is conflict.
  */
-export const submitJob: Handler = async (ctx) => {
+export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
   const principal = principalOf(ctx);
-  const body = ctx.body as Submission;
+  const body = ctx.body;
   const key = ctx.idempotencyKey ?? refuse("idempotency_key_required", "jobs.submit needs an idempotency-key");
   const requestHash = requestHashOf("jobs.submit", body);
   const existing = await ctx.db
@@ -62,7 +43,7 @@ export const submitJob: Handler = async (ctx) => {
   if ((body.schema_version === 1) !== (files !== null)) {
     refuse("invalid_request", "body.schema_version must be 1 with inline files and 2 with an archive reference");
   }
-  await requireOnboarded(ctx, principal.tenantId, body.repository);
+  await requireOnboarded(ctx.db, principal.tenantId, body.repository);
   const invocation = body.workspace.invocation;
   const { manifest, pinned, insert } =
     "archive" in source
@@ -141,14 +122,14 @@ function replayOrConflict(job: Pick<JobRow, "id" | "request_hash">, requestHash:
   return job.id;
 }
 
-export const getJob: Handler = async (ctx) => {
-  const record = await readJob(ctx.db, { tenantId: principalOf(ctx).tenantId, jobId: String(ctx.params.id) });
-  if (record === undefined) return refuse("not_found", `no job ${String(ctx.params.id)}`);
+export const getJob: Handler<"jobs.get"> = async (ctx) => {
+  const record = await readJob(ctx.db, { tenantId: principalOf(ctx).tenantId, jobId: ctx.params.id });
+  if (record === undefined) return refuse("not_found", `no job ${ctx.params.id}`);
   return jobView(record);
 };
 
-export const listTenantJobs: Handler = async (ctx) => {
-  const q = ctx.query as Record<string, string | undefined>;
+export const listTenantJobs: Handler<"jobs.list"> = async (ctx) => {
+  const q = ctx.query;
   const page = await listJobs(ctx.db, {
     tenantId: principalOf(ctx).tenantId,
     filters: {
@@ -174,9 +155,9 @@ export const listTenantJobs: Handler = async (ctx) => {
   };
 };
 
-export const cancelJob: Handler = async (ctx) => {
+export const cancelJob: Handler<"jobs.cancel"> = async (ctx) => {
   const principal = principalOf(ctx);
-  const id = String(ctx.params.id);
+  const id = ctx.params.id;
   const result = await requestCancellation(ctx.db, {
     tenantId: principal.tenantId,
     jobId: id,
@@ -191,9 +172,9 @@ export const cancelJob: Handler = async (ctx) => {
 };
 
 /** jobs.retry: a terminal job → a fresh linked job with the same source and invocation. */
-export const retryJob: Handler = async (ctx) => {
+export const retryJob: Handler<"jobs.retry"> = async (ctx) => {
   const principal = principalOf(ctx);
-  const id = String(ctx.params.id);
+  const id = ctx.params.id;
   const record = await readJob(ctx.db, { tenantId: principal.tenantId, jobId: id });
   if (record === undefined) return refuse("not_found", `no job ${id}`);
   const original = record.job;

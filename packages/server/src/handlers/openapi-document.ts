@@ -1,7 +1,7 @@
 import { openApiDocumentText } from "../openapi-document.js";
 import { type Handler, REPLY_SENT } from "./handler.js";
 
-export const openapiDocument: Handler = async ({ deps, reply }) => {
+export const openapiDocument: Handler<"openapi.document"> = async ({ deps, reply }) => {
   await reply
     .code(200)
     .type("application/json; charset=utf-8")

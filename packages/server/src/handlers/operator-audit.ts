@@ -1,6 +1,7 @@
-import { appendOperatorAuditEntry, listOperatorAuditEntries } from "@kiln/storage";
+import type { ParamsOf, ResponseDocumentOf } from "@kiln/contract";
+import { appendOperatorAuditEntry, listOperatorAuditEntries, operatorAuditEntryExists } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
-import { type Handler, operatorOf } from "./handler.js";
+import { type BaseContext, type Handler, operatorOf } from "./handler.js";
 
 /**
  * The operator audit keeps the operation and its outcome inside the entry's value as
@@ -40,25 +41,24 @@ async function allEntries(db: Parameters<typeof listOperatorAuditEntries>[0], mo
 }
 
 /** operator.audit.list: the newest thousand entries, newest first. */
-export const listOperatorAudit: Handler = async (ctx) => allEntries(ctx.db, 1000);
+export const listOperatorAudit: Handler<"operator.audit.list"> = async (ctx) => allEntries(ctx.db, 1000);
 
 /** operator.audit.export: every entry, newest first. */
-export const exportOperatorAudit: Handler = async (ctx) => allEntries(ctx.db, Number.MAX_SAFE_INTEGER);
+export const exportOperatorAudit: Handler<"operator.audit.export"> = async (ctx) =>
+  allEntries(ctx.db, Number.MAX_SAFE_INTEGER);
 
 /**
  * operator.audit.refuse_patch / refuse_delete: every attempt to edit or delete an entry
  * is refused and itself audited (the database refuses it too). An entry that does not
  * exist is a conflict, also audited.
  */
-export const refuseOperatorAuditChange: Handler = async (ctx) => {
+export const refuseOperatorAuditChange = async (
+  ctx: BaseContext & { readonly params: ParamsOf<"operator.audit.refuse_patch" | "operator.audit.refuse_delete"> },
+): Promise<ResponseDocumentOf<"operator.audit.refuse_patch">> => {
   const operator = operatorOf(ctx);
   const sequence = Number(ctx.params.sequence);
   const attempted = ctx.op.method === "PATCH" ? "PATCH" : "DELETE";
-  const exists = await ctx.db
-    .selectFrom("operator_audit_entries")
-    .select("sequence")
-    .where("sequence", "=", sequence)
-    .executeTakeFirst();
+  const exists = (await operatorAuditEntryExists(ctx.db, sequence)) ? true : undefined;
   const recorded = await ctx.deps.storage.transaction((trx) =>
     appendOperatorAuditEntry(
       trx,

@@ -11,7 +11,7 @@ import { type Handler, operatorOf } from "./handler.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 /** operator.session.create: the bootstrap credential (checked by security) opens a session. */
-export const createOperatorSession: Handler = async (ctx) => {
+export const createOperatorSession: Handler<"operator.session.create"> = async (ctx) => {
   const value = mintSecret();
   const { id } = await createSession(
     ctx.db,
@@ -38,7 +38,7 @@ export const createOperatorSession: Handler = async (ctx) => {
 };
 
 /** operator.session.delete: ends the operator session presented. */
-export const deleteOperatorSession: Handler = async (ctx) => {
+export const deleteOperatorSession: Handler<"operator.session.delete"> = async (ctx) => {
   const operator = operatorOf(ctx);
   const cookie = cookieOf(ctx.request, OPERATOR_SESSION_COOKIE);
   if (cookie !== null) await endSession(ctx.db, hashSecret(cookie), ctx.clock);

@@ -3,8 +3,9 @@
  * A cursor storage cannot decode throws InvalidCursorError, which the error
  * boundary answers invalid_request naming query.cursor.
  */
-export function pageRequestOf(query: Record<string, unknown>): { limit: number; cursor: string | null } {
-  const limit = typeof query.limit === "number" ? query.limit : 200;
-  const cursor = typeof query.cursor === "string" ? query.cursor : null;
-  return { limit, cursor };
+export function pageRequestOf(query: { readonly limit?: number; readonly cursor?: string }): {
+  limit: number;
+  cursor: string | null;
+} {
+  return { limit: query.limit ?? 200, cursor: query.cursor ?? null };
 }

@@ -1,6 +1,4 @@
-import type { RegistryCredentialReplacement } from "@kiln/contract";
 import { appendAuditEntry, replaceRegistryCredential } from "@kiln/storage";
-import type { Static } from "@sinclair/typebox";
 import { refuse } from "../http/refusal.js";
 import { type Handler, principalOf } from "./handler.js";
 
@@ -11,9 +9,9 @@ import { type Handler, principalOf } from "./handler.js";
  * prior value is removed once every host has acknowledged the new version. The value is
  * never echoed, logged or audited.
  */
-export const replaceTenantRegistryCredential: Handler = async (ctx) => {
+export const replaceTenantRegistryCredential: Handler<"tenant.registry_credential.replace"> = async (ctx) => {
   const principal = principalOf(ctx);
-  const body = ctx.body as Static<typeof RegistryCredentialReplacement>;
+  const body = ctx.body;
   const registry = body.registry.toLowerCase();
   if (body.confirm.toLowerCase() !== registry) {
     refuse(

@@ -29,7 +29,7 @@ const lineageView = (row: LineageRow) => ({
  * their live lineages hold, those lineages, the tenant's total and its storage quota, and the
  * undismissed advisories of the repositories on the page (advisories/compute-advisories.ts).
  */
-export const listRepositories: Handler = async (ctx) => {
+export const listRepositories: Handler<"repositories.list"> = async (ctx) => {
   const principal = principalOf(ctx);
   const page = await listRepositoryStorage(ctx.db, { tenantId: principal.tenantId, ...pageRequestOf(ctx.query) });
   const names = page.repositories.map((r) => r.repository);
@@ -48,8 +48,8 @@ export const listRepositories: Handler = async (ctx) => {
  * repositories.get: one onboarded repository's live lineages, bytes and undismissed advisories
  * with their measured basis; not_found otherwise.
  */
-export const getRepository: Handler = async (ctx) => {
-  const repository = repositoryOfPath(ctx);
+export const getRepository: Handler<"repositories.get"> = async (ctx) => {
+  const repository = repositoryOfPath(ctx.params);
   const tenantId = principalOf(ctx).tenantId;
   const storage = await readRepositoryStorage(ctx.db, { tenantId, repository });
   if (storage === undefined) return refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
@@ -69,10 +69,10 @@ export const getRepository: Handler = async (ctx) => {
  * and a changed basis is a new advisory that shows again). The first dismissal is kept and
  * audited; dismissing it again answers the remembered one. Keyed: a replay is the receipt.
  */
-export const dismissRepositoryAdvisory: Handler = async (ctx) => {
+export const dismissRepositoryAdvisory: Handler<"repositories.advisories.dismiss"> = async (ctx) => {
   const principal = principalOf(ctx);
-  const repository = repositoryOfPath(ctx);
-  const advisory = String(ctx.params.advisory);
+  const repository = repositoryOfPath(ctx.params);
+  const advisory = ctx.params.advisory;
   const onboarded = await readRepositoryStorage(ctx.db, { tenantId: principal.tenantId, repository });
   if (onboarded === undefined) return refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
   const current = await readAdvisories(ctx.db, {
@@ -110,10 +110,10 @@ export const dismissRepositoryAdvisory: Handler = async (ctx) => {
  * `confirm` to repeat the lineage's identity. The lineage stops counting against the quota at
  * once; the host drops its state at the next placement of the class. Audited.
  */
-export const purgeRepositoryLineage: Handler = async (ctx) => {
+export const purgeRepositoryLineage: Handler<"repositories.lineages.purge"> = async (ctx) => {
   const principal = principalOf(ctx);
-  const repository = repositoryOfPath(ctx);
-  const body = ctx.body as { lineage: string; confirm: string };
+  const repository = repositoryOfPath(ctx.params);
+  const body = ctx.body;
   if (body.confirm !== body.lineage) {
     refuse(
       "confirmation_required",

@@ -11,10 +11,10 @@ const COMMIT_ID = /^[0-9a-f]{40}$/;
  * is its own merge base with the captured workspace's declared base. A branch or tag name
  * needs the provider (the source-hosting issue) and is refused `upstream_failed` naming that.
  */
-export const repositoryAdmission: Handler = async (ctx) => {
-  const repository = repositoryOfPath(ctx);
-  await requireOnboarded(ctx, principalOf(ctx).tenantId, repository);
-  const baseRef = String((ctx.query as { base_ref: string }).base_ref);
+export const repositoryAdmission: Handler<"repositories.admission"> = async (ctx) => {
+  const repository = repositoryOfPath(ctx.params);
+  await requireOnboarded(ctx.db, principalOf(ctx).tenantId, repository);
+  const baseRef = ctx.query.base_ref;
   if (COMMIT_ID.test(baseRef)) return { merge_base: baseRef };
   return refuse(
     "upstream_failed",

@@ -6,27 +6,22 @@ import { EFFECTIVE, repositorySettingsView, wallClockBounds } from "../settings/
 import { type Handler, principalOf } from "./handler.js";
 
 /** repositories.settings.get: a plain read, no lifecycle effect. */
-export const getRepositorySettings: Handler = async (ctx) => {
-  const repository = repositoryOfPath(ctx);
+export const getRepositorySettings: Handler<"repositories.settings.get"> = async (ctx) => {
+  const repository = repositoryOfPath(ctx.params);
   const stored = await readRepositorySettings(ctx.db, { tenantId: principalOf(ctx).tenantId, repository });
   if (stored === undefined) return refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
   return repositorySettingsView(stored, ctx.deps.wallClockSeconds);
 };
-
-interface SettingWriteBody {
-  version: number;
-  changes: Record<string, unknown>;
-}
 
 /**
  * repositories.settings.write: all-or-nothing, by compare-and-set on the version the caller
  * read (a moved-past version is `stale_version` naming the current one). Takes effect at the
  * next admission; audited.
  */
-export const writeRepositorySettingsHandler: Handler = async (ctx) => {
+export const writeRepositorySettingsHandler: Handler<"repositories.settings.write"> = async (ctx) => {
   const principal = principalOf(ctx);
-  const repository = repositoryOfPath(ctx);
-  const body = ctx.body as SettingWriteBody;
+  const repository = repositoryOfPath(ctx.params);
+  const body = ctx.body;
   const writable = new Set<string>(REPOSITORY_WRITABLE_SETTINGS);
   for (const name of Object.keys(body.changes)) {
     if (!writable.has(name)) {

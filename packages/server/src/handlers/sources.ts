@@ -17,17 +17,24 @@ import {
 import { refuse } from "../http/refusal.js";
 import { requireOnboarded } from "../repositories/require-onboarded.js";
 import { DeclaredPartsCache } from "../sources/declared-parts.js";
-import type { Reservation, SourceManifest } from "../sources/manifest-types.js";
+import type { SourceManifest } from "../sources/manifest-types.js";
 import { SegmentDigests } from "../sources/segment-digests.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../sources/upload-view.js";
 import { validateManifest } from "../sources/validate-manifest.js";
 import { verifyUpload } from "../sources/verify-upload.js";
-import { type Handler, type HandlerContext, principalOf } from "./handler.js";
+import { type BaseContext, type Handler, principalOf } from "./handler.js";
+
+/** What the sources helpers read of a request: the caller, the path's upload (and part), the repository query, the key. */
+type UploadContext = BaseContext & {
+  readonly idempotencyKey: string | null;
+  readonly params: { readonly upload: string; readonly part?: number };
+  readonly query: { readonly repository: string };
+};
 
 const UPLOAD_ID = new RegExp(UPLOAD_ID_PATTERN);
 
 /** The upload id a mutation's idempotency-key names. */
-function uploadKeyOf(ctx: HandlerContext): string {
+function uploadKeyOf(ctx: BaseContext & { readonly idempotencyKey: string | null }): string {
   const key = ctx.idempotencyKey ?? refuse("idempotency_key_required", `${ctx.op.id} needs an idempotency-key`);
   if (!UPLOAD_ID.test(key)) {
     refuse(
@@ -39,9 +46,9 @@ function uploadKeyOf(ctx: HandlerContext): string {
 }
 
 /** For chunk.put and complete: the key must be the path's upload id (a chunk's is bound to its part too). */
-function requireKeyIsPathUpload(ctx: HandlerContext): string {
+function requireKeyIsPathUpload(ctx: UploadContext): string {
   const key = ctx.idempotencyKey ?? refuse("idempotency_key_required", `${ctx.op.id} needs an idempotency-key`);
-  const upload = String(ctx.params.upload);
+  const upload = ctx.params.upload;
   if (key !== upload) {
     const part = ctx.params.part === undefined ? "" : ` (its part ${String(ctx.params.part)})`;
     refuse(
@@ -61,10 +68,10 @@ interface Loaded {
  * The upload named by the path, bound to the caller's tenant and the `repository` query:
  * another tenant's upload, or one of another repository, is not_found.
  */
-async function loadUpload(ctx: HandlerContext): Promise<Loaded> {
+async function loadUpload(ctx: UploadContext): Promise<Loaded> {
   const tenantId = principalOf(ctx).tenantId;
-  const id = String(ctx.params.upload);
-  const repository = String(ctx.query.repository);
+  const id = ctx.params.upload;
+  const repository = ctx.query.repository;
   const found = await readUpload(ctx.deps.storage, { tenantId, upload: id });
   if (found === undefined || found.upload.repository !== repository) {
     return refuse("not_found", `no upload ${id} of ${repository} for this tenant`);
@@ -72,7 +79,7 @@ async function loadUpload(ctx: HandlerContext): Promise<Loaded> {
   return found;
 }
 
-function refuseIfExpired(ctx: HandlerContext, upload: SourceUploadHeader): void {
+function refuseIfExpired(ctx: BaseContext, upload: SourceUploadHeader): void {
   if (isExpired(upload, ctx.now)) {
     refuse("gone", `upload ${upload.upload} expired at ${upload.expires_at} unclaimed; reserve a new upload`, {
       expired_at: upload.expires_at,
@@ -89,10 +96,10 @@ const declaredParts = new DeclaredPartsCache();
  * The upload a chunk request names (bound to the caller's tenant and the `repository` query, as
  * loadUpload) with the part it names if held — without reading the manifest or the other parts.
  */
-async function loadUploadForPart(ctx: HandlerContext, part: number) {
+async function loadUploadForPart(ctx: UploadContext, part: number) {
   const tenantId = principalOf(ctx).tenantId;
-  const id = String(ctx.params.upload);
-  const repository = String(ctx.query.repository);
+  const id = ctx.params.upload;
+  const repository = ctx.query.repository;
   const found = await readUploadForPart(ctx.deps.storage, { tenantId, upload: id, part });
   if (found === undefined || found.upload.repository !== repository) {
     return refuse("not_found", `no upload ${id} of ${repository} for this tenant`);
@@ -104,7 +111,7 @@ async function loadUploadForPart(ctx: HandlerContext, part: number) {
 const segmentDigests = new SegmentDigests();
 
 /** The part the manifest declares under this number, with the packed files it holds. */
-async function declaredPart(ctx: HandlerContext, upload: SourceUploadHeader, part: number) {
+async function declaredPart(ctx: BaseContext, upload: SourceUploadHeader, part: number) {
   const manifest = await declaredParts.partsOf(ctx.deps.storage, upload);
   const declared = manifest.parts[part - 1];
   if (declared === undefined) {
@@ -116,10 +123,10 @@ async function declaredPart(ctx: HandlerContext, upload: SourceUploadHeader, par
   return { ...declared, slices: manifest.slices.get(part) };
 }
 
-export const sourceCapabilities: Handler = async (ctx) => {
+export const sourceCapabilities: Handler<"sources.capabilities"> = async (ctx) => {
   const tenantId = principalOf(ctx).tenantId;
-  const repository = String(ctx.query.repository);
-  await requireOnboarded(ctx, tenantId, repository);
+  const repository = ctx.query.repository;
+  await requireOnboarded(ctx.db, tenantId, repository);
   const current = await tenantReservations(ctx.deps.storage, tenantId);
   return {
     repository,
@@ -149,10 +156,10 @@ export const sourceCapabilities: Handler = async (ctx) => {
  * repeat returns the original upload; changed input under the key is conflict; a key naming an
  * expired upload is gone.
  */
-export const reserveSource: Handler = async (ctx) => {
+export const reserveSource: Handler<"sources.reserve"> = async (ctx) => {
   const principal = principalOf(ctx);
   const id = uploadKeyOf(ctx);
-  const body = ctx.body as Reservation;
+  const body = ctx.body;
   // Validated before the key is looked up: the reservation's identity comes out of that pass.
   const validated = validateManifest(body);
   const requestHash = validated.reservationSha256;
@@ -166,7 +173,7 @@ export const reserveSource: Handler = async (ctx) => {
   const existing = await readUpload(ctx.deps.storage, { tenantId: principal.tenantId, upload: id });
   if (existing !== undefined) return uploadView(replay(existing.upload), existing.parts, ctx.now);
 
-  await requireOnboarded(ctx, principal.tenantId, body.repository);
+  await requireOnboarded(ctx.db, principal.tenantId, body.repository);
   const result = await reserveUpload(ctx.deps.storage, {
     tenantId: principal.tenantId,
     upload: id,
@@ -204,7 +211,7 @@ export const reserveSource: Handler = async (ctx) => {
   return uploadView(result.upload, await partsOf(), ctx.now);
 };
 
-export const sourceStatus: Handler = async (ctx) => {
+export const sourceStatus: Handler<"sources.status"> = async (ctx) => {
   const { upload, parts } = await loadUpload(ctx);
   return uploadView(upload, parts, ctx.now);
 };
@@ -214,7 +221,7 @@ export const sourceStatus: Handler = async (ctx) => {
  * repeat with the same bytes verifies the held part (even once completed); changed bytes are
  * conflict; an upload no longer reserved is conflict; an expired one gone (held part or not).
  */
-export const putSourceChunk: Handler = async (ctx) => {
+export const putSourceChunk: Handler<"sources.chunk.put"> = async (ctx) => {
   const principal = principalOf(ctx);
   requireKeyIsPathUpload(ctx);
   const part = Number(ctx.params.part);
@@ -266,10 +273,10 @@ export const putSourceChunk: Handler = async (ctx) => {
  * store holds bytes with the digest (never another tenant's), they are attached (origin
  * reused) and the answer is present.
  */
-export const checkSourceChunk: Handler = async (ctx) => {
+export const checkSourceChunk: Handler<"sources.chunk.check"> = async (ctx) => {
   const principal = principalOf(ctx);
   const part = Number(ctx.params.part);
-  const sha256 = String(ctx.query.sha256);
+  const sha256 = ctx.query.sha256;
   const { upload, part: held } = await loadUploadForPart(ctx, part);
   const declared = await declaredPart(ctx, upload, part);
   if (declared.sha256 !== sha256) {
@@ -310,7 +317,7 @@ export const checkSourceChunk: Handler = async (ctx) => {
  * verified and stored; the outcome is recorded once, and a repeat returns it with the
  * original completer.
  */
-export const completeSource: Handler = async (ctx) => {
+export const completeSource: Handler<"sources.complete"> = async (ctx) => {
   const principal = principalOf(ctx);
   requireKeyIsPathUpload(ctx);
   const { upload, parts } = await loadUpload(ctx);

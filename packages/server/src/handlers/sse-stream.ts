@@ -1,4 +1,4 @@
-import { type HandlerContext, REPLY_SENT } from "./handler.js";
+import { type BaseContext, REPLY_SENT } from "./handler.js";
 
 /** A comment line every 15 s keeps proxies and load balancers from closing an idle stream. */
 export const HEARTBEAT_MS = 15_000;
@@ -24,7 +24,7 @@ export class SseStream {
   private readonly wasListening: boolean;
 
   constructor(
-    private readonly ctx: HandlerContext,
+    private readonly ctx: BaseContext,
     heartbeatMs = HEARTBEAT_MS,
   ) {
     const { reply } = ctx;
@@ -131,7 +131,7 @@ export class SseStream {
 }
 
 /** The Last-Event-ID a reconnecting client sends (several are joined, and then refused). */
-export function lastEventIdHeader(ctx: HandlerContext): string | undefined {
+export function lastEventIdHeader(ctx: BaseContext): string | undefined {
   const header = ctx.request.headers["last-event-id"];
   return Array.isArray(header) ? header.join(",") : header;
 }
@@ -143,7 +143,7 @@ export function lastEventIdHeader(ctx: HandlerContext): string | undefined {
  * from the last id it received.
  */
 export async function serveEventStream(
-  ctx: HandlerContext,
+  ctx: BaseContext,
   produce: (stream: SseStream) => Promise<void>,
   options: { heartbeatMs?: number } = {},
 ): Promise<typeof REPLY_SENT> {

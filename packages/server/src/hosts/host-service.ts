@@ -29,7 +29,7 @@ import {
 } from "@kiln/storage";
 import { Value } from "@sinclair/typebox/value";
 import type { JobActivity } from "../jobs/job-activity.js";
-import { ARTIFACT_RETENTION_SECONDS, VCPUS_OF_SIZE } from "../jobs/job-view.js";
+import { ARTIFACT_RETENTION_SECONDS, VCPUS_OF_SIZE } from "../jobs/platform-limits.js";
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
 import type { SecretBox } from "../secrets/secret-box.js";
 import { assemblePlacement, UnplaceableJobError } from "./assemble-placement.js";

@@ -2,7 +2,7 @@ import { CATALOGUE, type Operation } from "@kiln/contract";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { OperatorPrincipal, Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
-import { type Handler, type HandlerContext, type HandlerTable, REPLY_SENT } from "../handlers/handler.js";
+import { type BoundHandler, boundHandlerOf, type HandlerTable, REPLY_SENT } from "../handlers/handler.js";
 import { enforceSecurity } from "./enforce-security.js";
 import { idempotencyKeyOf } from "./idempotency-key-header.js";
 import { performKeyed } from "./perform-keyed.js";
@@ -19,7 +19,7 @@ export function fastifyPathOf(path: string): string {
   return path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ":$1");
 }
 
-const notImplemented: Handler = async (ctx) =>
+const notImplemented: BoundHandler = async (ctx) =>
   refuse("not_implemented", `${ctx.op.id} is catalogued but not served by this build yet`);
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -41,7 +41,7 @@ async function send(op: Operation, reply: FastifyReply, result: unknown): Promis
 export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handlers: HandlerTable): void {
   app.decorateRequest("kiln", null as unknown as FastifyRequest["kiln"]);
   for (const op of CATALOGUE) {
-    const handler = handlers[op.id] ?? notImplemented;
+    const handler = boundHandlerOf(handlers, op.id) ?? notImplemented;
     const body = op.request.body;
     app.route({
       method: op.method,
@@ -70,8 +70,8 @@ export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handler
           principal: request.kiln.principal,
           operator: request.kiln.operator,
           idempotencyKey: request.kiln.idempotencyKey,
-          params: (request.params ?? {}) as Record<string, unknown>,
-          query: (request.query ?? {}) as Record<string, unknown>,
+          params: request.params ?? {},
+          query: request.query ?? {},
           body: request.body,
           now,
           clock: { now: () => new Date(now) },
@@ -82,7 +82,7 @@ export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handler
         const principal = request.kiln.principal;
         if (key === null || principal === null || op.idempotency === "durable-owner") {
           // Durable-owner operations reconcile their key themselves (ctx.idempotencyKey).
-          await send(op, reply, await handler({ ...base, db: deps.storage.db } satisfies HandlerContext));
+          await send(op, reply, await handler({ ...base, db: deps.storage.db }));
           return;
         }
         const outcome = await performKeyed(

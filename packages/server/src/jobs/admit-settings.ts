@@ -1,11 +1,11 @@
 import { readRepositorySettings } from "@kiln/storage";
-import type { HandlerContext } from "../handlers/handler.js";
+import type { BaseContext } from "../handlers/handler.js";
 import { refuse } from "../http/refusal.js";
 import { decideInjections, type InjectionDecision } from "../settings/injected-build-settings.js";
 import { RepositoryCargoConfiguration, type SourceFileReader } from "../settings/repository-cargo-configuration.js";
 import { wallClockBounds } from "../settings/repository-settings-view.js";
 import { profileOf } from "./admit-inline-source.js";
-import { VCPUS_OF_SIZE } from "./job-view.js";
+import { VCPUS_OF_SIZE } from "./platform-limits.js";
 
 /** What admission snapshots on a job from its repository's settings and its own source. */
 export interface AdmittedSettings {
@@ -29,7 +29,7 @@ const PINNED_CEILING_KEYS = [
  * settings write changes the next admitted job, never this one.
  */
 export async function admitSettings(
-  ctx: HandlerContext,
+  ctx: BaseContext,
   input: {
     tenantId: string;
     repository: string;

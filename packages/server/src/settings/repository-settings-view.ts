@@ -1,5 +1,7 @@
+import type { RepositorySettings } from "@kiln/contract";
 import type { StoredRepositorySettings } from "@kiln/storage";
-import { PLATFORM_WALL_CLOCK_SECONDS } from "../jobs/job-view.js";
+import type { Static } from "@sinclair/typebox";
+import { PLATFORM_WALL_CLOCK_SECONDS } from "../jobs/platform-limits.js";
 import { PLATFORM_INJECTIONS } from "./injected-build-settings.js";
 
 /** The least wall-clock ceiling a repository may set: below it cargo rarely finishes a cold build. */
@@ -21,10 +23,14 @@ export function wallClockBounds(platformOverride: number | undefined): { minimum
   return { minimum: Math.min(MINIMUM_WALL_CLOCK_CEILING_SECONDS, platformDefault), platformDefault };
 }
 
-const origin = (written: unknown) => (written === null ? "platform default" : "dashboard repository setting");
+const origin = (written: unknown) =>
+  written === null ? ("platform default" as const) : ("dashboard repository setting" as const);
 
 /** The RepositorySettings record of one repository. */
-export function repositorySettingsView(stored: StoredRepositorySettings, platformWallClock: number | undefined) {
+export function repositorySettingsView(
+  stored: StoredRepositorySettings,
+  platformWallClock: number | undefined,
+): Static<typeof RepositorySettings> {
   const bounds = wallClockBounds(platformWallClock);
   const optOut = stored.totalInjectionOptOut ?? false;
   const ceiling = Math.min(stored.wallClockCeilingSeconds ?? bounds.platformDefault, bounds.platformDefault);

@@ -1,50 +1,16 @@
-/** The SourceReservation's manifest as the handlers read it (validated by its schema first). */
-export interface ManifestSegment {
-  readonly part: number;
-  readonly offset: number;
-  readonly length: number;
-}
+import type { SourceReservation } from "@kiln/contract";
+import type { Static } from "@sinclair/typebox";
 
-export interface ManifestFile {
-  readonly kind: "file";
-  readonly path: string;
-  readonly executable: boolean;
-  readonly size: number;
-  readonly sha256: string;
-  readonly segments: readonly ManifestSegment[];
-}
-
-export interface ManifestSymlink {
-  readonly kind: "symlink";
-  readonly path: string;
-  readonly target: string;
-}
-
-export type ManifestEntry = ManifestFile | ManifestSymlink;
-
-export interface ManifestPart {
-  readonly part: number;
-  readonly sha256: string;
-  readonly bytes: number;
-}
-
-export interface SourceManifest {
-  readonly entries: readonly ManifestEntry[];
-  readonly parts: readonly ManifestPart[];
-}
-
-export interface SourceTotals {
-  readonly file_bytes: number;
-  readonly entries: number;
-  readonly directories: number;
-  readonly metadata_bytes: number;
-  readonly parts: number;
-  readonly part_bytes: number;
-}
-
-export interface Reservation {
-  readonly repository: string;
-  readonly format_version: number;
-  readonly totals: SourceTotals;
-  readonly manifest: SourceManifest;
-}
+/**
+ * Names for the parts of a SourceReservation the handlers work with, derived from the
+ * contract's schema (never written out again): the reservation, its manifest, entries,
+ * files, parts, segments and totals.
+ */
+export type Reservation = Static<typeof SourceReservation>;
+export type SourceManifest = Reservation["manifest"];
+export type ManifestEntry = SourceManifest["entries"][number];
+export type ManifestFile = Extract<ManifestEntry, { kind: "file" }>;
+export type ManifestSymlink = Extract<ManifestEntry, { kind: "symlink" }>;
+export type ManifestPart = SourceManifest["parts"][number];
+export type ManifestSegment = ManifestFile["segments"][number];
+export type SourceTotals = Reservation["totals"];

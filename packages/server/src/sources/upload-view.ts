@@ -1,4 +1,6 @@
+import type { SourceUpload } from "@kiln/contract";
 import type { SourceUploadPartRow, SourceUploadRow } from "@kiln/storage";
+import type { Static } from "@sinclair/typebox";
 import type { SourceTotals } from "./manifest-types.js";
 
 /** Whether an upload has expired: its hour passed while no job claimed it. */
@@ -27,7 +29,11 @@ export function describeRanges(ranges: readonly { first: number; last: number }[
 }
 
 /** The SourceUpload document of an upload row and the parts it holds. */
-export function uploadView(upload: SourceUploadRow, parts: readonly SourceUploadPartRow[], now: Date) {
+export function uploadView(
+  upload: SourceUploadRow,
+  parts: readonly SourceUploadPartRow[],
+  now: Date,
+): Static<typeof SourceUpload> {
   const expired = isExpired(upload, now) && upload.state !== "rejected";
   return {
     upload: upload.upload,
