@@ -43,3 +43,11 @@ export * from "./executor/executor.js";
 export { reapStaleAttempts } from "./executor/reap-stale-attempts.js";
 export { removeJobDirectories } from "./executor/remove-job-directories.js";
 export { createSandboxExecutor, type SandboxExecutorOptions } from "./executor/sandbox-executor.js";
+export {
+  DEFAULT_CRATE_CACHE_BYTES,
+  DEFAULT_CRATES_IO_INDEX,
+  DependencyGateway,
+  type GatewayConfig,
+  type ProvidedDependencies,
+} from "./gateway/dependency-gateway.js";
+export { GatewayError, type GatewayErrorKind } from "./gateway/gateway-error.js";

@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { DEFAULT_CRATES_IO_INDEX } from "@kiln/host";
 
 /** The harness contract of DESIGN.md §7: KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL. */
 export interface ServerConfig {
@@ -8,6 +9,11 @@ export interface ServerConfig {
   readonly databaseUrl: string | undefined;
   /** KILN_PUBLIC_URL: where people and devices reach kiln; defaults to the listen address. */
   readonly publicOrigin: string | undefined;
+  /**
+   * KILN_CRATES_IO_INDEX: the sparse index standing for crates.io in the dependency gateway
+   * (a mirror; a test registry); downloads follow its config.json `dl`.
+   */
+  readonly cratesIoIndex: string;
 }
 
 export function parseListen(value: string): { host: string; port: number } {
@@ -34,5 +40,16 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
   } else if (port !== 0) {
     publicOrigin = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   }
-  return { host, port, dataDir: resolve(env.KILN_DATA_DIR ?? "./.kiln"), databaseUrl, publicOrigin };
+  const cratesIoIndex = env.KILN_CRATES_IO_INDEX?.trim() || DEFAULT_CRATES_IO_INDEX;
+  if (!/^sparse\+https?:\/\/./.test(cratesIoIndex)) {
+    throw new Error("KILN_CRATES_IO_INDEX must be a sparse index URL (sparse+https://…/)");
+  }
+  return {
+    host,
+    port,
+    dataDir: resolve(env.KILN_DATA_DIR ?? "./.kiln"),
+    databaseUrl,
+    publicOrigin,
+    cratesIoIndex,
+  };
 }

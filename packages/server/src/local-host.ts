@@ -7,6 +7,9 @@ import {
   cargoOutputObserver,
   chooseScratchRoot,
   createSandboxExecutor,
+  DEFAULT_CRATE_CACHE_BYTES,
+  DEFAULT_CRATES_IO_INDEX,
+  DependencyGateway,
   type Executor,
   HostAgent,
   type HostEvent,
@@ -43,6 +46,11 @@ export interface LocalHostOptions {
    * /dev/shm when it is tmpfs; null keeps them in the attempt directory).
    */
   readonly scratchRoot?: string | null;
+  /**
+   * The dependency gateway's crate cache (default `<workRoot>/../crates`, so a cached crate is
+   * hard-linked into an attempt on one file system) and the index standing for crates.io.
+   */
+  readonly crateCache?: { readonly root?: string; readonly maxBytes?: number; readonly cratesIoIndex: string };
   /** Hears every failure of the host and the control plane's host-side loops (tests assert them). */
   readonly onEvent?: (event: LocalHostEvent) => void;
 }
@@ -80,6 +88,12 @@ export async function startLocalHost(
     workRoot: join(options.workRoot),
     ...(scratchRoot === undefined ? {} : { scratchRoot }),
     removeDirectories: removeJobDirectories,
+    gateway: new DependencyGateway({
+      cacheRoot: options.crateCache?.root ?? join(options.workRoot, "..", "crates"),
+      cacheMaxBytes: options.crateCache?.maxBytes ?? DEFAULT_CRATE_CACHE_BYTES,
+      cratesIoIndex: options.crateCache?.cratesIoIndex ?? DEFAULT_CRATES_IO_INDEX,
+      clock: deps.clock,
+    }),
     ...(options.lineageRoot === null
       ? {}
       : { lineages: new LineageStore(options.lineageRoot ?? join(options.workRoot, "..", "lineages")) }),

@@ -58,7 +58,10 @@ program
       try {
         host = await startLocalHost(
           { storage, blobs, clock: systemClock, log, secrets },
-          { workRoot: join(config.dataDir, "attempts") },
+          {
+            workRoot: join(config.dataDir, "attempts"),
+            crateCache: { root: join(config.dataDir, "crates"), cratesIoIndex: config.cratesIoIndex },
+          },
         );
       } catch (error) {
         // The control plane still serves; jobs wait queued until a host enrolls.

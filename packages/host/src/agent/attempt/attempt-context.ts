@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { Clock } from "@kiln/contract";
 import type { AdmittedToolchain, Executor } from "../../executor/executor.js";
+import type { DependencyGateway } from "../../gateway/dependency-gateway.js";
 import { type OutputObserver, PhaseClock } from "../attempt-evidence.js";
 import type { CredentialHolds } from "../credential-holds.js";
 import type { HostReporting } from "../host-events.js";
@@ -38,6 +39,11 @@ export interface AttemptRunnerDeps {
   readonly heartbeatSeconds?: number;
   /** Most bytes of raw cargo output retained per attempt. */
   readonly cargoOutputLimit?: number;
+  /**
+   * Provides a `dependency-gateway` job's locked packages; without it such a job fails in its
+   * fetch phase saying the host has no gateway.
+   */
+  readonly gateway?: DependencyGateway;
   /** Registry credential versions this host's attempts hold (the agent acknowledges from it). */
   readonly credentialHolds?: CredentialHolds;
 }

@@ -1,5 +1,6 @@
 import { messageOf } from "@kiln/contract";
 import type { ExecutionResult } from "../../executor/executor.js";
+import { GatewayError } from "../../gateway/gateway-error.js";
 import { invocationKey, planAffectedTests } from "../affected-tests.js";
 import type { AttemptLineage } from "../attempt-lineage.js";
 import type { AttemptReport, AttemptResult, FinishAnswer, Placement } from "../host-protocol.js";
@@ -8,6 +9,13 @@ import { AttemptContext, type AttemptRunnerDeps } from "./attempt-context.js";
 import { attemptOutcome, failureOf, hostFailure } from "./attempt-outcome.js";
 import { startHeartbeat } from "./heartbeat.js";
 import { injectedEnvironment, injectionItems } from "./injections.js";
+import {
+  crateCacheItem,
+  dependencyReport,
+  gatewayFailure,
+  type ProvidedForBuild,
+  provideDependencies,
+} from "./provide-dependencies.js";
 import { provisionSource } from "./provision-source.js";
 import { publishArtifacts } from "./publish-artifacts.js";
 import { restoreAttemptLineage } from "./restore-attempt-lineage.js";
@@ -67,6 +75,9 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     const restored = await restoreAttemptLineage(attempt);
     lineage = restored.lineage;
 
+    phase = "fetch";
+    const provided = await provideIfGateway(attempt, { toolchain: toolchain.admitted, targetDir: restored.targetDir });
+
     phase = "plan";
     const testKey = invocationKey(placement, injectedEnvironment(placement));
     const affected = await planAffectedTests(placement, lineage, attempt.dirs.workspace, testKey);
@@ -80,6 +91,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
       targetDir: restored.targetDir,
       warmTarget: lineage?.warm ?? false,
       arguments: affected.arguments,
+      provided,
     });
     const outcome = attemptOutcome(cargo.run, attempt.cancelled);
 
@@ -111,11 +123,24 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
       outcome,
       exitCode: cargo.run?.exitCode ?? null,
       failure: failureOf(placement, outcome, cargo.run, cargo.summary),
-      report: assembleReport(attempt, cargo, lineage, affected.evidence),
+      report: assembleReport(attempt, cargo, lineage, affected.evidence, provided),
       cargoOutput,
       artifacts,
     });
   } catch (error) {
+    if (error instanceof GatewayError) {
+      // The job's dependencies could not be provided: a result of the job, said in its terms.
+      const failure = gatewayFailure(error);
+      attempt.system(`kiln: ${failure.detail}`);
+      return await report(attempt, {
+        outcome: "failed",
+        exitCode: null,
+        failure,
+        report: { phases: attempt.phases.phases, crates: [], tests: [], unit: null },
+        cargoOutput: null,
+        artifacts: [],
+      });
+    }
     deps.reporting.emit({ type: "attempt:error", jobId: placement.jobId, attempt: placement.attempt, phase, error });
     deps.reporting.log.error(
       { jobId: placement.jobId, attempt: placement.attempt, phase, err: error },
@@ -149,6 +174,19 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
   }
 }
 
+/** Phase `fetch`: a dependency-gateway job's packages, provided by the host's gateway. */
+async function provideIfGateway(
+  attempt: AttemptContext,
+  build: Parameters<typeof provideDependencies>[2],
+): Promise<ProvidedForBuild | null> {
+  if (attempt.placement.network.policy !== "dependency-gateway") return null;
+  const gateway = attempt.deps.gateway;
+  if (gateway === undefined) {
+    throw new Error("this host has no dependency gateway, and the job's dependencies come from outside its workspace");
+  }
+  return provideDependencies(attempt, gateway, build);
+}
+
 /**
  * Flushes the log and hands the result to the control plane, unless the attempt lost its
  * lease (a stale log shipment or heartbeat): a newer attempt owns the job then.
@@ -166,6 +204,7 @@ function assembleReport(
   cargo: CargoRun,
   lineage: AttemptLineage | null,
   affected: AttemptReport["affected_tests"] | null,
+  provided: ProvidedForBuild | null,
 ): AttemptReport {
   const { placement, deps } = attempt;
   const run: ExecutionResult | null = cargo.run;
@@ -173,7 +212,11 @@ function assembleReport(
     phases: attempt.phases.phases,
     crates: [...cargo.summary.crates],
     tests: [...cargo.summary.tests],
-    ...(lineage === null ? {} : { caches: [lineage.cacheItem()] }),
+    caches: [
+      ...(lineage === null ? [] : [lineage.cacheItem()]),
+      ...(provided === null ? [] : [crateCacheItem(provided.dependencies, deps.hostId)]),
+    ],
+    ...(provided === null ? {} : { dependencies: dependencyReport(provided.dependencies) }),
     injections: injectionItems(placement),
     ...(affected === null ? {} : { affected_tests: affected }),
     // No unit ran when affected_tests left nothing to test.

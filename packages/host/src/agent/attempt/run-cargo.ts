@@ -5,10 +5,25 @@ import type { Placement } from "../host-protocol.js";
 import { LineSplitter } from "../line-splitter.js";
 import type { AttemptContext } from "./attempt-context.js";
 import { injectedEnvironment } from "./injections.js";
+import type { ProvidedForBuild } from "./provide-dependencies.js";
 
-/** `--message-format` goes right after the operation, before any user argument or `--`. */
-export function cargoArgv(placement: Placement, args: readonly string[] = placement.invocation.arguments): string[] {
-  return ["cargo", placement.invocation.operation, "--message-format=json-render-diagnostics", ...args];
+/**
+ * `--message-format` goes right after the operation, before any user argument or `--`; the
+ * dependency gateway's generated configuration (`--config`, which outranks every other Cargo
+ * configuration) before the operation.
+ */
+export function cargoArgv(
+  placement: Placement,
+  args: readonly string[] = placement.invocation.arguments,
+  cargoConfig: string | null = null,
+): string[] {
+  return [
+    "cargo",
+    ...(cargoConfig === null ? [] : ["--config", cargoConfig]),
+    placement.invocation.operation,
+    "--message-format=json-render-diagnostics",
+    ...args,
+  ];
 }
 
 /** The phase cargo runs in: `test` for test and bench jobs, `build` for the rest. */
@@ -38,6 +53,8 @@ export async function runCargo(
     readonly warmTarget: boolean;
     /** The arguments to run with, or null to run no cargo at all. */
     readonly arguments: readonly string[] | null;
+    /** What the dependency gateway provided (a dependency-gateway job), else null. */
+    readonly provided: ProvidedForBuild | null;
   },
 ): Promise<CargoRun> {
   const { deps, placement, dirs } = attempt;
@@ -61,7 +78,7 @@ export async function runCargo(
     attempt.phases.record(step, deps.clock.now(), "skipped");
     attempt.system("kiln: cargo did not run: no package's tests are affected by the change since the baseline");
   } else {
-    const argv = cargoArgv(placement, input.arguments);
+    const argv = cargoArgv(placement, input.arguments, input.provided?.cargoConfig ?? null);
     attempt.system(`kiln: ${argv.join(" ")} (toolchain ${input.toolchain.name}, no network)`);
     run = await attempt.phases.run(
       step,
@@ -73,6 +90,7 @@ export async function runCargo(
           targetDir: input.targetDir,
           homeDir: dirs.home,
           mounts: SANDBOX_MOUNTS,
+          ...(input.provided === null ? {} : { readOnlyBinds: input.provided.readOnlyBinds }),
           warmTarget: input.warmTarget,
           toolchain: input.toolchain,
           argv,

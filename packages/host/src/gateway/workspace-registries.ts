@@ -1,0 +1,90 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { parse } from "smol-toml";
+
+type Table = Record<string, unknown>;
+const isTable = (value: unknown): value is Table =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * The registries a workspace names in its own `.cargo/config.toml` (`[registries.<name>]
+ * index`): only their names and index URLs are read. Nothing else of the repository's Cargo
+ * configuration is used on the host (it may name credential providers, which are programs).
+ */
+export async function workspaceRegistries(workspaceDir: string): Promise<Map<string, string>> {
+  const registries = new Map<string, string>();
+  for (const file of [".cargo/config", ".cargo/config.toml"]) {
+    let text: string;
+    try {
+      text = await readFile(join(workspaceDir, file), "utf8");
+    } catch {
+      continue;
+    }
+    let doc: unknown;
+    try {
+      doc = parse(text);
+    } catch {
+      continue;
+    }
+    if (!isTable(doc) || !isTable(doc.registries)) continue;
+    for (const [name, entry] of Object.entries(doc.registries)) {
+      if (isTable(entry) && typeof entry.index === "string") registries.set(name, entry.index);
+    }
+  }
+  return registries;
+}
+
+/** A dependency a manifest names directly: its real package name and the registry it comes from (null: crates.io). */
+export interface DirectDependency {
+  readonly name: string;
+  readonly registry: string | null;
+}
+
+/**
+ * Every registry dependency the workspace's manifests name (plain, dev and build, per target,
+ * and `[workspace.dependencies]`): the roots of the index the gateway gathers when the source
+ * has no Cargo.lock. Path and git dependencies are not registry roots.
+ */
+export function directDependencies(manifests: readonly string[]): DirectDependency[] {
+  const found = new Map<string, DirectDependency>();
+  const collect = (table: unknown) => {
+    if (!isTable(table)) return;
+    for (const [key, spec] of Object.entries(table)) {
+      if (typeof spec === "string") {
+        found.set(`${key}\u0000`, { name: key, registry: null });
+        continue;
+      }
+      if (!isTable(spec) || typeof spec.path === "string" || typeof spec.git === "string") continue;
+      if (spec.workspace === true) continue;
+      const name = typeof spec.package === "string" ? spec.package : key;
+      const registry = typeof spec.registry === "string" ? spec.registry : null;
+      found.set(`${name}\u0000${registry ?? ""}`, { name, registry });
+    }
+  };
+  const owner = (table: unknown) => {
+    if (!isTable(table)) return;
+    for (const key of [
+      "dependencies",
+      "dev-dependencies",
+      "dev_dependencies",
+      "build-dependencies",
+      "build_dependencies",
+    ]) {
+      collect(table[key]);
+    }
+  };
+  for (const text of manifests) {
+    let doc: unknown;
+    try {
+      doc = parse(text);
+    } catch {
+      continue;
+    }
+    if (!isTable(doc)) continue;
+    owner(doc);
+    if (isTable(doc.target)) for (const target of Object.values(doc.target)) owner(target);
+    if (isTable(doc.workspace)) collect(doc.workspace.dependencies);
+    if (isTable(doc.patch)) for (const patches of Object.values(doc.patch)) collect(patches);
+  }
+  return [...found.values()];
+}

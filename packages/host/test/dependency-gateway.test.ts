@@ -1,0 +1,276 @@
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { ManualClock, type RegistryCredentialGrant } from "@kiln/contract";
+import { DependencyGateway, type ProvideRequest } from "../src/gateway/dependency-gateway.js";
+import { GatewayError } from "../src/gateway/gateway-error.js";
+import { type SparseRegistry, startSparseRegistry } from "../src/testing/sparse-registry.js";
+
+interface CargoRun {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+// Asynchronous: the registry answers from this process's event loop.
+function cargo(args: readonly string[], cwd: string, cargoHome: string): Promise<CargoRun> {
+  return new Promise((resolve) => {
+    execFile(
+      "cargo",
+      args,
+      { cwd, env: { ...process.env, CARGO_HOME: cargoHome }, timeout: 600_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : -1, stdout, stderr });
+      },
+    );
+  });
+}
+
+const HELLO_TEST = `
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_with_itoa() {
+        let mut buffer = itoa::Buffer::new();
+        assert_eq!(buffer.format(128u64), "128");
+    }
+    #[test]
+    fn round_trips_with_serde_json() {
+        let value: serde_json::Value = serde_json::from_str("{\\"a\\": [1, 2]}").unwrap();
+        assert_eq!(value["a"][1], 2);
+    }
+}
+`;
+
+/** A `cargo new --lib` project depending on itoa and serde_json; no Cargo.lock, nothing vendored. */
+async function helloProject(root: string, extra = ""): Promise<string> {
+  const project = join(root, "hello");
+  await mkdir(join(project, "src"), { recursive: true });
+  await writeFile(
+    join(project, "Cargo.toml"),
+    `[package]\nname = "hello"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nitoa = "1"\nserde_json = "1"\n${extra}`,
+  );
+  await writeFile(join(project, "src", "lib.rs"), HELLO_TEST);
+  return project;
+}
+
+describe("dependency gateway against a real sparse registry", () => {
+  let upstream: SparseRegistry;
+  let root: string;
+  const clock = new ManualClock(new Date("2026-01-01T00:00:00Z"));
+
+  before(async () => {
+    upstream = await startSparseRegistry({ crates: ["itoa", "serde_json"] });
+    root = await mkdtemp(join(tmpdir(), "kiln-gateway-test-"));
+  });
+  after(async () => {
+    await upstream.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  const gatewayAt = (name: string) =>
+    new DependencyGateway({
+      cacheRoot: join(root, name, "cache"),
+      cacheMaxBytes: 2 ** 30,
+      cratesIoIndex: upstream.indexUrl,
+      clock,
+      retry: { attempts: 1, firstDelayMs: 1 },
+    });
+
+  /** A request whose "sandbox" is the host itself: the deps dir is seen at its own path. */
+  const requestFor = async (
+    project: string,
+    depsDir: string,
+    cargoHome: string,
+    over: Partial<ProvideRequest> = {},
+  ): Promise<ProvideRequest> => ({
+    tenant: "acme",
+    workspaceDir: project,
+    lockfile: await readFile(join(project, "Cargo.lock"), "utf8").catch(() => null),
+    manifests: [await readFile(join(project, "Cargo.toml"), "utf8")],
+    depsDir,
+    sandboxDepsDir: depsDir,
+    credentials: async () => [],
+    generateLockfile: async (config) => {
+      const run = await cargo(["--config", config, "generate-lockfile", "--offline"], project, cargoHome);
+      assert.equal(run.code, 0, run.stderr);
+      return readFile(join(project, "Cargo.lock"), "utf8");
+    },
+    log: () => {},
+    signal: new AbortController().signal,
+    ...over,
+  });
+
+  it("builds a fresh project with no Cargo.lock offline, then serves the same lock from the cache with 0 bytes fetched", async () => {
+    const dir = join(root, "fresh");
+    const project = await helloProject(dir);
+    const cargoHome = join(dir, "home");
+    await mkdir(cargoHome, { recursive: true });
+    const gateway = gatewayAt("fresh");
+    const first = await gateway.provide(await requestFor(project, join(dir, "deps"), cargoHome));
+    assert.notEqual(first.generatedLockfile, null);
+    const names = first.lockedCrates.map((c) => c.name).sort();
+    assert.ok(names.includes("itoa") && names.includes("serde_json") && names.includes("serde"), names.join(","));
+    assert.equal(first.cache.hits, 0);
+    assert.equal(first.cache.misses, first.lockedCrates.length);
+    assert.ok(first.cache.bytesFetched > 0);
+    for (const locked of first.lockedCrates) {
+      const served = upstream.crates.get(locked.name)?.find((v) => v.version === locked.version);
+      assert.equal(locked.checksum, served?.checksum, `${locked.name} checksum is the registry's`);
+    }
+    assert.match(first.configuration, /local-registry/);
+    assert.doesNotMatch(first.configuration, new RegExp(upstream.origin.replace(/[.:/]/g, "\\$&")));
+    const test = await cargo(["--config", first.sandboxConfigPath, "test", "--offline"], project, cargoHome);
+    assert.equal(test.code, 0, test.stderr);
+    assert.match(test.stdout, /test result: ok\. 2 passed/);
+
+    // The same lockfile again: every crate from the cache, nothing downloaded.
+    const downloaded = upstream.downloadBytes();
+    const requests = upstream.requests.length;
+    const second = await gateway.provide(await requestFor(project, join(dir, "deps2"), cargoHome));
+    assert.equal(second.generatedLockfile, null);
+    assert.equal(second.cache.misses, 0);
+    assert.equal(second.cache.bytesFetched, 0);
+    assert.equal(second.cache.hits, first.lockedCrates.length);
+    assert.equal(upstream.downloadBytes(), downloaded);
+    assert.equal(upstream.requests.length, requests, "a warm provide asks the registry nothing");
+    assert.equal(second.configurationSha256.length, 64);
+  });
+
+  it("uses exactly the versions a Cargo.lock locks", async () => {
+    const dir = join(root, "locked");
+    const project = await helloProject(dir);
+    const cargoHome = join(dir, "home");
+    await mkdir(cargoHome, { recursive: true });
+    const gateway = gatewayAt("locked");
+    const generated = await gateway.provide(await requestFor(project, join(dir, "deps"), cargoHome));
+    const lock = generated.generatedLockfile ?? "";
+    const provided = await gateway.provide(
+      await requestFor(project, join(dir, "deps2"), cargoHome, { lockfile: lock }),
+    );
+    assert.deepEqual(
+      provided.lockedCrates.map((c) => `${c.name}@${c.version}`),
+      generated.lockedCrates.map((c) => `${c.name}@${c.version}`),
+    );
+  });
+
+  it("refuses a crate whose bytes do not match Cargo.lock's checksum and caches nothing of it", async () => {
+    const registry = await startSparseRegistry({ crates: ["itoa"] });
+    try {
+      const dir = join(root, "tampered");
+      const project = join(dir, "p");
+      await mkdir(join(project, "src"), { recursive: true });
+      await writeFile(
+        join(project, "Cargo.toml"),
+        `[package]\nname = "p"\nversion = "0.1.0"\nedition = "2021"\n[dependencies]\nitoa = "1"\n`,
+      );
+      await writeFile(join(project, "src", "lib.rs"), "");
+      const itoa = registry.crates.get("itoa")?.[0];
+      assert.ok(itoa !== undefined);
+      const lock = `version = 3\n\n[[package]]\nname = "itoa"\nversion = "${itoa.version}"\nsource = "registry+https://github.com/rust-lang/crates.io-index"\nchecksum = "${itoa.checksum}"\n\n[[package]]\nname = "p"\nversion = "0.1.0"\ndependencies = ["itoa"]\n`;
+      registry.tamper("itoa", itoa.version, new TextEncoder().encode("not the crate"));
+      const gateway = new DependencyGateway({
+        cacheRoot: join(dir, "cache"),
+        cacheMaxBytes: 2 ** 30,
+        cratesIoIndex: registry.indexUrl,
+        clock,
+        retry: { attempts: 1, firstDelayMs: 1 },
+      });
+      const request = await requestFor(project, join(dir, "deps"), join(dir, "home"), { lockfile: lock });
+      await assert.rejects(gateway.provide(request), (error: unknown) => {
+        assert.ok(error instanceof GatewayError);
+        assert.equal(error.kind, "checksum_mismatch");
+        assert.match(error.message, new RegExp(`itoa ${itoa.version}`));
+        return true;
+      });
+      assert.equal(await gateway.cache.lookup("public", itoa.checksum), null);
+      assert.equal(await gateway.cache.totalBytes(), 0);
+    } finally {
+      await registry.close();
+    }
+  });
+
+  it("names an unknown crate and an unreachable upstream", async () => {
+    const dir = join(root, "unknown");
+    const project = join(dir, "p");
+    await mkdir(join(project, "src"), { recursive: true });
+    await writeFile(join(project, "Cargo.toml"), `[package]\nname = "p"\nversion = "0.1.0"\n`);
+    const lock = `version = 3\n\n[[package]]\nname = "no-such-crate"\nversion = "1.0.0"\nsource = "registry+https://github.com/rust-lang/crates.io-index"\nchecksum = "${"a".repeat(64)}"\n`;
+    const gateway = gatewayAt("unknown");
+    await assert.rejects(
+      gateway.provide(await requestFor(project, join(dir, "deps"), join(dir, "home"), { lockfile: lock })),
+      (error: unknown) =>
+        error instanceof GatewayError && error.kind === "unknown_crate" && /no-such-crate 1\.0\.0/.test(error.message),
+    );
+    const unreachable = new DependencyGateway({
+      cacheRoot: join(dir, "cache2"),
+      cacheMaxBytes: 2 ** 30,
+      cratesIoIndex: "sparse+http://127.0.0.1:9/index/",
+      clock,
+      retry: { attempts: 1, firstDelayMs: 1 },
+    });
+    await assert.rejects(
+      unreachable.provide(await requestFor(project, join(dir, "deps2"), join(dir, "home"), { lockfile: lock })),
+      (error: unknown) =>
+        error instanceof GatewayError && error.kind === "upstream_unreachable" && error.message.includes("127.0.0.1:9"),
+    );
+  });
+
+  it("fetches a private registry's crate with the tenant's credential, keeps it in that tenant's scope, and never says the value", async () => {
+    const secret = "Bearer kiln-test-private-registry-secret";
+    const privateRegistry = await startSparseRegistry({ crates: ["semver"], authorization: secret });
+    try {
+      const dir = join(root, "private");
+      const project = join(dir, "p");
+      await mkdir(join(project, "src"), { recursive: true });
+      await mkdir(join(project, ".cargo"), { recursive: true });
+      await writeFile(
+        join(project, ".cargo", "config.toml"),
+        `[registries.private]\nindex = "${privateRegistry.indexUrl}"\ncredential-provider = ["/bin/false"]\n`,
+      );
+      await writeFile(
+        join(project, "Cargo.toml"),
+        `[package]\nname = "p"\nversion = "0.1.0"\nedition = "2021"\n[dependencies]\nsemver = { version = "1", registry = "private" }\n`,
+      );
+      await writeFile(
+        join(project, "src", "lib.rs"),
+        "pub fn v() -> semver::Version { semver::Version::new(1, 2, 3) }\n",
+      );
+      const cargoHome = join(dir, "home");
+      await mkdir(cargoHome, { recursive: true });
+      const host = new URL(privateRegistry.origin).host;
+      const grants: RegistryCredentialGrant[] = [{ registry: host, version: 1, authorization: secret }];
+      const logged: string[] = [];
+      const gateway = gatewayAt("private");
+      const provided = await gateway.provide(
+        await requestFor(project, join(dir, "deps"), cargoHome, {
+          credentials: async () => grants,
+          log: (l) => logged.push(l),
+        }),
+      );
+      const semverCrate = provided.lockedCrates.find((c) => c.name === "semver");
+      assert.ok(semverCrate !== undefined);
+      assert.equal(semverCrate.source, privateRegistry.indexUrl);
+      assert.ok(!provided.configuration.includes(secret));
+      assert.ok(!logged.join("\n").includes(secret));
+      const build = await cargo(["--config", provided.sandboxConfigPath, "build", "--offline"], project, cargoHome);
+      assert.equal(build.code, 0, build.stderr);
+      // Cached in the tenant's own scope only: another tenant asking for the same lock misses and must fetch.
+      const other = await gateway
+        .provide(
+          await requestFor(project, join(dir, "deps-other"), cargoHome, {
+            tenant: "globex",
+            credentials: async () => [],
+          }),
+        )
+        .catch((error: unknown) => error);
+      assert.ok(other instanceof GatewayError && other.kind === "upstream_refused", String(other));
+      assert.doesNotMatch(String(other), /kiln-test-private-registry-secret/);
+    } finally {
+      await privateRegistry.close();
+    }
+  });
+});
