@@ -202,7 +202,14 @@ export interface Embedded {
 }
 
 export async function startEmbedded(
-  options: { wallClockSeconds?: number; executor?: Executor; workRoot?: string; storageQuotaBytes?: number } = {},
+  options: {
+    wallClockSeconds?: number;
+    executor?: Executor;
+    workRoot?: string;
+    storageQuotaBytes?: number;
+    /** The sparse index standing for crates.io in the host's dependency gateway (a test registry). */
+    cratesIoIndex?: string;
+  } = {},
 ): Promise<Embedded> {
   const storage = await openSqliteForTest();
   const blobs = testBlobs();
@@ -210,6 +217,7 @@ export async function startEmbedded(
   const workRoot = options.workRoot ?? mkdtempSync(join(tmpdir(), "kiln-e2e-attempts-"));
   // Warm lineages in a directory of this test's own (the default, beside the work root, would be the shared tmpdir).
   const lineageRoot = mkdtempSync(join(tmpdir(), "kiln-e2e-lineages-"));
+  const crateRoot = mkdtempSync(join(tmpdir(), "kiln-e2e-crates-"));
   let wake = () => {};
   const quota = options.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: options.storageQuotaBytes };
   const apps: FastifyInstance[] = [];
@@ -237,6 +245,10 @@ export async function startEmbedded(
       workRoot,
       lineageRoot,
       executor: options.executor ?? createSandboxExecutor(),
+      crateCache: {
+        root: crateRoot,
+        cratesIoIndex: options.cratesIoIndex ?? "sparse+http://127.0.0.1:9/index/",
+      },
       onEvent: (event) => events.push(event),
     },
   );
@@ -260,6 +272,7 @@ export async function startEmbedded(
       await storage.close();
       if (ownWorkRoot) rmSync(workRoot, { recursive: true, force: true });
       rmSync(lineageRoot, { recursive: true, force: true });
+      rmSync(crateRoot, { recursive: true, force: true });
     },
   };
 }

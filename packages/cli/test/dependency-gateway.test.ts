@@ -1,0 +1,147 @@
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { createClient, type KilnClient } from "@kiln/client";
+import { type SparseRegistry, startSparseRegistry } from "@kiln/host/testing";
+import { onboardRepository } from "@kiln/storage";
+import { type CliRun, freshConfigHome, runCli, startListeningEmbedded } from "./harness.js";
+
+// biome-ignore lint/suspicious/noExplicitAny: JSON lines of the CLI's --json output, read loosely in assertions.
+type Doc = any;
+
+const jsonLines = (run: CliRun): Doc[] =>
+  run.stdout
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l));
+
+const HELLO_LIB = `
+pub fn render(n: u64) -> String {
+    itoa::Buffer::new().format(n).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_with_itoa() {
+        assert_eq!(super::render(128), "128");
+    }
+    #[test]
+    fn parses_with_serde_json() {
+        let value: serde_json::Value = serde_json::from_str("{\\"a\\": [1, 2]}").unwrap();
+        assert_eq!(value["a"][1], 2);
+    }
+}
+`;
+
+describe("kiln cargo test of an ordinary project whose dependencies come from a registry (the dependency gateway)", () => {
+  let upstream: SparseRegistry;
+  let endpoint: string;
+  let client: KilnClient;
+  let env: Record<string, string>;
+  let close: () => Promise<void>;
+  const scratch: string[] = [];
+
+  const project = (files: Record<string, string>): string => {
+    const root = mkdtempSync(join(tmpdir(), "kiln-gateway-ws-"));
+    scratch.push(root);
+    for (const [path, content] of Object.entries(files)) {
+      mkdirSync(dirname(join(root, path)), { recursive: true });
+      writeFileSync(join(root, path), content);
+    }
+    return root;
+  };
+
+  before(async () => {
+    upstream = await startSparseRegistry({ crates: ["itoa", "serde_json"] });
+    const embedded = await startListeningEmbedded({ cratesIoIndex: upstream.indexUrl });
+    endpoint = embedded.endpoint;
+    close = embedded.close;
+    for (const name of ["acme/hello", "acme/escape"]) {
+      await onboardRepository(embedded.storage, { tenantId: embedded.tenant, name, onboardedBy: "test" });
+    }
+    client = createClient({ endpoint, token: embedded.token });
+    env = { XDG_CONFIG_HOME: freshConfigHome(), KILN_ENDPOINT: endpoint, KILN_TOKEN: embedded.token };
+  });
+  after(async () => {
+    await close();
+    await upstream.close();
+    for (const d of scratch) rmSync(d, { recursive: true, force: true });
+  });
+
+  it("a fresh `cargo new` project depending on itoa and serde_json (no Cargo.lock) passes; the second run downloads 0 bytes", async () => {
+    const dir = project({
+      "Cargo.toml": `[package]\nname = "hello"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nitoa = "1"\nserde_json = "1"\n`,
+      "src/lib.rs": HELLO_LIB,
+    });
+    const run = await runCli(["cargo", "test", "--repository", "acme/hello", "--json"], { cwd: dir, env });
+    assert.equal(run.code, 0, `${run.stderr}\n${run.stdout.slice(-4000)}`);
+    const result = jsonLines(run).find((l) => l.type === "result");
+    assert.equal(result.status, "passed");
+    assert.equal(result.tests.passed, 2);
+    const logText = jsonLines(run)
+      .filter((l) => l.type === "log")
+      .map((l) => l.text)
+      .join("\n");
+    assert.match(logText, /network policy dependency-gateway/);
+    assert.match(logText, /generate-lockfile/);
+
+    const job = await client.call("jobs.get", { params: { id: result.job } });
+    assert.equal(job.configuration_sha256?.length, 64);
+    const locked = (job.locked_crates ?? []).map((c) => c.name);
+    assert.ok(locked.includes("itoa") && locked.includes("serde_json"), locked.join(", "));
+    for (const crate of job.locked_crates ?? []) {
+      const served = upstream.crates.get(crate.name)?.find((v) => v.version === crate.version);
+      assert.equal(crate.checksum, served?.checksum, `${crate.name} is locked to the registry's checksum`);
+    }
+    assert.deepEqual(job.git_sources, []);
+    const evidence = await client.call("jobs.evidence", { params: { id: result.job } });
+    const admitted = evidence.report.admitted as Doc;
+    assert.equal(admitted.network_policy, "dependency-gateway");
+    assert.equal(admitted.configuration_sha256, job.configuration_sha256);
+    const cold = evidence.report.caches.find((c) => c.class === "dependency-gateway") as Doc;
+    assert.equal(cold.outcome, "cold");
+    assert.ok(cold.bytes_fetched > 0);
+    assert.ok(evidence.report.phases.some((p) => p.name === "fetch" && p.status === "passed"));
+
+    const downloaded = upstream.downloadBytes();
+    const again = await runCli(["cargo", "test", "--repository", "acme/hello", "--json"], { cwd: dir, env });
+    assert.equal(again.code, 0, again.stderr);
+    const second = jsonLines(again).find((l) => l.type === "result");
+    const warm = (await client.call("jobs.evidence", { params: { id: second.job } })).report.caches.find(
+      (c) => c.class === "dependency-gateway",
+    ) as Doc;
+    assert.equal(warm.outcome, "warm");
+    assert.equal(warm.bytes_fetched, 0);
+    assert.equal(warm.misses, 0);
+    assert.equal(upstream.downloadBytes(), downloaded, "the second job downloaded 0 bytes");
+    const secondJob = await client.call("jobs.get", { params: { id: second.job } });
+    assert.equal(secondJob.configuration_sha256, job.configuration_sha256);
+  });
+
+  it("a build script that tries to reach the registry upstream fails: the job still has no network", async () => {
+    const origin = new URL(upstream.origin);
+    const dir = project({
+      "Cargo.toml": `[package]\nname = "escape"\nversion = "0.1.0"\nedition = "2021"\nbuild = "build.rs"\n\n[dependencies]\nitoa = "1"\n`,
+      "src/lib.rs": "pub fn n() -> u32 { 1 }\n",
+      "build.rs": `use std::net::TcpStream;
+fn main() {
+    match TcpStream::connect(("${origin.hostname}", ${origin.port})) {
+        Ok(_) => panic!("REACHED the registry upstream from the sandbox"),
+        Err(e) => println!("cargo:warning=no network: {e}"),
+    }
+}
+`,
+    });
+    const run = await runCli(["cargo", "build", "--repository", "acme/escape", "--json"], { cwd: dir, env });
+    assert.equal(run.code, 0, `${run.stderr}\n${run.stdout.slice(-4000)}`);
+    const text = jsonLines(run)
+      .filter((l) => l.type === "log")
+      .map((l) => l.text)
+      .join("\n");
+    assert.doesNotMatch(text, /REACHED/);
+    assert.match(text, /no network/);
+  });
+});
