@@ -32,6 +32,9 @@ const DEBIAN = {
     // directory source); serde only because cargo resolves semver's optional dependency.
     { pkg: "librust-semver-dev", proof: "/usr/share/cargo/registry/semver-1.0.14/Cargo.toml" },
     { pkg: "librust-serde-dev", proof: "/usr/share/cargo/registry/serde-1.0.152/Cargo.toml" },
+    // The dependency gateway's tests serve these from a sparse registry built from their sources.
+    { pkg: "librust-itoa-dev", proof: "/usr/share/cargo/registry/itoa-1.0.1/Cargo.toml" },
+    { pkg: "librust-serde-json-dev", proof: "/usr/share/cargo/registry/serde_json-1.0.87/Cargo.toml" },
   ],
   // `npm run bench`: the test set plus regex (issue 6's larger real crate) and its dev-dependencies.
   bench: [
