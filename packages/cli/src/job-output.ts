@@ -127,6 +127,8 @@ export function cargoExitCode(evidence: JobEvidence): number | null {
 export function exitCodeOf(job: Job, evidence: JobEvidence): number {
   if (job.status === "passed") return EXIT.ok;
   const cause = job.failure?.cause;
+  // A dependency the gateway could not provide fails the build, as local cargo would (101).
+  if (job.status === "failed" && cause === "dependencies") return 101;
   if (job.status === "failed" && (cause === "build_error" || cause === "test_failure")) {
     const code = cargoExitCode(evidence);
     return code === null || code === 0 ? 101 : code;
