@@ -7,6 +7,7 @@ import type { HandlerTable } from "./handlers/handler.js";
 import { bindCatalogueRoutes } from "./http/bind-catalogue-routes.js";
 import { installBodyParsers } from "./http/body-parsers.js";
 import { installErrorBoundary } from "./http/error-boundary.js";
+import { installRequestValidators } from "./http/request-validators.js";
 import { installResponseContractCheck } from "./http/response-contract-check.js";
 import { registerPages } from "./pages/register-pages.js";
 
@@ -32,15 +33,6 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
               }),
             },
           },
-    ajv: {
-      customOptions: {
-        removeAdditional: false,
-        coerceTypes: "array",
-        useDefaults: true,
-        allErrors: false,
-        verbose: true,
-      },
-    },
     // Operation paths are matched exactly; `/api/jobs/` is not `/api/jobs`.
     routerOptions: { ignoreTrailingSlash: false },
     return503OnClosing: true,
@@ -50,6 +42,7 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
     await deps.lastUsed?.close();
   });
   installErrorBoundary(app);
+  installRequestValidators(app);
   installBodyParsers(app);
   if (deps.checkResponses === true) installResponseContractCheck(app);
   bindCatalogueRoutes(app, deps, handlers);

@@ -1,14 +1,24 @@
 import { recordLastUsed, type Storage } from "@kiln/storage";
 import type { Principal } from "./principal.js";
 
+/** Credential key (CLI token id, agent credential hash) → time of its latest use, ISO text. */
+type Uses = Map<string, string>;
+interface Batch {
+  readonly cliTokens: Uses;
+  readonly agentCredentials: Uses;
+}
+
 /**
  * Keeps last_used_at without a database write per request: uses are noted in memory
- * and written in one batch every `flushSeconds` (and when the app closes). The value
- * is therefore at most that stale, which is what a "last used" column promises.
+ * and written in one batch every `flushSeconds` (and when the app closes). The stored
+ * value is therefore at most that stale; reads in this process see the uses it has not
+ * written yet through `pendingCliTokenUse` / `pendingAgentCredentialUse`.
  */
 export class LastUsedRecorder {
-  private cliTokens = new Map<string, string>();
-  private agentCredentials = new Map<string, string>();
+  private cliTokens: Uses = new Map();
+  private agentCredentials: Uses = new Map();
+  /** Batches being written: still pending to a reader until their write has finished. */
+  private readonly writing = new Set<Batch>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -29,16 +39,48 @@ export class LastUsedRecorder {
     return this.cliTokens.size + this.agentCredentials.size;
   }
 
+  /** The latest use of the CLI token `id` this process noted but has not written, as ISO text. */
+  pendingCliTokenUse(id: string): string | undefined {
+    return this.latestPending(id, (batch) => batch.cliTokens);
+  }
+
+  /** The latest unwritten use of the agent credential whose value hashes to `tokenHash`. */
+  pendingAgentCredentialUse(tokenHash: string): string | undefined {
+    return this.latestPending(tokenHash, (batch) => batch.agentCredentials);
+  }
+
+  private latestPending(key: string, usesOf: (batch: Batch) => Uses): string | undefined {
+    let latest: string | undefined;
+    const current = { cliTokens: this.cliTokens, agentCredentials: this.agentCredentials };
+    for (const batch of [current, ...this.writing]) {
+      const at = usesOf(batch).get(key);
+      if (at !== undefined && (latest === undefined || Date.parse(at) > Date.parse(latest))) latest = at;
+    }
+    return latest;
+  }
+
   async flush(): Promise<void> {
     if (this.pending === 0) return;
-    const uses = { cliTokens: this.cliTokens, agentCredentialHashes: this.agentCredentials };
+    const batch: Batch = { cliTokens: this.cliTokens, agentCredentials: this.agentCredentials };
+    this.writing.add(batch);
     this.cliTokens = new Map();
     this.agentCredentials = new Map();
-    await recordLastUsed(this.storage, uses);
+    try {
+      await recordLastUsed(this.storage, { cliTokens: batch.cliTokens, agentCredentialHashes: batch.agentCredentials });
+    } finally {
+      this.writing.delete(batch);
+    }
   }
 
   async close(): Promise<void> {
     clearInterval(this.timer);
     await this.flush();
   }
+}
+
+/** The later of a stored last_used_at and a pending use (either may be absent). */
+export function latestUse(stored: string | null, pending: string | undefined): string | null {
+  if (pending === undefined) return stored;
+  if (stored === null) return pending;
+  return Date.parse(pending) > Date.parse(stored) ? pending : stored;
 }
