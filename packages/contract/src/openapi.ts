@@ -14,9 +14,52 @@ export interface OpenApiOptions {
 /** Keywords whose values are data, not subschemas: never hoisted. */
 const DATA_KEYWORDS = new Set(["const", "default", "enum", "examples", "example"]);
 
+/** The JSON Schema type of a constant, or undefined for an object or array. */
+function jsonTypeOf(value: Json): string | undefined {
+  if (value === null) return "null";
+  if (typeof value === "number") return Number.isInteger(value) ? "integer" : "number";
+  if (typeof value === "string" || typeof value === "boolean") return typeof value;
+  return undefined;
+}
+
 /**
- * Turns TypeBox schemas (which carry non-JSON symbols) into plain JSON and hoists
- * every titled subschema — a record — into `components.schemas`, referenced by `$ref`.
+ * A union of literals (TypeBox writes `anyOf` of `{const, type}`) as `{type, enum}`, the form
+ * OpenAPI readers and code generators take for an enumeration. The type is the values' own:
+ * `integer` for integral numbers, which TypeBox types `number`. Any other union is kept.
+ */
+function enumOfConsts(node: JsonObject): JsonObject {
+  const members = node.anyOf;
+  if (!Array.isArray(members) || members.length === 0 || "enum" in node || "type" in node) return node;
+  const values: Json[] = [];
+  const types = new Set<string>();
+  for (const member of members) {
+    if (member === null || typeof member !== "object" || Array.isArray(member)) return node;
+    if (!("const" in member) || Object.keys(member).some((k) => k !== "const" && k !== "type")) return node;
+    const value = member.const as Json;
+    const type = jsonTypeOf(value);
+    if (type === undefined) return node;
+    types.add(type);
+    values.push(value);
+  }
+  // Integral and fractional numbers together are numbers; any other mix is not one type.
+  if (types.size === 2 && types.has("integer") && types.has("number")) types.delete("integer");
+  const [type] = types;
+  if (types.size !== 1 || type === undefined) return node;
+  const out: JsonObject = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key !== "anyOf") out[key] = value;
+    else {
+      out.type = type;
+      out.enum = values;
+    }
+  }
+  return out;
+}
+
+/**
+ * Turns TypeBox schemas (which carry non-JSON symbols) into plain JSON, writes unions of
+ * literals as enumerations, and hoists every titled subschema — a record — into
+ * `components.schemas`, referenced by `$ref`.
  * The same title on two different schemas is a contract bug and throws.
  */
 class ComponentRegistry {
@@ -30,13 +73,14 @@ class ComponentRegistry {
   private hoist(node: Json, isSchema: boolean): Json {
     if (Array.isArray(node)) return node.map((n) => this.hoist(n, isSchema));
     if (node === null || typeof node !== "object") return node;
-    const out: JsonObject = {};
+    let out: JsonObject = {};
     for (const [key, value] of Object.entries(node)) {
       if (DATA_KEYWORDS.has(key)) out[key] = value;
       else if (key === "properties" && value !== null && typeof value === "object" && !Array.isArray(value)) {
         out[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.hoist(v, true)]));
       } else out[key] = this.hoist(value, true);
     }
+    if (isSchema) out = enumOfConsts(out);
     const title = out.title;
     if (!isSchema || typeof title !== "string") return out;
     const text = JSON.stringify(out);

@@ -9,6 +9,13 @@ import { committedOpenApiPath } from "../src/generate-artifacts.js";
 import { openApiDocumentText } from "../src/openapi-document.js";
 import { testApp } from "./harness.js";
 
+type Schema = {
+  title?: string;
+  type?: string;
+  enum?: unknown[];
+  description?: string;
+  properties?: Record<string, Schema>;
+};
 type Doc = { openapi: string; paths: Record<string, Record<string, { operationId: string; deprecated?: boolean }>> };
 
 async function served(): Promise<{ text: string; status: number; doc: Doc }> {
@@ -48,6 +55,44 @@ describe("GET /api/openapi.json", () => {
     const validator = new Validator();
     const result = await validator.validate(structuredClone(doc) as never);
     assert.ok(result.valid, JSON.stringify(result.errors, null, 2)?.slice(0, 4000));
+  });
+
+  it("writes every union of literals as an enumeration of its exact JSON type, never as anyOf of const", async () => {
+    const { text } = await served();
+    const constUnions: string[] = [];
+    const walk = (node: unknown, path: string): void => {
+      if (Array.isArray(node)) {
+        for (const [i, n] of node.entries()) walk(n, `${path}/${i}`);
+        return;
+      }
+      if (node === null || typeof node !== "object") return;
+      const record = node as Record<string, unknown>;
+      for (const union of ["anyOf", "oneOf"]) {
+        const members = record[union];
+        if (Array.isArray(members) && members.every((m) => typeof m === "object" && m !== null && "const" in m))
+          constUnions.push(`${path}/${union}`);
+      }
+      for (const [key, value] of Object.entries(record))
+        if (key !== "enum" && key !== "const") walk(value, `${path}/${key}`);
+    };
+    walk(JSON.parse(text), "#");
+    assert.deepEqual(constUnions, []);
+
+    const schemas = (JSON.parse(text) as { components: { schemas: Record<string, Schema> } }).components.schemas;
+    const workspace = schemas.CargoWorkspaceRequest?.properties;
+    assert.deepEqual(
+      { type: workspace?.schema_version?.type, enum: workspace?.schema_version?.enum },
+      { type: "integer", enum: [1, 2] },
+    );
+    assert.match(workspace?.schema_version?.description ?? "", /streamed archive/, "other keywords are kept");
+    assert.deepEqual(
+      { type: workspace?.size?.type, enum: workspace?.size?.enum },
+      { type: "string", enum: ["kiln2-cpu", "kiln4-cpu", "kiln8-cpu", "kiln16-cpu"] },
+    );
+    assert.deepEqual(
+      { title: schemas.Scope?.title, type: schemas.Scope?.type, enum: schemas.Scope?.enum },
+      { title: "Scope", type: "string", enum: ["read", "submit", "settings", "credentials", "admin"] },
+    );
   });
 
   it("equals the committed docs/openapi.json (run `npm run generate` after changing the catalogue)", () => {
