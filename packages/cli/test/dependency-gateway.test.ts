@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -59,7 +60,7 @@ describe("kiln cargo test of an ordinary project whose dependencies come from a 
     const embedded = await startListeningEmbedded({ cratesIoIndex: upstream.indexUrl });
     endpoint = embedded.endpoint;
     close = embedded.close;
-    for (const name of ["acme/hello", "acme/escape"]) {
+    for (const name of ["acme/hello", "acme/escape", "acme/withgit"]) {
       await onboardRepository(embedded.storage, { tenantId: embedded.tenant, name, onboardedBy: "test" });
     }
     client = createClient({ endpoint, token: embedded.token });
@@ -143,5 +144,41 @@ fn main() {
       .join("\n");
     assert.doesNotMatch(text, /REACHED/);
     assert.match(text, /no network/);
+  });
+
+  it("a git dependency (a member of an upstream workspace using `workspace = true`) builds at its locked commit; the job lists the git source", async () => {
+    const upstreamRepo = mkdtempSync(join(tmpdir(), "kiln-gateway-git-upstream-"));
+    scratch.push(upstreamRepo);
+    const files: Record<string, string> = {
+      "Cargo.toml": `[workspace]\nmembers = ["gitdep"]\nresolver = "2"\n\n[workspace.package]\nversion = "0.3.0"\nedition = "2021"\n\n[workspace.dependencies]\nitoa = "1"\n`,
+      "gitdep/Cargo.toml": `[package]\nname = "gitdep"\nversion.workspace = true\nedition.workspace = true\n\n[dependencies]\nitoa.workspace = true\n`,
+      "gitdep/src/lib.rs": `pub fn render(n: u32) -> String { itoa::Buffer::new().format(n).to_owned() }\n`,
+    };
+    for (const [path, content] of Object.entries(files)) {
+      mkdirSync(dirname(join(upstreamRepo, path)), { recursive: true });
+      writeFileSync(join(upstreamRepo, path), content);
+    }
+    const git = (args: string[]) =>
+      execFileSync("git", ["-C", upstreamRepo, "-c", "user.name=t", "-c", "user.email=t@t", ...args], {
+        env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" },
+      })
+        .toString()
+        .trim();
+    git(["init", "--quiet", "--initial-branch=main"]);
+    git(["add", "."]);
+    git(["commit", "--quiet", "-m", "first"]);
+    const head = git(["rev-parse", "HEAD"]);
+    const url = `file://${upstreamRepo}`;
+    const dir = project({
+      "Cargo.toml": `[package]\nname = "withgit"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\ngitdep = { git = "${url}", branch = "main" }\n`,
+      "src/lib.rs": `#[test]\nfn renders_through_the_git_dependency() { assert_eq!(gitdep::render(7), "7"); }\n`,
+    });
+    const run = await runCli(["cargo", "test", "--repository", "acme/withgit", "--json"], { cwd: dir, env });
+    assert.equal(run.code, 0, `${run.stderr}\n${run.stdout.slice(-4000)}`);
+    const result = jsonLines(run).find((l) => l.type === "result");
+    assert.equal(result.tests.passed, 1);
+    const job = await client.call("jobs.get", { params: { id: result.job } });
+    assert.deepEqual(job.git_sources, [{ url, rev: head }]);
+    assert.ok((job.locked_crates ?? []).some((c) => c.name === "itoa"));
   });
 });

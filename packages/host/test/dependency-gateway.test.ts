@@ -16,12 +16,17 @@ interface CargoRun {
 }
 
 // Asynchronous: the registry answers from this process's event loop.
-function cargo(args: readonly string[], cwd: string, cargoHome: string): Promise<CargoRun> {
+function cargo(
+  args: readonly string[],
+  cwd: string,
+  cargoHome: string,
+  environment: Readonly<Record<string, string>> = {},
+): Promise<CargoRun> {
   return new Promise((resolve) => {
     execFile(
       "cargo",
       args,
-      { cwd, env: { ...process.env, CARGO_HOME: cargoHome }, timeout: 600_000 },
+      { cwd, env: { ...process.env, ...environment, CARGO_HOME: cargoHome }, timeout: 600_000 },
       (error, stdout, stderr) => {
         resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : -1, stdout, stderr });
       },
@@ -94,8 +99,8 @@ describe("dependency gateway against a real sparse registry", () => {
     depsDir,
     sandboxDepsDir: depsDir,
     credentials: async () => [],
-    generateLockfile: async (config) => {
-      const run = await cargo(["--config", config, "generate-lockfile", "--offline"], project, cargoHome);
+    generateLockfile: async (config, environment) => {
+      const run = await cargo(["--config", config, "generate-lockfile"], project, cargoHome, environment);
       assert.equal(run.code, 0, run.stderr);
       return readFile(join(project, "Cargo.lock"), "utf8");
     },
@@ -272,5 +277,74 @@ describe("dependency gateway against a real sparse registry", () => {
     } finally {
       await privateRegistry.close();
     }
+  });
+
+  it("provides a git dependency at its locked commit: a member of an upstream workspace inheriting `workspace = true` (cargo#11192's shape)", async () => {
+    const dir = join(root, "git");
+    const upstreamRepo = join(dir, "upstream");
+    await mkdir(join(upstreamRepo, "gitdep", "src"), { recursive: true });
+    await writeFile(
+      join(upstreamRepo, "Cargo.toml"),
+      `[workspace]\nmembers = ["gitdep"]\nresolver = "2"\n\n[workspace.package]\nversion = "0.3.0"\nedition = "2021"\n\n[workspace.dependencies]\nitoa = "1"\n`,
+    );
+    await writeFile(
+      join(upstreamRepo, "gitdep", "Cargo.toml"),
+      `[package]\nname = "gitdep"\nversion.workspace = true\nedition.workspace = true\n\n[dependencies]\nitoa.workspace = true\n`,
+    );
+    await writeFile(
+      join(upstreamRepo, "gitdep", "src", "lib.rs"),
+      `pub fn render(n: u32) -> String { itoa::Buffer::new().format(n).to_owned() }\npub const FROM: &str = "first";\n`,
+    );
+    const git = (args: string[]) =>
+      new Promise<string>((resolve, reject) =>
+        execFile(
+          "git",
+          ["-C", upstreamRepo, ...args],
+          { env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" } },
+          (e, out, err) => (e === null ? resolve(out.trim()) : reject(new Error(err))),
+        ),
+      );
+    await git(["init", "--quiet", "--initial-branch=main"]);
+    await git(["add", "."]);
+    await git(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "first"]);
+    const first = await git(["rev-parse", "HEAD"]);
+
+    const project = join(dir, "p");
+    await mkdir(join(project, "src"), { recursive: true });
+    await writeFile(
+      join(project, "Cargo.toml"),
+      `[package]\nname = "p"\nversion = "0.1.0"\nedition = "2021"\n[dependencies]\ngitdep = { git = "file://${upstreamRepo}", branch = "main" }\n`,
+    );
+    await writeFile(
+      join(project, "src", "lib.rs"),
+      `#[test]\nfn uses_the_git_dependency() { assert_eq!(gitdep::render(42), "42"); assert_eq!(gitdep::FROM, "first"); }\n`,
+    );
+    const cargoHome = join(dir, "home");
+    await mkdir(cargoHome, { recursive: true });
+    const gateway = gatewayAt("git");
+    const provided = await gateway.provide(await requestFor(project, join(dir, "deps"), cargoHome));
+    assert.deepEqual(provided.gitSources, [{ url: `file://${upstreamRepo}`, rev: first }]);
+    assert.ok(provided.lockedCrates.some((c) => c.name === "itoa"));
+    assert.match(provided.generatedLockfile ?? "", new RegExp(`#${first}`));
+
+    // Upstream moves on; the lock still names the first commit, and that is what builds.
+    await writeFile(
+      join(upstreamRepo, "gitdep", "src", "lib.rs"),
+      `pub fn render(_: u32) -> String { String::new() }\npub const FROM: &str = "second";\n`,
+    );
+    await git(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-am", "second"]);
+    const lock = provided.generatedLockfile ?? "";
+    const again = await gateway.provide(
+      await requestFor(project, join(dir, "deps2"), join(dir, "home2"), { lockfile: lock }),
+    );
+    await mkdir(join(dir, "home2"), { recursive: true });
+    const test = await cargo(
+      ["--config", again.sandboxConfigPath, "test"],
+      project,
+      join(dir, "home2"),
+      again.environment,
+    );
+    assert.equal(test.code, 0, test.stderr);
+    assert.match(test.stdout, /test result: ok\. 1 passed/);
   });
 });

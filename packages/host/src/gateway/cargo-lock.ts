@@ -21,7 +21,23 @@ export type LockedPackage =
       readonly source: string;
       readonly url: string;
       readonly revision: string;
+      /** What the manifest asked for (`?branch=`, `?tag=`, `?rev=`), which the commit was resolved from. */
+      readonly reference: GitReference;
     };
+
+/** A git dependency's requested reference: a branch, tag, revision, or the default branch. */
+export type GitReference =
+  | { readonly kind: "branch" | "tag" | "rev"; readonly value: string }
+  | { readonly kind: "default" };
+
+/** The reference a git source's query names. */
+export function gitReferenceOf(search: URLSearchParams): GitReference {
+  for (const kind of ["branch", "tag", "rev"] as const) {
+    const value = search.get(kind);
+    if (value !== null) return { kind, value };
+  }
+  return { kind: "default" };
+}
 
 const isTable = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
@@ -47,12 +63,13 @@ export function lockedPackages(text: string): LockedPackage[] {
     if (source.startsWith("git+")) {
       const url = new URL(source.slice("git+".length));
       const revision = url.hash.slice(1);
+      const reference = gitReferenceOf(url.searchParams);
       url.hash = "";
       url.search = "";
       if (!/^[0-9a-f]{40}$/.test(revision)) {
         throw new GatewayError("invalid_lockfile", `Cargo.lock locks ${name} ${version} to ${source} without a commit`);
       }
-      locked.push({ kind: "git", name, version, source, url: url.toString(), revision });
+      locked.push({ kind: "git", name, version, source, url: url.toString(), revision, reference });
       continue;
     }
     if (!source.startsWith("registry+") && !source.startsWith("sparse+")) {

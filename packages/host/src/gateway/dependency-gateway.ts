@@ -2,12 +2,13 @@ import { createHash } from "node:crypto";
 import { appendFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Clock, RegistryCredentialGrant } from "@kiln/contract";
-import { CRATES_IO_SOURCE, type LockedPackage, lockedPackages } from "./cargo-lock.js";
+import { CRATES_IO_SOURCE, type GitReference, type LockedPackage, lockedPackages } from "./cargo-lock.js";
 import { CrateCache } from "./crate-cache.js";
 import { GatewayError } from "./gateway-error.js";
+import { GitMirrors, type ProvidedRepository } from "./git-mirrors.js";
 import { indexPathOf, isCrateName, isCrateVersion } from "./index-path.js";
-import { type IndexLine, type RetryPolicy, SparseRegistryClient } from "./sparse-registry-client.js";
-import { directDependencies, workspaceRegistries } from "./workspace-registries.js";
+import { DEFAULT_RETRY, type IndexLine, type RetryPolicy, SparseRegistryClient } from "./sparse-registry-client.js";
+import { directDependencies, directGitDependencies, workspaceRegistries } from "./workspace-registries.js";
 
 /** crates.io's sparse index: what `KILN_CRATES_IO_INDEX` replaces (a mirror, or a test registry). */
 export const DEFAULT_CRATES_IO_INDEX = "sparse+https://index.crates.io/";
@@ -49,9 +50,12 @@ export interface ProvideRequest {
   readonly credentials: () => Promise<readonly RegistryCredentialGrant[]>;
   /**
    * Runs `cargo generate-lockfile` in the sandbox (no network) with the configuration at the
-   * given in-sandbox path, and returns the Cargo.lock it wrote.
+   * given in-sandbox path and the environment given, and returns the Cargo.lock it wrote.
    */
-  readonly generateLockfile: (sandboxConfigPath: string) => Promise<string>;
+  readonly generateLockfile: (
+    sandboxConfigPath: string,
+    environment: Readonly<Record<string, string>>,
+  ) => Promise<string>;
   readonly log: (line: string) => void;
   readonly signal: AbortSignal;
 }
@@ -70,6 +74,8 @@ export interface ProvidedDependencies {
   readonly sandboxConfigPath: string;
   readonly lockedCrates: readonly LockedCrate[];
   readonly gitSources: readonly { url: string; rev: string }[];
+  /** What cargo runs with besides the configuration (the git redirect's configuration file, when any). */
+  readonly environment: Readonly<Record<string, string>>;
   /** The lockfile cargo generated against the gateway's index; null when the source had one. */
   readonly generatedLockfile: string | null;
   readonly cache: { hits: number; misses: number; bytesFetched: number; bytesFromCache: number };
@@ -102,9 +108,14 @@ const digest = (text: string) => createHash("sha256").update(text).digest("hex")
  */
 export class DependencyGateway {
   readonly cache: CrateCache;
+  readonly git: GitMirrors;
 
   constructor(readonly config: GatewayConfig) {
     this.cache = new CrateCache(config.cacheRoot, config.cacheMaxBytes);
+    this.git = new GitMirrors(join(config.cacheRoot, "git"), {
+      clock: config.clock,
+      retry: config.retry ?? DEFAULT_RETRY,
+    });
   }
 
   async provide(request: ProvideRequest): Promise<ProvidedDependencies> {
@@ -129,9 +140,20 @@ export class DependencyGateway {
     let generated: string | null = null;
     if (lockText === null) {
       request.log("the source has no Cargo.lock: gathering the registry index it can reach to have cargo generate one");
-      const used = await this.#gatherIndex(request, targets, indexOf);
-      await this.#writeConfiguration(request, targets, used);
-      lockText = await request.generateLockfile(sandboxConfigPath);
+      const wantedGit = directGitDependencies(request.manifests);
+      const repositories = await this.#provideGit(
+        request,
+        wantedGit.map((d) => ({ url: d.url, revision: null, reference: d.reference })),
+      );
+      // A git dependency's own registry dependencies are roots of the resolution too.
+      const gitManifests: string[] = [];
+      for (const wanted of wantedGit) {
+        const mirror = await this.git.mirror(request.tenant, wanted.url, null, request.signal);
+        gitManifests.push(...(await GitMirrors.manifests(mirror, wanted.reference, request.signal)));
+      }
+      const used = await this.#gatherIndex(request, targets, indexOf, [...request.manifests, ...gitManifests]);
+      await this.#writeConfiguration(request, targets, used, repositories);
+      lockText = await request.generateLockfile(sandboxConfigPath, gitEnvironment(request, repositories));
       generated = lockText;
       await rm(request.depsDir, { recursive: true, force: true });
       await mkdir(request.depsDir, { recursive: true, mode: 0o755 });
@@ -139,12 +161,7 @@ export class DependencyGateway {
 
     const locked = lockedPackages(lockText);
     const git = locked.filter((p): p is Extract<LockedPackage, { kind: "git" }> => p.kind === "git");
-    if (git.length > 0) {
-      throw new GatewayError(
-        "unsupported_source",
-        `git dependencies are not provided by the dependency gateway yet: ${git.map((g) => `${g.name} from ${g.url}`).join(", ")}`,
-      );
-    }
+    const repositories = await this.#provideGit(request, git);
     const registryPackages = locked.filter(
       (p): p is Extract<LockedPackage, { kind: "registry" }> => p.kind === "registry",
     );
@@ -206,7 +223,7 @@ export class DependencyGateway {
       await mkdir(dirname(file), { recursive: true, mode: 0o755 });
       await writeFile(file, `${group.join("\n")}\n`, { mode: 0o644 });
     }
-    const configuration = await this.#writeConfiguration(request, targets, used);
+    const configuration = await this.#writeConfiguration(request, targets, used, repositories);
     return {
       configuration,
       configurationSha256: digest(configuration),
@@ -217,7 +234,8 @@ export class DependencyGateway {
         source: p.source,
         checksum: p.checksum,
       })),
-      gitSources: [],
+      gitSources: [...new Map(git.map((g) => [`${g.url}#${g.revision}`, { url: g.url, rev: g.revision }])).values()],
+      environment: gitEnvironment(request, repositories),
       generatedLockfile: generated,
       cache: stats,
     };
@@ -321,6 +339,7 @@ export class DependencyGateway {
     request: ProvideRequest,
     targets: readonly RegistryTarget[],
     indexOf: (target: RegistryTarget, name: string) => Promise<IndexLine[] | null>,
+    manifests: readonly string[],
   ): Promise<Set<RegistryTarget>> {
     const byName = new Map<string, RegistryTarget>();
     for (const t of targets) byName.set(t.source, t);
@@ -341,7 +360,7 @@ export class DependencyGateway {
       seen.add(key);
       queue.push({ target, name });
     };
-    for (const dep of directDependencies(request.manifests)) {
+    for (const dep of directDependencies(manifests)) {
       const index = dep.registry === null ? undefined : named.get(dep.registry);
       enqueue(dep.registry === null ? targets[0] : targets.find((t) => t.indexUrl === index), dep.name);
     }
@@ -366,19 +385,62 @@ export class DependencyGateway {
     return used;
   }
 
+  /**
+   * The git repositories the job needs, mirrored on the host and copied into the deps dir
+   * (holding the locked commits when `revision` is set, every ref of upstream otherwise).
+   */
+  async #provideGit(
+    request: ProvideRequest,
+    wanted: readonly { url: string; revision: string | null; reference: GitReference }[],
+  ): Promise<ProvidedRepository[]> {
+    const byUrl = new Map<string, { revision: string | null; reference: GitReference }[]>();
+    for (const w of wanted) byUrl.set(w.url, [...(byUrl.get(w.url) ?? []), w]);
+    const provided: ProvidedRepository[] = [];
+    for (const [url, locks] of byUrl) {
+      let mirror = "";
+      for (const lock of locks) mirror = await this.git.mirror(request.tenant, url, lock.revision, request.signal);
+      const name = `${digest(url).slice(0, 24)}.git`;
+      const hostPath = join(request.depsDir, "git", name);
+      await mkdir(join(request.depsDir, "git"), { recursive: true, mode: 0o755 });
+      const locked = locks.flatMap((l) =>
+        l.revision === null ? [] : [{ revision: l.revision, reference: l.reference }],
+      );
+      await GitMirrors.provide(mirror, hostPath, locked, request.signal);
+      provided.push({ url, hostPath, sandboxPath: `${request.sandboxDepsDir}/git/${name}` });
+    }
+    return provided;
+  }
+
   /** The Cargo configuration replacing every registry source the job uses by its local registry. */
   async #writeConfiguration(
     request: ProvideRequest,
     targets: readonly RegistryTarget[],
     used: ReadonlySet<RegistryTarget>,
+    repositories: readonly ProvidedRepository[],
   ): Promise<string> {
     const lines = [
       "# Generated by kiln's dependency gateway: every registry source is replaced by the packages",
       "# the gateway provided (checksums verified against Cargo.lock). The job has no network.",
       "[net]",
-      "offline = true",
+      // Git dependencies are fetched by cargo's git from the copies under git/ (file://, through
+      // the redirect of gitconfig); otherwise cargo never needs to fetch anything.
+      `offline = ${repositories.length === 0}`,
+      ...(repositories.length === 0 ? [] : ["git-fetch-with-cli = true"]),
       "",
     ];
+    if (repositories.length > 0) {
+      const gitconfig = [
+        "[safe]",
+        "\tdirectory = *",
+        '[protocol "file"]',
+        "\tallow = always",
+        ...repositories.flatMap((r) => [
+          `[url ${JSON.stringify(`file://${r.sandboxPath}`)}]`,
+          `\tinsteadOf = ${JSON.stringify(r.url)}`,
+        ]),
+      ];
+      await writeFile(join(request.depsDir, "gitconfig"), `${gitconfig.join("\n")}\n`, { mode: 0o644 });
+    }
     for (const target of targets) {
       if (target.scope === "none") continue;
       const local = `${request.sandboxDepsDir}/${target.slug}`;
@@ -400,6 +462,11 @@ export class DependencyGateway {
     await writeFile(join(request.depsDir, "config.toml"), text, { mode: 0o644 });
     return text;
   }
+}
+
+/** The environment cargo needs for the job's git copies: git's configuration with the redirects. */
+function gitEnvironment(request: ProvideRequest, repositories: readonly ProvidedRepository[]): Record<string, string> {
+  return repositories.length === 0 ? {} : { GIT_CONFIG_GLOBAL: `${request.sandboxDepsDir}/gitconfig` };
 }
 
 /** Runs `work` over `items`, at most `limit` at a time; the first failure rejects (the rest settle). */

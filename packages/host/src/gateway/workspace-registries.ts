@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parse } from "smol-toml";
+import type { GitReference } from "./cargo-lock.js";
 
 type Table = Record<string, unknown>;
 const isTable = (value: unknown): value is Table =>
@@ -61,6 +62,40 @@ export function directDependencies(manifests: readonly string[]): DirectDependen
       found.set(`${name}\u0000${registry ?? ""}`, { name, registry });
     }
   };
+  forEachDependencyTable(manifests, collect);
+  return [...found.values()];
+}
+
+/** A git dependency a manifest names directly: its URL and the reference it asks for. */
+export interface DirectGitDependency {
+  readonly url: string;
+  readonly reference: GitReference;
+}
+
+/** Every git dependency the workspace's manifests name (also under `[workspace.dependencies]` and `[patch]`). */
+export function directGitDependencies(manifests: readonly string[]): DirectGitDependency[] {
+  const found = new Map<string, DirectGitDependency>();
+  const collect = (table: unknown) => {
+    if (!isTable(table)) return;
+    for (const spec of Object.values(table)) {
+      if (!isTable(spec) || typeof spec.git !== "string") continue;
+      const reference: GitReference =
+        typeof spec.branch === "string"
+          ? { kind: "branch", value: spec.branch }
+          : typeof spec.tag === "string"
+            ? { kind: "tag", value: spec.tag }
+            : typeof spec.rev === "string"
+              ? { kind: "rev", value: spec.rev }
+              : { kind: "default" };
+      found.set(`${spec.git}\u0000${JSON.stringify(reference)}`, { url: spec.git, reference });
+    }
+  };
+  forEachDependencyTable(manifests, collect);
+  return [...found.values()];
+}
+
+/** Calls `visit` with every dependency table of the manifests: plain, dev and build, per target, workspace and patch. */
+function forEachDependencyTable(manifests: readonly string[], visit: (table: unknown) => void): void {
   const owner = (table: unknown) => {
     if (!isTable(table)) return;
     for (const key of [
@@ -70,7 +105,7 @@ export function directDependencies(manifests: readonly string[]): DirectDependen
       "build-dependencies",
       "build_dependencies",
     ]) {
-      collect(table[key]);
+      visit(table[key]);
     }
   };
   for (const text of manifests) {
@@ -83,8 +118,7 @@ export function directDependencies(manifests: readonly string[]): DirectDependen
     if (!isTable(doc)) continue;
     owner(doc);
     if (isTable(doc.target)) for (const target of Object.values(doc.target)) owner(target);
-    if (isTable(doc.workspace)) collect(doc.workspace.dependencies);
-    if (isTable(doc.patch)) for (const patches of Object.values(doc.patch)) collect(patches);
+    if (isTable(doc.workspace)) visit(doc.workspace.dependencies);
+    if (isTable(doc.patch)) for (const patches of Object.values(doc.patch)) visit(patches);
   }
-  return [...found.values()];
 }

@@ -57,7 +57,8 @@ export async function provideDependencies(
         deps.credentialHolds?.hold(attempt.attemptId, placement.tenant, grants);
         return grants;
       },
-      generateLockfile: (config) => generateLockfile(attempt, { ...build, config, readOnlyBinds, workingDirectory }),
+      generateLockfile: (config, environment) =>
+        generateLockfile(attempt, { ...build, config, environment, readOnlyBinds, workingDirectory }),
       log: (line) => attempt.system(`kiln: dependency gateway: ${line}`),
       signal: attempt.abort.signal,
     });
@@ -126,13 +127,15 @@ async function generateLockfile(
     readonly toolchain: AdmittedToolchain;
     readonly targetDir: string;
     readonly config: string;
+    readonly environment: Readonly<Record<string, string>>;
     readonly readOnlyBinds: readonly { source: string; target: string }[];
     readonly workingDirectory: string;
   },
 ): Promise<string> {
   const { deps, placement, dirs } = attempt;
   const stderr = new LineSplitter((line) => attempt.logs.push("stderr", line));
-  const argv = ["cargo", "--config", input.config, "generate-lockfile", "--offline"];
+  // Offline unless git dependencies need cargo's git (from the gateway's file:// copies): the configuration says.
+  const argv = ["cargo", "--config", input.config, "generate-lockfile"];
   attempt.system(`kiln: ${argv.join(" ")} (no network)`);
   const run = await deps.executor.run({
     attemptId: `${attempt.attemptId}-lock`,
@@ -148,6 +151,7 @@ async function generateLockfile(
     environment: {
       ...(placement.invocation.environment ?? {}),
       ...injectedEnvironment(placement),
+      ...input.environment,
       CARGO_TERM_COLOR: "never",
     },
     wallClockSeconds: placement.wallClockSeconds,

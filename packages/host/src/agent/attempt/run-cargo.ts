@@ -98,6 +98,7 @@ export async function runCargo(
           environment: {
             ...(placement.invocation.environment ?? {}),
             ...injectedEnvironment(placement),
+            ...(input.provided?.dependencies.environment ?? {}),
             CARGO_TERM_COLOR: "never",
           },
           wallClockSeconds: placement.wallClockSeconds,
