@@ -16,13 +16,12 @@ import { registerPages } from "./pages/register-pages.js";
  * inject requests, and main.ts listens.
  */
 export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandlers): FastifyInstance {
-  const deps: AppDeps = { ...given, lastUsed: given.lastUsed ?? new LastUsedRecorder(given.storage) };
   const app = Fastify({
     logger:
-      deps.logger === false || deps.logger === undefined
+      given.logger === false || given.logger === undefined
         ? false
         : {
-            ...(typeof deps.logger === "object" ? deps.logger : {}),
+            ...(typeof given.logger === "object" ? given.logger : {}),
             // Query strings may carry device codes and headers carry credentials:
             // requests are logged by method and path only.
             serializers: {
@@ -37,6 +36,10 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
     routerOptions: { ignoreTrailingSlash: false },
     return503OnClosing: true,
   });
+  const deps: AppDeps = {
+    ...given,
+    lastUsed: given.lastUsed ?? new LastUsedRecorder(given.storage, { clock: given.clock, log: app.log }),
+  };
   void app.register(fastifyCookie);
   app.addHook("onClose", async () => {
     await deps.lastUsed?.close();

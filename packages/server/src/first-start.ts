@@ -1,4 +1,4 @@
-import { addPersonToTenant, createTenant, type Storage } from "@kiln/storage";
+import { addPersonToTenant, anyTenantExists, createTenant, type Storage } from "@kiln/storage";
 
 const FIRST_TENANT = "default";
 const FIRST_OWNER = "owner@localhost";
@@ -11,8 +11,7 @@ export async function ensureFirstStartTenant(
   storage: Storage,
   now: Date,
 ): Promise<{ tenant: string; email: string } | null> {
-  const any = await storage.db.selectFrom("tenants").select("id").limit(1).executeTakeFirst();
-  if (any !== undefined) return null;
+  if (await anyTenantExists(storage)) return null;
   const clock = { now: () => now };
   // Two servers starting at once on an empty database: only one creates the tenant.
   const { created } = await createTenant(storage, { id: FIRST_TENANT, displayName: "Default tenant" }, clock);

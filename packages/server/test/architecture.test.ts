@@ -83,3 +83,12 @@ describe("ARCHITECTURE.md's package table", () => {
     });
   }
 });
+
+describe("queries live in storage's verb modules", () => {
+  it("no server module builds SQL itself (selectFrom, insertInto, updateTable, deleteFrom, sql``)", () => {
+    const offenders = sourceFiles(join(ROOT, "packages", "server", "src")).filter((file) =>
+      /\.(selectFrom|insertInto|updateTable|deleteFrom)\(|\bsql`/.test(readFileSync(file, "utf8")),
+    );
+    assert.deepEqual(offenders, []);
+  });
+});

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { type LoopFailure, ManualClock, silentLogger, systemClock } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
 import { LastUsedRecorder } from "../src/auth/last-used-recorder.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
@@ -11,7 +12,7 @@ for (const dialect of DIALECTS) {
     let recorder: LastUsedRecorder;
     before(async () => {
       const storage = await dialect.openFresh();
-      recorder = new LastUsedRecorder(storage);
+      recorder = new LastUsedRecorder(storage, { clock: systemClock, log: silentLogger });
       t = await testApp(storage, { lastUsed: recorder });
       owner = await personWithToken(t.storage, { role: "owner" });
     });
@@ -69,6 +70,39 @@ for (const dialect of DIALECTS) {
         tokens.map((tok) => tok.last_used_at),
         [t.clock.now().toISOString()],
       );
+    });
+
+    it("a write that fails is reported as the loop's failure, and its uses stay pending for the next batch", async () => {
+      const broken = await dialect.openFresh();
+      await broken.close();
+      const clock = new ManualClock(new Date("2026-11-22T08:00:00.000Z"));
+      const failures: LoopFailure[] = [];
+      const failing = new LastUsedRecorder(broken, {
+        clock,
+        log: silentLogger,
+        flushSeconds: 30,
+        onFailure: (failure) => failures.push(failure),
+      });
+      const at = new Date("2026-11-22T08:00:05.000Z");
+      failing.note(
+        {
+          kind: "person",
+          principal: "u1",
+          tenantId: "t1",
+          userId: "u1",
+          displayName: "U",
+          role: "owner",
+          scopes: [],
+          via: { kind: "cli_token", tokenId: "tok-1" },
+          requestsPerMinute: null,
+        },
+        at,
+      );
+      await clock.advance(30_000);
+      assert.equal(failures.length, 1);
+      assert.equal(failures[0]?.loop, "last-used recorder");
+      assert.equal(failing.pendingCliTokenUse("tok-1"), at.toISOString(), "the use was not dropped");
+      await assert.rejects(failing.close());
     });
   });
 }

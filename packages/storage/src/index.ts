@@ -42,6 +42,7 @@ export {
 } from "./idempotency/reserve-idempotency-key.js";
 export { appendLogRecords, type LogLine } from "./jobs/append-log-records.js";
 export { type AttemptRow, claimNextJob } from "./jobs/claim-next-job.js";
+export { findJobBySubmissionKey } from "./jobs/find-job-by-submission-key.js";
 export { findLeasedAttempt } from "./jobs/find-leased-attempt.js";
 export {
   type AttemptCompletion,
@@ -153,7 +154,9 @@ export {
   type AddPersonToTenantResult,
   addPersonToTenant,
 } from "./tenants/add-person-to-tenant.js";
+export { anyTenantExists } from "./tenants/any-tenant-exists.js";
 export { createTenant } from "./tenants/create-tenant.js";
+export { findMembership } from "./tenants/find-membership.js";
 export { findPersonByEmail } from "./tenants/find-person-by-email.js";
 export { findTenant } from "./tenants/find-tenant.js";
 export { listMembershipsOfPerson } from "./tenants/list-memberships-of-person.js";

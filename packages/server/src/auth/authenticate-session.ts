@@ -1,5 +1,5 @@
 import { ROLE_SCOPES } from "@kiln/contract";
-import { findLiveSession, type Storage } from "@kiln/storage";
+import { findLiveSession, findMembership, type Storage } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
 import type { Principal } from "./principal.js";
 import { hashSecret } from "./session-secret.js";
@@ -13,13 +13,7 @@ export async function authenticateSession(storage: Storage, cookie: string, now:
   if (session === undefined || session.tenant_id === null || session.person_id === null) {
     return refuse("unauthenticated", "the session has ended or did not verify; sign in again");
   }
-  const member = await storage.db
-    .selectFrom("memberships")
-    .innerJoin("persons", "persons.id", "memberships.person_id")
-    .select(["memberships.role", "persons.display_name"])
-    .where("memberships.tenant_id", "=", session.tenant_id)
-    .where("memberships.person_id", "=", session.person_id)
-    .executeTakeFirst();
+  const member = await findMembership(storage, { tenantId: session.tenant_id, personId: session.person_id });
   if (member === undefined)
     return refuse("unauthenticated", "the session's person is no longer a member of its tenant");
   return {
@@ -27,7 +21,7 @@ export async function authenticateSession(storage: Storage, cookie: string, now:
     principal: session.person_id,
     tenantId: session.tenant_id,
     userId: session.person_id,
-    displayName: member.display_name,
+    displayName: member.displayName,
     role: member.role,
     scopes: ROLE_SCOPES[member.role],
     via: { kind: "session", sessionId: session.id },

@@ -1,3 +1,4 @@
+import { type Clock, type Logger, type LoopFailure, type PeriodicLoop, startPeriodicLoop } from "@kiln/contract";
 import { recordLastUsed, type Storage } from "@kiln/storage";
 import type { Principal } from "./principal.js";
 
@@ -19,14 +20,26 @@ export class LastUsedRecorder {
   private agentCredentials: Uses = new Map();
   /** Batches being written: still pending to a reader until their write has finished. */
   private readonly writing = new Set<Batch>();
-  private readonly timer: NodeJS.Timeout;
+  private readonly loop: PeriodicLoop;
 
   constructor(
     private readonly storage: Storage,
-    flushSeconds = 30,
+    options: {
+      readonly clock: Clock;
+      readonly log: Logger;
+      readonly onFailure?: (failure: LoopFailure) => void;
+      readonly flushSeconds?: number;
+    },
   ) {
-    this.timer = setInterval(() => void this.flush().catch(() => undefined), flushSeconds * 1000);
-    this.timer.unref();
+    // A failed write is logged and emitted; its uses stay pending and go with the next batch.
+    this.loop = startPeriodicLoop({
+      name: "last-used recorder",
+      clock: options.clock,
+      everyMs: (options.flushSeconds ?? 30) * 1000,
+      run: () => this.flush(),
+      log: options.log,
+      ...(options.onFailure === undefined ? {} : { onFailure: options.onFailure }),
+    });
   }
 
   note(principal: Principal, at: Date): void {
@@ -67,13 +80,20 @@ export class LastUsedRecorder {
     this.agentCredentials = new Map();
     try {
       await recordLastUsed(this.storage, { cliTokens: batch.cliTokens, agentCredentialHashes: batch.agentCredentials });
+    } catch (error) {
+      // Not lost: a later use of the same credential is newer and wins the merge.
+      for (const [key, at] of batch.cliTokens) if (!this.cliTokens.has(key)) this.cliTokens.set(key, at);
+      for (const [key, at] of batch.agentCredentials) {
+        if (!this.agentCredentials.has(key)) this.agentCredentials.set(key, at);
+      }
+      throw error;
     } finally {
       this.writing.delete(batch);
     }
   }
 
   async close(): Promise<void> {
-    clearInterval(this.timer);
+    await this.loop.stop();
     await this.flush();
   }
 }

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import {
+  findJobBySubmissionKey,
   insertJob,
   type JobRow,
   listJobs,
@@ -30,12 +31,7 @@ export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
   const body = ctx.body;
   const key = ctx.idempotencyKey ?? refuse("idempotency_key_required", "jobs.submit needs an idempotency-key");
   const requestHash = requestHashOf("jobs.submit", body);
-  const existing = await ctx.db
-    .selectFrom("jobs")
-    .select(["id", "request_hash"])
-    .where("tenant_id", "=", principal.tenantId)
-    .where("submission_key", "=", key)
-    .executeTakeFirst();
+  const existing = await findJobBySubmissionKey(ctx.db, { tenantId: principal.tenantId, key });
   if (existing !== undefined) return replayOrConflict(existing, requestHash, key);
 
   const source = body.workspace.source;
