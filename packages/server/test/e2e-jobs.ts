@@ -4,6 +4,7 @@
  * from inline text, and host-side process inspection.
  */
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -16,6 +17,7 @@ import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
 import { type LocalHostEvent, startLocalHost } from "../src/local-host.js";
+import { SecretBox } from "../src/secrets/secret-box.js";
 import { type SourceFile, sorted } from "./crates.js";
 import { bearer, personWithToken, testBlobs } from "./harness.js";
 
@@ -194,6 +196,10 @@ export interface Embedded {
   tenant: string;
   workRoot: string;
   lineageRoot: string;
+  /** The embedded host's dependency-gateway crate cache (content-addressed `<scope>/<sha[0:2]>/<sha>.crate`). */
+  crateRoot: string;
+  /** The master-key box the app seals tenants' registry credentials with and the host service opens them with. */
+  secrets: SecretBox;
   /** Every failure and attempt end the embedded host reported, in order. */
   events: LocalHostEvent[];
   /** Another app on the same storage and host (e.g. another platform wall-clock ceiling). */
@@ -209,6 +215,8 @@ export async function startEmbedded(
     storageQuotaBytes?: number;
     /** The sparse index standing for crates.io in the host's dependency gateway (a test registry). */
     cratesIoIndex?: string;
+    /** Seals and opens registry credentials (default: a fresh box under a random key), as main.ts wires its master key. */
+    secrets?: SecretBox;
   } = {},
 ): Promise<Embedded> {
   const storage = await openSqliteForTest();
@@ -218,6 +226,7 @@ export async function startEmbedded(
   // Warm lineages in a directory of this test's own (the default, beside the work root, would be the shared tmpdir).
   const lineageRoot = mkdtempSync(join(tmpdir(), "kiln-e2e-lineages-"));
   const crateRoot = mkdtempSync(join(tmpdir(), "kiln-e2e-crates-"));
+  const secrets = options.secrets ?? new SecretBox(randomBytes(32));
   let wake = () => {};
   const quota = options.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: options.storageQuotaBytes };
   const apps: FastifyInstance[] = [];
@@ -229,6 +238,7 @@ export async function startEmbedded(
       clock: systemClock,
       version: "test",
       publicOrigin: "http://kiln.test",
+      secrets,
       checkResponses: true,
       wakeScheduler: () => wake(),
       ...(wallClockSeconds === undefined ? {} : { wallClockSeconds }),
@@ -240,7 +250,7 @@ export async function startEmbedded(
   };
   const app = await makeApp(options.wallClockSeconds);
   const host = await startLocalHost(
-    { storage, blobs, clock: systemClock, log: silentLogger, ...quota },
+    { storage, blobs, clock: systemClock, log: silentLogger, secrets, ...quota },
     {
       workRoot,
       lineageRoot,
@@ -264,6 +274,8 @@ export async function startEmbedded(
     tenant: member.tenant,
     workRoot,
     lineageRoot,
+    crateRoot,
+    secrets,
     events,
     extraApp: async ({ wallClockSeconds }) => new Jobs(injectApi(await makeApp(wallClockSeconds), member.token)),
     close: async () => {
