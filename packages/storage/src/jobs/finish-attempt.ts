@@ -4,7 +4,7 @@ import type { Database } from "../schema.js";
 import { formatTimestamp } from "../timestamps.js";
 import type { AttemptRow } from "./claim-next-job.js";
 import type { JobRow } from "./insert-job.js";
-import { recordTransition } from "./record-transition.js";
+import { settleJob } from "./settle-job.js";
 
 export interface AttemptCompletion {
   /** passed / failed end the job; cancelled ends it cancelled; lost hands it back to the queue. */
@@ -82,7 +82,11 @@ export async function finishAttempt(
       .where("state", "=", "running")
       .executeTakeFirst();
     if (fenced.numUpdatedRows === 0n) return "stale";
-    const job = await trx.selectFrom("jobs").selectAll().where("id", "=", input.jobId).executeTakeFirstOrThrow();
+    // Locked (where rows lock; SQLite has one writer): a cancellation landing now waits, so the
+    // status read here is the one settled.
+    let jobQuery = trx.selectFrom("jobs").selectAll().where("id", "=", input.jobId);
+    if (storage.capabilities.rowLocks) jobQuery = jobQuery.forUpdate();
+    const job = await jobQuery.executeTakeFirstOrThrow();
     const status = r.outcome === "cancelled" || job.status === "cancellation_requested" ? "cancelled" : r.outcome;
     const metered = input.meter({
       startedAt: leased.started_at,
@@ -91,20 +95,20 @@ export async function finishAttempt(
       cancelRequestedAt: job.cancel_requested_at,
     });
     const usage = { size: metered.size, seconds: metered.seconds, vcpu_seconds: metered.vcpuSeconds, closed_at: now };
-    await trx
-      .updateTable("jobs")
-      .set({
-        status,
-        finished_at: now,
-        failure:
-          status === "passed"
-            ? null
-            : JSON.stringify(r.failure ?? { phase: "build", cause: "cancelled", detail: "cancelled" }),
-        usage: JSON.stringify(usage),
-        settlement: JSON.stringify({ settled_at: now, status, attempts: input.attempt, usage_recorded: true }),
-      })
-      .where("id", "=", input.jobId)
-      .execute();
+    await settleJob(trx, {
+      job,
+      to: status,
+      at: input.now,
+      failure: status === "passed" ? null : (r.failure ?? { phase: "build", cause: "cancelled", detail: "cancelled" }),
+      attempts: input.attempt,
+      usage,
+      reason:
+        status === "passed"
+          ? `attempt ${input.attempt} passed`
+          : status === "cancelled"
+            ? `attempt ${input.attempt} reaped after cancellation`
+            : `attempt ${input.attempt} failed: ${r.failure?.cause ?? "unknown"}`,
+    });
     if (r.artifacts.length > 0) {
       const expires = formatTimestamp(new Date(input.now.getTime() + r.artifactRetentionSeconds * 1000));
       await trx
@@ -123,20 +127,6 @@ export async function finishAttempt(
         )
         .execute();
     }
-    await recordTransition(trx, {
-      jobId: job.id,
-      tenantId: job.tenant_id,
-      repository: job.repository,
-      from: job.status,
-      to: status,
-      at: input.now,
-      reason:
-        status === "passed"
-          ? `attempt ${input.attempt} passed`
-          : status === "cancelled"
-            ? `attempt ${input.attempt} reaped after cancellation`
-            : `attempt ${input.attempt} failed: ${r.failure?.cause ?? "unknown"}`,
-    });
     await input.onFinished?.(trx, job, leased);
     return "finished";
   });

@@ -1,6 +1,7 @@
 import { inTransaction, type StorageOrTransaction } from "../executor.js";
 import { formatTimestamp } from "../timestamps.js";
 import { recordTransition } from "./record-transition.js";
+import { settleJob } from "./settle-job.js";
 
 export type CancellationResult =
   | { kind: "requested"; status: "cancellation_requested" | "cancelled" }
@@ -29,25 +30,23 @@ export async function requestCancellation(
     if (job === undefined) return { kind: "not_found" };
     if (job.status === "cancellation_requested") return { kind: "requested", status: "cancellation_requested" };
     if (job.status !== "queued" && job.status !== "running") return { kind: "terminal", status: job.status };
-    const to = job.status === "queued" ? "cancelled" : "cancellation_requested";
+    if (job.status === "queued") {
+      const settled = await settleJob(trx, {
+        job,
+        to: "cancelled",
+        at: input.now,
+        failure: { phase: "queue", cause: "cancelled", detail: `cancelled by ${input.by} before placement` },
+        attempts: 0,
+        usage: null,
+        reason: `cancelled by ${input.by}`,
+        also: { cancel_requested_at: now, cancel_requested_by: input.by },
+      });
+      return settled ? { kind: "requested", status: "cancelled" } : { kind: "terminal", status: "changed" };
+    }
+    const to = "cancellation_requested";
     const moved = await trx
       .updateTable("jobs")
-      .set({
-        status: to,
-        cancel_requested_at: now,
-        cancel_requested_by: input.by,
-        ...(to === "cancelled"
-          ? {
-              finished_at: now,
-              failure: JSON.stringify({
-                phase: "queue",
-                cause: "cancelled",
-                detail: `cancelled by ${input.by} before placement`,
-              }),
-              settlement: JSON.stringify({ settled_at: now, status: "cancelled", attempts: 0, usage_recorded: false }),
-            }
-          : {}),
-      })
+      .set({ status: to, cancel_requested_at: now, cancel_requested_by: input.by })
       .where("id", "=", job.id)
       .where("status", "=", job.status)
       .executeTakeFirst();
