@@ -1,5 +1,6 @@
 import "./formats.js";
 
+export * from "./cargo-manifest.js";
 export * from "./catalogue.js";
 export * from "./clock.js";
 export * from "./logger.js";

@@ -12,6 +12,7 @@
  * everything affected, with the reason.
  */
 import { posix } from "node:path";
+import { dependencyTablesOf } from "@kiln/contract";
 import { parse } from "smol-toml";
 
 export interface PackageInfo {
@@ -159,20 +160,7 @@ export function decideAffected(input: {
   const dependents = new Map<string, Set<string>>();
   const pathDependencies = new Map<string, string[]>();
   for (const pkg of packages.values()) {
-    const sections: unknown[] = [];
-    const collect = (table: Table) => {
-      for (const key of [
-        "dependencies",
-        "dev-dependencies",
-        "dev_dependencies",
-        "build-dependencies",
-        "build_dependencies",
-      ]) {
-        sections.push(table[key]);
-      }
-    };
-    collect(pkg.manifest);
-    if (isTable(pkg.manifest.target)) for (const t of Object.values(pkg.manifest.target)) if (isTable(t)) collect(t);
+    const sections = dependencyTablesOf(pkg.manifest);
     const root = workspaceRootOf(pkg.dir);
     const inherited = root === null ? undefined : workspaces.get(root)?.dependencies;
     const deps: string[] = [];

@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { dependencyTablesOf } from "@kiln/contract";
 import { parse } from "smol-toml";
 import type { GitReference } from "./cargo-lock.js";
 
@@ -96,18 +97,6 @@ export function directGitDependencies(manifests: readonly string[]): DirectGitDe
 
 /** Calls `visit` with every dependency table of the manifests: plain, dev and build, per target, workspace and patch. */
 function forEachDependencyTable(manifests: readonly string[], visit: (table: unknown) => void): void {
-  const owner = (table: unknown) => {
-    if (!isTable(table)) return;
-    for (const key of [
-      "dependencies",
-      "dev-dependencies",
-      "dev_dependencies",
-      "build-dependencies",
-      "build_dependencies",
-    ]) {
-      visit(table[key]);
-    }
-  };
   for (const text of manifests) {
     let doc: unknown;
     try {
@@ -116,8 +105,7 @@ function forEachDependencyTable(manifests: readonly string[], visit: (table: unk
       continue;
     }
     if (!isTable(doc)) continue;
-    owner(doc);
-    if (isTable(doc.target)) for (const target of Object.values(doc.target)) owner(target);
+    for (const table of dependencyTablesOf(doc)) visit(table);
     if (isTable(doc.workspace)) visit(doc.workspace.dependencies);
     if (isTable(doc.patch)) for (const patches of Object.values(doc.patch)) visit(patches);
   }

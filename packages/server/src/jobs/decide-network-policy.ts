@@ -1,4 +1,5 @@
 import { posix } from "node:path";
+import { dependencyTablesOf } from "@kiln/contract";
 import { parse } from "smol-toml";
 import type { SourceFileReader } from "../settings/repository-cargo-configuration.js";
 
@@ -12,27 +13,6 @@ type Table = Record<string, unknown>;
 
 const isTable = (value: unknown): value is Table =>
   typeof value === "object" && value !== null && !Array.isArray(value);
-
-/** The dependency tables of a manifest: plain, dev and build, also per target. */
-function dependencyTables(manifest: Table): Table[] {
-  const tables: Table[] = [];
-  const collect = (owner: Table) => {
-    for (const key of [
-      "dependencies",
-      "dev-dependencies",
-      "dev_dependencies",
-      "build-dependencies",
-      "build_dependencies",
-    ]) {
-      const table = owner[key];
-      if (isTable(table)) tables.push(table);
-    }
-  };
-  collect(manifest);
-  if (isTable(manifest.target))
-    for (const target of Object.values(manifest.target)) if (isTable(target)) collect(target);
-  return tables;
-}
 
 /** A dependency that does not come from a path inside the captured workspace. */
 interface ExternalDependency {
@@ -157,7 +137,7 @@ export async function decideNetworkPolicy(input: {
     const path = manifestAt(dir);
     const manifest = dir === rootDir ? root : manifests.has(path) ? await read(path) : null;
     if (manifest === null) continue;
-    for (const table of dependencyTables(manifest)) {
+    for (const table of dependencyTablesOf(manifest)) {
       for (const [name, spec] of Object.entries(table)) {
         const source = sourceOf(spec, workspaceDependencies[name]);
         if ("path" in source) {

@@ -3,7 +3,7 @@ import type { ExecutionResult } from "../../executor/executor.js";
 import { GatewayError } from "../../gateway/gateway-error.js";
 import { invocationKey, planAffectedTests } from "../affected-tests.js";
 import type { AttemptLineage } from "../attempt-lineage.js";
-import type { AttemptReport, AttemptResult, FinishAnswer, Placement } from "../host-protocol.js";
+import type { AttemptFailure, AttemptReport, AttemptResult, FinishAnswer, Placement } from "../host-protocol.js";
 import { admitAttemptToolchain } from "./admit-attempt-toolchain.js";
 import { AttemptContext, type AttemptRunnerDeps } from "./attempt-context.js";
 import { attemptOutcome, failureOf, hostFailure } from "./attempt-outcome.js";
@@ -61,13 +61,10 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     phase = "toolchain";
     const toolchain = await admitAttemptToolchain(attempt);
     if ("refused" in toolchain) {
-      return await report(attempt, {
-        outcome: "failed",
-        exitCode: null,
-        failure: { phase: "provision", cause: "toolchain_not_admitted", detail: toolchain.refused },
-        report: { phases: attempt.phases.phases, crates: [], tests: [], unit: null },
-        cargoOutput: null,
-        artifacts: [],
+      return await failedBeforeCargo(attempt, {
+        phase: "provision",
+        cause: "toolchain_not_admitted",
+        detail: toolchain.refused,
       });
     }
 
@@ -128,34 +125,14 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
       artifacts,
     });
   } catch (error) {
-    if (error instanceof GatewayError) {
-      // The job's dependencies could not be provided: a result of the job, said in its terms.
-      const failure = gatewayFailure(error);
-      attempt.system(`kiln: ${failure.detail}`);
-      return await report(attempt, {
-        outcome: "failed",
-        exitCode: null,
-        failure,
-        report: { phases: attempt.phases.phases, crates: [], tests: [], unit: null },
-        cargoOutput: null,
-        artifacts: [],
-      });
-    }
+    // The job's dependencies could not be provided: a result of the job, said in its terms.
+    if (error instanceof GatewayError) return await failedBeforeCargo(attempt, gatewayFailure(error));
     deps.reporting.emit({ type: "attempt:error", jobId: placement.jobId, attempt: placement.attempt, phase, error });
     deps.reporting.log.error(
       { jobId: placement.jobId, attempt: placement.attempt, phase, err: error },
       `attempt failed in ${phase}: ${messageOf(error)}`,
     );
-    const failure = hostFailure(phase, error);
-    attempt.system(`kiln: ${failure.detail}`);
-    return await report(attempt, {
-      outcome: "failed",
-      exitCode: null,
-      failure,
-      report: { phases: attempt.phases.phases, crates: [], tests: [], unit: null },
-      cargoOutput: null,
-      artifacts: [],
-    });
+    return await failedBeforeCargo(attempt, hostFailure(phase, error));
   } finally {
     heartbeat.stop();
     await lineage?.abandon(deps.clock.now()).catch((error: unknown) => {
@@ -172,6 +149,19 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     if (deps.inBackground !== undefined) deps.inBackground(removal);
     else await removal;
   }
+}
+
+/** Reports an attempt that failed before cargo produced anything: the failure in its log and result. */
+async function failedBeforeCargo(attempt: AttemptContext, failure: AttemptFailure): Promise<AttemptEnd> {
+  attempt.system(`kiln: ${failure.detail}`);
+  return report(attempt, {
+    outcome: "failed",
+    exitCode: null,
+    failure,
+    report: { phases: attempt.phases.phases, crates: [], tests: [], unit: null },
+    cargoOutput: null,
+    artifacts: [],
+  });
 }
 
 /** Phase `fetch`: a dependency-gateway job's packages, provided by the host's gateway. */
