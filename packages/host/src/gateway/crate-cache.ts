@@ -26,6 +26,8 @@ export type CacheScope = string;
 export class CrateCache {
   readonly #inFlight = new Map<string, Promise<CachedCrate>>();
   #totalBytes: number | null = null;
+  /** The first count's walk, shared by every caller while it runs. */
+  #counting: Promise<number> | null = null;
   #evicting: Promise<void> | null = null;
 
   constructor(
@@ -103,12 +105,15 @@ export class CrateCache {
 
   /** Bytes of every cached crate (scanned once, then kept up to date). */
   async totalBytes(): Promise<number> {
-    if (this.#totalBytes === null) {
-      let total = 0;
-      for (const entry of await this.#entries()) total += entry.bytes;
+    if (this.#totalBytes !== null) return this.#totalBytes;
+    this.#counting ??= this.#entries().then((entries) => {
+      const total = entries.reduce((sum, e) => sum + e.bytes, 0);
+      // Stores that finished during the walk were counted by it; later ones add themselves.
       this.#totalBytes = total;
-    }
-    return this.#totalBytes;
+      this.#counting = null;
+      return total;
+    });
+    return this.#counting;
   }
 
   async #entries(): Promise<{ path: string; bytes: number; usedMs: number }[]> {

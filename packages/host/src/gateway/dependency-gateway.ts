@@ -195,6 +195,9 @@ export class DependencyGateway {
       if (checksum === null) checksum = (await entryOf()).entry.cksum;
       const expected = checksum;
       const crate = await this.cache.obtain(target.scope, expected, what, async () => {
+        // The lock names the checksum, so the download need not wait for the index line.
+        const download = target.client.download(pkg.name, pkg.version, expected);
+        download.catch(() => undefined); // awaited below, or abandoned when the index refuses first
         const line = await entryOf();
         if (line.entry.cksum !== expected) {
           throw new GatewayError(
@@ -202,7 +205,7 @@ export class DependencyGateway {
             `${what}: the registry's index lists checksum ${line.entry.cksum}, but Cargo.lock's is ${expected}; nothing of it was used or cached`,
           );
         }
-        return { bytes: await target.client.download(pkg.name, pkg.version, expected), indexLine: line.text };
+        return { bytes: await download, indexLine: line.text };
       });
       if (crate.fetched) {
         stats.misses++;
@@ -219,10 +222,12 @@ export class DependencyGateway {
       group.push(crate.indexLine.trim());
       lines.set(indexFile, group);
     });
-    for (const [file, group] of lines) {
-      await mkdir(dirname(file), { recursive: true, mode: 0o755 });
-      await writeFile(file, `${group.join("\n")}\n`, { mode: 0o644 });
-    }
+    await Promise.all(
+      [...lines].map(async ([file, group]) => {
+        await mkdir(dirname(file), { recursive: true, mode: 0o755 });
+        await writeFile(file, `${group.join("\n")}\n`, { mode: 0o644 });
+      }),
+    );
     const configuration = await this.#writeConfiguration(request, targets, used, repositories);
     return {
       configuration,
