@@ -35,6 +35,17 @@ const DEBIAN = {
     // The dependency gateway's tests serve these from a sparse registry built from their sources.
     { pkg: "librust-itoa-dev", proof: "/usr/share/cargo/registry/itoa-1.0.1/Cargo.toml" },
     { pkg: "librust-serde-json-dev", proof: "/usr/share/cargo/registry/serde_json-1.0.87/Cargo.toml" },
+    // Real crates the gateway must provide (packages/cli/test/dependency-gateway-crates.test.ts):
+    // tera (96 locked packages) with its dev-dependencies pretty_assertions and tempfile;
+    // serde_yaml (patched yaml-rust) with anyhow and indoc; pest_derive, pest_generator and
+    // pest_meta as a workspace.
+    { pkg: "librust-tera-dev", proof: "/usr/share/cargo/registry/tera-1.17.1/Cargo.toml" },
+    { pkg: "librust-pretty-assertions-dev", proof: "/usr/share/cargo/registry/pretty_assertions-1.3.0/Cargo.toml" },
+    { pkg: "librust-tempfile-dev", proof: "/usr/share/cargo/registry/tempfile-3.3.0/Cargo.toml" },
+    { pkg: "librust-serde-yaml-dev", proof: "/usr/share/cargo/registry/serde_yaml-0.8.26/Cargo.toml" },
+    { pkg: "librust-anyhow-dev", proof: "/usr/share/cargo/registry/anyhow-1.0.69/Cargo.toml" },
+    { pkg: "librust-indoc-dev", proof: "/usr/share/cargo/registry/indoc-1.0.4/Cargo.toml" },
+    { pkg: "librust-pest-derive-dev", proof: "/usr/share/cargo/registry/pest_derive-2.5.2/Cargo.toml" },
   ],
   // `npm run bench`: the test set plus regex (issue 6's larger real crate) and its dev-dependencies.
   bench: [
@@ -45,6 +56,10 @@ const DEBIAN = {
     { pkg: "librust-regex-dev", proof: "/usr/share/cargo/registry/regex-1.7.1/Cargo.toml" },
     { pkg: "librust-quickcheck-dev", proof: "/usr/share/cargo/registry/quickcheck-1.0.3/Cargo.toml" },
     { pkg: "librust-rand-dev", proof: "/usr/share/cargo/registry/rand-0.8.5/Cargo.toml" },
+    // bench/dependency-gateway.mjs: the registry it serves holds serde_json and tokio.
+    { pkg: "librust-itoa-dev", proof: "/usr/share/cargo/registry/itoa-1.0.1/Cargo.toml" },
+    { pkg: "librust-serde-json-dev", proof: "/usr/share/cargo/registry/serde_json-1.0.87/Cargo.toml" },
+    { pkg: "librust-tokio-dev", proof: "/usr/share/cargo/registry/tokio-1.24.2/Cargo.toml" },
   ],
 };
 
