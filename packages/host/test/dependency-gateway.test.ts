@@ -347,4 +347,44 @@ describe("dependency gateway against a real sparse registry", () => {
     assert.equal(test.code, 0, test.stderr);
     assert.match(test.stdout, /test result: ok\. 1 passed/);
   });
+
+  it("provides a yanked version its Cargo.lock pins, as cargo allows", async () => {
+    const registry = await startSparseRegistry({ crates: ["itoa"] });
+    try {
+      const dir = join(root, "yanked");
+      const project = join(dir, "p");
+      await mkdir(join(project, "src"), { recursive: true });
+      await writeFile(
+        join(project, "Cargo.toml"),
+        `[package]\nname = "p"\nversion = "0.1.0"\nedition = "2021"\n[dependencies]\nitoa = "1"\n`,
+      );
+      await writeFile(
+        join(project, "src", "lib.rs"),
+        "pub fn f() -> String { itoa::Buffer::new().format(1u8).to_owned() }\n",
+      );
+      const itoa = registry.crates.get("itoa")?.[0];
+      assert.ok(itoa !== undefined);
+      const lock = `version = 3\n\n[[package]]\nname = "itoa"\nversion = "${itoa.version}"\nsource = "registry+https://github.com/rust-lang/crates.io-index"\nchecksum = "${itoa.checksum}"\n\n[[package]]\nname = "p"\nversion = "0.1.0"\ndependencies = ["itoa"]\n`;
+      await writeFile(join(project, "Cargo.lock"), lock);
+      registry.yank("itoa", itoa.version);
+      const gateway = new DependencyGateway({
+        cacheRoot: join(dir, "cache"),
+        cacheMaxBytes: 2 ** 30,
+        cratesIoIndex: registry.indexUrl,
+        clock,
+        retry: { attempts: 1, firstDelayMs: 1 },
+      });
+      const cargoHome = join(dir, "home");
+      await mkdir(cargoHome, { recursive: true });
+      const provided = await gateway.provide(await requestFor(project, join(dir, "deps"), cargoHome));
+      assert.deepEqual(
+        provided.lockedCrates.map((c) => `${c.name}@${c.version}`),
+        [`itoa@${itoa.version}`],
+      );
+      const build = await cargo(["--config", provided.sandboxConfigPath, "build", "--locked"], project, cargoHome);
+      assert.equal(build.code, 0, build.stderr);
+    } finally {
+      await registry.close();
+    }
+  });
 });

@@ -56,6 +56,8 @@ export interface SparseRegistry {
   downloadBytes(): number;
   /** Serve these bytes instead of the real .crate for name@version from now on (checksum mismatch tests). */
   tamper(name: string, version: string, bytes: Uint8Array): void;
+  /** Marks name@version yanked in the index from now on (its download stays, as on crates.io). */
+  yank(name: string, version: string): void;
   close(): Promise<void>;
 }
 
@@ -81,7 +83,7 @@ interface IndexEntry {
   features: Record<string, string[]>;
   features2?: Record<string, string[]>;
   v?: 2;
-  yanked: false;
+  yanked: boolean;
   links: string | null;
   rust_version?: string;
 }
@@ -453,6 +455,7 @@ async function serve(
     crates.set(crate.name, list);
   }
   const tampered = new Map<string, Buffer>();
+  const yanked = new Set<string>();
   const requests: string[] = [];
   let downloaded = 0;
   let origin = "";
@@ -494,7 +497,12 @@ async function serve(
       if (versions === undefined || wanted !== sparseIndexPath(name)) {
         return send(res, 404, "text/plain", "not found\n", head);
       }
-      const lines = versions.map((crate) => `${JSON.stringify(crate.entry)}\n`).join("");
+      const lines = versions
+        .map((crate) => {
+          const entry = yanked.has(`${crate.name}@${crate.version}`) ? { ...crate.entry, yanked: true } : crate.entry;
+          return `${JSON.stringify(entry)}\n`;
+        })
+        .join("");
       return send(res, 200, "text/plain", lines, head);
     }
     if (path.startsWith(DOWNLOAD_PREFIX)) {
@@ -534,6 +542,12 @@ async function serve(
         throw new Error(`sparse registry: ${name}@${version} is not served`);
       }
       tampered.set(`${name}@${version}`, Buffer.from(bytes));
+    },
+    yank(name, version) {
+      if (!served.some((c) => c.name === name && c.version === version)) {
+        throw new Error(`sparse registry: ${name}@${version} is not served`);
+      }
+      yanked.add(`${name}@${version}`);
     },
     async close() {
       // cargo and fetch keep connections alive; close them or close() waits for their timeout.
