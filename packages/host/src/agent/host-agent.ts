@@ -20,6 +20,8 @@ export class HostAgent {
   private usedVcpus = 0;
   private timer: Timer | null = null;
   private claiming = false;
+  /** A wake that arrived while a claim was under way: that claim may have missed its job. */
+  private wokenWhileClaiming = false;
   private stopped = false;
   private readonly holds: CredentialHolds;
   private acknowledging: PeriodicLoop | null = null;
@@ -74,8 +76,15 @@ export class HostAgent {
   }
 
   private async claim(): Promise<void> {
-    if (this.claiming || this.stopped) return;
+    if (this.stopped) return;
+    if (this.claiming) {
+      // Not dropped: the claim under way may have read the queue before this job was in it,
+      // and the job would then wait for the next poll.
+      this.wokenWhileClaiming = true;
+      return;
+    }
     this.claiming = true;
+    this.wokenWhileClaiming = false;
     try {
       while (!this.stopped) {
         const free = this.deps.vcpus - this.usedVcpus;
@@ -114,6 +123,7 @@ export class HostAgent {
     } finally {
       this.claiming = false;
     }
+    if (this.wokenWhileClaiming) void this.claim();
   }
 
   private track(work: Promise<void>): void {

@@ -27,6 +27,16 @@ import type { ResourceLimits } from "./executor.js";
 /** The CFS period used for the CPU quota (the kernel default). */
 export const CPU_PERIOD_MICROSECONDS = 100_000;
 
+/**
+ * The scheduling weight of one vCPU: what one busy thread at nice 0 weighs (cgroup v1
+ * `cpu.shares` 1024, v2 `cpu.weight` 100). At the kernel's default every attempt weighed the
+ * same, so on a saturated host an attempt of 8 vCPUs got no more CPU than one of 2; an attempt
+ * now weighs by its size against the other attempts. The shared parent keeps the default weight:
+ * against the host's other processes (one autogroup per session where the kernel groups them)
+ * the attempts together weigh like one of them, as a bare cargo would.
+ */
+const WEIGHT_PER_VCPU = { 1: 1024, 2: 100 } as const;
+
 /** Thrown when no hierarchy could hold the attempt at all (read-only or absent cgroupfs, no permission). */
 export class CgroupUnavailableError extends Error {
   constructor(message: string) {
@@ -326,6 +336,19 @@ export class AttemptCgroup {
       } catch (error) {
         detail.push(`cpu: could not set the vCPU quota at ${cpu.directory}: ${errorText(error)}`);
       }
+    if (cpu !== null) {
+      const perVcpu = WEIGHT_PER_VCPU[cpu.version];
+      const file = cpu.version === 2 ? "cpu.weight" : "cpu.shares";
+      // cgroup v2 bounds cpu.weight to 1..10000; v1's cpu.shares to 2..262144.
+      const weight = (vcpus: number) => Math.min(perVcpu * 100, Math.max(2, Math.round(vcpus * perVcpu)));
+      try {
+        await writeFile(join(cpu.directory, file), String(weight(limits.vcpus)));
+        detail.push(`cpu: ${file} = ${(await readText(join(cpu.directory, file)))?.trim()} (${limits.vcpus} vCPU)`);
+      } catch (error) {
+        // Only a weight: the attempt still runs, at the default one.
+        detail.push(`cpu: could not set ${file} at ${cpu.directory}: ${errorText(error)}`);
+      }
+    }
 
     if (memory === null) detail.push("memory: no memory controller");
     else
