@@ -21,6 +21,11 @@ export const testBlobs = () => new LocalBlobStore(mkdtempSync(join(tmpdir(), "ki
  * app's tests drive no loops; the host agent's tests use ManualClock, which drives timers).
  */
 export class TestClock implements Clock {
+  /**
+   * While set, timers scheduled on this clock never fire: a test proves that something
+   * happens without waiting for a poll (it could only happen through a nudge).
+   */
+  holdTimers = false;
   constructor(private current = new Date("2026-11-22T08:00:00.000Z")) {}
   now(): Date {
     return new Date(this.current);
@@ -29,9 +34,11 @@ export class TestClock implements Clock {
     this.current = new Date(this.current.getTime() + seconds * 1000);
   }
   after(ms: number, fn: () => void) {
+    if (this.holdTimers) return { cancel: () => {} };
     return systemClock.after(ms, fn);
   }
   sleep(ms: number, signal?: AbortSignal) {
+    if (this.holdTimers) return new Promise<void>(() => {});
     return systemClock.sleep(ms, signal);
   }
 }

@@ -69,7 +69,7 @@ export class SseStream {
     else this.nudged = true;
   }
 
-  /** Sleeps `ms`, or less when the stream closes or is nudged meanwhile. */
+  /** Sleeps `ms` on the app's clock, or less when the stream closes or is nudged meanwhile. */
   wait(ms: number): Promise<void> {
     if (this.closed) return Promise.resolve();
     if (this.nudged) {
@@ -77,12 +77,12 @@ export class SseStream {
       return Promise.resolve();
     }
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
+      const timer = this.ctx.deps.clock.after(ms, () => {
         this.wake = null;
         resolve();
-      }, ms);
+      });
       this.wake = () => {
-        clearTimeout(timer);
+        timer.cancel();
         this.wake = null;
         resolve();
       };
