@@ -158,7 +158,11 @@ function requestBodyOf(op: Operation, components: ComponentRegistry): Json | und
   const body = op.request.body;
   if (body === undefined) return undefined;
   if (body.encoding === "json") {
-    return { required: true, content: { "application/json": { schema: components.ref(body.schema) } } };
+    return {
+      required: true,
+      ...(body.maxBytes === undefined ? {} : { description: `At most ${body.maxBytes} bytes.` }),
+      content: { "application/json": { schema: components.ref(body.schema) } },
+    };
   }
   return {
     required: true,

@@ -7,6 +7,7 @@ import type { HandlerTable } from "./handlers/handler.js";
 import { bindCatalogueRoutes } from "./http/bind-catalogue-routes.js";
 import { installBodyParsers } from "./http/body-parsers.js";
 import { installErrorBoundary } from "./http/error-boundary.js";
+import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from "./http/framework-errors.js";
 import { installRequestValidators } from "./http/request-validators.js";
 import { installResponseContractCheck } from "./http/response-contract-check.js";
 import { registerPages } from "./pages/register-pages.js";
@@ -33,7 +34,10 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
             },
           },
     // Operation paths are matched exactly; `/api/jobs/` is not `/api/jobs`.
-    routerOptions: { ignoreTrailingSlash: false },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
+    // What the router and Node's HTTP parser refuse is a Refusal document too.
+    frameworkErrors,
+    clientErrorHandler,
     return503OnClosing: true,
   });
   const deps: AppDeps = {

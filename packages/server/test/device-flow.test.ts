@@ -157,7 +157,7 @@ for (const dialect of DIALECTS) {
       const unknown = await t.app.inject({
         method: "POST",
         url: "/api/device/approve?user_code=BBBB-BBBB",
-        headers: withSession(cookie, { "idempotency-key": "a4" }),
+        headers: withSession(cookie, { "idempotency-key": "a4", origin: "http://kiln.test" }),
       });
       assert.equal(unknown.statusCode, 400);
       assert.equal(unknown.json().code, "invalid_request");
@@ -173,7 +173,11 @@ for (const dialect of DIALECTS) {
       const cookie = first.cookies.find((c) => c.name === "kiln_session")?.value ?? "";
       const home = await t.app.inject({ method: "GET", url: "/", headers: withSession(cookie) });
       assert.match(home.body, /Signed in as/);
-      const out = await t.app.inject({ method: "POST", url: "/auth/sign-out", headers: withSession(cookie) });
+      const out = await t.app.inject({
+        method: "POST",
+        url: "/auth/sign-out",
+        headers: withSession(cookie, { origin: "http://kiln.test" }),
+      });
       assert.equal(out.statusCode, 303);
       const pending = await t.app.inject({
         method: "GET",

@@ -38,7 +38,8 @@ for (const dialect of DIALECTS) {
       assert.ok(cookie);
       assert.equal(cookie.httpOnly, true);
       assert.equal(cookie.path, "/operator");
-      const session = { cookie: `kiln_operator_session=${cookie.value}` };
+      // As the operator console's own pages send it: a mutation names its origin.
+      const session = { cookie: `kiln_operator_session=${cookie.value}`, origin: "http://kiln.test" };
 
       const audit = await t.app.inject({ method: "GET", url: "/operator/api/audit", headers: session });
       assert.equal(audit.statusCode, 200, audit.body);

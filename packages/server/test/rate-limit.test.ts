@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { openStorage, type Storage } from "@kiln/storage";
 import { createPostgresTestDatabase, DIALECTS } from "@kiln/storage/testing";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
@@ -34,11 +33,13 @@ for (const dialect of DIALECTS) {
     };
     const identity = (token: string) => t.app.inject({ method: "GET", url: "/api/identity", headers: bearer(token) });
 
-    it("five a minute: five answers, then rate_limited naming the minute's end with Retry-After", async () => {
+    it("five a minute: five answers, then rate_limited naming when the first leaves the window, with Retry-After", async () => {
       const limited = await mint("five-a-minute", 5);
       const other = await mint("bystander", 5);
       const start = t.clock.now();
-      const boundary = new Date(Math.floor(start.getTime() / 60000) * 60000 + 60000).toISOString();
+      // Counted in whole seconds: the second of the first request leaves every 60 s window ending
+      // 61 s after it began.
+      const boundary = new Date(Math.floor(start.getTime() / 1000) * 1000 + 61000).toISOString();
       for (let i = 1; i <= 5; i++) {
         const res = await identity(limited);
         assert.equal(res.statusCode, 200, `request ${i}: ${res.body}`);
@@ -48,8 +49,8 @@ for (const dialect of DIALECTS) {
       assert.equal(sixth.json().code, "rate_limited");
       assert.match(sixth.json().reset_at, RFC3339);
       assert.equal(sixth.json().reset_at, boundary);
-      assert.equal(sixth.headers["retry-after"], "60");
-      assert.equal(sixth.json().retry_after_seconds, 60);
+      assert.equal(sixth.headers["retry-after"], "61");
+      assert.equal(sixth.json().retry_after_seconds, 61);
 
       // The limit is the credential's own: another credential and the person are unaffected.
       assert.equal((await identity(other)).statusCode, 200);
@@ -60,16 +61,47 @@ for (const dialect of DIALECTS) {
       const later = await identity(limited);
       assert.equal(later.statusCode, 429, later.body);
       assert.equal(later.json().reset_at, boundary);
-      assert.equal(later.headers["retry-after"], "15");
+      assert.equal(later.headers["retry-after"], "16");
 
-      // Past reset_at a new window opens.
+      // At reset_at the first five have left the window.
       t.clock.advance(16);
-      assert.ok(t.clock.now().toISOString() > boundary);
+      assert.ok(t.clock.now().toISOString() >= boundary);
       for (let i = 1; i <= 5; i++) {
         const res = await identity(limited);
         assert.equal(res.statusCode, 200, `after reset, request ${i}: ${res.body}`);
       }
       assert.equal((await identity(limited)).statusCode, 429);
+    });
+
+    it("the limit holds over every 60 s, not per calendar minute: twice the limit across a minute's turn is refused", async () => {
+      const limited = await mint("across-the-turn", 5);
+      // Just before a minute turns (the app's clock is injected; nothing waits).
+      const now = t.clock.now().getTime();
+      t.clock.advance((60000 - (now % 60000) - 500) / 1000);
+      for (let i = 1; i <= 5; i++) assert.equal((await identity(limited)).statusCode, 200, `request ${i}`);
+      t.clock.advance(1); // half a second into the next minute
+      assert.equal(t.clock.now().getTime() % 60000, 500);
+      const refused: string[] = [];
+      for (let i = 1; i <= 5; i++) {
+        const res = await identity(limited);
+        assert.equal(res.statusCode, 429, `request ${5 + i} across the turn: ${res.body}`);
+        refused.push(res.json().reset_at);
+      }
+      // Refused requests are not counted: once the first five leave the window, five more pass.
+      const resetAt = new Date(refused[0] ?? "");
+      assert.ok(refused.every((r) => r === refused[0]));
+      t.clock.advance((resetAt.getTime() - t.clock.now().getTime()) / 1000 - 1);
+      assert.equal((await identity(limited)).statusCode, 429, "a second before reset_at");
+      t.clock.advance(1);
+      for (let i = 1; i <= 5; i++) assert.equal((await identity(limited)).statusCode, 200, `after reset, ${i}`);
+      assert.equal((await identity(limited)).statusCode, 429);
+
+      // Spread out, the limit is the limit: one every 12 s goes on being admitted.
+      const steady = await mint("steady", 5);
+      for (let i = 1; i <= 20; i++) {
+        assert.equal((await identity(steady)).statusCode, 200, `steady request ${i}`);
+        t.clock.advance(12.25);
+      }
     });
   });
 }
@@ -103,11 +135,7 @@ describe("per-credential rate limit across two server processes sharing PostgreS
     assert.equal(minted.status, 200, await minted.clone().text());
     const credential = ((await minted.json()) as { credential: string }).credential;
 
-    // The windows are wall-clock minutes: start with at least ten seconds of this one left.
-    const intoMinute = Date.now() % 60000;
-    if (intoMinute > 50000) await sleep(60000 - intoMinute + 200);
-    const windowStart = Math.floor(Date.now() / 60000) * 60000;
-    const boundary = new Date(windowStart + 60000).toISOString();
+    const firstSecond = Math.floor(Date.now() / 1000) * 1000; // at or before the first request's second
 
     const answers: { server: number; status: number; retryAfter: string | null; body: Record<string, unknown> }[] = [];
     for (let i = 0; i < 6; i++) {
@@ -119,7 +147,6 @@ describe("per-credential rate limit across two server processes sharing PostgreS
         body: (await res.json()) as Record<string, unknown>,
       });
     }
-    assert.equal(Math.floor(Date.now() / 60000) * 60000, windowStart, "the minute turned during the test; rerun");
     process.stdout.write(
       `# two-process rate limit: ${answers.map((a) => `${a.status}@server${a.server}`).join(", ")}\n`,
     );
@@ -130,10 +157,16 @@ describe("per-credential rate limit across two server processes sharing PostgreS
     assert.equal(sixth.status, 429, JSON.stringify(sixth));
     assert.equal(sixth.body.code, "rate_limited");
     assert.match(String(sixth.body.reset_at), RFC3339);
-    assert.equal(sixth.body.reset_at, boundary);
+    // The first request's second leaves the window 61 s after it began.
+    const lastSecond = Math.floor(Date.now() / 1000) * 1000; // at or after it
+    const resetAt = Date.parse(String(sixth.body.reset_at));
+    assert.ok(
+      resetAt >= firstSecond + 61000 && resetAt <= lastSecond + 61000 && resetAt % 1000 === 0,
+      `reset_at ${String(sixth.body.reset_at)}`,
+    );
     assert.match(sixth.retryAfter ?? "", /^\d+$/);
     const retryAfter = Number(sixth.retryAfter);
-    assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+    assert.ok(retryAfter >= 1 && retryAfter <= 61, `Retry-After ${retryAfter}`);
     assert.equal(sixth.body.retry_after_seconds, retryAfter);
   });
 });

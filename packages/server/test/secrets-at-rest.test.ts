@@ -157,7 +157,7 @@ for (const dialect of DIALECTS) {
       const approved = await app.inject({
         method: "POST",
         url: `/api/device/approve?user_code=${device.user_code}`,
-        headers: { ...cookie, "idempotency-key": "approve-1" },
+        headers: { ...cookie, "idempotency-key": "approve-1", origin: "http://kiln.test" },
       });
       assert.equal(approved.statusCode, 200, approved.body);
 

@@ -103,7 +103,10 @@ export const IDENTITY_ONBOARDING_JOBS_OPERATIONS = [
       "A replay with the same key and body returns the original job; changed input is refused conflict. not_found: the repository is not onboarded, or the archive upload does not exist for it; gone: the archive upload expired; conflict also when the upload is not verified, its manifest_sha256 differs, or another submission claimed it.",
     tag: "jobs",
     security: { kind: "tenant", scope: "submit" },
-    request: { body: { encoding: "json", schema: CargoWorkspaceRequest, maxBytes: 256 * 1024 * 1024 } },
+    // The inline source is legacy (an integer per byte, ~4 body bytes per source byte) and is
+    // parsed whole on the event loop: 16 MiB bounds that to well under a second. Larger
+    // sources go through the streamed archive (schema_version 2), whose body is a reference.
+    request: { body: { encoding: "json", schema: CargoWorkspaceRequest, maxBytes: 16 * 1024 * 1024 } },
     response: { encoding: "json", schema: JobId },
     refusals: [...A, ...K, "invalid_request", "not_found", "conflict", "gone"],
     keyed: true,

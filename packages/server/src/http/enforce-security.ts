@@ -30,17 +30,30 @@ function bearerOf(request: FastifyRequest): string | null {
 }
 
 /**
- * A cookie-authenticated mutation must come from kiln's own pages: browsers name the
- * page's origin on every cross-site POST, and a request from elsewhere is refused
- * (SameSite=Lax already keeps the cookie off cross-site POSTs; this is the second lock).
+ * A cookie-authenticated mutation must come from kiln's own pages: browsers name the page's
+ * origin (`Origin`) on every POST a page makes, and fetch metadata (`Sec-Fetch-Site`) on every
+ * request, so a mutation that carries neither was not made by a page of kiln's and is refused,
+ * as is one naming another origin or site (SameSite already keeps the cookie off cross-site
+ * POSTs; this is the second lock, and the one that holds where SameSite does not). The operator
+ * surface refuses it as it refuses every caller without an operator session.
  */
-function refuseCrossSite(request: FastifyRequest, publicOrigin: string): void {
+export function refuseCrossSite(
+  request: FastifyRequest,
+  publicOrigin: string,
+  code: "unauthenticated" | "operator_not_found" = "unauthenticated",
+): void {
   if (request.method === "GET" || request.method === "HEAD") return;
   const origin = request.headers.origin;
   const site = request.headers["sec-fetch-site"];
   const own = new Set([publicOrigin, `${request.protocol}://${request.host}`]);
   if ((origin !== undefined && !own.has(origin)) || site === "cross-site" || site === "same-site") {
-    refuse("unauthenticated", "a session mutation must come from kiln's own pages (cross-site request refused)");
+    refuse(code, "a session mutation must come from kiln's own pages (cross-site request refused)");
+  }
+  if (origin === undefined && site !== "same-origin") {
+    refuse(
+      code,
+      "a session mutation must come from kiln's own pages: it names neither its Origin nor Sec-Fetch-Site: same-origin",
+    );
   }
 }
 
@@ -81,7 +94,7 @@ export async function enforceSecurity(deps: AppDeps, op: Operation, request: Fas
           : await findLiveSession(deps.storage, { tokenHash: hashSecret(cookie), kind: "operator", now });
       if (session === undefined)
         return refuse("operator_not_found", "the operator surface answers only an operator session");
-      refuseCrossSite(request, deps.publicOrigin);
+      refuseCrossSite(request, deps.publicOrigin, "operator_not_found");
       return {
         principal: null,
         operator: { kind: "operator", principal: `operator:${session.id}`, sessionId: session.id },

@@ -88,7 +88,10 @@ export function installErrorBoundary(app: FastifyInstance): void {
       } else if (error.code === "FST_ERR_CTP_INVALID_JSON_BODY" || error.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
         refusal = new Refusal("invalid_request", "body is not valid JSON");
       } else if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-        refusal = new Refusal("invalid_request", "body exceeds the size this operation accepts");
+        refusal = new Refusal(
+          "invalid_request",
+          `body exceeds the ${request.routeOptions.bodyLimit ?? "largest"} bytes this operation accepts`,
+        );
       } else if (error.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
         refusal = new Refusal("invalid_request", "content-type is not accepted by this operation");
       } else if (error.code === "FST_ERR_CTP_INVALID_CONTENT_LENGTH") {

@@ -1,5 +1,6 @@
 import { insertJob, type LocalBlobStore } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
+import { longSegmentOf, MAX_INVOCATION_STRING_BYTES, nulIn } from "./host-safe-strings.js";
 
 export interface InlineFile {
   readonly path: string;
@@ -10,9 +11,9 @@ export interface InlineFile {
 /**
  * The spec's rules for the legacy inline source beyond its schema: canonical
  * repository-relative paths (no absolute path, no `.` or `..` segment, no empty
- * segment, no backslash, no NUL), the complete set sorted by path in byte order with no
- * duplicate, and no file that is also a directory of another. Each refusal names the
- * offending member.
+ * segment, no backslash, no NUL, no segment longer than a file name, at most 4096 bytes), the
+ * complete set sorted by path in byte order with no duplicate, and no file that is also a
+ * directory of another. Each refusal names the offending member.
  */
 export function admitInlineFiles(files: readonly InlineFile[]): void {
   let previous: string | null = null;
@@ -27,6 +28,9 @@ export function admitInlineFiles(files: readonly InlineFile[]): void {
         refuse("invalid_request", `${field} is not canonical (empty, . or .. segment): ${JSON.stringify(path)}`);
       }
     }
+    const long = longSegmentOf(field, path);
+    if (long !== null) refuse("invalid_request", long);
+    if (Buffer.byteLength(path) > 4096) refuse("invalid_request", `${field} is longer than 4096 bytes of UTF-8`);
     if (previous !== null) {
       const order = Buffer.compare(Buffer.from(previous), Buffer.from(path));
       if (order === 0) refuse("invalid_request", `${field} duplicates ${JSON.stringify(path)}`);
@@ -77,7 +81,11 @@ export function admitInvocation(
   },
   files: readonly { readonly path: string }[] | null,
 ): void {
+  let stringBytes = 0;
   invocation.arguments.forEach((arg, index) => {
+    const nul = nulIn(`body.workspace.invocation.arguments[${index}]`, arg);
+    if (nul !== null) refuse("invalid_request", nul);
+    stringBytes += Buffer.byteLength(arg) + 1;
     if (REFUSED_ARGUMENTS.some((re) => re.test(arg))) {
       refuse(
         "invalid_request",
@@ -91,15 +99,26 @@ export function admitInvocation(
       );
     }
   });
-  for (const name of Object.keys(invocation.environment ?? {})) {
+  for (const [name, value] of Object.entries(invocation.environment ?? {})) {
     if (REFUSED_ENVIRONMENT.has(name) || name.startsWith("LD_")) {
       refuse(
         "invalid_request",
         `body.workspace.invocation.environment.${name} would change the sandbox and is not admitted`,
       );
     }
+    const nul = nulIn(`body.workspace.invocation.environment.${name}`, value);
+    if (nul !== null) refuse("invalid_request", nul);
+    stringBytes += Buffer.byteLength(name) + Buffer.byteLength(value) + 2;
+  }
+  if (stringBytes > MAX_INVOCATION_STRING_BYTES) {
+    refuse(
+      "invalid_request",
+      `body.workspace.invocation.arguments and environment hold ${stringBytes} bytes together; at most ${MAX_INVOCATION_STRING_BYTES} (the host's argument space)`,
+    );
   }
   (invocation.artifacts ?? []).forEach((pattern, index) => {
+    const nul = nulIn(`body.workspace.invocation.artifacts[${index}]`, pattern);
+    if (nul !== null) refuse("invalid_request", nul);
     if (pattern.startsWith("/") || pattern.split("/").includes("..")) {
       refuse(
         "invalid_request",

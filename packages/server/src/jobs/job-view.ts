@@ -1,13 +1,14 @@
 import type { AttemptReport, DependencyReport, Job, JobFailure } from "@kiln/contract";
-import type { JobRecord, JobRow } from "@kiln/storage";
+import type { JobListRecord, JobListRow } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
 import { admittedSize } from "./platform-limits.js";
 import { storedJson } from "./stored-json.js";
 
-/** The open Job record of the contract, from its stored parts. */
-export function jobView(
-  record: JobRecord | { job: JobRow; transitions: JobRecord["transitions"]; attempts: JobRecord["attempts"] },
-): Static<typeof Job> {
+/**
+ * The open Job record of the contract, from its stored parts: only the job's listed columns
+ * (`JOB_LIST_COLUMNS`), so a listing never reads the manifest or invocation to make one.
+ */
+export function jobView(record: JobListRecord<JobListRow>): Static<typeof Job> {
   const job = record.job;
   return {
     id: job.id,
@@ -48,7 +49,7 @@ export function jobView(
  * record carries the configuration's digest and the locked crates and git sources it came
  * from, never the configuration text.
  */
-export function latestDependencies(attempts: JobRecord["attempts"]): DependencyReport | null {
+export function latestDependencies(attempts: JobListRecord["attempts"]): DependencyReport | null {
   for (const attempt of [...attempts].reverse()) {
     const dependencies = storedJson<AttemptReport>(attempt.report)?.dependencies;
     if (dependencies !== undefined) return dependencies;

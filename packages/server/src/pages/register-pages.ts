@@ -7,6 +7,7 @@ import { clearSessionCookie, cookieOf, SESSION_COOKIE } from "../auth/session-co
 import { hashSecret } from "../auth/session-secret.js";
 import type { AppDeps } from "../deps.js";
 import { normalizeUserCode } from "../handlers/device.js";
+import { refuseCrossSite } from "../http/enforce-security.js";
 import { Refusal } from "../http/refusal.js";
 import { escapeHtml, page } from "./html.js";
 
@@ -101,6 +102,8 @@ export function registerPages(app: FastifyInstance, deps: AppDeps): void {
   });
 
   app.post("/auth/sign-out", async (request, reply) => {
+    // Another site must not sign a person out (a login-CSRF's first half).
+    refuseCrossSite(request, deps.publicOrigin);
     const cookie = cookieOf(request, SESSION_COOKIE);
     if (cookie !== null) await endSession(deps.storage, hashSecret(cookie), deps.clock);
     clearSessionCookie(reply, SESSION_COOKIE);

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { SOURCE_LIMITS } from "@kiln/contract";
 import { refuse } from "../http/refusal.js";
+import { longSegmentOf } from "../jobs/host-safe-strings.js";
 import type { ManifestEntry, Reservation, SourceManifest, SourceTotals } from "./manifest-types.js";
 
 const MiB = 2 ** 20;
@@ -77,6 +78,8 @@ function checkPath(field: string, path: string): void {
     if (segment === "..") invalid(`${field} ${quoted} escapes the tree (a .. segment)`);
     if (segment === "" || segment === ".") invalid(`${field} ${quoted} is not canonical (an empty or . segment)`);
   }
+  const long = longSegmentOf(field, path);
+  if (long !== null) invalid(long);
 }
 
 /**

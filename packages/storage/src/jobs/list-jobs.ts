@@ -10,15 +10,44 @@ export interface JobFilters {
 }
 
 /**
+ * The columns a job listing reads: what the Job document is made of. Never the source manifest
+ * or the invocation (a streamed manifest can be tens of megabytes; a page of them stalled the
+ * API), nor the admission, usage or settlement text a Job document does not carry.
+ */
+export const JOB_LIST_COLUMNS = [
+  "id",
+  "tenant_id",
+  "submitted_by",
+  "description",
+  "repository",
+  "branch",
+  "base_commit",
+  "head_sha",
+  "size",
+  "class",
+  "status",
+  "accepted_at",
+  "queued_at",
+  "started_at",
+  "finished_at",
+  "failure",
+  "queue_annotation",
+  "retry_of",
+] as const satisfies readonly (keyof JobRow)[];
+
+/** A job as a listing reads it. */
+export type JobListRow = Pick<JobRow, (typeof JOB_LIST_COLUMNS)[number]>;
+
+/**
  * A page of the tenant's jobs, newest first (keyset on accepted_at, id), with the
  * tenant's total before filtering and roll-up counts by status.
  */
 export async function listJobs(
   target: StorageOrTransaction,
   input: { tenantId: string; filters: JobFilters; limit: number; cursor?: string | null },
-): Promise<KeysetPage<JobRow> & { total: number; summary: Record<string, number> }> {
+): Promise<KeysetPage<JobListRow> & { total: number; summary: Record<string, number> }> {
   const db = executorOf(target);
-  let query = db.selectFrom("jobs").selectAll().where("tenant_id", "=", input.tenantId);
+  let query = db.selectFrom("jobs").select(JOB_LIST_COLUMNS).where("tenant_id", "=", input.tenantId);
   const f = input.filters;
   if (f.repository !== undefined) query = query.where("repository", "=", f.repository);
   if (f.branch !== undefined) query = query.where("branch", "=", f.branch);

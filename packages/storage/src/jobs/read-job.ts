@@ -32,24 +32,32 @@ export async function readJob(
   return { job, transitions, attempts, artifacts };
 }
 
+/** A listed job with what its Job document is made of (no artifacts: a Job does not carry them). */
+export interface JobListRecord<J extends Pick<JobRow, "id"> = JobRow> {
+  readonly job: J;
+  readonly transitions: Selectable<JobTransitionsTable>[];
+  readonly attempts: AttemptRow[];
+}
+
 /**
- * The records of a page of jobs in three queries (transitions, attempts, artifacts for
- * all of them), rather than three per job: jobs.list pages up to 1000 jobs.
+ * The records of a page of jobs in two queries (transitions and attempts for all of them),
+ * rather than two per job: jobs.list pages up to 1000 jobs.
  */
-export async function readJobRecords(target: StorageOrTransaction, jobs: readonly JobRow[]): Promise<JobRecord[]> {
+export async function readJobRecords<J extends Pick<JobRow, "id">>(
+  target: StorageOrTransaction,
+  jobs: readonly J[],
+): Promise<JobListRecord<J>[]> {
   if (jobs.length === 0) return [];
   const db = executorOf(target);
   const ids = jobs.map((j) => j.id);
-  const [transitions, attempts, artifacts] = await Promise.all([
+  const [transitions, attempts] = await Promise.all([
     db.selectFrom("job_transitions").selectAll().where("job_id", "in", ids).orderBy("position").execute(),
     db.selectFrom("attempts").selectAll().where("job_id", "in", ids).orderBy("number").execute(),
-    db.selectFrom("artifacts").selectAll().where("job_id", "in", ids).orderBy("attempt").orderBy("idx").execute(),
   ]);
   const of = <T extends { job_id: string }>(rows: T[], id: string) => rows.filter((r) => r.job_id === id);
   return jobs.map((job) => ({
     job,
     transitions: of(transitions, job.id),
     attempts: of(attempts, job.id),
-    artifacts: of(artifacts, job.id),
   }));
 }
