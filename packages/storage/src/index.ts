@@ -52,9 +52,9 @@ export {
 } from "./jobs/finish-attempt.js";
 export { insertJob, type JobRow } from "./jobs/insert-job.js";
 export { newJobId } from "./jobs/job-ids.js";
-export { type JobFilters, listJobs } from "./jobs/list-jobs.js";
+export { JOB_LIST_COLUMNS, type JobFilters, type JobListRow, listJobs } from "./jobs/list-jobs.js";
 export { type AttemptReportRow, listRecentAttemptReports } from "./jobs/list-recent-attempt-reports.js";
-export { type JobRecord, readJob, readJobRecords } from "./jobs/read-job.js";
+export { type JobListRecord, type JobRecord, readJob, readJobRecords } from "./jobs/read-job.js";
 export { type JobEventRow, latestJobEventSequence, readJobEvents } from "./jobs/read-job-events.js";
 export { readJobStatus } from "./jobs/read-job-status.js";
 export { decodeLogCursor, encodeLogCursor, readLogRecords } from "./jobs/read-log-page.js";
@@ -91,6 +91,10 @@ export {
   type KeysetSortColumn,
   type SortDirection,
 } from "./pagination/keyset-page.js";
+export {
+  admitRequestInSlidingWindow,
+  type SlidingWindowAnswer,
+} from "./rate-limits/admit-request-in-sliding-window.js";
 export { countRequestInWindow, purgeRateWindows } from "./rate-limits/count-request-in-window.js";
 export {
   acknowledgeRegistryCredentials,
@@ -150,6 +154,29 @@ export { type ReserveUploadResult, reserveUpload, type UploadReservation } from 
 export { type SourceUploadPartRow, type SourceUploadRow, tenantReservations } from "./sources/upload-row.js";
 export { SQLITE_FILE_NAME } from "./sqlite/open-sqlite-storage.js";
 export {
+  annotateTenantQueue,
+  refreshTenantQueueAnnotation,
+  TENANT_WAIT_PREFIX,
+  tenantQueueBlock,
+} from "./tenant-policy/annotate-tenant-queue.js";
+export {
+  readTenantConsumption,
+  SLOT_HOLDING_STATUSES,
+  type TenantConsumption,
+} from "./tenant-policy/read-tenant-consumption.js";
+export {
+  readTenantControls,
+  type StoredRateCard,
+  type StoredTenantControls,
+} from "./tenant-policy/read-tenant-controls.js";
+export { readTenantSettings, type StoredTenantSettings } from "./tenant-policy/read-tenant-settings.js";
+export { type TenantControlsChanges, writeTenantControls } from "./tenant-policy/write-tenant-controls.js";
+export {
+  type TenantSettingsChanges,
+  type VersionedWriteResult,
+  writeTenantSettings,
+} from "./tenant-policy/write-tenant-settings.js";
+export {
   type AddPersonToTenantInput,
   type AddPersonToTenantResult,
   addPersonToTenant,
@@ -162,3 +189,6 @@ export { findTenant } from "./tenants/find-tenant.js";
 export { listMembershipsOfPerson } from "./tenants/list-memberships-of-person.js";
 export type { Membership, Person, Tenant } from "./tenants/tenant.js";
 export { formatTimestamp } from "./timestamps.js";
+export { listMeteredAttempts, type MeteredAttemptRow } from "./usage/list-metered-attempts.js";
+export { listUnplacedCancellations, type UnplacedCancellationRow } from "./usage/list-unplaced-cancellations.js";
+export { listUploadedBytes, type UploadedBytesRow } from "./usage/list-uploaded-bytes.js";

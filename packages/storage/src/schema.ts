@@ -35,6 +35,8 @@ export interface Database {
   advisory_dismissals: AdvisoryDismissalsTable;
   registry_credentials: RegistryCredentialsTable;
   registry_credential_acks: RegistryCredentialAcksTable;
+  tenant_settings: TenantSettingsTable;
+  tenant_controls: TenantControlsTable;
 }
 
 /** A job. JSON columns hold the contract's shapes as text. */
@@ -432,4 +434,36 @@ export interface RegistryCredentialAcksTable {
   host_id: string;
   version: number;
   acknowledged_at: string;
+}
+
+/** A tenant's own settings (migration 0010); a null value is the platform default. */
+export interface TenantSettingsTable {
+  tenant_id: string;
+  version: number;
+  default_size: string | null;
+  /** JSON array of sizes. */
+  allowed_sizes: string | null;
+  default_toolchain: string | null;
+  wall_clock_ceiling_seconds: number | null;
+  artifact_retention_days: number | null;
+  log_retention_days: number | null;
+  agents_may_submit: number | null;
+  changed_by: string;
+  changed_at: string;
+}
+
+/** A tenant's operator-set controls (migration 0010); a null limit is the platform default. */
+export interface TenantControlsTable {
+  tenant_id: string;
+  version: number;
+  max_running_jobs: number | null;
+  storage_quota_bytes: number | null;
+  bandwidth_bytes_per_month: number | null;
+  /** JSON rate card or null. */
+  rate_card: string | null;
+  suspended: Generated<number>;
+  suspension_reason: string | null;
+  suspended_since: string | null;
+  changed_by: string;
+  changed_at: string;
 }

@@ -26,18 +26,15 @@ import {
 import { A, K } from "../refusal-codes.js";
 import { PageQuery } from "../schema-helpers.js";
 
-const PeriodQuery = () =>
-  Type.Object(
-    {
-      period: Type.Optional(
-        Type.String({
-          pattern: PERIOD_PATTERN,
-          description: "Calendar month (UTC) `YYYY-MM`; default the current one.",
-        }),
-      ),
-    },
-    { additionalProperties: false },
+const Period = () =>
+  Type.Optional(
+    Type.String({
+      pattern: PERIOD_PATTERN,
+      description: "Calendar month (UTC) `YYYY-MM`; default the current one.",
+    }),
   );
+
+const PeriodQuery = () => Type.Object({ period: Period() }, { additionalProperties: false });
 
 /** Tenant, tokens, usage, credentials, audit (spec table of the same name). */
 export const TENANT_OPERATIONS = [
@@ -60,7 +57,8 @@ export const TENANT_OPERATIONS = [
     path: "/api/tenant/settings",
     summary: "Write tenant settings at the version observed; operator-controlled settings are refused.",
     description:
-      "Accepts default_size, default_toolchain, artifact_retention_days and log_retention_days in `changes`. " +
+      "Accepts default_size, allowed_sizes, default_toolchain, wall_clock_ceiling_seconds, artifact_retention_days, " +
+      "log_retention_days and agents_may_submit in `changes`. " +
       "A write naming an operator-controlled setting is refused operator_controlled and the refusal is audited.",
     tag: "tenant",
     security: { kind: "tenant", scope: "settings" },
@@ -173,9 +171,16 @@ export const TENANT_OPERATIONS = [
     method: "GET",
     path: "/api/usage/export",
     summary: "The month's per-second metering records and adjustments; totals equal the usage report's.",
+    description:
+      "Keyset-paged JSON (the response encoding is one JSON document per request): follow next_cursor until it " +
+      "is null. The first page carries the period's totals as of as_of; the cursor keeps as_of, so later pages " +
+      "list only what had settled by then and the pages together sum to those totals. Each page is read with " +
+      "bounded memory, however large the period. With a cursor, `period` must be the cursor's own or absent.",
     tag: "usage",
     security: { kind: "tenant", scope: "read", cookie: true },
-    request: { query: PeriodQuery() },
+    request: {
+      query: Type.Object({ period: Period(), ...PageQuery(1000) }, { additionalProperties: false }),
+    },
     response: { encoding: "json", schema: UsageExport },
     refusals: [...A, "invalid_request"],
     keyed: false,

@@ -780,6 +780,9 @@ const RateCard = Type.Object(
   {
     cents_per_vcpu_second: Type.Number({ minimum: 0, description: "Price of one vCPU-second, in US cents." }),
     cents_per_gib_month: Type.Number({ minimum: 0, description: "Price of one GiB-month of storage, in US cents." }),
+    cents_per_gib_uploaded: Type.Optional(
+      Type.Number({ minimum: 0, description: "Price of one GiB (2^30 bytes) of source uploaded, in US cents." }),
+    ),
   },
   { additionalProperties: false, description: "The tenant's rate card." },
 );

@@ -26,8 +26,8 @@ export const SettingOriginSchema = () =>
   );
 
 /** A setting's value: a string, an integer or a boolean. */
-export const SettingValue = (description = "The value: a string, an integer or a boolean.") =>
-  Type.Union([Type.String(), Type.Integer(), Type.Boolean()], { description });
+export const SettingValue = (description = "The value: a string, an integer, a boolean or a list of strings.") =>
+  Type.Union([Type.String(), Type.Integer(), Type.Boolean(), Type.Array(Type.String())], { description });
 
 export const SETTING_NAME_PATTERN = "^[A-Za-z0-9_.:-]{1,128}$";
 
@@ -64,9 +64,12 @@ export const REPOSITORY_WRITABLE_SETTINGS = [
 /** Names a tenant.settings.write accepts in `changes`. */
 export const TENANT_WRITABLE_SETTINGS = [
   "default_size",
+  "allowed_sizes",
   "default_toolchain",
+  "wall_clock_ceiling_seconds",
   "artifact_retention_days",
   "log_retention_days",
+  "agents_may_submit",
 ] as const;
 
 /**
@@ -116,11 +119,26 @@ export const SettingWrite = Closed(
             minimum: 1,
             description:
               "Repository: the wall-clock ceiling a job carries when its captured source pins none; between " +
-              "minimum_wall_clock_ceiling_seconds and platform_default_wall_clock_ceiling_seconds, else invalid_request.",
+              "minimum_wall_clock_ceiling_seconds and platform_default_wall_clock_ceiling_seconds, else invalid_request. " +
+              "Tenant: the same, for repositories that set none.",
           }),
         ),
         default_size: Type.Optional(
           SizeSchema("Tenant: the machine size the CLI and dashboard propose when a submission names none."),
+        ),
+        allowed_sizes: Type.Optional(
+          Type.Array(SizeSchema(), {
+            minItems: 1,
+            uniqueItems: true,
+            description:
+              "Tenant: the machine sizes members may submit on; another size is refused invalid_request at " +
+              "submission. Must include default_size.",
+          }),
+        ),
+        agents_may_submit: Type.Optional(
+          Type.Boolean({
+            description: "Tenant: whether agent credentials with the submit scope may submit jobs (default true).",
+          }),
         ),
         default_toolchain: Type.Optional(
           Type.String({
@@ -156,7 +174,8 @@ export const SettingWrite = Closed(
         description:
           "Setting name → new value; at least one. repositories.settings.write accepts affected_tests, " +
           "total_injection_opt_out and wall_clock_ceiling_seconds. tenant.settings.write accepts default_size, " +
-          "default_toolchain, artifact_retention_days and log_retention_days; max_running_jobs, storage_quota_bytes, " +
+          "allowed_sizes, default_toolchain, wall_clock_ceiling_seconds, artifact_retention_days, " +
+          "log_retention_days and agents_may_submit; max_running_jobs, storage_quota_bytes, " +
           "bandwidth_bytes_per_month, rate_card and suspension are refused operator_controlled. Any other name the " +
           "target does not accept is refused invalid_request naming it. A write is all-or-nothing.",
       },
@@ -209,8 +228,9 @@ export const TenantSettings = Closed(
     changed_at: Nullable(Timestamp(), "When the last write happened; null while never written."),
     settings: Type.Array(Setting, {
       description:
-        "Every tenant-writable setting (default_size, default_toolchain, artifact_retention_days, " +
-        "log_retention_days) with its effective value and origin.",
+        "Every tenant-writable setting (default_size, allowed_sizes, default_toolchain, " +
+        "wall_clock_ceiling_seconds, artifact_retention_days, log_retention_days, agents_may_submit) with its " +
+        "effective value and origin.",
     }),
     limits: Type.Object(
       {
@@ -327,19 +347,38 @@ const RateCard = () =>
           minimum: 0,
           description: "Price of one GiB-month of lineage storage (2^30 bytes held for 720 hours), in US cents.",
         }),
+        cents_per_gib_uploaded: Type.Optional(
+          Type.Number({ minimum: 0, description: "Price of one GiB (2^30 bytes) of source uploaded, in US cents." }),
+        ),
       },
       { additionalProperties: false },
     ),
     "The rate card usage is priced with; null when none is set (then every amount_cents is null).",
   );
 
+/** vCPU-seconds per machine size, sizes with none left out. */
+const VcpuSecondsBySize = () =>
+  Type.Array(
+    Type.Object({ size: SizeSchema(), vcpu_seconds: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+    { description: "Metered vCPU-seconds per machine size (before adjustments), sizes with none left out." },
+  );
+
+const StorageByteHours = (description: string) =>
+  Nullable(
+    Type.Integer({ minimum: 0 }),
+    `${description} Null: not measured — lineage bytes are recorded per save, not as a history over time, ` +
+      "so byte-hours are not derivable yet.",
+  );
+
 const usageMeasures = {
-  vcpu_seconds: Type.Integer({ minimum: 0, description: "vCPUs × metered seconds." }),
+  vcpu_seconds: Type.Integer({ minimum: 0, description: "vCPUs × metered seconds (before adjustments)." }),
+  vcpu_seconds_by_size: VcpuSecondsBySize(),
   jobs: Type.Integer({ minimum: 0, description: "Jobs with at least one metered attempt." }),
   attempts: Type.Integer({ minimum: 0, description: "Metered attempts." }),
-  storage_byte_hours: Type.Integer({ minimum: 0, description: "Lineage storage held, in byte-hours." }),
+  storage_byte_hours: StorageByteHours("Lineage storage held, in byte-hours."),
+  bytes_uploaded: Type.Integer({ minimum: 0, description: "Source part bytes uploaded (not reused)." }),
   amount_cents: AmountCents(
-    "Sum of the amount_cents of the metering and storage records this line covers; null without a rate card.",
+    "Sum of the amount_cents of the metering and upload records this line covers; null without a rate card.",
   ),
 };
 
@@ -347,9 +386,11 @@ const UsageTotals = () =>
   Type.Object(
     {
       vcpu_seconds: Type.Integer({ description: "Metered vCPU-seconds plus adjustments." }),
+      vcpu_seconds_by_size: VcpuSecondsBySize(),
       jobs: Type.Integer({ minimum: 0, description: "Distinct jobs with a metered attempt in the period." }),
       attempts: Type.Integer({ minimum: 0 }),
-      storage_byte_hours: Type.Integer({ minimum: 0 }),
+      storage_byte_hours: StorageByteHours("Lineage storage held in the period, in byte-hours."),
+      bytes_uploaded: Type.Integer({ minimum: 0, description: "Source part bytes uploaded in the period." }),
       adjustment_vcpu_seconds: Type.Integer({ description: "Net vCPU-seconds of the period's adjustments." }),
       adjustment_amount_cents: AmountCents("Net amount of the period's adjustments; null without a rate card."),
       amount_cents: AmountCents(
@@ -359,8 +400,8 @@ const UsageTotals = () =>
     {
       additionalProperties: false,
       description:
-        "Period totals: attempts and storage_byte_hours are the sums of the days; vcpu_seconds is the days' sum " +
-        "plus adjustment_vcpu_seconds; the usage export's totals are identical.",
+        "Period totals: attempts, bytes_uploaded and vcpu_seconds_by_size are the sums of the days; vcpu_seconds " +
+        "is the days' sum plus adjustment_vcpu_seconds; the usage export's totals are identical.",
     },
   );
 
@@ -413,13 +454,18 @@ export const UsageExport = Closed(
           started_at: Timestamp("Metering start."),
           ended_at: Timestamp("Metering end."),
           vcpu_seconds: Type.Integer({ minimum: 0, description: "vcpus × whole metered seconds." }),
+          outcome: Type.String({
+            description:
+              "How the attempt ended: `passed`, `failed`, `cancelled` (metered to the cancellation request) or " +
+              "`lost` (its host stopped renewing the lease; credited by an infrastructure adjustment).",
+          }),
           amount_cents: AmountCents(
             "Charge for this record, rounded half up to whole cents; null without a rate card.",
           ),
         },
         { additionalProperties: false },
       ),
-      { description: "Per-second metering records, one per metered attempt, ordered by started_at." },
+      { description: "Per-second metering records, one per settled attempt, ordered by started_at, job, attempt." },
     ),
     storage: Type.Array(
       Type.Object(
@@ -433,11 +479,42 @@ export const UsageExport = Closed(
         },
         { additionalProperties: false },
       ),
-      { description: "Lineage storage per UTC day and repository." },
+      { description: "Lineage storage per UTC day and repository; empty while it is not measured." },
+    ),
+    uploads: Type.Array(
+      Type.Object(
+        {
+          date: Type.String({ pattern: DATE_PATTERN, description: "UTC day the parts were received, `YYYY-MM-DD`." }),
+          upload: Type.String({ description: "The source upload (its reservation's idempotency key)." }),
+          repository: RepositoryName(),
+          principal: Type.String({ description: "Principal that reserved the upload." }),
+          bytes: Type.Integer({ minimum: 0, description: "Part bytes uploaded that day (reused parts excluded)." }),
+          amount_cents: AmountCents(
+            "Charge for this record (cents_per_gib_uploaded), rounded half up to whole cents; null without a rate card.",
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      { description: "Source bytes uploaded per upload and UTC day, ordered by date then upload." },
     ),
     adjustments: Type.Array(
       Type.Object(
         {
+          kind: Type.Union(
+            [
+              Type.Literal("cancelled_before_placement"),
+              Type.Literal("infrastructure"),
+              Type.Literal("operator_credit"),
+            ],
+            {
+              description:
+                "`cancelled_before_placement`: the job never ran, so nothing is charged (zero); `infrastructure`: " +
+                "the attempt ended by the platform (host lost, or a failure with cause infrastructure), its metering " +
+                "record is credited in full; `operator_credit`: a credit an operator granted.",
+            },
+          ),
+          job: Nullable(Type.String(), "The job adjusted; null for a credit not tied to one."),
+          attempt: Nullable(Type.Integer({ minimum: 1 }), "The attempt adjusted; null when none ran."),
           reason: Type.String({ description: "Why the adjustment was made (e.g. an incident credit)." }),
           vcpu_seconds: Type.Integer({ description: "Signed; negative credits usage." }),
           amount_cents: AmountCents("Signed; negative is a credit. Null without a rate card."),
@@ -445,13 +522,24 @@ export const UsageExport = Closed(
         },
         { additionalProperties: false },
       ),
-      { description: "Adjustments to the period's usage, oldest first." },
+      {
+        description:
+          "Adjustments to the period's usage: an attempt's credit is on the page of its record; cancellations " +
+          "before placement follow the records, oldest first.",
+      },
     ),
-    totals: UsageTotals(),
+    totals: Nullable(
+      UsageTotals(),
+      "The period's totals as of as_of, on the first page; null on the pages a cursor asked for.",
+    ),
+    next_cursor: NextCursor(),
   },
   {
     description:
-      "The month's usage as per-second metering records, storage records and adjustments; its totals equal " +
-      "the usage report's for the same period.",
+      "The month's usage as per-second metering records, upload records and adjustments, keyset-paged: the " +
+      "first page carries the period's totals as of as_of, and every page (its cursor keeps as_of) lists only " +
+      "what had settled by then, so the records and adjustments of all pages sum to those totals, which equal " +
+      "the usage report's for the same period and instant. Storage records stay empty while lineage storage " +
+      "over time is not measured.",
   },
 );

@@ -25,6 +25,9 @@ import {
   sourceCapabilities,
   sourceStatus,
 } from "./sources.js";
+import { getTenantControls, setTenantControls } from "./tenant-controls.js";
+import { getTenantSettings, writeTenantSettingsHandler } from "./tenant-settings.js";
+import { usageExport, usageReport } from "./usage.js";
 
 /** Operation id → handler; every catalogued id missing here answers not_implemented. */
 export const defaultHandlers: HandlerTable = {
@@ -77,4 +80,10 @@ export const defaultHandlers: HandlerTable = {
   "operator.audit.export": exportOperatorAudit,
   "operator.audit.refuse_patch": refuseOperatorAuditChange,
   "operator.audit.refuse_delete": refuseOperatorAuditChange,
+  "tenant.settings.get": getTenantSettings,
+  "tenant.settings.write": writeTenantSettingsHandler,
+  "operator.tenants.controls.get": getTenantControls,
+  "operator.tenants.controls.set": setTenantControls,
+  "usage.report": usageReport,
+  "usage.export": usageExport,
 };

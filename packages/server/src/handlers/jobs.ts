@@ -18,6 +18,7 @@ import { decideNetworkPolicy } from "../jobs/decide-network-policy.js";
 import { jobView } from "../jobs/job-view.js";
 import { MAX_ATTEMPTS, TERMINAL_STATUSES } from "../jobs/platform-limits.js";
 import { requireOnboarded } from "../repositories/require-onboarded.js";
+import { admitTenantPolicy } from "../tenants/admit-tenant-policy.js";
 import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
 
@@ -39,6 +40,7 @@ export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
   if ((body.schema_version === 1) !== (files !== null)) {
     refuse("invalid_request", "body.schema_version must be 1 with inline files and 2 with an archive reference");
   }
+  const tenantPolicy = await admitTenantPolicy(ctx, principal, { size: body.size, bodySize: true });
   await requireOnboarded(ctx.db, principal.tenantId, body.repository);
   const invocation = body.workspace.invocation;
   const { manifest, pinned, insert } =
@@ -56,6 +58,7 @@ export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
     tenantId: principal.tenantId,
     repository: body.repository,
     size: body.size,
+    tenantWallClockCeilingSeconds: tenantPolicy.wallClockCeilingSeconds,
     invocation,
     workingDirectory: invocation.working_directory ?? ".",
     source: async (path) => {
@@ -177,6 +180,7 @@ export const retryJob: Handler<"jobs.retry"> = async (ctx) => {
   if (!TERMINAL_STATUSES.has(original.status)) {
     return refuse("conflict", `job ${id} is ${original.status}; only a terminal job can be retried`);
   }
+  await admitTenantPolicy(ctx, principal, { size: original.size, bodySize: false });
   const now = ctx.now.toISOString();
   const { job } = await insertJob(ctx.db, {
     ...original,

@@ -9,7 +9,7 @@ import {
 import { listedAdvisory, readAdvisories } from "../advisories/compute-advisories.js";
 import { refuse } from "../http/refusal.js";
 import { repositoryOfPath } from "../repositories/require-onboarded.js";
-import { storageQuotaBytes } from "../repositories/storage-quota.js";
+import { tenantStorageQuota } from "../repositories/storage-quota.js";
 import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
 
@@ -38,7 +38,7 @@ export const listRepositories: Handler<"repositories.list"> = async (ctx) => {
     repositories: page.repositories.map((r) => ({ repository: r.repository, total_bytes: r.totalBytes })),
     lineages: page.lineages.map(lineageView),
     total_bytes: page.tenantBytes,
-    storage_quota_bytes: storageQuotaBytes(ctx.deps.storageQuotaBytes),
+    storage_quota_bytes: await tenantStorageQuota(ctx, principal.tenantId),
     advisories: names.flatMap((name) => (advisories.get(name) ?? []).map((a) => listedAdvisory(name, a))),
     next_cursor: page.nextCursor,
   };
@@ -58,7 +58,7 @@ export const getRepository: Handler<"repositories.get"> = async (ctx) => {
     repository,
     lineages: storage.lineages.map(lineageView),
     total_bytes: storage.totalBytes,
-    storage_quota_bytes: storageQuotaBytes(ctx.deps.storageQuotaBytes),
+    storage_quota_bytes: await tenantStorageQuota(ctx, tenantId),
     advisories: advisories.get(repository) ?? [],
   };
 };

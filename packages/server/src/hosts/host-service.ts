@@ -22,6 +22,7 @@ import {
   finishAttempt,
   type LocalBlobStore,
   readCurrentRegistryCredentials,
+  readTenantControls,
   recordLineageSave,
   registerHost,
   renewAttemptLease,
@@ -215,6 +216,9 @@ export class HostService {
       meter: (attempt) => meterAttempt(attempt, now),
       onFinished: async (trx, job, attempt) => {
         if (saved === null) return;
+        // The tenant's own quota when the operator set one (operator.tenants.controls), read in
+        // the finishing transaction, so a change reaches the next lineage save.
+        const controls = await readTenantControls(trx, { tenantId: job.tenant_id });
         await recordLineageSave(
           this.deps.storage,
           {
@@ -224,7 +228,7 @@ export class HostService {
             host: attempt.host_id,
             ...saved,
             now,
-            quotaBytes: this.#quotaBytes,
+            quotaBytes: controls?.storageQuotaBytes ?? this.#quotaBytes,
           },
           trx,
         );

@@ -106,7 +106,12 @@ export async function performKeyed(
     if (error instanceof Refusal && error.code !== "unavailable") {
       // A refusal has no effect (its transaction rolled back); it is the key's answer.
       const refused = { status: error.status, body: JSON.stringify(error.toDocument()) };
-      if (await completeIdempotencyKey(storage, { ...keyRef, ...refused })) return { ...refused, replayed: false };
+      const record = error.recordRefusal;
+      const completed = await storage.transaction(async (trx) => {
+        await record?.(trx);
+        return completeIdempotencyKey(trx, { ...keyRef, ...refused });
+      });
+      if (completed) return { ...refused, replayed: false };
     }
     await releaseIdempotencyKey(storage, keyRef);
     throw error;

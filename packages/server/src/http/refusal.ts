@@ -1,4 +1,5 @@
 import { REFUSAL_CODES, type RefusalCode } from "@kiln/contract";
+import type { Db } from "@kiln/storage";
 
 /** Optional members a refusal may name (spec, Errors). */
 export interface RefusalExtras {
@@ -24,12 +25,24 @@ export interface RefusalDocument extends RefusalExtras {
 export class Refusal extends Error {
   readonly code: RefusalCode;
   readonly extras: RefusalExtras;
+  /**
+   * A write the refusal itself must leave (an audited refusal, e.g. `operator_controlled`):
+   * the handler's transaction rolls back, so a keyed mutation's refusal runs it in the
+   * transaction that records the key's answer (perform-keyed.ts).
+   */
+  readonly recordRefusal: ((db: Db) => Promise<void>) | undefined;
 
-  constructor(code: RefusalCode, detail: string, extras: RefusalExtras = {}) {
+  constructor(
+    code: RefusalCode,
+    detail: string,
+    extras: RefusalExtras = {},
+    recordRefusal?: (db: Db) => Promise<void>,
+  ) {
     super(detail);
     this.name = "Refusal";
     this.code = code;
     this.extras = extras;
+    this.recordRefusal = recordRefusal;
   }
 
   get status(): number {

@@ -34,6 +34,8 @@ export async function admitSettings(
     tenantId: string;
     repository: string;
     size: string;
+    /** The tenant's default ceiling (tenant.settings), for a repository that sets none. */
+    tenantWallClockCeilingSeconds?: number | null;
     invocation: { operation: string; arguments: readonly string[]; environment?: Readonly<Record<string, string>> };
     workingDirectory: string;
     source: SourceFileReader;
@@ -58,9 +60,18 @@ export async function admitSettings(
     },
   );
   const bounds = wallClockBounds(ctx.deps.wallClockSeconds);
+  const tenantCeiling = input.tenantWallClockCeilingSeconds ?? null;
   let wallClock = {
-    seconds: Math.min(stored?.wallClockCeilingSeconds ?? bounds.platformDefault, bounds.platformDefault),
-    origin: stored?.wallClockCeilingSeconds == null ? "platform default" : "dashboard repository setting",
+    seconds: Math.min(
+      stored?.wallClockCeilingSeconds ?? tenantCeiling ?? bounds.platformDefault,
+      bounds.platformDefault,
+    ),
+    origin:
+      stored?.wallClockCeilingSeconds != null
+        ? "dashboard repository setting"
+        : tenantCeiling !== null
+          ? "tenant setting"
+          : "platform default",
   };
   for (const key of PINNED_CEILING_KEYS) {
     const pinned = configuration.manifestValue(key);

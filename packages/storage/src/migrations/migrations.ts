@@ -9,6 +9,7 @@ import { sources } from "./0006-sources.js";
 import { repositorySettings } from "./0007-repository-settings.js";
 import { advisoryDismissals } from "./0008-advisory-dismissals.js";
 import { registryCredentials } from "./0009-registry-credentials.js";
+import { tenantPolicy } from "./0010-tenant-policy.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -29,6 +30,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0007-repository-settings": repositorySettings(),
     "0008-advisory-dismissals": advisoryDismissals(),
     "0009-registry-credentials": registryCredentials(),
+    "0010-tenant-policy": tenantPolicy(),
   };
 }
 

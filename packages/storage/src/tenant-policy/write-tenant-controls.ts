@@ -1,0 +1,72 @@
+import { executorOf, inTransaction, type StorageOrTransaction } from "../executor.js";
+import { formatTimestamp } from "../timestamps.js";
+import { readTenantControls, type StoredRateCard } from "./read-tenant-controls.js";
+import type { VersionedWriteResult } from "./write-tenant-settings.js";
+
+export interface TenantControlsChanges {
+  readonly maxRunningJobs?: number;
+  readonly storageQuotaBytes?: number;
+  readonly bandwidthBytesPerMonth?: number;
+  /** null removes the rate card. */
+  readonly rateCard?: StoredRateCard | null;
+  readonly suspension?: { readonly suspended: boolean; readonly reason: string | null };
+}
+
+/**
+ * A compare-and-set write of a tenant's controls (operator.tenants.controls.set), like
+ * writeTenantSettings: only while `expectedVersion` is current, moving it by one. A suspension
+ * keeps the instant it began across later changes; lifting it clears reason and instant.
+ * Changes reach the next admission (suspension) and the next placement (concurrency, which
+ * claim-next-job reads in its own transaction) and the next lineage save (storage quota).
+ */
+export async function writeTenantControls(
+  target: StorageOrTransaction,
+  input: {
+    tenantId: string;
+    expectedVersion: number;
+    changes: TenantControlsChanges;
+    changedBy: string;
+    now: Date;
+  },
+): Promise<VersionedWriteResult> {
+  return inTransaction(target, async (tx) => {
+    const current = await readTenantControls(tx, input);
+    if (current === undefined) return { kind: "not_found" };
+    if (current.version !== input.expectedVersion) return { kind: "stale", currentVersion: current.version };
+    const c = input.changes;
+    const changedAt = formatTimestamp(input.now);
+    const rateCard = c.rateCard === undefined ? current.rateCard : c.rateCard;
+    const suspended = c.suspension?.suspended ?? current.suspended;
+    const values = {
+      version: current.version + 1,
+      max_running_jobs: c.maxRunningJobs ?? current.maxRunningJobs,
+      storage_quota_bytes: c.storageQuotaBytes ?? current.storageQuotaBytes,
+      bandwidth_bytes_per_month: c.bandwidthBytesPerMonth ?? current.bandwidthBytesPerMonth,
+      rate_card: rateCard === null ? null : JSON.stringify(rateCard),
+      suspended: suspended ? 1 : 0,
+      suspension_reason: suspended ? (c.suspension?.reason ?? current.suspensionReason) : null,
+      suspended_since: suspended ? (current.suspended ? current.suspendedSince : changedAt) : null,
+      changed_by: input.changedBy,
+      changed_at: changedAt,
+    };
+    const db = executorOf(tx);
+    if (current.version === 0) {
+      const inserted = await db
+        .insertInto("tenant_controls")
+        .values({ tenant_id: input.tenantId, ...values })
+        .onConflict((oc) => oc.column("tenant_id").doNothing())
+        .executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return { kind: "written", version: 1, changedAt };
+    } else {
+      const updated = await db
+        .updateTable("tenant_controls")
+        .set(values)
+        .where("tenant_id", "=", input.tenantId)
+        .where("version", "=", current.version)
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) === 1) return { kind: "written", version: values.version, changedAt };
+    }
+    const now = await readTenantControls(tx, input);
+    return { kind: "stale", currentVersion: now?.version ?? current.version };
+  });
+}
