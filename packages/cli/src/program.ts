@@ -3,6 +3,7 @@ import { registerAuthCommands } from "./commands/auth.js";
 import { registerCargoCommand } from "./commands/cargo.js";
 import { registerJobsCommands } from "./commands/jobs.js";
 import { registerMcpCommand } from "./commands/mcp-command.js";
+import { registerUsageCommand } from "./commands/usage.js";
 import { CONFIGURATION_HELP } from "./config.js";
 
 export const KILN_CLI_VERSION = "0.1.0";
@@ -19,5 +20,6 @@ export function buildProgram(): Command {
   registerCargoCommand(program);
   registerJobsCommands(program);
   registerMcpCommand(program);
+  registerUsageCommand(program);
   return program;
 }

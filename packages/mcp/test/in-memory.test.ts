@@ -191,15 +191,15 @@ describe("kiln's MCP server over the SDK's in-memory transport, against a real k
       return true;
     });
     await assert.rejects(client.readResource({ uri: "kiln://nothing/here" }), McpError);
-    // Whatever usage.report answers (a document, or a refusal while it is not served),
-    // the resource carries it through: contents, or an error holding the Refusal.
-    try {
-      const usage = await client.readResource({ uri: "kiln://usage" });
-      assert.equal(usage.contents[0]?.mimeType, "application/json");
-    } catch (error) {
-      assert.ok(error instanceof McpError);
-      assert.equal(typeof (error.data as { refusal: { code: string } }).refusal.code, "string");
-    }
+    // The current period's usage.report document.
+    const usage = await client.readResource({ uri: "kiln://usage" });
+    assert.equal(usage.contents[0]?.mimeType, "application/json");
+    const report = JSON.parse(String((usage.contents[0] as { text?: string } | undefined)?.text)) as {
+      period: string;
+      totals: { vcpu_seconds: number };
+    };
+    assert.match(report.period, /^[0-9]{4}-[0-9]{2}$/);
+    assert.equal(typeof report.totals.vcpu_seconds, "number");
     // A credential without read sees no resources.
     const { client: submitter } = await open(await kiln.mintAgent(["submit"], "no-read"));
     assert.deepEqual((await submitter.listResourceTemplates()).resourceTemplates, []);
