@@ -40,6 +40,12 @@ export interface HandlerContext<Id extends OperationId = OperationId> {
   readonly clock: Clock;
   readonly request: FastifyRequest;
   readonly reply: FastifyReply;
+  /**
+   * Runs `effect` once the operation's writes are committed (for a keyed mutation, after its
+   * receipt's transaction): what another process or loop may act on at once, such as waking
+   * the scheduler, must not run before the row it would look for is visible.
+   */
+  readonly afterCommit: (effect: () => void) => void;
 }
 
 /**

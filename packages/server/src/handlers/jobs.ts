@@ -110,7 +110,7 @@ export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
     retry_of: null,
   });
   if (!created) return replayOrConflict(job, requestHash, key);
-  ctx.deps.wakeScheduler?.();
+  ctx.afterCommit(() => ctx.deps.wakeScheduler?.());
   return job.id;
 };
 
@@ -166,7 +166,7 @@ export const cancelJob: Handler<"jobs.cancel"> = async (ctx) => {
   if (result.kind === "not_found") return refuse("not_found", `no job ${id}`);
   if (result.kind === "terminal")
     return refuse("conflict", `job ${id} is ${result.status}; only a queued or running job can be cancelled`);
-  ctx.deps.wakeScheduler?.();
+  ctx.afterCommit(() => ctx.deps.wakeScheduler?.());
   return { job: id, state: "cancellation_requested", requested_by: principal.principal };
 };
 
@@ -204,6 +204,6 @@ export const retryJob: Handler<"jobs.retry"> = async (ctx) => {
     usage: null,
     settlement: null,
   });
-  ctx.deps.wakeScheduler?.();
+  ctx.afterCommit(() => ctx.deps.wakeScheduler?.());
   return { original: original.id, retry: job.id, submitted_by: principal.principal };
 };

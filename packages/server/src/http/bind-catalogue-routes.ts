@@ -64,6 +64,16 @@ export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handler
       },
       handler: async (request, reply) => {
         const now = deps.clock.now();
+        const committed: (() => void)[] = [];
+        const runCommitted = () => {
+          for (const effect of committed) {
+            try {
+              effect();
+            } catch (error) {
+              request.log.error({ err: error, operation: op.id }, "an effect after commit failed");
+            }
+          }
+        };
         const base = {
           op,
           deps,
@@ -77,12 +87,15 @@ export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handler
           clock: { now: () => new Date(now) },
           request,
           reply,
+          afterCommit: (effect: () => void) => committed.push(effect),
         };
         const key = request.kiln.idempotencyKey;
         const principal = request.kiln.principal;
         if (key === null || principal === null || op.idempotency === "durable-owner") {
           // Durable-owner operations reconcile their key themselves (ctx.idempotencyKey).
-          await send(op, reply, await handler({ ...base, db: deps.storage.db }));
+          const result = await handler({ ...base, db: deps.storage.db });
+          runCommitted();
+          await send(op, reply, result);
           return;
         }
         const outcome = await performKeyed(
@@ -102,6 +115,7 @@ export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handler
               : { status: 200, body: JSON.stringify(result) };
           },
         );
+        runCommitted();
         if (outcome.replayed) void reply.header("idempotent-replayed", "true");
         if (outcome.status === 204) await reply.code(204).send();
         else await reply.code(outcome.status).type(JSON_TYPE).send(outcome.body);
