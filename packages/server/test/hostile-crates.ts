@@ -341,6 +341,27 @@ fn main() {
         .stderr(Stdio::null())
         .spawn()
         .expect("bomb");
+    // Say so once the bomb is raging (seen in /proc), so the test knows it ran without racing
+    // to see it: with -vv cargo streams this line into the job's log as it is printed.
+    let needle = format!("{marker}-bomb");
+    loop {
+        let raging = std::fs::read_dir("/proc")
+            .map(|dir| {
+                dir.filter_map(|e| e.ok())
+                    .filter(|e| {
+                        std::fs::read(e.path().join("cmdline"))
+                            .map(|c| String::from_utf8_lossy(&c).contains(&needle))
+                            .unwrap_or(false)
+                    })
+                    .count()
+            })
+            .unwrap_or(0);
+        if raging >= 8 {
+            println!("kiln-test: bomb raging with {raging} processes");
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     std::thread::sleep(std::time::Duration::from_secs(600));
 }
 `,
