@@ -46,6 +46,8 @@ const DEBIAN = {
     { pkg: "librust-anyhow-dev", proof: "/usr/share/cargo/registry/anyhow-1.0.69/Cargo.toml" },
     { pkg: "librust-indoc-dev", proof: "/usr/share/cargo/registry/indoc-1.0.4/Cargo.toml" },
     { pkg: "librust-pest-derive-dev", proof: "/usr/share/cargo/registry/pest_derive-2.5.2/Cargo.toml" },
+    // The dashboard's browser test (packages/server/test/dashboard-browser.test.ts) drives it with playwright-core.
+    { pkg: "chromium", proof: "/usr/bin/chromium" },
   ],
   // `npm run bench`: the test set plus regex (issue 6's larger real crate) and its dev-dependencies.
   bench: [

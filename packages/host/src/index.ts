@@ -51,3 +51,18 @@ export {
   type ProvidedDependencies,
 } from "./gateway/dependency-gateway.js";
 export { GatewayError, type GatewayErrorKind } from "./gateway/gateway-error.js";
+export {
+  HostProtocolRefusal,
+  type HttpHostProtocolOptions,
+  hostIdentityOf,
+  httpHostProtocol,
+  redeemEnrollmentToken,
+} from "./remote/http-host-protocol.js";
+export {
+  hostCredential,
+  type KilnHostConfig,
+  type KilnHostOverrides,
+  kilnHostConfigFromEnv,
+  type RunningKilnHost,
+  startKilnHost,
+} from "./remote/kiln-host.js";

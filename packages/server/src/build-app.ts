@@ -4,12 +4,15 @@ import { LastUsedRecorder } from "./auth/last-used-recorder.js";
 import type { AppDeps } from "./deps.js";
 import { defaultHandlers } from "./handlers/default-handlers.js";
 import type { HandlerTable } from "./handlers/handler.js";
+import { registerHostProtocolRoutes } from "./host-protocol/http-host-routes.js";
 import { bindCatalogueRoutes } from "./http/bind-catalogue-routes.js";
 import { installBodyParsers } from "./http/body-parsers.js";
 import { installErrorBoundary } from "./http/error-boundary.js";
 import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from "./http/framework-errors.js";
 import { installRequestValidators } from "./http/request-validators.js";
 import { installResponseContractCheck } from "./http/response-contract-check.js";
+import { registerJobPages } from "./pages/job-pages.js";
+import { registerOidcSignIn } from "./pages/oidc-sign-in.js";
 import { registerPages } from "./pages/register-pages.js";
 
 /**
@@ -54,5 +57,8 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
   if (deps.checkResponses === true) installResponseContractCheck(app);
   bindCatalogueRoutes(app, deps, handlers);
   registerPages(app, deps);
+  registerOidcSignIn(app, deps);
+  registerJobPages(app, deps, handlers);
+  registerHostProtocolRoutes(app, deps);
   return app;
 }

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { DEFAULT_CRATES_IO_INDEX } from "@kiln/host";
+import type { OidcSettings } from "./auth/oidc-client.js";
 
 /** The harness contract of DESIGN.md §7: KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL. */
 export interface ServerConfig {
@@ -14,6 +15,28 @@ export interface ServerConfig {
    * (a mirror; a test registry); downloads follow its config.json `dl`.
    */
   readonly cratesIoIndex: string;
+  /**
+   * KILN_OIDC_ISSUER, KILN_OIDC_CLIENT_ID, KILN_OIDC_CLIENT_SECRET (all three or none) and
+   * KILN_OIDC_GROUPS_CLAIM (default `groups`): OpenID Connect sign-in; undefined without an issuer.
+   */
+  readonly oidc: OidcSettings | undefined;
+}
+
+/** The identity provider from the environment: all of issuer, client id and secret, or none. */
+export function oidcFromEnv(env: NodeJS.ProcessEnv): OidcSettings | undefined {
+  const issuer = env.KILN_OIDC_ISSUER?.trim() || undefined;
+  const clientId = env.KILN_OIDC_CLIENT_ID?.trim() || undefined;
+  const clientSecret = env.KILN_OIDC_CLIENT_SECRET?.trim() || undefined;
+  if (issuer === undefined && clientId === undefined && clientSecret === undefined) return undefined;
+  if (issuer === undefined || clientId === undefined || clientSecret === undefined) {
+    throw new Error("OpenID Connect needs all of KILN_OIDC_ISSUER, KILN_OIDC_CLIENT_ID and KILN_OIDC_CLIENT_SECRET");
+  }
+  const url = new URL(issuer);
+  const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
+    throw new Error("KILN_OIDC_ISSUER must be an https:// URL (http:// only on the loopback interface)");
+  }
+  return { issuer, clientId, clientSecret, groupsClaim: env.KILN_OIDC_GROUPS_CLAIM?.trim() || "groups" };
 }
 
 export function parseListen(value: string): { host: string; port: number } {
@@ -51,5 +74,6 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     databaseUrl,
     publicOrigin,
     cratesIoIndex,
+    oidc: oidcFromEnv(env),
   };
 }

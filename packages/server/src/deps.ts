@@ -1,7 +1,9 @@
 import type { Clock } from "@kiln/contract";
 import type { LocalBlobStore, Storage } from "@kiln/storage";
 import type { LastUsedRecorder } from "./auth/last-used-recorder.js";
+import type { OidcSettings } from "./auth/oidc-client.js";
 import type { SecretBox } from "./secrets/secret-box.js";
+import type { GitHubApp } from "./source-hosting/github-app.js";
 
 /** Everything buildApp needs from the outside world; main.ts wires the real ones. */
 export interface AppDeps {
@@ -32,6 +34,11 @@ export interface AppDeps {
    * main.ts makes it from KILN_MASTER_KEY or `<data dir>/master.key`.
    */
   readonly secrets?: SecretBox;
+  /**
+   * The OpenID Connect identity provider people sign in with (KILN_OIDC_ISSUER, …); absent,
+   * one-time sign-in links are the only way in.
+   */
+  readonly oidc?: OidcSettings;
   /** Coalesces last_used_at writes; buildApp makes one when absent. */
   readonly lastUsed?: LastUsedRecorder;
   /** Version string served in the OpenAPI document. */
@@ -43,4 +50,9 @@ export interface AppDeps {
   readonly checkResponses?: boolean;
   /** pino logger options, or false for none. */
   readonly logger?: boolean | Record<string, unknown>;
+  /**
+   * The source-hosting provider (a GitHub App through Octokit, source-hosting/github-app.ts),
+   * when one is configured (KILN_GITHUB_APP_*): installation claims, merge bases, check runs.
+   */
+  readonly gitHubApp?: GitHubApp;
 }

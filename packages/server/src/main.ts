@@ -11,8 +11,12 @@ import { masterKey } from "./auth/operator-credential.js";
 import { buildApp } from "./build-app.js";
 import { configFromEnv, type ServerConfig } from "./config.js";
 import { ensureFirstStartTenant } from "./first-start.js";
+import { jobActivity } from "./jobs/job-activity.js";
 import { startLocalHost } from "./local-host.js";
+import { startLeaseReaper } from "./scheduler/lease-reaper.js";
 import { SecretBox } from "./secrets/secret-box.js";
+import { CheckRunReporter } from "./source-hosting/check-run-reporter.js";
+import { GitHubApp, gitHubAppConfigFromEnv } from "./source-hosting/github-app.js";
 import { startUploadSweeper } from "./sources/upload-sweeper.js";
 import { VERSION } from "./version.js";
 
@@ -41,6 +45,9 @@ program
     // Background work (the local host, the lease reaper, the upload sweeper) logs here.
     const log = pino({ level: process.env.KILN_LOG_LEVEL ?? "info" });
     const secrets = new SecretBox(masterKey(config.dataDir));
+    // The source-hosting app, when KILN_GITHUB_APP_* configure one (source-hosting/github-app.ts).
+    const gitHubConfig = gitHubAppConfigFromEnv();
+    const gitHubApp = gitHubConfig === null ? undefined : new GitHubApp(gitHubConfig, log);
     // The local host starts after the app; submissions before then wait for its first poll.
     let wake = () => {};
     const app = buildApp({
@@ -50,6 +57,8 @@ program
       publicOrigin,
       blobs,
       secrets,
+      ...(gitHubApp === undefined ? {} : { gitHubApp }),
+      ...(config.oidc === undefined ? {} : { oidc: config.oidc }),
       wakeScheduler: () => wake(),
       logger: { level: process.env.KILN_LOG_LEVEL ?? "info" },
     });
@@ -71,9 +80,22 @@ program
       }
     }
     if (host !== null) wake = host.wake;
+    // Without the embedded host (remote kiln-hosts only), lost leases are still reclaimed here.
+    const reaper = host === null ? startLeaseReaper({ storage, clock: systemClock, log }) : null;
     const sweeper = startUploadSweeper({ storage, clock: systemClock, log });
+    // Check runs for jobs submitted with check.head_sha: a pass on every job change here, and
+    // every 5 s (other processes' changes, retries after provider errors).
+    const checkRuns =
+      gitHubApp === undefined
+        ? null
+        : new CheckRunReporter({ storage, blobs, app: gitHubApp, clock: systemClock, log, publicOrigin });
+    checkRuns?.start();
+    const unsubscribeChecks = checkRuns === null ? () => {} : jobActivity.subscribeAll(() => checkRuns.nudge());
     const shutdown = async () => {
       await sweeper.stop();
+      await reaper?.stop();
+      unsubscribeChecks();
+      await checkRuns?.stop();
       await host?.stop();
       await app.close();
       await storage.close();

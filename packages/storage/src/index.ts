@@ -27,6 +27,11 @@ export { startDeviceAuthorization } from "./devices/start-device-authorization.j
 export type { Capabilities, DialectName, Storage } from "./dialect.js";
 export { InvalidCursorError, UnknownTenantError } from "./errors.js";
 export { type Db, executorOf, inTransaction, type StorageOrTransaction } from "./executor.js";
+export { createHostEnrollmentToken } from "./hosts/create-host-enrollment-token.js";
+export { findAttemptHost } from "./hosts/find-attempt-host.js";
+export { findHostCredentialByHash } from "./hosts/find-host-credential-by-hash.js";
+export { type EnrollmentRedemption, redeemHostEnrollmentToken } from "./hosts/redeem-host-enrollment-token.js";
+export { revokeHostCredentials } from "./hosts/revoke-host-credentials.js";
 export {
   type CompleteIdempotencyKeyInput,
   completeIdempotencyKey,
@@ -132,6 +137,25 @@ export { createSignInLink } from "./sessions/create-sign-in-link.js";
 export { endSession } from "./sessions/end-session.js";
 export { findLiveSession } from "./sessions/find-live-session.js";
 export { redeemSignInLink } from "./sessions/redeem-sign-in-link.js";
+export {
+  type CheckRunStage,
+  type DueCheckRun,
+  leaseCheckRun,
+  listDueCheckRuns,
+  readCheckRun,
+  recordCheckRunFailure,
+  recordCheckRunReported,
+} from "./source-hosting/check-runs.js";
+export {
+  type ClaimInstallationResult,
+  claimInstallation,
+  findInstallationOfRepository,
+  type InstallationRow,
+  type InstallationState,
+  listTenantInstallations,
+  readOnboardingJobs,
+  syncInstallation,
+} from "./source-hosting/installations.js";
 export { attachHeldChunks } from "./sources/attach-held-chunks.js";
 export { claimUpload } from "./sources/claim-upload.js";
 export { cleanupExpiredUploads } from "./sources/cleanup-expired-uploads.js";

@@ -37,6 +37,11 @@ export interface Database {
   registry_credential_acks: RegistryCredentialAcksTable;
   tenant_settings: TenantSettingsTable;
   tenant_controls: TenantControlsTable;
+  host_enrollment_tokens: HostEnrollmentTokensTable;
+  host_credentials: HostCredentialsTable;
+  app_installations: AppInstallationsTable;
+  installation_repositories: InstallationRepositoriesTable;
+  check_runs: CheckRunsTable;
 }
 
 /** A job. JSON columns hold the contract's shapes as text. */
@@ -87,6 +92,25 @@ export interface JobTransitionsTable {
   to_status: string;
   at: string;
   reason: string;
+}
+
+/** A one-time token that enrolls one host (migration 0012); only its digest is kept. */
+export interface HostEnrollmentTokensTable {
+  token_hash: string;
+  host_id: string;
+  created_by: string;
+  created_at: string;
+  expires_at: string;
+  redeemed_at: string | null;
+}
+
+/** A host's credential for the HTTP host protocol (migration 0012); only its digest is kept. */
+export interface HostCredentialsTable {
+  token_hash: string;
+  host_id: string;
+  enrollment_token_hash: string;
+  issued_at: string;
+  revoked_at: string | null;
 }
 
 export interface HostsTable {
@@ -466,4 +490,36 @@ export interface TenantControlsTable {
   suspended_since: string | null;
   changed_by: string;
   changed_at: string;
+}
+
+/** A source-hosting app installation claimed by a tenant (migration 0011). */
+export interface AppInstallationsTable {
+  /** The provider's installation id, as decimal text. */
+  installation_id: string;
+  tenant_id: string;
+  account: string;
+  /** active | suspended | deleted */
+  state: string;
+  claimed_by: string;
+  claimed_at: string;
+  updated_at: string;
+}
+
+/** A repository (`owner/name`) an installation covers. */
+export interface InstallationRepositoriesTable {
+  installation_id: string;
+  repository: string;
+}
+
+/** The durable state of a job's `kiln` check run on the provider. */
+export interface CheckRunsTable {
+  job_id: string;
+  check_run_id: string | null;
+  /** none | queued | in_progress | completed | abandoned */
+  reported_stage: string;
+  failures: number;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  lease_until: string | null;
+  updated_at: string;
 }

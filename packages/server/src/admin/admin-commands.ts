@@ -3,6 +3,7 @@ import { addPersonToTenant, createTenant, onboardRepository, type Storage } from
 import { Command, Option } from "commander";
 import { masterKey, operatorCredential } from "../auth/operator-credential.js";
 import type { ServerConfig } from "../config.js";
+import { ENROLLMENT_TOKEN_SECONDS, mintHostEnrollmentToken, revokeHost } from "../hosts/host-identities.js";
 import { mintSignInLink } from "./mint-sign-in-link.js";
 
 const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -112,6 +113,36 @@ export function adminCommand(open: AdminContext): Command {
       const key = masterKey(config.dataDir);
       const credential = await withStorage(open, (s) => operatorCredential(s, key, opts.rotate === true));
       print(opts.json === true, { credential }, credential);
+    });
+
+  const host = admin.command("host").description("remote kiln-host machines");
+  host
+    .command("enrollment-token <host-id>")
+    .description("mint a one-time token a kiln-host redeems for its credential (KILN_HOST_ENROLLMENT_TOKEN)")
+    .option("--expires-in-seconds <seconds>", "how long it may wait to be redeemed", String(ENROLLMENT_TOKEN_SECONDS))
+    .option("--json", "print JSON")
+    .action(async (hostId: string, opts: { expiresInSeconds: string; json?: boolean }) => {
+      const ttlSeconds = Number(opts.expiresInSeconds);
+      if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1)
+        throw new Error("--expires-in-seconds must be a positive integer");
+      const minted = await withStorage(open, (s) =>
+        mintHostEnrollmentToken(s, { hostId, createdBy: "admin-cli", ttlSeconds, now: new Date() }),
+      );
+      print(
+        opts.json === true,
+        { host: minted.hostId, enrollment_token: minted.token, expires_at: minted.expiresAt },
+        `${minted.token}\n  enrolls host ${minted.hostId} once, until ${minted.expiresAt}: KILN_HOST_ENROLLMENT_TOKEN=… kiln-host`,
+      );
+    });
+  host
+    .command("revoke <host-id>")
+    .description("revoke every credential of a host: its next request is refused")
+    .option("--json", "print JSON")
+    .action(async (hostId: string, opts: { json?: boolean }) => {
+      const { revoked } = await withStorage(open, (s) =>
+        revokeHost(s, { hostId, revokedBy: "admin-cli", now: new Date() }),
+      );
+      print(opts.json === true, { host: hostId, revoked }, `${revoked} credential(s) of host ${hostId} revoked`);
     });
   return admin;
 }

@@ -9,6 +9,7 @@ import { cliEvents, dashboardEvents } from "./job-events.js";
 import { jobCargoOutput, jobEvidence } from "./job-evidence.js";
 import { jobLogs, jobLogsStream } from "./job-logs.js";
 import { cancelJob, getJob, listTenantJobs, retryJob, submitJob } from "./jobs.js";
+import { claimOnboardingInstallation, onboardingSurface } from "./onboarding.js";
 import { openapiDocument } from "./openapi-document.js";
 import { exportOperatorAudit, listOperatorAudit, refuseOperatorAuditChange } from "./operator-audit.js";
 import { createOperatorSession, deleteOperatorSession } from "./operator-session.js";
@@ -41,6 +42,8 @@ export const defaultHandlers: HandlerTable = {
   "device.approve": approveDevice,
   "identity.current": currentIdentity,
   "cli.tenant": cliTenant,
+  "onboarding.surface": onboardingSurface,
+  "onboarding.claim": claimOnboardingInstallation,
   "jobs.submit": submitJob,
   "jobs.get": getJob,
   "jobs.list": listTenantJobs,

@@ -1,5 +1,6 @@
 import { findTenant, listMembershipsOfPerson } from "@kiln/storage";
 import { type Handler, principalOf } from "./handler.js";
+import { installationActive } from "./onboarding.js";
 
 /** identity.current: the closed Identity record for a person or an agent. */
 export const currentIdentity: Handler<"identity.current"> = async (ctx) => {
@@ -21,8 +22,8 @@ export const currentIdentity: Handler<"identity.current"> = async (ctx) => {
     role: p.role,
     scopes: [...p.scopes],
     memberships,
-    // No source-hosting app can be claimed by this runtime yet.
-    installation_active: null,
+    // null when no source-hosting app is configured (nothing can be claimed).
+    installation_active: await installationActive(ctx.deps, ctx.db, p.tenantId),
     // People sign out of dashboard sessions; agents have no session to end.
     sign_out_available: p.kind === "person",
   };

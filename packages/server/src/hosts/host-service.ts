@@ -97,7 +97,10 @@ export class HostService {
           repository: job.repository,
           class: job.class,
         });
-        return assemblePlacement(job, attempt, drop);
+        const placement = assemblePlacement(job, attempt, drop);
+        // The job is running now: streams and the check run reporter look again.
+        this.deps.activity.notify(job.id);
+        return placement;
       } catch (error) {
         if (!(error instanceof UnplaceableJobError)) throw error;
         const detail = `job ${job.id} cannot be placed: ${error.message}`;

@@ -7,6 +7,15 @@
  */
 export class JobActivity {
   private readonly listeners = new Map<string, Set<() => void>>();
+  private readonly everyJob = new Set<(jobId: string) => void>();
+
+  /** Calls `listener` whenever any job changes in this process (the check run reporter); returns the unsubscribe. */
+  subscribeAll(listener: (jobId: string) => void): () => void {
+    this.everyJob.add(listener);
+    return () => {
+      this.everyJob.delete(listener);
+    };
+  }
 
   /** Calls `listener` whenever `jobId` changes in this process; returns the unsubscribe. */
   subscribe(jobId: string, listener: () => void): () => void {
@@ -24,6 +33,7 @@ export class JobActivity {
 
   notify(jobId: string): void {
     for (const listener of this.listeners.get(jobId) ?? []) listener();
+    for (const listener of this.everyJob) listener(jobId);
   }
 }
 

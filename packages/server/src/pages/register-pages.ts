@@ -1,47 +1,13 @@
 import { endSession, findDeviceAuthorization, findTenant, redeemSignInLink } from "@kiln/storage";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { authenticateSession } from "../auth/authenticate-session.js";
+import type { FastifyInstance } from "fastify";
 import { establishSession } from "../auth/establish-session.js";
-import type { Principal } from "../auth/principal.js";
 import { clearSessionCookie, cookieOf, SESSION_COOKIE } from "../auth/session-cookies.js";
 import { hashSecret } from "../auth/session-secret.js";
 import type { AppDeps } from "../deps.js";
 import { normalizeUserCode } from "../handlers/device.js";
 import { refuseCrossSite } from "../http/enforce-security.js";
-import { Refusal } from "../http/refusal.js";
 import { escapeHtml, page } from "./html.js";
-
-const HTML = "text/html; charset=utf-8";
-
-async function signedIn(deps: AppDeps, request: FastifyRequest): Promise<Principal | null> {
-  const cookie = cookieOf(request, SESSION_COOKIE);
-  if (cookie === null) return null;
-  try {
-    return await authenticateSession(deps.storage, cookie, deps.clock.now());
-  } catch (error) {
-    if (error instanceof Refusal) return null;
-    throw error;
-  }
-}
-
-/**
- * Pages run no inline script and cannot be framed (a framed approval page is a clickjacking
- * target): scripts only from kiln's own /assets, nothing embeds them.
- */
-const PAGE_POLICY =
-  "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
-
-function send(reply: FastifyReply, status: number, html: string) {
-  return reply
-    .code(status)
-    .type(HTML)
-    .header("cache-control", "no-store")
-    .header("content-security-policy", PAGE_POLICY)
-    .header("x-frame-options", "DENY")
-    .header("x-content-type-options", "nosniff")
-    .header("referrer-policy", "same-origin")
-    .send(html);
-}
+import { sendPage as send, signedIn } from "./page-response.js";
 
 /** The approval button's script, served from kiln's own origin (the page policy allows no inline script). */
 const DEVICE_APPROVE_SCRIPT = `const button = document.getElementById("approve");
@@ -101,24 +67,36 @@ export function registerPages(app: FastifyInstance, deps: AppDeps): void {
     return reply.redirect(ownPath((request.query as { next?: unknown }).next, deps.publicOrigin), 303);
   });
 
-  app.post("/auth/sign-out", async (request, reply) => {
-    // Another site must not sign a person out (a login-CSRF's first half).
-    refuseCrossSite(request, deps.publicOrigin);
-    const cookie = cookieOf(request, SESSION_COOKIE);
-    if (cookie !== null) await endSession(deps.storage, hashSecret(cookie), deps.clock);
-    clearSessionCookie(reply, SESSION_COOKIE);
-    return reply.redirect("/", 303);
+  // The sign-out button is an HTML form: it posts an empty urlencoded body, which this route
+  // alone accepts (the API parses JSON and bytes only).
+  void app.register(async (scope) => {
+    scope.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_request, _body, done) =>
+      done(null, undefined),
+    );
+    scope.post("/auth/sign-out", async (request, reply) => {
+      // Another site must not sign a person out (a login-CSRF's first half).
+      refuseCrossSite(request, deps.publicOrigin);
+      const cookie = cookieOf(request, SESSION_COOKIE);
+      if (cookie !== null) await endSession(deps.storage, hashSecret(cookie), deps.clock);
+      clearSessionCookie(reply, SESSION_COOKIE);
+      return reply.redirect("/", 303);
+    });
   });
 
   app.get("/", async (request, reply) => {
     const person = await signedIn(deps, request);
     if (person === null) {
+      const next = ownPath((request.query as { next?: unknown }).next, deps.publicOrigin);
+      const sso =
+        deps.oidc === undefined
+          ? ""
+          : `<p><a id="sign-in-oidc" href="/auth/oidc/start?next=${encodeURIComponent(next)}">Sign in with your organization's identity provider</a></p>`;
       return send(
         reply,
         200,
         page(
           "kiln",
-          "<p>You are not signed in. An administrator can send you a sign-in link: <code>kiln-server admin sign-in-link you@example.com</code>.</p>",
+          `<p>You are not signed in.</p>${sso}<p>An administrator can also send you a one-time sign-in link: <code>kiln-server admin sign-in-link you@example.com</code>.</p>`,
         ),
       );
     }
@@ -129,6 +107,7 @@ export function registerPages(app: FastifyInstance, deps: AppDeps): void {
       page(
         "kiln",
         `<p>Signed in as <strong>${escapeHtml(person.displayName)}</strong>, ${escapeHtml(person.role ?? "")} of ${escapeHtml(tenant?.displayName ?? person.tenantId)}.</p>
+<p><a href="/jobs">Jobs</a></p>
 <form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form>`,
       ),
     );

@@ -10,6 +10,8 @@ import { repositorySettings } from "./0007-repository-settings.js";
 import { advisoryDismissals } from "./0008-advisory-dismissals.js";
 import { registryCredentials } from "./0009-registry-credentials.js";
 import { tenantPolicy } from "./0010-tenant-policy.js";
+import { sourceHosting } from "./0011-source-hosting.js";
+import { hostIdentities } from "./0012-host-identities.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -31,6 +33,8 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0008-advisory-dismissals": advisoryDismissals(),
     "0009-registry-credentials": registryCredentials(),
     "0010-tenant-policy": tenantPolicy(),
+    "0011-source-hosting": sourceHosting(),
+    "0012-host-identities": hostIdentities(),
   };
 }
 

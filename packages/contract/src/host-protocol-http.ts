@@ -1,0 +1,150 @@
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
+import {
+  AppendAnswer,
+  AttemptPlacement,
+  AttemptRef,
+  FinishAnswer,
+  HeartbeatAnswer,
+  HeldRegistryCredential,
+  HostEnrollment,
+  LogLine,
+  RegistryCredentialGrant,
+} from "./records/host-protocol.js";
+import { Sha256Hex } from "./records/sources.js";
+import { Nullable } from "./schema-helpers.js";
+
+/**
+ * The host protocol over HTTP, for a remote `kiln-host`: one route per message, each body and
+ * answer a contract schema (records/host-protocol.ts wrapped in an envelope), so the server's
+ * routes (server/src/host-protocol/http-host-routes.ts) and the host's client
+ * (host/src/remote/http-host-protocol.ts) are both read from this table and copy nothing.
+ * These routes are internal: they are not tenant operations and are not in the catalogue or
+ * the OpenAPI document. Every request but the enrollment carries the host's credential
+ * (`Authorization: Bearer kiln_host_…`); the enrollment carries the one-time enrollment token.
+ */
+export const HOST_PROTOCOL_PREFIX = "/host/v1";
+
+const HostId = () => Type.String({ minLength: 1, maxLength: 128, description: "The host's identity." });
+
+export const HostClaimRequest = Type.Object(
+  { hostId: HostId(), freeVcpus: Type.Integer({ minimum: 1 }) },
+  { additionalProperties: false },
+);
+export type HostClaimRequest = Static<typeof HostClaimRequest>;
+
+export const HostClaimAnswer = Type.Object(
+  { placement: Nullable(AttemptPlacement, "The attempt leased to this host, or null when nothing fits.") },
+  { additionalProperties: false },
+);
+export type HostClaimAnswer = Static<typeof HostClaimAnswer>;
+
+export const HostHeartbeatAnswer = Type.Object({ answer: HeartbeatAnswer }, { additionalProperties: false });
+export type HostHeartbeatAnswer = Static<typeof HostHeartbeatAnswer>;
+
+export const HostLogAppend = Type.Object(
+  { ref: AttemptRef, lines: Type.Array(LogLine) },
+  { additionalProperties: false },
+);
+export type HostLogAppend = Static<typeof HostLogAppend>;
+
+export const HostAppendAnswer = Type.Object({ answer: AppendAnswer }, { additionalProperties: false });
+export type HostAppendAnswer = Static<typeof HostAppendAnswer>;
+
+/**
+ * The attempt's result. The envelope is checked here; the result itself is checked by the
+ * host service against AttemptResult, which fails the job (cause infrastructure, naming the
+ * violation) rather than leaving a refused report to a lapsed lease — as in-process.
+ */
+export const HostFinishReport = Type.Object(
+  { ref: AttemptRef, result: Type.Object({}, { additionalProperties: true }) },
+  { additionalProperties: false },
+);
+export type HostFinishReport = Static<typeof HostFinishReport>;
+
+export const HostFinishAnswer = Type.Object({ answer: FinishAnswer }, { additionalProperties: false });
+export type HostFinishAnswer = Static<typeof HostFinishAnswer>;
+
+export const HostRegistryCredentialsAnswer = Type.Object(
+  { grants: Type.Array(RegistryCredentialGrant) },
+  { additionalProperties: false },
+);
+export type HostRegistryCredentialsAnswer = Static<typeof HostRegistryCredentialsAnswer>;
+
+export const HostCredentialAcknowledgement = Type.Object(
+  { hostId: HostId(), held: Type.Array(HeldRegistryCredential) },
+  { additionalProperties: false },
+);
+export type HostCredentialAcknowledgement = Static<typeof HostCredentialAcknowledgement>;
+
+/** What a blob put stored: its SHA-256 and length. */
+export const HostStoredBlob = Type.Object(
+  { sha256: Sha256Hex(), bytes: Type.Integer({ minimum: 0 }) },
+  { additionalProperties: false },
+);
+export type HostStoredBlob = Static<typeof HostStoredBlob>;
+
+/** The answer to a redeemed enrollment token: the host's identity and its credential, shown once. */
+export const HostCredentialIssued = Type.Object(
+  {
+    hostId: HostId(),
+    credential: Type.String({ description: "`kiln_host_…`; stored by the control plane only as a digest." }),
+  },
+  { additionalProperties: false },
+);
+export type HostCredentialIssued = Static<typeof HostCredentialIssued>;
+
+/** Which host a credential belongs to. */
+export const HostIdentity = Type.Object({ hostId: HostId() }, { additionalProperties: false });
+export type HostIdentity = Static<typeof HostIdentity>;
+
+/** One JSON message of the protocol: its route, body schema and answer schema (null: 204). */
+export interface HostJsonRoute {
+  readonly method: "POST";
+  readonly path: string;
+  readonly body: TSchema;
+  readonly answer: TSchema | null;
+}
+
+/** The JSON messages, by the HostProtocol method each binds. */
+export const HOST_PROTOCOL_ROUTES = {
+  enroll: { method: "POST", path: `${HOST_PROTOCOL_PREFIX}/enroll`, body: HostEnrollment, answer: null },
+  claim: { method: "POST", path: `${HOST_PROTOCOL_PREFIX}/claim`, body: HostClaimRequest, answer: HostClaimAnswer },
+  heartbeat: {
+    method: "POST",
+    path: `${HOST_PROTOCOL_PREFIX}/heartbeat`,
+    body: AttemptRef,
+    answer: HostHeartbeatAnswer,
+  },
+  appendLogs: { method: "POST", path: `${HOST_PROTOCOL_PREFIX}/logs`, body: HostLogAppend, answer: HostAppendAnswer },
+  finish: { method: "POST", path: `${HOST_PROTOCOL_PREFIX}/finish`, body: HostFinishReport, answer: HostFinishAnswer },
+  registryCredentials: {
+    method: "POST",
+    path: `${HOST_PROTOCOL_PREFIX}/registry-credentials`,
+    body: AttemptRef,
+    answer: HostRegistryCredentialsAnswer,
+  },
+  acknowledgeCredentials: {
+    method: "POST",
+    path: `${HOST_PROTOCOL_PREFIX}/credential-acknowledgements`,
+    body: HostCredentialAcknowledgement,
+    answer: null,
+  },
+} as const satisfies Record<string, HostJsonRoute>;
+
+/**
+ * Blobs travel as raw bytes (`application/octet-stream`), never inside JSON: GET
+ * `…/blobs/<sha256>` answers the blob's bytes; PUT `…/blobs` takes them and answers
+ * HostStoredBlob. The enrollment (POST, enrollment token, no body) answers
+ * HostCredentialIssued; GET `…/identity` answers HostIdentity.
+ */
+export const HOST_PROTOCOL_PATHS = {
+  blob: `${HOST_PROTOCOL_PREFIX}/blobs/:sha256`,
+  blobs: `${HOST_PROTOCOL_PREFIX}/blobs`,
+  enrollment: `${HOST_PROTOCOL_PREFIX}/enrollment`,
+  identity: `${HOST_PROTOCOL_PREFIX}/identity`,
+} as const;
+
+/** The largest blob a host may put in one request (artifacts, raw cargo output). */
+export const MAX_HOST_BLOB_BYTES = 4 * 2 ** 30;
+/** The largest JSON message (a finish report of a very large test suite; a log batch). */
+export const MAX_HOST_MESSAGE_BYTES = 64 * 2 ** 20;

@@ -1,0 +1,148 @@
+import { createHash } from "node:crypto";
+import {
+  HOST_PROTOCOL_PATHS,
+  HOST_PROTOCOL_ROUTES,
+  type HostAppendAnswer,
+  type HostClaimAnswer,
+  type HostCredentialIssued,
+  type HostFinishAnswer,
+  type HostHeartbeatAnswer,
+  type HostIdentity,
+  type HostRegistryCredentialsAnswer,
+  type HostStoredBlob,
+} from "@kiln/contract";
+import type { HostProtocol } from "../agent/host-protocol.js";
+
+/** A request the control plane answered with a refusal (its Refusal document's code and detail). */
+export class HostProtocolRefusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: string,
+  ) {
+    super(`the control plane refused (${status} ${code}): ${detail}`);
+    this.name = "HostProtocolRefusal";
+  }
+}
+
+export interface HttpHostProtocolOptions {
+  /** The control plane's origin (KILN_ENDPOINT), e.g. `https://kiln.example`. */
+  readonly endpoint: string;
+  /** The host's credential, `kiln_host_…`. */
+  readonly credential: string;
+  /** Gives up on a request the control plane does not answer within this long (default 120 s). */
+  readonly timeoutMs?: number;
+  readonly fetch?: typeof fetch;
+}
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+
+const sha256Of = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+
+/**
+ * The host protocol over HTTP (contract/src/host-protocol-http.ts), for a `kiln-host` on
+ * another machine than its control plane. Like the in-process binding it only moves messages:
+ * each method is one request carrying the host's credential, JSON bodies and answers as the
+ * contract defines them, blobs as raw bytes — a fetched blob is checked against the digest it
+ * was asked by, a put one against the digest the control plane answers. A refusal is thrown
+ * as HostProtocolRefusal; the agent reports it as it reports any failed message.
+ */
+export function httpHostProtocol(options: HttpHostProtocolOptions): HostProtocol {
+  const call = requester(options.endpoint, options.fetch ?? fetch, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  const auth = { authorization: `Bearer ${options.credential}` };
+  const json = async <T>(route: { path: string }, body: unknown): Promise<T> => {
+    const response = await call(route.path, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    return (response.status === 204 ? undefined : await response.json()) as T;
+  };
+  const routes = HOST_PROTOCOL_ROUTES;
+  return {
+    enroll: (host) => json<void>(routes.enroll, host),
+    claim: async (hostId, freeVcpus) => (await json<HostClaimAnswer>(routes.claim, { hostId, freeVcpus })).placement,
+    heartbeat: async (ref) => (await json<HostHeartbeatAnswer>(routes.heartbeat, ref)).answer,
+    appendLogs: async (ref, lines) => (await json<HostAppendAnswer>(routes.appendLogs, { ref, lines })).answer,
+    finish: async (ref, result) => (await json<HostFinishAnswer>(routes.finish, { ref, result })).answer,
+    registryCredentials: async (ref) =>
+      (await json<HostRegistryCredentialsAnswer>(routes.registryCredentials, ref)).grants,
+    acknowledgeCredentials: (hostId, held) => json<void>(routes.acknowledgeCredentials, { hostId, held }),
+    fetchBlob: async (sha256) => {
+      const response = await call(HOST_PROTOCOL_PATHS.blob.replace(":sha256", sha256), { headers: auth });
+      const bytes = Buffer.from(await response.arrayBuffer());
+      const got = sha256Of(bytes);
+      if (got !== sha256) throw new Error(`blob ${sha256} arrived with the content of ${got}`);
+      return bytes;
+    },
+    putBlob: async (bytes) => {
+      const response = await call(HOST_PROTOCOL_PATHS.blobs, {
+        method: "PUT",
+        headers: { ...auth, "content-type": "application/octet-stream" },
+        body: bytes,
+      });
+      const stored = (await response.json()) as HostStoredBlob;
+      const sent = sha256Of(bytes);
+      if (stored.sha256 !== sent || stored.bytes !== bytes.byteLength) {
+        throw new Error(`the control plane stored ${stored.sha256} (${stored.bytes} bytes) for a blob ${sent}`);
+      }
+      return stored;
+    },
+  };
+}
+
+/**
+ * Redeems a one-time enrollment token (`kiln_enroll_…`, minted by `kiln-server admin host
+ * enrollment-token`) for this host's identity and credential. The credential is answered once.
+ */
+export async function redeemEnrollmentToken(
+  endpoint: string,
+  token: string,
+  fetchImpl: typeof fetch = fetch,
+): Promise<HostCredentialIssued> {
+  const response = await requester(
+    endpoint,
+    fetchImpl,
+    DEFAULT_TIMEOUT_MS,
+  )(HOST_PROTOCOL_PATHS.enrollment, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}` },
+  });
+  return (await response.json()) as HostCredentialIssued;
+}
+
+/** The host a credential belongs to, as the control plane knows it. */
+export async function hostIdentityOf(
+  endpoint: string,
+  credential: string,
+  fetchImpl: typeof fetch = fetch,
+): Promise<string> {
+  const response = await requester(
+    endpoint,
+    fetchImpl,
+    DEFAULT_TIMEOUT_MS,
+  )(HOST_PROTOCOL_PATHS.identity, {
+    headers: { authorization: `Bearer ${credential}` },
+  });
+  return ((await response.json()) as HostIdentity).hostId;
+}
+
+/** One request to the control plane; a non-2xx answer is thrown as a HostProtocolRefusal. */
+function requester(endpoint: string, fetchImpl: typeof fetch, timeoutMs: number) {
+  const origin = endpoint.replace(/\/+$/, "");
+  return async (path: string, init: RequestInit): Promise<Response> => {
+    const response = await fetchImpl(`${origin}${path}`, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+    if (response.ok) return response;
+    const text = await response.text();
+    let code = "unknown";
+    let detail = text.slice(0, 500);
+    try {
+      const document = JSON.parse(text) as { code?: unknown; detail?: unknown };
+      if (typeof document.code === "string") code = document.code;
+      if (typeof document.detail === "string") detail = document.detail;
+    } catch {
+      // Not a Refusal document (a proxy's page): its text is the detail.
+    }
+    throw new HostProtocolRefusal(response.status, code, detail);
+  };
+}

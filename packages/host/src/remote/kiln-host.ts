@@ -1,0 +1,171 @@
+import { chmod, mkdir, readFile, rmdir, writeFile } from "node:fs/promises";
+import { availableParallelism, totalmem } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { type Clock, type Logger, messageOf, systemClock } from "@kiln/contract";
+import type { AttemptRunnerDeps } from "../agent/attempt/attempt-context.js";
+import { cargoOutputObserver } from "../agent/cargo-output-observer.js";
+import { HostAgent } from "../agent/host-agent.js";
+import type { HostEvent } from "../agent/host-events.js";
+import { LineageStore } from "../agent/lineage-store.js";
+import { chooseScratchRoot } from "../agent/scratch-root.js";
+import { admitToolchain } from "../executor/admit-toolchains.js";
+import type { Executor } from "../executor/executor.js";
+import { reapStaleAttempts } from "../executor/reap-stale-attempts.js";
+import { removeJobDirectories } from "../executor/remove-job-directories.js";
+import { createSandboxExecutor } from "../executor/sandbox-executor.js";
+import {
+  DEFAULT_CRATE_CACHE_BYTES,
+  DEFAULT_CRATES_IO_INDEX,
+  DependencyGateway,
+} from "../gateway/dependency-gateway.js";
+import { hostIdentityOf, httpHostProtocol, redeemEnrollmentToken } from "./http-host-protocol.js";
+
+/** What a `kiln-host` needs: where its control plane is, who it is, where it keeps its work. */
+export interface KilnHostConfig {
+  /** KILN_ENDPOINT: the control plane's origin. */
+  readonly endpoint: string;
+  /** KILN_HOST_CREDENTIAL: the host's credential; else the one in `credentialFile`. */
+  readonly credential: string | undefined;
+  /** KILN_HOST_ENROLLMENT_TOKEN: redeemed for a credential (kept in `credentialFile`) when there is none. */
+  readonly enrollmentToken: string | undefined;
+  /** KILN_HOST_CREDENTIAL_FILE (default `<data dir>/host-credential`, mode 0600). */
+  readonly credentialFile: string;
+  /** KILN_HOST_DATA_DIR (default `./.kiln-host`): attempts/, lineages/ and crates/ live here. */
+  readonly dataDir: string;
+  /** KILN_HOST_VCPUS: vCPU slots offered (default: the machine's). */
+  readonly vcpus: number;
+  /** KILN_CRATES_IO_INDEX: the sparse index standing for crates.io in the dependency gateway. */
+  readonly cratesIoIndex: string;
+}
+
+export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): KilnHostConfig {
+  const endpoint = env.KILN_ENDPOINT?.trim();
+  if (endpoint === undefined || endpoint === "") throw new Error("KILN_ENDPOINT must name the control plane");
+  const url = new URL(endpoint);
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("KILN_ENDPOINT must be http(s)://");
+  const dataDir = resolve(env.KILN_HOST_DATA_DIR?.trim() || "./.kiln-host");
+  const vcpus = env.KILN_HOST_VCPUS === undefined ? availableParallelism() : Number(env.KILN_HOST_VCPUS);
+  if (!Number.isInteger(vcpus) || vcpus < 1) throw new Error("KILN_HOST_VCPUS must be a positive integer");
+  const cratesIoIndex = env.KILN_CRATES_IO_INDEX?.trim() || DEFAULT_CRATES_IO_INDEX;
+  if (!/^sparse\+https?:\/\/./.test(cratesIoIndex)) {
+    throw new Error("KILN_CRATES_IO_INDEX must be a sparse index URL (sparse+https://…/)");
+  }
+  return {
+    endpoint: url.origin,
+    credential: env.KILN_HOST_CREDENTIAL?.trim() || undefined,
+    enrollmentToken: env.KILN_HOST_ENROLLMENT_TOKEN?.trim() || undefined,
+    credentialFile: resolve(env.KILN_HOST_CREDENTIAL_FILE?.trim() || join(dataDir, "host-credential")),
+    dataDir,
+    vcpus,
+    cratesIoIndex,
+  };
+}
+
+/** Replacements for the real machine's parts, for tests (an in-memory executor, a manual clock). */
+export interface KilnHostOverrides {
+  readonly executor?: Executor;
+  readonly resolveToolchain?: AttemptRunnerDeps["resolveToolchain"];
+  readonly clock?: Clock;
+  readonly memoryBytes?: number;
+  /** null: no warm lineages. */
+  readonly lineages?: LineageStore | null;
+  /** null: attempts' workspaces stay in their attempt directory. */
+  readonly scratchRoot?: string | null;
+  readonly fetch?: typeof fetch;
+  readonly onEvent?: (event: HostEvent) => void;
+}
+
+export interface RunningKilnHost {
+  readonly hostId: string;
+  readonly agent: HostAgent;
+  stop(): Promise<void>;
+}
+
+/**
+ * The host's credential: the configured one, else the one kept in the credential file, else
+ * the enrollment token redeemed for one (written to the file, readable by this user only,
+ * before anything else happens, so a restart never needs the spent token again).
+ */
+export async function hostCredential(config: KilnHostConfig, fetchImpl: typeof fetch = fetch): Promise<string> {
+  if (config.credential !== undefined) return config.credential;
+  const kept = await readFile(config.credentialFile, "utf8").then(
+    (text) => text.trim(),
+    (error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") return "";
+      throw error;
+    },
+  );
+  if (kept !== "") return kept;
+  if (config.enrollmentToken === undefined) {
+    throw new Error(
+      `no host credential: set KILN_HOST_CREDENTIAL, or KILN_HOST_ENROLLMENT_TOKEN (from \`kiln-server admin host enrollment-token <host-id>\`) to enroll; ${config.credentialFile} holds none`,
+    );
+  }
+  const issued = await redeemEnrollmentToken(config.endpoint, config.enrollmentToken, fetchImpl);
+  await mkdir(dirname(config.credentialFile), { recursive: true, mode: 0o700 });
+  await writeFile(config.credentialFile, `${issued.credential}\n`, { mode: 0o600 });
+  await chmod(config.credentialFile, 0o600);
+  return issued.credential;
+}
+
+/**
+ * `kiln-host`: the host agent on its own machine, speaking the host protocol over HTTP to a
+ * remote control plane with its own credential. It learns its id from the control plane (the
+ * credential names it), enrolls, and claims attempts until stopped.
+ */
+export async function startKilnHost(
+  config: KilnHostConfig,
+  log: Logger,
+  overrides: KilnHostOverrides = {},
+): Promise<RunningKilnHost> {
+  const fetchImpl = overrides.fetch ?? fetch;
+  const clock = overrides.clock ?? systemClock;
+  const credential = await hostCredential(config, fetchImpl);
+  const hostId = await hostIdentityOf(config.endpoint, credential, fetchImpl);
+  const workRoot = join(config.dataDir, "attempts");
+  await mkdir(workRoot, { recursive: true });
+  const scratchRoot =
+    overrides.scratchRoot === null ? undefined : (overrides.scratchRoot ?? chooseScratchRoot(workRoot));
+  const lineages =
+    overrides.lineages === null
+      ? undefined
+      : (overrides.lineages ?? new LineageStore(join(config.dataDir, "lineages")));
+  const onEvent = overrides.onEvent ?? (() => {});
+  const agent = new HostAgent({
+    hostId,
+    protocol: httpHostProtocol({ endpoint: config.endpoint, credential, fetch: fetchImpl }),
+    clock,
+    reporting: { log, emit: onEvent },
+    executor: overrides.executor ?? createSandboxExecutor(),
+    resolveToolchain: overrides.resolveToolchain ?? ((name) => admitToolchain(name)),
+    newObserver: cargoOutputObserver,
+    workRoot,
+    ...(scratchRoot === undefined ? {} : { scratchRoot }),
+    removeDirectories: removeJobDirectories,
+    gateway: new DependencyGateway({
+      cacheRoot: join(config.dataDir, "crates"),
+      cacheMaxBytes: DEFAULT_CRATE_CACHE_BYTES,
+      cratesIoIndex: config.cratesIoIndex,
+      clock,
+    }),
+    ...(lineages === undefined ? {} : { lineages }),
+    vcpus: config.vcpus,
+    memoryBytes: overrides.memoryBytes ?? totalmem(),
+    heartbeatSeconds: 2,
+    reapStale: () => reapStaleAttempts({ workRoot, ...(scratchRoot === undefined ? {} : { scratchRoot }) }),
+  });
+  await agent.start();
+  log.info({ hostId, endpoint: config.endpoint }, `kiln-host ${hostId} enrolled with ${config.endpoint}`);
+  return {
+    hostId,
+    agent,
+    stop: async () => {
+      await agent.stop();
+      if (scratchRoot !== undefined) {
+        await rmdir(scratchRoot).catch((error: unknown) =>
+          log.warn({ scratchRoot, err: error }, `the host's scratch root could not be removed: ${messageOf(error)}`),
+        );
+      }
+    },
+  };
+}

@@ -1,0 +1,193 @@
+import {
+  type AttemptRef,
+  type AttemptResult,
+  HOST_PROTOCOL_PATHS,
+  HOST_PROTOCOL_ROUTES,
+  MAX_HOST_BLOB_BYTES,
+  MAX_HOST_MESSAGE_BYTES,
+  Sha256Hex,
+} from "@kiln/contract";
+import { findAttemptHost } from "@kiln/storage";
+import type { Static } from "@sinclair/typebox";
+import { Type } from "@sinclair/typebox";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { AppDeps } from "../deps.js";
+import { HostIdentityError, hostOfCredential, redeemHostEnrollment } from "../hosts/host-identities.js";
+import { HostService } from "../hosts/host-service.js";
+import { Refusal } from "../http/refusal.js";
+import { jobActivity } from "../jobs/job-activity.js";
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+type Routes = typeof HOST_PROTOCOL_ROUTES;
+type Perform = {
+  [K in keyof Routes]: (hostId: string, body: Static<Routes[K]["body"]>) => Promise<unknown>;
+};
+
+/** The bearer value of `Authorization`, or a refusal naming what is missing. */
+function bearerOf(request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  const match = typeof header === "string" ? /^Bearer ([^\s]+)$/.exec(header) : null;
+  if (match?.[1] === undefined) throw new Refusal("unauthenticated", "the host protocol needs a bearer credential");
+  return match[1];
+}
+
+/** A HostIdentityError as the refusal the host hears. */
+function refusalOf(error: unknown): unknown {
+  if (!(error instanceof HostIdentityError)) return error;
+  if (error.reason === "revoked" && error.at !== undefined) {
+    return new Refusal("credential_revoked", error.message, { revoked_at: error.at });
+  }
+  if (error.reason === "expired" && error.at !== undefined) {
+    return new Refusal("credential_expired", error.message, { expired_at: error.at });
+  }
+  return new Refusal("unauthenticated", error.message);
+}
+
+/**
+ * The host protocol over HTTP (contract/src/host-protocol-http.ts), for remote `kiln-host`s.
+ * Like the in-process binding it only moves messages to the host service, which holds all of
+ * the logic; what it adds is the transport's own checks: each body against its contract schema
+ * (Fastify's ajv, as for the public API), and who is speaking. Every request but the
+ * enrollment presents a host credential, resolved before the body is parsed; a message naming
+ * a host names the credential's own, and a report on an attempt is taken only from the host
+ * the attempt was placed on (an attempt's host never changes; the lease token still fences
+ * the report itself). Not tenant operations: not in the catalogue or the OpenAPI document.
+ */
+export function registerHostProtocolRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const service = new HostService({
+    storage: deps.storage,
+    blobs: deps.blobs,
+    clock: deps.clock,
+    log: app.log,
+    activity: jobActivity,
+    ...(deps.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: deps.storageQuotaBytes }),
+    ...(deps.secrets === undefined ? {} : { secrets: deps.secrets }),
+  });
+  const hosts = new WeakMap<FastifyRequest, string>();
+
+  const authenticate = async (request: FastifyRequest) => {
+    try {
+      hosts.set(request, await hostOfCredential(deps.storage, bearerOf(request)));
+    } catch (error) {
+      throw refusalOf(error);
+    }
+  };
+  const hostOf = (request: FastifyRequest): string => {
+    const host = hosts.get(request);
+    if (host === undefined) throw new Error("a host protocol route ran without its host authenticated");
+    return host;
+  };
+  const sameHost = (host: string, named: string, field: string) => {
+    if (named !== host)
+      throw new Refusal("invalid_request", `${field} names host ${named}; this credential is ${host}'s`);
+  };
+  const holds = async (host: string, ref: AttemptRef) => {
+    const placedOn = await findAttemptHost(deps.storage, ref);
+    if (placedOn !== undefined && placedOn !== host) {
+      throw new Refusal("not_found", `host ${host} holds no attempt ${ref.attempt} of job ${ref.jobId}`);
+    }
+  };
+
+  const perform: Perform = {
+    enroll: async (host, body) => {
+      sameHost(host, body.id, "body.id");
+      await service.enroll(body);
+    },
+    claim: async (host, body) => {
+      sameHost(host, body.hostId, "body.hostId");
+      return { placement: await service.claim(host, body.freeVcpus) };
+    },
+    heartbeat: async (host, ref) => {
+      await holds(host, ref);
+      return { answer: await service.heartbeat(ref) };
+    },
+    appendLogs: async (host, body) => {
+      await holds(host, body.ref);
+      return { answer: await service.appendLogs(body.ref, body.lines) };
+    },
+    finish: async (host, body) => {
+      await holds(host, body.ref);
+      // The service checks the result against AttemptResult itself (a mismatch fails the job).
+      return { answer: await service.finish(body.ref, body.result as AttemptResult) };
+    },
+    registryCredentials: async (host, ref) => {
+      await holds(host, ref);
+      return { grants: await service.registryCredentials(ref) };
+    },
+    acknowledgeCredentials: async (host, body) => {
+      sameHost(host, body.hostId, "body.hostId");
+      await service.acknowledgeCredentials(host, body.held);
+    },
+  };
+
+  for (const [name, route] of Object.entries(HOST_PROTOCOL_ROUTES) as [keyof Routes, Routes[keyof Routes]][]) {
+    const run = perform[name] as (hostId: string, body: unknown) => Promise<unknown>;
+    app.route({
+      method: route.method,
+      url: route.path,
+      schema: { body: route.body },
+      bodyLimit: MAX_HOST_MESSAGE_BYTES,
+      onRequest: authenticate,
+      handler: async (request, reply) => {
+        const answer = await run(hostOf(request), request.body);
+        await sendAnswer(reply, answer);
+      },
+    });
+  }
+
+  app.route({
+    method: "GET",
+    url: HOST_PROTOCOL_PATHS.blob,
+    schema: { params: Type.Object({ sha256: Sha256Hex() }, { additionalProperties: false }) },
+    onRequest: authenticate,
+    handler: async (request, reply) => {
+      const { sha256 } = request.params as { sha256: string };
+      let bytes: Buffer;
+      try {
+        bytes = await service.fetchBlob(sha256);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new Refusal("not_found", `no blob ${sha256}`);
+        throw error;
+      }
+      await reply.code(200).type("application/octet-stream").send(bytes);
+    },
+  });
+
+  app.route({
+    method: "PUT",
+    url: HOST_PROTOCOL_PATHS.blobs,
+    bodyLimit: MAX_HOST_BLOB_BYTES,
+    onRequest: authenticate,
+    handler: async (request, reply) => {
+      if (!Buffer.isBuffer(request.body)) {
+        throw new Refusal("invalid_request", "a blob is sent as application/octet-stream bytes");
+      }
+      await sendAnswer(reply, await service.putBlob(request.body));
+    },
+  });
+
+  app.route({
+    method: "GET",
+    url: HOST_PROTOCOL_PATHS.identity,
+    onRequest: authenticate,
+    handler: async (request, reply) => sendAnswer(reply, { hostId: hostOf(request) }),
+  });
+
+  app.route({
+    method: "POST",
+    url: HOST_PROTOCOL_PATHS.enrollment,
+    handler: async (request, reply) => {
+      try {
+        await sendAnswer(reply, await redeemHostEnrollment(deps.storage, bearerOf(request), deps.clock.now()));
+      } catch (error) {
+        throw refusalOf(error);
+      }
+    },
+  });
+}
+
+async function sendAnswer(reply: FastifyReply, answer: unknown): Promise<void> {
+  if (answer === undefined) await reply.code(204).send();
+  else await reply.code(200).type(JSON_TYPE).send(JSON.stringify(answer));
+}

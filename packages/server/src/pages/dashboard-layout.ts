@@ -1,0 +1,70 @@
+import type { Principal } from "../auth/principal.js";
+import { escapeHtml } from "./html.js";
+
+const STYLE = `*{box-sizing:border-box}body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
+header{display:flex;align-items:center;gap:1.5rem;padding:.6rem 1.5rem;background:#1d1d1f;color:#fff}
+header a{color:#fff;text-decoration:none}header .brand{font-weight:700;font-size:1.1rem}
+header .who{margin-left:auto;display:flex;gap:.8rem;align-items:center;font-size:.9rem;color:#ccc}
+header form{margin:0}header button{font:inherit;font-size:.85rem;padding:.2rem .7rem;cursor:pointer}
+main{max-width:72rem;margin:1.5rem auto;padding:0 1.5rem}h1{font-size:1.5rem;margin:.2rem 0 1rem}
+h2{font-size:1.15rem;margin:1.8rem 0 .6rem}a{color:#0645ad}
+table{border-collapse:collapse;width:100%;background:#fff;font-size:.92rem}
+th,td{text-align:left;padding:.4rem .6rem;border-bottom:1px solid #e5e5e5;vertical-align:top}
+th{background:#f0f0f0;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
+code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.88em}
+.status{display:inline-block;padding:.05rem .5rem;border-radius:999px;font-size:.8rem;font-weight:600;background:#e5e5e5}
+.status-passed{background:#d1f2d9;color:#135c25}.status-failed{background:#fbd5d5;color:#8a1111}
+.status-running,.status-cancellation_requested{background:#d6e6ff;color:#0b3d91}
+.status-queued{background:#fff1c2;color:#6b4e00}.status-cancelled,.status-ignored,.status-skipped{background:#e5e5e5;color:#444}
+.summary{display:flex;gap:.8rem;margin:0 0 1rem;flex-wrap:wrap}
+.summary div{background:#fff;border:1px solid #e5e5e5;border-radius:6px;padding:.5rem 1rem;min-width:7rem}
+.summary strong{display:block;font-size:1.4rem}
+form.filters{display:flex;gap:.6rem;flex-wrap:wrap;align-items:end;margin:0 0 1rem}
+form.filters label{display:flex;flex-direction:column;font-size:.8rem;color:#555}
+form.filters input,form.filters select,form.filters button{font:inherit;padding:.25rem .4rem}
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:0}dl.facts dt{color:#555}dl.facts dd{margin:0}
+.failure{background:#fff4f4;border:1px solid #f3c2c2;padding:.6rem .8rem;border-radius:6px;margin:1rem 0}
+.notice{background:#fff8e1;border:1px solid #f0dca0;padding:.6rem .8rem;border-radius:6px}
+pre.log{background:#111;color:#ddd;padding:.8rem;overflow:auto;max-height:32rem;font-size:.82rem;line-height:1.35;margin:0}
+pre.log .stderr{color:#f7b1b1}pre.log .system{color:#9cc9ff}pre.log .seq{color:#666;user-select:none}
+.muted{color:#666}`;
+
+/** A dashboard page: the navigation, who is signed in (with sign-out), and the body. */
+export function dashboardPage(input: {
+  title: string;
+  person: Principal;
+  tenantName: string;
+  body: string;
+  scripts?: readonly string[];
+}): string {
+  const p = input.person;
+  const scripts = (input.scripts ?? []).map((src) => `<script src="${escapeHtml(src)}" defer></script>`).join("");
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(input.title)} · kiln</title><style>${STYLE}</style>${scripts}</head>
+<body><header><a class="brand" href="/">kiln</a><nav><a href="/jobs">Jobs</a></nav>
+<div class="who"><span id="signed-in-as">${escapeHtml(p.displayName)} · ${escapeHtml(p.role ?? "")} of ${escapeHtml(input.tenantName)}</span>
+<form method="post" action="/auth/sign-out"><button type="submit" id="sign-out">Sign out</button></form></div></header>
+<main><h1>${escapeHtml(input.title)}</h1>${input.body}</main></body></html>`;
+}
+
+/** A status as a coloured badge. */
+export function statusBadge(status: string): string {
+  return `<span class="status status-${escapeHtml(status)}">${escapeHtml(status.replaceAll("_", " "))}</span>`;
+}
+
+/** Milliseconds as a short human duration. */
+export function formatDuration(ms: number | null): string {
+  if (ms === null) return "—";
+  if (ms < 1000) return `${ms} ms`;
+  const seconds = ms / 1000;
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const minutes = Math.floor(seconds / 60);
+  return `${minutes} min ${Math.round(seconds - minutes * 60)} s`;
+}
+
+/** A timestamp as `YYYY-MM-DD HH:MM:SS UTC`, with the full value in the tooltip. */
+export function formatTime(at: string | null): string {
+  if (at === null) return "—";
+  return `<time datetime="${escapeHtml(at)}" title="${escapeHtml(at)}">${escapeHtml(at.slice(0, 19).replace("T", " "))} UTC</time>`;
+}

@@ -1,0 +1,184 @@
+import type { AttemptReport } from "@kiln/contract";
+import type { JobRecord } from "@kiln/storage";
+import { parseAttemptReport } from "../jobs/attempt-report.js";
+import { storedJson } from "../jobs/stored-json.js";
+import type { CheckRunAnnotation, CheckRunConclusion, CheckRunWrite } from "./github-app.js";
+
+/** The provider caps a check run's summary (and text) at this many characters. */
+export const SUMMARY_LIMIT = 65_535;
+/** At most this many annotations per check run: past it the summary says how many were left out. */
+export const ANNOTATION_LIMIT = 1000;
+
+/** Where a job's check run stands, from its status: null for a status no check run shows. */
+export function checkStageOf(status: string): "queued" | "in_progress" | "completed" | null {
+  if (status === "queued") return "queued";
+  if (status === "running" || status === "cancellation_requested") return "in_progress";
+  if (status === "passed" || status === "failed" || status === "cancelled") return "completed";
+  return null;
+}
+
+/**
+ * The conclusion of a finished job's check run. A job the service failed (cause
+ * `infrastructure`: a lost host, a placement or report fault) is `neutral`: it says nothing
+ * about the commit, and `jobs.retry` (or the provider's re-run) runs it again.
+ */
+export function conclusionOf(status: string, failureCause: string | null): CheckRunConclusion {
+  if (status === "passed") return "success";
+  if (status === "cancelled" || failureCause === "cancelled") return "cancelled";
+  if (failureCause === "wall_clock_ceiling") return "timed_out";
+  if (failureCause === "infrastructure") return "neutral";
+  return "failure";
+}
+
+/**
+ * The completed check run of a finished job: conclusion, a summary (tests passed, failed and
+ * ignored, duration, cache warm or cold, the evidence link) and annotations — every failed
+ * test at the file and line of its panic, and compiler errors and warnings at their primary
+ * spans — read from the final attempt's raw cargo output (cargo's JSON messages and libtest's
+ * output).
+ */
+export function completedCheckRun(
+  record: JobRecord,
+  cargoOutput: string | null,
+  publicOrigin: string,
+): CheckRunWrite & { output: { title: string; summary: string; annotations: CheckRunAnnotation[] } } {
+  const job = record.job;
+  const failure = storedJson<{ cause?: string; phase?: string; detail?: string }>(job.failure);
+  const conclusion = conclusionOf(job.status, failure?.cause ?? null);
+  const last = record.attempts.at(-1);
+  const report: AttemptReport | null = parseAttemptReport(last?.report ?? null);
+  const tests = report?.tests ?? [];
+  const count = (outcome: string) => tests.filter((t) => t.outcome === outcome).length;
+  const passed = count("passed");
+  const failed = count("failed");
+  const ignored = count("ignored");
+  const cache = report?.caches?.[0];
+  const seconds =
+    job.started_at !== null && job.finished_at !== null
+      ? Math.max(0, Math.round((Date.parse(job.finished_at) - Date.parse(job.started_at)) / 1000))
+      : null;
+  const all = annotationsOf(cargoOutput ?? "", new Set(tests.filter((t) => t.outcome === "failed").map((t) => t.name)));
+  const annotations = all.slice(0, ANNOTATION_LIMIT);
+  const title =
+    conclusion === "success"
+      ? `passed: ${passed} tests passed, ${ignored} ignored`
+      : conclusion === "neutral"
+        ? "kiln could not finish this job (not a result of the commit)"
+        : `${job.status}${failure?.cause === undefined ? "" : ` (${failure.cause.replaceAll("_", " ")})`}: ${failed} tests failed`;
+  const lines = [
+    `**${job.description}** on \`${job.size}\`: ${job.status}.`,
+    "",
+    `| tests passed | tests failed | tests ignored | duration | cache |`,
+    `|---|---|---|---|---|`,
+    `| ${passed} | ${failed} | ${ignored} | ${seconds === null ? "—" : `${seconds} s`} | ${cache === undefined ? "—" : `${cache.outcome}${cache.reason === null || cache.reason === undefined ? "" : ` (${cache.reason})`}`} |`,
+    "",
+  ];
+  if (failure !== null && failure.detail !== undefined) {
+    lines.push(`Failed in phase \`${failure.phase ?? "?"}\`: ${failure.detail}`, "");
+  }
+  if (all.length > annotations.length) {
+    lines.push(`${all.length - annotations.length} further annotations are left out; the evidence has every one.`, "");
+  }
+  lines.push(`Evidence: ${publicOrigin}/api/jobs/${encodeURIComponent(job.id)}/evidence`);
+  let summary = lines.join("\n");
+  if (summary.length > SUMMARY_LIMIT) summary = `${summary.slice(0, SUMMARY_LIMIT - 1)}…`;
+  return {
+    status: "completed",
+    conclusion,
+    ...(job.finished_at === null ? {} : { completed_at: job.finished_at }),
+    output: { title, summary, annotations },
+  };
+}
+
+/** Where the sandbox puts the source: cargo names workspace files under it when it names them absolutely. */
+const SOURCE_ROOT = "/kiln/src/";
+
+/**
+ * Annotations from raw cargo output: compiler errors and warnings from cargo's JSON messages
+ * (`reason: compiler-message`, at the primary span; files outside the source left out), and a
+ * failure at each failed test's panic (libtest's `thread '<test>' panicked at <file>:<line>:<col>`).
+ */
+export function annotationsOf(cargoOutput: string, failedTests: ReadonlySet<string>): CheckRunAnnotation[] {
+  const annotations: CheckRunAnnotation[] = [];
+  const seen = new Set<string>();
+  const add = (a: CheckRunAnnotation) => {
+    const key = `${a.path}:${a.start_line}:${a.annotation_level}:${a.message}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    annotations.push(a);
+  };
+  for (const line of cargoOutput.split("\n")) {
+    if (line.startsWith("{")) {
+      const message = compilerMessageOf(line);
+      if (message !== null) add(message);
+      continue;
+    }
+    const panic = PANIC.exec(line) ?? OLD_PANIC.exec(line);
+    if (panic?.groups === undefined) continue;
+    const test = panic.groups.test ?? "";
+    if (failedTests.size > 0 && !failedTests.has(test)) continue;
+    const path = sourcePath(panic.groups.file ?? "");
+    const lineNumber = Number(panic.groups.line);
+    if (path === null || !Number.isInteger(lineNumber) || lineNumber < 1) continue;
+    add({
+      path,
+      start_line: lineNumber,
+      end_line: lineNumber,
+      annotation_level: "failure",
+      title: `test ${escapeTestPath(test)} failed`,
+      message: `test ${escapeTestPath(test)} panicked here${panic.groups.message === undefined ? "" : `: ${panic.groups.message}`}`,
+    });
+  }
+  return annotations;
+}
+
+const PANIC = /^thread '(?<test>[^']+)' panicked at (?<file>[^\s:]+):(?<line>\d+):(?<col>\d+):?$/;
+const OLD_PANIC = /^thread '(?<test>[^']+)' panicked at '(?<message>.*)', (?<file>[^\s:]+):(?<line>\d+):(?<col>\d+)$/;
+
+/**
+ * Rust test paths contain `::`, which the provider's annotation text would read as its own
+ * command syntax; a zero-width space between the colons keeps the path readable.
+ */
+export function escapeTestPath(path: string): string {
+  return path.replaceAll("::", ":\u200b:");
+}
+
+function sourcePath(file: string): string | null {
+  const relative = file.startsWith(SOURCE_ROOT) ? file.slice(SOURCE_ROOT.length) : file;
+  if (relative.startsWith("/") || relative.split("/").includes("..") || relative.length === 0) return null;
+  return relative;
+}
+
+interface CompilerMessage {
+  reason?: string;
+  message?: {
+    level?: string;
+    message?: string;
+    rendered?: string | null;
+    spans?: { file_name?: string; line_start?: number; line_end?: number; is_primary?: boolean }[];
+  };
+}
+
+function compilerMessageOf(line: string): CheckRunAnnotation | null {
+  let parsed: CompilerMessage;
+  try {
+    parsed = JSON.parse(line) as CompilerMessage;
+  } catch {
+    return null;
+  }
+  if (parsed.reason !== "compiler-message" || parsed.message === undefined) return null;
+  const level = parsed.message.level;
+  if (level !== "error" && level !== "warning") return null;
+  const span = parsed.message.spans?.find((s) => s.is_primary === true);
+  if (span?.file_name === undefined || span.line_start === undefined) return null;
+  const path = sourcePath(span.file_name);
+  if (path === null) return null;
+  return {
+    path,
+    start_line: span.line_start,
+    end_line: span.line_end ?? span.line_start,
+    annotation_level: level === "error" ? "failure" : "warning",
+    title: parsed.message.message ?? level,
+    message: (parsed.message.rendered ?? parsed.message.message ?? level).slice(0, 64 * 1024),
+  };
+}
