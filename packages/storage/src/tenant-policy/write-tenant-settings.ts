@@ -1,5 +1,6 @@
 import { executorOf, inTransaction, type StorageOrTransaction } from "../executor.js";
 import { formatTimestamp } from "../timestamps.js";
+import { compareAndSetTenantRow } from "./compare-and-set-tenant-row.js";
 import { readTenantSettings } from "./read-tenant-settings.js";
 
 export interface TenantSettingsChanges {
@@ -54,23 +55,12 @@ export async function writeTenantSettings(
       changed_by: input.changedBy,
       changed_at: changedAt,
     };
-    const db = executorOf(tx);
-    if (current.version === 0) {
-      const inserted = await db
-        .insertInto("tenant_settings")
-        .values({ tenant_id: input.tenantId, ...values })
-        .onConflict((oc) => oc.column("tenant_id").doNothing())
-        .executeTakeFirst();
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return { kind: "written", version: 1, changedAt };
-    } else {
-      const updated = await db
-        .updateTable("tenant_settings")
-        .set(values)
-        .where("tenant_id", "=", input.tenantId)
-        .where("version", "=", current.version)
-        .executeTakeFirst();
-      if (Number(updated.numUpdatedRows) === 1) return { kind: "written", version: values.version, changedAt };
-    }
+    const written = await compareAndSetTenantRow(executorOf(tx), "tenant_settings", {
+      tenantId: input.tenantId,
+      readVersion: current.version,
+      values,
+    });
+    if (written) return { kind: "written", version: values.version, changedAt };
     const now = await readTenantSettings(tx, input);
     return { kind: "stale", currentVersion: now?.version ?? current.version };
   });
