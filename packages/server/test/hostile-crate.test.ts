@@ -16,15 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { admitToolchain } from "@kiln/host";
-import {
-  crate,
-  type Doc,
-  type Embedded,
-  explainJob,
-  type Jobs,
-  processesCarrying,
-  startEmbedded,
-} from "./e2e-jobs.js";
+import { crate, type Doc, type Embedded, explainJob, type Jobs, processesCarrying, startEmbedded } from "./e2e-jobs.js";
 import {
   ESCAPES,
   FORK_BOMB_CRATE,
