@@ -11,6 +11,7 @@ export * from "./agent/lineage-store.js";
 export { measureTreeBytes } from "./agent/measure-tree-bytes.js";
 export { chooseScratchRoot } from "./agent/scratch-root.js";
 export * from "./agent/source-mtimes.js";
+export { type MachineHostOptions, startMachineHost } from "./agent/start-machine-host.js";
 export * from "./evidence/index.js";
 export {
   admitToolchain,
@@ -44,6 +45,7 @@ export { reapStaleAttempts } from "./executor/reap-stale-attempts.js";
 export { removeJobDirectories } from "./executor/remove-job-directories.js";
 export { createSandboxExecutor, type SandboxExecutorOptions } from "./executor/sandbox-executor.js";
 export {
+  cratesIoIndexOf,
   DEFAULT_CRATE_CACHE_BYTES,
   DEFAULT_CRATES_IO_INDEX,
   DependencyGateway,

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { DEFAULT_CRATES_IO_INDEX } from "@kiln/host";
+import { cratesIoIndexOf } from "@kiln/host";
 import type { OidcSettings } from "./auth/oidc-client.js";
 
 /** The harness contract of DESIGN.md §7: KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL. */
@@ -63,10 +63,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
   } else if (port !== 0) {
     publicOrigin = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   }
-  const cratesIoIndex = env.KILN_CRATES_IO_INDEX?.trim() || DEFAULT_CRATES_IO_INDEX;
-  if (!/^sparse\+https?:\/\/./.test(cratesIoIndex)) {
-    throw new Error("KILN_CRATES_IO_INDEX must be a sparse index URL (sparse+https://…/)");
-  }
+  const cratesIoIndex = cratesIoIndexOf(env);
   return {
     host,
     port,

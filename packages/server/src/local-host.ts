@@ -1,22 +1,7 @@
-import { rmdir } from "node:fs/promises";
-import { availableParallelism, totalmem } from "node:os";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { Clock, Logger, LoopFailure } from "@kiln/contract";
-import {
-  admitToolchain,
-  cargoOutputObserver,
-  chooseScratchRoot,
-  createSandboxExecutor,
-  DEFAULT_CRATE_CACHE_BYTES,
-  DEFAULT_CRATES_IO_INDEX,
-  DependencyGateway,
-  type Executor,
-  HostAgent,
-  type HostEvent,
-  LineageStore,
-  reapStaleAttempts,
-  removeJobDirectories,
-} from "@kiln/host";
+import { DEFAULT_CRATES_IO_INDEX, type Executor, type HostEvent, startMachineHost } from "@kiln/host";
 import type { LocalBlobStore, Storage } from "@kiln/storage";
 import { inProcessHostProtocol } from "./host-protocol/in-process-host-protocol.js";
 import { HostService, type HostServiceEvent } from "./hosts/host-service.js";
@@ -73,55 +58,39 @@ export async function startLocalHost(
   },
   options: LocalHostOptions,
 ): Promise<{ wake: () => void; stop: () => Promise<void> }> {
-  const scratchRoot =
-    options.scratchRoot === null ? undefined : (options.scratchRoot ?? chooseScratchRoot(options.workRoot));
   const onEvent = options.onEvent ?? (() => {});
   const service = new HostService({ ...deps, activity: jobActivity, onEvent });
-  const agent = new HostAgent({
+  const machine = await startMachineHost({
     hostId: options.hostId ?? "local",
     protocol: inProcessHostProtocol(service),
     clock: deps.clock,
-    reporting: { log: deps.log, emit: onEvent },
-    executor: options.executor ?? createSandboxExecutor(),
-    resolveToolchain: (name) => admitToolchain(name),
-    newObserver: cargoOutputObserver,
-    workRoot: join(options.workRoot),
-    ...(scratchRoot === undefined ? {} : { scratchRoot }),
-    removeDirectories: removeJobDirectories,
-    gateway: new DependencyGateway({
-      cacheRoot: options.crateCache?.root ?? join(options.workRoot, "..", "crates"),
-      cacheMaxBytes: options.crateCache?.maxBytes ?? DEFAULT_CRATE_CACHE_BYTES,
+    log: deps.log,
+    onEvent,
+    workRoot: options.workRoot,
+    lineageRoot:
+      options.lineageRoot === null ? null : (options.lineageRoot ?? join(options.workRoot, "..", "lineages")),
+    ...(options.scratchRoot === undefined ? {} : { scratchRoot: options.scratchRoot }),
+    crateCache: {
+      root: options.crateCache?.root ?? join(options.workRoot, "..", "crates"),
       cratesIoIndex: options.crateCache?.cratesIoIndex ?? DEFAULT_CRATES_IO_INDEX,
-      clock: deps.clock,
-    }),
-    ...(options.lineageRoot === null
-      ? {}
-      : { lineages: new LineageStore(options.lineageRoot ?? join(options.workRoot, "..", "lineages")) }),
+      ...(options.crateCache?.maxBytes === undefined ? {} : { maxBytes: options.crateCache.maxBytes }),
+    },
     vcpus: options.vcpus ?? Math.max(16, availableParallelism()),
-    memoryBytes: totalmem(),
-    heartbeatSeconds: options.heartbeatSeconds ?? 2,
-    reapStale: () =>
-      reapStaleAttempts({ workRoot: options.workRoot, ...(scratchRoot === undefined ? {} : { scratchRoot }) }),
+    ...(options.heartbeatSeconds === undefined ? {} : { heartbeatSeconds: options.heartbeatSeconds }),
+    ...(options.executor === undefined ? {} : { executor: options.executor }),
   });
-  await agent.start();
   const reaper = startLeaseReaper({
     storage: deps.storage,
     clock: deps.clock,
     log: deps.log,
-    onReclaimed: () => agent.wake(),
+    onReclaimed: () => machine.agent.wake(),
     onFailure: onEvent,
   });
   return {
-    wake: () => agent.wake(),
+    wake: () => machine.agent.wake(),
     stop: async () => {
       await reaper.stop();
-      await agent.stop();
-      // Every attempt's scratch is removed by now; the host's own directory goes with it.
-      if (scratchRoot !== undefined) {
-        await rmdir(scratchRoot).catch((error: unknown) =>
-          deps.log.warn({ scratchRoot, err: error }, "the host's scratch root could not be removed"),
-        );
-      }
+      await machine.stop();
     },
   };
 }

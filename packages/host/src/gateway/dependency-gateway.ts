@@ -13,6 +13,15 @@ import { directDependencies, directGitDependencies, workspaceRegistries } from "
 /** crates.io's sparse index: what `KILN_CRATES_IO_INDEX` replaces (a mirror, or a test registry). */
 export const DEFAULT_CRATES_IO_INDEX = "sparse+https://index.crates.io/";
 
+/** KILN_CRATES_IO_INDEX, checked: the sparse index standing for crates.io (default crates.io's own). */
+export function cratesIoIndexOf(env: Readonly<Record<string, string | undefined>>): string {
+  const index = env.KILN_CRATES_IO_INDEX?.trim() || DEFAULT_CRATES_IO_INDEX;
+  if (!/^sparse\+https?:\/\/./.test(index)) {
+    throw new Error("KILN_CRATES_IO_INDEX must be a sparse index URL (sparse+https://…/)");
+  }
+  return index;
+}
+
 /** The crate cache's default bound: LRU entries beyond it are removed. */
 export const DEFAULT_CRATE_CACHE_BYTES = 10 * 2 ** 30;
 

@@ -1,23 +1,13 @@
-import { chmod, mkdir, readFile, rmdir, writeFile } from "node:fs/promises";
-import { availableParallelism, totalmem } from "node:os";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { type Clock, type Logger, messageOf, systemClock } from "@kiln/contract";
+import { type Clock, type Logger, systemClock } from "@kiln/contract";
 import type { AttemptRunnerDeps } from "../agent/attempt/attempt-context.js";
-import { cargoOutputObserver } from "../agent/cargo-output-observer.js";
-import { HostAgent } from "../agent/host-agent.js";
+import type { HostAgent } from "../agent/host-agent.js";
 import type { HostEvent } from "../agent/host-events.js";
-import { LineageStore } from "../agent/lineage-store.js";
-import { chooseScratchRoot } from "../agent/scratch-root.js";
-import { admitToolchain } from "../executor/admit-toolchains.js";
+import { startMachineHost } from "../agent/start-machine-host.js";
 import type { Executor } from "../executor/executor.js";
-import { reapStaleAttempts } from "../executor/reap-stale-attempts.js";
-import { removeJobDirectories } from "../executor/remove-job-directories.js";
-import { createSandboxExecutor } from "../executor/sandbox-executor.js";
-import {
-  DEFAULT_CRATE_CACHE_BYTES,
-  DEFAULT_CRATES_IO_INDEX,
-  DependencyGateway,
-} from "../gateway/dependency-gateway.js";
+import { cratesIoIndexOf } from "../gateway/dependency-gateway.js";
 import { hostIdentityOf, httpHostProtocol, redeemEnrollmentToken } from "./http-host-protocol.js";
 
 /** What a `kiln-host` needs: where its control plane is, who it is, where it keeps its work. */
@@ -46,10 +36,7 @@ export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Kil
   const dataDir = resolve(env.KILN_HOST_DATA_DIR?.trim() || "./.kiln-host");
   const vcpus = env.KILN_HOST_VCPUS === undefined ? availableParallelism() : Number(env.KILN_HOST_VCPUS);
   if (!Number.isInteger(vcpus) || vcpus < 1) throw new Error("KILN_HOST_VCPUS must be a positive integer");
-  const cratesIoIndex = env.KILN_CRATES_IO_INDEX?.trim() || DEFAULT_CRATES_IO_INDEX;
-  if (!/^sparse\+https?:\/\/./.test(cratesIoIndex)) {
-    throw new Error("KILN_CRATES_IO_INDEX must be a sparse index URL (sparse+https://…/)");
-  }
+  const cratesIoIndex = cratesIoIndexOf(env);
   return {
     endpoint: url.origin,
     credential: env.KILN_HOST_CREDENTIAL?.trim() || undefined,
@@ -68,7 +55,7 @@ export interface KilnHostOverrides {
   readonly clock?: Clock;
   readonly memoryBytes?: number;
   /** null: no warm lineages. */
-  readonly lineages?: LineageStore | null;
+  readonly lineages?: null;
   /** null: attempts' workspaces stay in their attempt directory. */
   readonly scratchRoot?: string | null;
   readonly fetch?: typeof fetch;
@@ -124,48 +111,21 @@ export async function startKilnHost(
   const hostId = await hostIdentityOf(config.endpoint, credential, fetchImpl);
   const workRoot = join(config.dataDir, "attempts");
   await mkdir(workRoot, { recursive: true });
-  const scratchRoot =
-    overrides.scratchRoot === null ? undefined : (overrides.scratchRoot ?? chooseScratchRoot(workRoot));
-  const lineages =
-    overrides.lineages === null
-      ? undefined
-      : (overrides.lineages ?? new LineageStore(join(config.dataDir, "lineages")));
-  const onEvent = overrides.onEvent ?? (() => {});
-  const agent = new HostAgent({
+  const machine = await startMachineHost({
     hostId,
     protocol: httpHostProtocol({ endpoint: config.endpoint, credential, fetch: fetchImpl }),
     clock,
-    reporting: { log, emit: onEvent },
-    executor: overrides.executor ?? createSandboxExecutor(),
-    resolveToolchain: overrides.resolveToolchain ?? ((name) => admitToolchain(name)),
-    newObserver: cargoOutputObserver,
+    log,
+    ...(overrides.onEvent === undefined ? {} : { onEvent: overrides.onEvent }),
     workRoot,
-    ...(scratchRoot === undefined ? {} : { scratchRoot }),
-    removeDirectories: removeJobDirectories,
-    gateway: new DependencyGateway({
-      cacheRoot: join(config.dataDir, "crates"),
-      cacheMaxBytes: DEFAULT_CRATE_CACHE_BYTES,
-      cratesIoIndex: config.cratesIoIndex,
-      clock,
-    }),
-    ...(lineages === undefined ? {} : { lineages }),
+    lineageRoot: overrides.lineages === null ? null : join(config.dataDir, "lineages"),
+    ...(overrides.scratchRoot === undefined ? {} : { scratchRoot: overrides.scratchRoot }),
+    crateCache: { root: join(config.dataDir, "crates"), cratesIoIndex: config.cratesIoIndex },
     vcpus: config.vcpus,
-    memoryBytes: overrides.memoryBytes ?? totalmem(),
-    heartbeatSeconds: 2,
-    reapStale: () => reapStaleAttempts({ workRoot, ...(scratchRoot === undefined ? {} : { scratchRoot }) }),
+    ...(overrides.memoryBytes === undefined ? {} : { memoryBytes: overrides.memoryBytes }),
+    ...(overrides.executor === undefined ? {} : { executor: overrides.executor }),
+    ...(overrides.resolveToolchain === undefined ? {} : { resolveToolchain: overrides.resolveToolchain }),
   });
-  await agent.start();
   log.info({ hostId, endpoint: config.endpoint }, `kiln-host ${hostId} enrolled with ${config.endpoint}`);
-  return {
-    hostId,
-    agent,
-    stop: async () => {
-      await agent.stop();
-      if (scratchRoot !== undefined) {
-        await rmdir(scratchRoot).catch((error: unknown) =>
-          log.warn({ scratchRoot, err: error }, `the host's scratch root could not be removed: ${messageOf(error)}`),
-        );
-      }
-    },
-  };
+  return { hostId, agent: machine.agent, stop: machine.stop };
 }
