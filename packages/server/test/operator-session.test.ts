@@ -70,7 +70,7 @@ for (const dialect of DIALECTS) {
         ],
       );
 
-      const notYet = await t.app.inject({ method: "GET", url: "/operator/api/hosts", headers: session });
+      const notYet = await t.app.inject({ method: "GET", url: "/operator/api/dogfood/period", headers: session });
       assert.equal(notYet.json().code, "not_implemented");
 
       const closed = await t.app.inject({ method: "DELETE", url: "/operator/auth/session", headers: session });

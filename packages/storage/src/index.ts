@@ -30,6 +30,16 @@ export { type Db, executorOf, inTransaction, type StorageOrTransaction } from ".
 export { createHostEnrollmentToken } from "./hosts/create-host-enrollment-token.js";
 export { findAttemptHost } from "./hosts/find-attempt-host.js";
 export { findHostCredentialByHash } from "./hosts/find-host-credential-by-hash.js";
+export {
+  drainHost,
+  type HostIdentityRecords,
+  type HostRecord,
+  type HostStateChange,
+  listHostIdentityRecords,
+  listHostRecords,
+  readHostRecord,
+  undrainHost,
+} from "./hosts/host-drain.js";
 export { type EnrollmentRedemption, redeemHostEnrollmentToken } from "./hosts/redeem-host-enrollment-token.js";
 export { revokeHostCredentials } from "./hosts/revoke-host-credentials.js";
 export {

@@ -121,6 +121,15 @@ export interface HostsTable {
   state: "serving" | "draining";
   enrolled_at: string;
   last_heartbeat_at: string | null;
+  /** Migration 0013: moves with every recorded change (drain, undrain). */
+  revision: Generated<number>;
+  drained_by: string | null;
+  drained_at: string | null;
+  drain_reason: string | null;
+  last_actor: string | null;
+  last_action: string | null;
+  last_at: string | null;
+  last_reason: string | null;
 }
 
 /** One attempt of a job on a host, leased: only the holder of lease_token may report for it. */

@@ -12,6 +12,7 @@ import { cancelJob, getJob, listTenantJobs, retryJob, submitJob } from "./jobs.j
 import { claimOnboardingInstallation, onboardingSurface } from "./onboarding.js";
 import { openapiDocument } from "./openapi-document.js";
 import { exportOperatorAudit, listOperatorAudit, refuseOperatorAuditChange } from "./operator-audit.js";
+import { drainHostHandler, getHost, listHosts, listIdentities, undrainHostHandler } from "./operator-hosts.js";
 import { createOperatorSession, deleteOperatorSession } from "./operator-session.js";
 import { refusePredecessorSubmission } from "./predecessor-submissions.js";
 import { replaceTenantRegistryCredential } from "./registry-credentials.js";
@@ -87,6 +88,11 @@ export const defaultHandlers: HandlerTable = {
   "tenant.settings.write": writeTenantSettingsHandler,
   "operator.tenants.controls.get": getTenantControls,
   "operator.tenants.controls.set": setTenantControls,
+  "operator.hosts.list": listHosts,
+  "operator.hosts.get": getHost,
+  "operator.hosts.drain": drainHostHandler,
+  "operator.hosts.undrain": undrainHostHandler,
+  "operator.identities.list": listIdentities,
   "usage.report": usageReport,
   "usage.export": usageExport,
 };

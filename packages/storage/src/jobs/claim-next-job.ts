@@ -15,7 +15,8 @@ import { recordTransition } from "./record-transition.js";
 export type AttemptRow = Selectable<AttemptsTable>;
 
 /**
- * Places the oldest queued job that fits the host's free vCPUs as a new leased attempt,
+ * Places the oldest queued job that fits the host's free vCPUs as a new leased attempt — none on
+ * a host the operator drained —
  * skipping tenants the operator holds (tenant_controls): a suspended tenant, or one whose jobs
  * holding a slot (running, cancellation_requested) are at its `max_running_jobs`. Such a
  * tenant's queued jobs are annotated with why they wait (tenant-policy/annotate-tenant-queue.ts)
@@ -58,6 +59,14 @@ export async function claimNextJob(
     .map(([size]) => size);
   if (fitting.length === 0) return undefined;
   return storage.transaction(async (trx) => {
+    // A draining host gets no new job (operator.hosts.drain); its running attempts go on. On
+    // PostgreSQL the row is read FOR SHARE, so a drain committing meanwhile waits for this claim,
+    // and a claim after the drain committed sees it (host-drain.ts). A host kiln has no row for
+    // (a test's bare claim) is not drained.
+    let hostQuery = trx.selectFrom("hosts").select("state").where("id", "=", input.hostId);
+    if (storage.capabilities.rowLocks) hostQuery = hostQuery.forShare();
+    const host = await hostQuery.executeTakeFirst();
+    if (host?.state === "draining") return undefined;
     const passedOver: string[] = [];
     let job: JobRow | undefined;
     for (;;) {

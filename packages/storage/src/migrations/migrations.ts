@@ -12,6 +12,7 @@ import { registryCredentials } from "./0009-registry-credentials.js";
 import { tenantPolicy } from "./0010-tenant-policy.js";
 import { sourceHosting } from "./0011-source-hosting.js";
 import { hostIdentities } from "./0012-host-identities.js";
+import { hostDrain } from "./0013-host-drain.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -35,6 +36,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0010-tenant-policy": tenantPolicy(),
     "0011-source-hosting": sourceHosting(),
     "0012-host-identities": hostIdentities(),
+    "0013-host-drain": hostDrain(),
   };
 }
 

@@ -1,0 +1,226 @@
+import assert from "node:assert/strict";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { claimNextJob, createTenant, registerHost, revokeHostCredentials } from "@kiln/storage";
+import { DIALECTS } from "@kiln/storage/testing";
+import { masterKey, operatorCredential } from "../src/auth/operator-credential.js";
+import { mintHostEnrollmentToken, redeemHostEnrollment } from "../src/hosts/host-identities.js";
+import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
+import { type TestApp, testApp } from "./harness.js";
+import { acceptJob } from "./job-fixtures.js";
+
+/**
+ * operator.hosts.list / get / drain / undrain and operator.identities.list through the HTTP
+ * routes with an operator session, over the hosts kiln records: the embedded host `local` and
+ * enrolled remote hosts. Drain is checked where it takes effect, the storage claim verb.
+ */
+for (const dialect of DIALECTS) {
+  describe(`operator hosts (${dialect.name})`, { skip: dialect.skip }, () => {
+    let t: TestApp;
+    let session: Record<string, string>;
+    const tenant = "acme-hosts";
+
+    before(async () => {
+      t = await testApp(await dialect.openFresh());
+      const now = t.clock.now();
+      await createTenant(t.storage, { id: tenant }, t.clock);
+      for (const id of ["local", "builder-1", "builder-2"]) {
+        await registerHost(t.storage, { id, vcpus: 64, memoryBytes: 2 ** 37, isolation: "sandbox", now });
+      }
+      // builder-1 enrolled and holds a live credential; builder-2's was revoked; builder-3 has
+      // an outstanding enrollment token only.
+      for (const hostId of ["builder-1", "builder-2"]) {
+        const { token } = await mintHostEnrollmentToken(t.storage, { hostId, createdBy: "operator", now });
+        await redeemHostEnrollment(t.storage, token, now);
+      }
+      await revokeHostCredentials(t.storage, { hostId: "builder-2", now });
+      await mintHostEnrollmentToken(t.storage, { hostId: "builder-3", createdBy: "operator", ttlSeconds: 3600, now });
+
+      const key = masterKey(await mkdtemp(join(tmpdir(), "kiln-key-")));
+      const credential = await operatorCredential(t.storage, key, false);
+      const opened = await t.app.inject({
+        method: "POST",
+        url: "/operator/auth/session",
+        headers: { authorization: `Bearer ${credential}` },
+      });
+      assert.equal(opened.statusCode, 204, opened.body);
+      const cookie = opened.cookies.find((c) => c.name === "kiln_operator_session");
+      assert.ok(cookie);
+      session = { cookie: `kiln_operator_session=${cookie.value}`, "sec-fetch-site": "same-origin" };
+    });
+    after(() => t.close());
+
+    const get = (url: string) => t.app.inject({ method: "GET", url, headers: session });
+    const post = (url: string, body?: object) =>
+      t.app.inject({
+        method: "POST",
+        url,
+        headers: body === undefined ? session : { ...session, "content-type": "application/json" },
+        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+      });
+    const claim = (hostId: string) =>
+      claimNextJob(t.storage, {
+        hostId,
+        freeVcpus: 64,
+        vcpusOfSize: VCPUS_OF_SIZE,
+        leaseSeconds: 60,
+        now: t.clock.now(),
+      });
+    const operatorAudit = async () =>
+      (await get("/operator/api/audit")).json() as { operation: string; target: string; outcome?: string }[];
+
+    it("without an operator session every host operation answers operator_not_found", async () => {
+      for (const [method, url] of [
+        ["GET", "/operator/api/hosts"],
+        ["GET", "/operator/api/hosts/local"],
+        ["GET", "/operator/api/identities"],
+        ["POST", "/operator/api/hosts/local/drain"],
+      ] as const) {
+        const r = await t.app.inject({ method, url, headers: { "sec-fetch-site": "same-origin" } });
+        assert.equal(r.statusCode, 404, `${method} ${url}`);
+        assert.equal(r.json().code, "operator_not_found");
+      }
+    });
+
+    it("lists every recorded host, serving at revision 0 with no attribution", async () => {
+      const r = await get("/operator/api/hosts");
+      assert.equal(r.statusCode, 200, r.body);
+      const hosts = r.json() as { host: string; state: string; revision: number; last_attribution: unknown }[];
+      assert.deepEqual(
+        hosts.map((h) => [h.host, h.state, h.revision, h.last_attribution]),
+        [
+          ["builder-1", "serving", 0, null],
+          ["builder-2", "serving", 0, null],
+          ["local", "serving", 0, null],
+        ],
+      );
+      const detail = await get("/operator/api/hosts/local");
+      assert.equal(detail.statusCode, 200, detail.body);
+      assert.equal(detail.json().serving_state, "serving");
+      assert.equal(detail.json().drain_attribution, null);
+      assert.deepEqual(detail.json().blockers, []);
+      const missing = await get("/operator/api/hosts/nowhere");
+      assert.equal(missing.statusCode, 404);
+      assert.equal(missing.json().code, "operator_not_found");
+    });
+
+    it("drain stops placement on the host while its running attempt continues; undrain returns it", async () => {
+      const running = await acceptJob(t.storage, { tenant, now: t.clock.now() });
+      const placed = await claim("builder-1");
+      assert.equal(placed?.job.id, running.id, "builder-1 runs a job before the drain");
+
+      const drained = await post("/operator/api/hosts/builder-1/drain");
+      assert.equal(drained.statusCode, 200, drained.body);
+      assert.equal(drained.json().state, "draining", "it still runs an attempt");
+      assert.equal(drained.json().revision, 1);
+      assert.equal(drained.json().last_attribution.action, "operator.hosts.drain");
+
+      const queued = await acceptJob(t.storage, { tenant, now: t.clock.now() });
+      assert.equal(await claim("builder-1"), undefined, "a draining host's claim gets no new job");
+      const detail = (await get("/operator/api/hosts/builder-1")).json();
+      assert.equal(detail.serving_state, "draining");
+      assert.equal(detail.drain_attribution.action, "operator.hosts.drain");
+      assert.deepEqual(
+        detail.blockers.map((b: { kind: string }) => b.kind),
+        ["drained", "running_attempts"],
+      );
+      // The running attempt keeps its lease: it is still the host's.
+      assert.equal(detail.running_attempts, 1);
+
+      const again = await post("/operator/api/hosts/builder-1/drain");
+      assert.equal(again.statusCode, 409);
+      assert.equal(again.json().code, "conflict");
+      assert.match(again.json().detail, /already drained/);
+
+      const stale = await post("/operator/api/hosts/builder-1/undrain", { policy_revision: 0 });
+      assert.equal(stale.statusCode, 409);
+      assert.match(stale.json().detail, /current policy revision 1/);
+      const bad = await post("/operator/api/hosts/builder-1/undrain", { policy_revision: "one" });
+      assert.equal(bad.statusCode, 400);
+      assert.equal(bad.json().code, "invalid_request");
+      assert.equal(await claim("builder-1"), undefined, "refused undrains leave it drained");
+
+      const undrained = await post("/operator/api/hosts/builder-1/undrain", { policy_revision: 1, note: "fixed" });
+      assert.equal(undrained.statusCode, 200, undrained.body);
+      assert.equal(undrained.json().state, "serving");
+      assert.equal(undrained.json().revision, 2);
+      assert.equal(undrained.json().last_attribution.reason, "fixed");
+      assert.equal((await claim("builder-1"))?.job.id, queued.id, "returned to placement");
+
+      const serving = await post("/operator/api/hosts/builder-1/undrain", { policy_revision: 2 });
+      assert.equal(serving.statusCode, 409);
+      assert.match(serving.json().detail, /is serving/);
+      const unknown = await post("/operator/api/hosts/nowhere/drain");
+      assert.equal(unknown.statusCode, 404);
+      assert.equal(unknown.json().code, "operator_not_found");
+
+      const audit = (await operatorAudit()).filter(
+        (e) => e.target === "host:builder-1" && e.operation.startsWith("operator.hosts."),
+      );
+      assert.deepEqual(
+        audit.map((e) => [e.operation, e.outcome]),
+        [
+          ["operator.hosts.undrain", "conflict"],
+          ["operator.hosts.undrain", "performed"],
+          ["operator.hosts.undrain", "conflict"],
+          ["operator.hosts.drain", "conflict"],
+          ["operator.hosts.drain", "performed"],
+        ],
+      );
+    });
+
+    it("a drained host with no running attempt is `drained`; other hosts still claim", async () => {
+      const r = await post("/operator/api/hosts/builder-2/drain");
+      assert.equal(r.statusCode, 200, r.body);
+      assert.equal(r.json().state, "drained");
+      const job = await acceptJob(t.storage, { tenant, now: t.clock.now() });
+      assert.equal(await claim("builder-2"), undefined);
+      assert.equal((await claim("local"))?.job.id, job.id);
+      const list = (await get("/operator/api/hosts")).json() as { host: string; state: string }[];
+      assert.deepEqual(
+        list.map((h) => [h.host, h.state]),
+        [
+          ["builder-1", "serving"],
+          ["builder-2", "drained"],
+          ["local", "serving"],
+        ],
+      );
+    });
+
+    it("identities: each host's credential, outstanding bootstrap credentials, controller and provisioner", async () => {
+      const r = await get("/operator/api/identities");
+      assert.equal(r.statusCode, 200, r.body);
+      const doc = r.json() as {
+        identities: {
+          role: string;
+          host: string | null;
+          not_after: string | null;
+          remaining_seconds: number | null;
+          remaining_fraction: number | null;
+          no_window_reason: string | null;
+        }[];
+      };
+      assert.deepEqual(
+        doc.identities.map((i) => [i.role, i.host]),
+        [
+          ["host", "builder-1"],
+          ["host", "builder-2"],
+          ["host", "local"],
+          ["bootstrap", "builder-3"],
+          ["controller", null],
+          ["provisioner", null],
+        ],
+      );
+      const [b1, b2, local, bootstrap] = doc.identities;
+      assert.match(b1?.no_window_reason ?? "", /bearer token/);
+      assert.match(b2?.no_window_reason ?? "", /revoked/);
+      assert.match(local?.no_window_reason ?? "", /embedded/);
+      assert.equal(bootstrap?.remaining_seconds, 3600);
+      assert.equal(bootstrap?.remaining_fraction, 1);
+      assert.equal(bootstrap?.no_window_reason, null);
+      assert.doesNotMatch(r.body, /kiln_(host|enroll)_/, "never credential material");
+    });
+  });
+}
