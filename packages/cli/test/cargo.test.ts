@@ -332,7 +332,8 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
       );
       first.child.kill("SIGKILL");
       await first.done;
-      await new Promise((r) => setTimeout(r, 500)); // a put already forwarded may still land
+      // A put the killed run had in flight may still land: wait until the proxy has none.
+      await proxy.settled();
       const held = await received();
       assert.ok(held >= 2 && held < archive.sources.length, `held ${held} of ${archive.sources.length}`);
       const putsBefore = proxy.puts.length;

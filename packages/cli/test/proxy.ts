@@ -11,6 +11,9 @@ export class RecordingProxy {
   readonly puts: { upload: string; part: number; status: number }[] = [];
   putDelayMs = 0;
   private server: Server | undefined;
+  /** Requests taken but not yet answered by the server (or failed), and who waits for none. */
+  private inFlight = 0;
+  private idle: (() => void)[] = [];
   endpoint = "";
 
   constructor(private readonly target: string) {}
@@ -19,6 +22,14 @@ export class RecordingProxy {
     const target = new URL(this.target);
     this.server = createServer((req, res) => {
       const put = req.method === "POST" ? /^\/api\/sources\/([^/]+)\/chunks\/(\d+)/.exec(req.url ?? "") : null;
+      this.inFlight += 1;
+      let ended = false;
+      const end = () => {
+        if (ended) return;
+        ended = true;
+        this.inFlight -= 1;
+        if (this.inFlight === 0) for (const wake of this.idle.splice(0)) wake();
+      };
       const forward = async () => {
         if (put !== null && this.putDelayMs > 0) await sleep(this.putDelayMs);
         const upstream = request(
@@ -39,9 +50,18 @@ export class RecordingProxy {
             }
             res.writeHead(answer.statusCode ?? 502, answer.headers);
             answer.pipe(res);
+            end();
           },
         );
-        upstream.on("error", () => res.destroy());
+        upstream.on("error", () => {
+          end();
+          res.destroy();
+        });
+        // A client killed mid-request: the server sees the request cut off, as it would directly.
+        req.on("aborted", () => upstream.destroy());
+        res.on("close", () => {
+          if (!res.writableFinished && !ended) upstream.destroy();
+        });
         req.pipe(upstream);
       };
       void forward();
@@ -49,6 +69,15 @@ export class RecordingProxy {
     await new Promise<void>((resolve) => this.server?.listen(0, "127.0.0.1", resolve));
     this.endpoint = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this.endpoint;
+  }
+
+  /**
+   * Resolves once every request taken so far has been answered by the server or failed: after
+   * a client is killed, the puts it had in flight are recorded (or never will be) by then.
+   */
+  settled(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
   }
 
   async stop(): Promise<void> {
