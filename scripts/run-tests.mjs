@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// `npm test`: lint and format check, then every package's tests under node's test
-// runner against real SQLite and a throwaway PostgreSQL 15 cluster started here
-// and stopped afterwards. The runner's closing summary is what CI reads.
+// `npm test`: lint and format check, the fast reliability trials (scripts/run-reliability.mjs
+// --gate), then every package's tests under node's test runner against real SQLite and a
+// throwaway PostgreSQL 15 cluster started here and stopped afterwards. The runner's closing
+// summary is what CI reads.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -36,12 +37,22 @@ const cluster = await startThrowawayCluster();
 let status = 1;
 try {
   const files = testFiles();
+  // The fast reliability trials first (docs/reliability.md: seconds each, no timing in any
+  // verdict), so the test runner's summary stays the closing one.
+  const trials =
+    only.length === 0
+      ? spawnSync(process.execPath, [join(root, "scripts", "run-reliability.mjs"), "--gate"], {
+          cwd: root,
+          stdio: "inherit",
+          env: { ...process.env, KILN_TEST_POSTGRES_URL: cluster.url },
+        }).status
+      : 0;
   const result = spawnSync(process.execPath, ["--test", "--test-concurrency=2", ...files], {
     cwd: root,
     stdio: "inherit",
     env: { ...process.env, KILN_TEST_POSTGRES_URL: cluster.url },
   });
-  status = result.status ?? 1;
+  status = result.status === 0 && trials === 0 ? 0 : 1;
 } finally {
   await cluster.stop();
 }

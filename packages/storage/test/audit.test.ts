@@ -74,6 +74,14 @@ for (const dialect of DIALECTS) {
         await assert.rejects(sql`delete from ${sql.table(table)}`.execute(storage.db), APPEND_ONLY);
         if (dialect.name === "postgres") {
           await assert.rejects(sql`truncate ${sql.table(table)}`.execute(storage.db), APPEND_ONLY);
+        } else {
+          // REPLACE deletes the conflicting row without firing the delete trigger (migration 0014).
+          await assert.rejects(
+            sql`insert or replace into ${sql.table(table)} select * from ${sql.table(table)} order by sequence limit 1`.execute(
+              storage.db,
+            ),
+            APPEND_ONLY,
+          );
         }
         const afterwards = await sql`select * from ${sql.table(table)} order by sequence`.execute(storage.db);
         assert.deepEqual(afterwards.rows, before.rows);

@@ -25,7 +25,11 @@ const Sha256 = (description: string) => Type.String({ pattern: SHA256_PATTERN, d
 const OpenItem = <T extends TProperties>(properties: T, description: string) =>
   Type.Object(properties, { additionalProperties: true, description });
 const Note = () => Type.String({ maxLength: 4000, description: "Free-text note recorded in the operator audit." });
-const Revision = (description: string) => Type.Integer({ minimum: 0, description });
+/**
+ * Revisions are `integer` columns (PostgreSQL's 4 bytes): a larger one names no revision, and
+ * would fail in the database rather than be refused (reliability trial T14 found it).
+ */
+const Revision = (description: string) => Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1, description });
 
 // ---------------------------------------------------------------------------
 // Shared inline shapes

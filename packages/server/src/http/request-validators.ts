@@ -1,6 +1,7 @@
+import { CATALOGUE } from "@kiln/contract";
 import { Ajv, type Options } from "ajv";
 import addFormatsModule from "ajv-formats";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifySchemaValidationError } from "fastify";
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -21,14 +22,105 @@ function ajvWith(options: Options): Ajv {
   return ajv;
 }
 
+/** An error in ajv's shape, so the error boundary names the field as it names schema errors. */
+interface ValueError {
+  instancePath: string;
+  schemaPath: string;
+  keyword: string;
+  message: string;
+  params: Record<string, unknown>;
+}
+
+const pointer = (path: readonly string[]) => path.map((s) => `/${s}`).join("");
+
+/**
+ * The first value no schema may let through, whatever the operation: text holding U+0000
+ * (PostgreSQL's text cannot store it, so the same request would be kept on SQLite and fail on
+ * PostgreSQL; hosts cannot pass it to a program), and a number beyond 2^53 − 1 in magnitude
+ * (ajv takes `1e999` and `99999999999999999999` for integers; no kiln value is that large, and
+ * the database refuses them past the schema). One pass over the value, which the body parser
+ * has already bounded in depth.
+ */
+export function unrepresentableValue(value: unknown, path: string[] = []): ValueError | null {
+  if (typeof value === "string") {
+    return value.includes("\0")
+      ? {
+          instancePath: pointer(path),
+          schemaPath: "#",
+          keyword: "nul",
+          message: "contains a NUL byte, which kiln accepts in no text",
+          params: {},
+        }
+      : null;
+  }
+  if (typeof value === "number") {
+    return Math.abs(value) > Number.MAX_SAFE_INTEGER
+      ? {
+          instancePath: pointer(path),
+          schemaPath: "#",
+          keyword: "maximum",
+          message: `must be at most ${Number.MAX_SAFE_INTEGER} in magnitude`,
+          params: {},
+        }
+      : null;
+  }
+  if (value === null || typeof value !== "object") return null;
+  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+  for (const [key, member] of entries) {
+    if (key.includes("\0")) {
+      return {
+        instancePath: pointer(path),
+        schemaPath: "#",
+        keyword: "nul",
+        message: "has a member name holding a NUL byte, which kiln accepts in no text",
+        params: {},
+      };
+    }
+    const found = unrepresentableValue(member, [...path, key]);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+/**
+ * The request schemas of the catalogue's operations — the public API, whose inputs the rule of
+ * unrepresentableValue holds for. (The host protocol's messages carry what a build printed,
+ * which may hold any byte; they are not held to it.)
+ */
+const API_SCHEMAS = new Set<unknown>(
+  CATALOGUE.flatMap((op) => [
+    op.request.params,
+    op.request.query,
+    op.request.body?.encoding === "json" ? op.request.body.schema : undefined,
+  ]).filter((schema) => schema !== undefined),
+);
+
 /**
  * Request validation with one Ajv per kind of input. Path, query and header values arrive
  * as strings (and a repeated query member as an array), so they are converted to the
  * schema's type; a JSON body already carries its types, so a value of the wrong type is
- * refused rather than converted (`"scopes": "read"` is not `["read"]`).
+ * refused rather than converted (`"scopes": "read"` is not `["read"]`). After the schema,
+ * every part of an operation's request is refused a value nothing may carry
+ * (unrepresentableValue).
  */
 export function installRequestValidators(app: FastifyInstance): void {
   const textual = ajvWith({ coerceTypes: "array" });
   const json = ajvWith({ coerceTypes: false });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === "body" ? json : textual).compile(schema as object));
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    const check = (httpPart === "body" ? json : textual).compile(schema as object);
+    if (!API_SCHEMAS.has(schema)) return check;
+    const validate = Object.assign(
+      (data: unknown): boolean => {
+        if (!check(data)) {
+          validate.errors = check.errors ?? null;
+          return false;
+        }
+        const refused = unrepresentableValue(data);
+        validate.errors = refused === null ? null : [refused];
+        return refused === null;
+      },
+      { errors: null as FastifySchemaValidationError[] | null },
+    );
+    return validate;
+  });
 }

@@ -13,6 +13,7 @@ import { tenantPolicy } from "./0010-tenant-policy.js";
 import { sourceHosting } from "./0011-source-hosting.js";
 import { hostIdentities } from "./0012-host-identities.js";
 import { hostDrain } from "./0013-host-drain.js";
+import { auditNoReplace } from "./0014-audit-no-replace.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -37,6 +38,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0011-source-hosting": sourceHosting(),
     "0012-host-identities": hostIdentities(),
     "0013-host-drain": hostDrain(),
+    "0014-audit-no-replace": auditNoReplace(dialect),
   };
 }
 
