@@ -32,6 +32,11 @@ export class RecordingProxy {
       };
       const forward = async () => {
         if (put !== null && this.putDelayMs > 0) await sleep(this.putDelayMs);
+        // Killed while held back: nothing of it reaches the server.
+        if (req.destroyed) {
+          end();
+          return;
+        }
         const upstream = request(
           {
             host: target.hostname,
@@ -57,11 +62,9 @@ export class RecordingProxy {
           end();
           res.destroy();
         });
-        // A client killed mid-request: the server sees the request cut off, as it would directly.
+        // A client killed while sending its body: the server sees the request cut off, as it
+        // would directly. One that had sent it all is answered (and recorded) regardless.
         req.on("aborted", () => upstream.destroy());
-        res.on("close", () => {
-          if (!res.writableFinished && !ended) upstream.destroy();
-        });
         req.pipe(upstream);
       };
       void forward();
