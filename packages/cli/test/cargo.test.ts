@@ -62,7 +62,11 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     token = embedded.token;
     close = embedded.close;
     storage = embedded.storage;
-    await onboardRepository(embedded.storage, { tenantId: embedded.tenant, name: "acme/semver", onboardedBy: "test" });
+    await onboardRepository(
+      embedded.storage,
+      { tenantId: embedded.tenant, name: "acme/semver", onboardedBy: "test" },
+      new Date(),
+    );
     client = createClient({ endpoint, token });
     env = { XDG_CONFIG_HOME: freshConfigHome(), KILN_ENDPOINT: endpoint, KILN_TOKEN: token };
   });
@@ -286,7 +290,11 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     // reused one cannot be rebuilt (it holds the old src/lib.rs), so the CLI lays out afresh.
     const { personWithToken } = await serverHarness();
     const stranger = await personWithToken(storage, { role: "member", now: new Date() });
-    await onboardRepository(storage, { tenantId: stranger.tenant, name: "acme/widget", onboardedBy: "test" });
+    await onboardRepository(
+      storage,
+      { tenantId: stranger.tenant, name: "acme/widget", onboardedBy: "test" },
+      new Date(),
+    );
     const third = await runCli(["cargo", "test", "--repository", "acme/widget", "--json"], {
       cwd: root,
       env: { ...withCache, KILN_TOKEN: stranger.token },

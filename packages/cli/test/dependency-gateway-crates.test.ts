@@ -214,7 +214,7 @@ describe("real Debian crates with no .cargo/config.toml, vendor directory or Car
     const embedded = await startListeningEmbedded({ cratesIoIndex: upstream.indexUrl });
     close = embedded.close;
     for (const name of ["debian/tera", "debian/serde-yaml", "debian/pest"]) {
-      await onboardRepository(embedded.storage, { tenantId: embedded.tenant, name, onboardedBy: "test" });
+      await onboardRepository(embedded.storage, { tenantId: embedded.tenant, name, onboardedBy: "test" }, new Date());
     }
     client = createClient({ endpoint: embedded.endpoint, token: embedded.token });
     env = { XDG_CONFIG_HOME: freshConfigHome(), KILN_ENDPOINT: embedded.endpoint, KILN_TOKEN: embedded.token };

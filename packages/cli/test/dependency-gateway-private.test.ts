@@ -374,7 +374,7 @@ credential-provider = ["/bin/sh", "-c", ${JSON.stringify(`echo ran >> '${provide
       [owner.tenant, "acme/tampered"],
       [other.tenant, "acme/private-dep"],
     ] as const) {
-      await onboardRepository(embedded.storage, { tenantId, name, onboardedBy: "test" });
+      await onboardRepository(embedded.storage, { tenantId, name, onboardedBy: "test" }, new Date());
     }
     ownerClient = createClient({ endpoint: embedded.endpoint, token: owner.token });
     otherClient = createClient({ endpoint: embedded.endpoint, token: other.token });

@@ -61,7 +61,7 @@ describe("kiln cargo test of an ordinary project whose dependencies come from a 
     endpoint = embedded.endpoint;
     close = embedded.close;
     for (const name of ["acme/hello", "acme/escape", "acme/withgit"]) {
-      await onboardRepository(embedded.storage, { tenantId: embedded.tenant, name, onboardedBy: "test" });
+      await onboardRepository(embedded.storage, { tenantId: embedded.tenant, name, onboardedBy: "test" }, new Date());
     }
     client = createClient({ endpoint, token: embedded.token });
     env = { XDG_CONFIG_HOME: freshConfigHome(), KILN_ENDPOINT: endpoint, KILN_TOKEN: embedded.token };

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createClient, KilnRefusal } from "@kiln/client";
-import { systemClock } from "@kiln/storage";
+import { systemClock } from "@kiln/contract";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import { freshConfigHome, runCli, serverHarness, serverSignIn, startCli, until } from "./harness.js";
 

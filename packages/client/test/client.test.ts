@@ -4,15 +4,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { systemClock } from "@kiln/contract";
 import { buildApp, hashToken, mintToken } from "@kiln/server";
-import {
-  addPersonToTenant,
-  createTenant,
-  issueCliToken,
-  LocalBlobStore,
-  type Storage,
-  systemClock,
-} from "@kiln/storage";
+import { addPersonToTenant, createTenant, issueCliToken, LocalBlobStore, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { createClient, KilnRefusal, KilnTransportError } from "../src/index.js";
@@ -34,15 +28,23 @@ describe("typed client against a real listening server", () => {
     });
     await app.listen({ host: "127.0.0.1", port: 0 });
     endpoint = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-    await createTenant(storage, { id: "acme" });
-    const { person } = await addPersonToTenant(storage, { tenantId: "acme", email: "ada@acme.dev", role: "owner" });
+    await createTenant(storage, { id: "acme" }, new Date());
+    const { person } = await addPersonToTenant(
+      storage,
+      { tenantId: "acme", email: "ada@acme.dev", role: "owner" },
+      new Date(),
+    );
     token = mintToken("cli");
-    await issueCliToken(storage, {
-      tenantId: "acme",
-      personId: person.id,
-      tokenHash: hashToken(token),
-      requestingHost: "t",
-    });
+    await issueCliToken(
+      storage,
+      {
+        tenantId: "acme",
+        personId: person.id,
+        tokenHash: hashToken(token),
+        requestingHost: "t",
+      },
+      new Date(),
+    );
   });
   after(async () => {
     await app.close();

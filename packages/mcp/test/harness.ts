@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createClient, type KilnClient } from "@kiln/client";
-import { type Scope, silentLogger } from "@kiln/contract";
+import { type Scope, silentLogger, systemClock } from "@kiln/contract";
 import { buildApp, hashToken, mintToken } from "@kiln/server";
 import {
   addPersonToTenant,
@@ -15,7 +15,6 @@ import {
   LocalBlobStore,
   onboardRepository,
   type Storage,
-  systemClock,
 } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -83,20 +82,28 @@ export async function startKiln(options: { localHost?: boolean } = {}): Promise<
   }
   counter += 1;
   const tenant = `mcp${process.pid}x${counter}`;
-  await createTenant(storage, { id: tenant, displayName: "MCP Test" });
-  const { person } = await addPersonToTenant(storage, {
-    tenantId: tenant,
-    email: `owner@${tenant}.example`,
-    displayName: "Owner",
-    role: "owner",
-  });
+  await createTenant(storage, { id: tenant, displayName: "MCP Test" }, new Date());
+  const { person } = await addPersonToTenant(
+    storage,
+    {
+      tenantId: tenant,
+      email: `owner@${tenant}.example`,
+      displayName: "Owner",
+      role: "owner",
+    },
+    new Date(),
+  );
   const ownerToken = mintToken("cli");
-  await issueCliToken(storage, {
-    tenantId: tenant,
-    personId: person.id,
-    tokenHash: hashToken(ownerToken),
-    requestingHost: "mcp-test",
-  });
+  await issueCliToken(
+    storage,
+    {
+      tenantId: tenant,
+      personId: person.id,
+      tokenHash: hashToken(ownerToken),
+      requestingHost: "mcp-test",
+    },
+    new Date(),
+  );
   const owner = createClient({ endpoint, token: ownerToken });
   let minted = 0;
   return {
@@ -114,7 +121,7 @@ export async function startKiln(options: { localHost?: boolean } = {}): Promise<
       return issued.credential;
     },
     async onboard(repository) {
-      await onboardRepository(storage, { tenantId: tenant, name: repository, onboardedBy: "mcp-test" });
+      await onboardRepository(storage, { tenantId: tenant, name: repository, onboardedBy: "mcp-test" }, new Date());
     },
     async close() {
       await host?.stop();

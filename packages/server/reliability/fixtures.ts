@@ -123,7 +123,11 @@ export async function populateTenants(t: TestApp, count: number): Promise<Tenant
       .where("id", "=", person.userId)
       .executeTakeFirstOrThrow();
     const session = await signIn(t.app, t.storage, row.email, person.tenant, t.clock);
-    await onboardRepository(t.storage, { tenantId: person.tenant, name: REPOSITORY, onboardedBy: "test" });
+    await onboardRepository(
+      t.storage,
+      { tenantId: person.tenant, name: REPOSITORY, onboardedBy: "test" },
+      t.clock.now(),
+    );
     const lineage = `lin_${person.tenant}`;
     const finishedJobs: string[] = [];
     for (let i = 1; i <= 3; i++) finishedJobs.push(await finishedJob(t, protocol, person.token, lineage, i));

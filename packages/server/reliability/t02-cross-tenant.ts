@@ -232,7 +232,11 @@ interface Figures {
 async function matrixOn(t: TestApp, figures: Figures): Promise<void> {
   const [a, b] = await populateTenants(t, 2);
   if (a === undefined || b === undefined) throw new Error("two tenants were not populated");
-  await onboardRepository(t.storage, { tenantId: b.tenant, name: B_ONLY_REPOSITORY, onboardedBy: "test" });
+  await onboardRepository(
+    t.storage,
+    { tenantId: b.tenant, name: B_ONLY_REPOSITORY, onboardedBy: "test" },
+    t.clock.now(),
+  );
   const bOnly = B_ONLY_REPOSITORY.split("/") as [string, string];
   const manifests = new Map<string, string>();
   for (const upload of b.uploads) {

@@ -43,7 +43,7 @@ async function trialOn(t: TestApp, dialect: string, tally: Tally): Promise<void>
   const a = await personWithToken(t.storage, { role: "owner", now: t.clock.now() });
   const b = await personWithToken(t.storage, { role: "owner", now: t.clock.now() });
   for (const p of [a, b])
-    await onboardRepository(t.storage, { tenantId: p.tenant, name: REPOSITORY, onboardedBy: "t5" });
+    await onboardRepository(t.storage, { tenantId: p.tenant, name: REPOSITORY, onboardedBy: "t5" }, t.clock.now());
   const post = (token: string, url: string, key: string, body: unknown) =>
     t.app.inject({
       method: "POST",

@@ -183,7 +183,7 @@ async function trialOn(t: TestApp): Promise<DialectFigures> {
     }
     const viewer = await personWithToken(t.storage, { tenant: world.tenant, role: "viewer", now: t.clock.now() });
     secrets.set("viewer CLI token", viewer.token);
-    const operator = await operatorCredential(t.storage, masterKey(keyDir), false);
+    const operator = await operatorCredential(t.storage, masterKey(keyDir), false, t.clock.now());
     secrets.set("operator credential", operator);
     const opened = await t.app.inject({ method: "POST", url: "/operator/auth/session", headers: bearer(operator) });
     const operatorSession = opened.cookies.find((c) => c.name === "kiln_operator_session")?.value;

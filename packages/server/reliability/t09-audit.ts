@@ -98,7 +98,7 @@ async function trialOn(dialect: DialectUnderTest, tally: Tally): Promise<void> {
   try {
     const [world] = await populateTenants(t, 1);
     if (world === undefined) throw new Error("no tenant populated");
-    const credential = await operatorCredential(t.storage, masterKey(keyDir), false);
+    const credential = await operatorCredential(t.storage, masterKey(keyDir), false, t.clock.now());
     const opened = await t.app.inject({ method: "POST", url: "/operator/auth/session", headers: bearer(credential) });
     const cookie = opened.cookies.find((c) => c.name === "kiln_operator_session")?.value;
     if (cookie === undefined) throw new Error(`operator session: ${opened.body}`);

@@ -435,7 +435,7 @@ async function fuzzDialect(dialectName: string, open: () => Promise<TestApp>, ta
   try {
     const [world] = await populateTenants(t, 1);
     if (world === undefined) throw new Error("no tenant populated");
-    const credential = await operatorCredential(t.storage, masterKey(keyDir), false);
+    const credential = await operatorCredential(t.storage, masterKey(keyDir), false, t.clock.now());
     const callers: Callers = {
       world,
       operatorCredential: credential,

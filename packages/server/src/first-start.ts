@@ -14,12 +14,12 @@ export async function ensureFirstStartTenant(
   if (await anyTenantExists(storage)) return null;
   const clock = { now: () => now };
   // Two servers starting at once on an empty database: only one creates the tenant.
-  const { created } = await createTenant(storage, { id: FIRST_TENANT, displayName: "Default tenant" }, clock);
+  const { created } = await createTenant(storage, { id: FIRST_TENANT, displayName: "Default tenant" }, clock.now());
   if (!created) return null;
   await addPersonToTenant(
     storage,
     { tenantId: FIRST_TENANT, email: FIRST_OWNER, displayName: "Owner", role: "owner" },
-    clock,
+    clock.now(),
   );
   return { tenant: FIRST_TENANT, email: FIRST_OWNER };
 }

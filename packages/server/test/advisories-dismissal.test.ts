@@ -22,7 +22,7 @@ for (const dialect of DIALECTS) {
       t = await testApp(await dialect.openFresh());
       owner = await personWithToken(t.storage, { role: "owner" });
       for (const name of ["acme/widget", "acme/gadget"]) {
-        await onboardRepository(t.storage, { tenantId: owner.tenant, name, onboardedBy: "test" });
+        await onboardRepository(t.storage, { tenantId: owner.tenant, name, onboardedBy: "test" }, t.clock.now());
       }
     });
     after(() => t.close());

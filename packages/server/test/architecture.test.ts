@@ -92,3 +92,14 @@ describe("queries live in storage's verb modules", () => {
     assert.deepEqual(offenders, []);
   });
 });
+
+describe("storage never reads the time", () => {
+  it("no storage verb reads the wall clock (new Date(), Date.now(), systemClock): time comes in as `now`", () => {
+    // The busy-retry backoff of SQLite measures its own wait, not a time any row records.
+    const allowed = new Set([join(ROOT, "packages", "storage", "src", "sqlite", "retry-while-busy.ts")]);
+    const offenders = sourceFiles(join(ROOT, "packages", "storage", "src")).filter(
+      (file) => !allowed.has(file) && /new Date\(\)|Date\.now\(\)|systemClock/.test(readFileSync(file, "utf8")),
+    );
+    assert.deepEqual(offenders, []);
+  });
+});

@@ -37,7 +37,7 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
     storage = await openSqliteForTest();
     const clock = new TestClock(new Date());
     const blobs = testBlobs();
-    await createTenant(storage, { id: tenant, displayName: "Acme Widgets" }, clock);
+    await createTenant(storage, { id: tenant, displayName: "Acme Widgets" }, clock.now());
     jobs = await seedDashboardJobs(storage, blobs, tenant, clock.now());
 
     // kiln's origin must be known before the app is built (callback URL, Origin checks): the

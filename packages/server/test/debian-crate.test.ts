@@ -34,7 +34,11 @@ describe("a Debian-packaged crate end to end", () => {
       `${CRATE.name} ${CRATE.version} is not installed: apt-get install ${CRATE.debian} librust-serde-dev (npm test's setup does)`,
     );
     embedded = await startEmbedded();
-    await onboardRepository(embedded.storage, { tenantId: embedded.tenant, name: "acme/semver", onboardedBy: "test" });
+    await onboardRepository(
+      embedded.storage,
+      { tenantId: embedded.tenant, name: "acme/semver", onboardedBy: "test" },
+      new Date(),
+    );
     jobs = new Jobs(injectApi(embedded.app, embedded.token), "acme/semver");
   });
   after(async () => {

@@ -264,7 +264,7 @@ export async function startEmbedded(
   );
   wake = host.wake;
   const member = await personWithToken(storage, { role: "member", now: new Date() });
-  await onboardRepository(storage, { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" });
+  await onboardRepository(storage, { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" }, new Date());
   return {
     storage,
     blobs,

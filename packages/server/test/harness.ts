@@ -89,7 +89,7 @@ export async function personWithToken(
   const tenant = opts.tenant ?? `t${process.pid}x${counter}`;
   const now = opts.now ?? new Date("2026-11-22T08:00:00.000Z");
   const clock = { now: () => now };
-  if (opts.tenant === undefined) await createTenant(storage, { id: tenant, displayName: tenant }, clock);
+  if (opts.tenant === undefined) await createTenant(storage, { id: tenant, displayName: tenant }, clock.now());
   const { person } = await addPersonToTenant(
     storage,
     {
@@ -98,13 +98,13 @@ export async function personWithToken(
       displayName: `Person ${counter}`,
       role: opts.role ?? "owner",
     },
-    clock,
+    clock.now(),
   );
   const token = mintToken("cli");
   await issueCliToken(
     storage,
     { tenantId: tenant, personId: person.id, tokenHash: hashToken(token), requestingHost: "test" },
-    clock,
+    clock.now(),
   );
   return { tenant, userId: person.id, token };
 }

@@ -66,7 +66,7 @@ describe("the server process (and its local host) killed mid-attempt, end to end
     storage = await openStorage({ dataDir });
     const member = await personWithToken(storage, { role: "member", now: new Date() });
     token = member.token;
-    await onboardRepository(storage, { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" });
+    await onboardRepository(storage, { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" }, new Date());
   });
   after(async () => {
     await stopServerProcess(first, "SIGKILL");

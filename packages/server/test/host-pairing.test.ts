@@ -101,7 +101,7 @@ async function pair(storage: Storage): Promise<Pairing> {
   });
   tenants += 1;
   const tenant = `pair${process.pid}x${tenants}`;
-  await createTenant(storage, { id: tenant, displayName: tenant }, clock);
+  await createTenant(storage, { id: tenant, displayName: tenant }, clock.now());
   await agent.start();
   return {
     storage,

@@ -21,13 +21,18 @@ for (const dialect of DIALECTS) {
       tenants += 1;
       const tenant = `pages${process.pid}x${tenants}`;
       const other = `${tenant}other`;
-      for (const id of [tenant, other]) await createTenant(t.storage, { id, displayName: `Tenant ${id}` }, t.clock);
+      for (const id of [tenant, other])
+        await createTenant(t.storage, { id, displayName: `Tenant ${id}` }, t.clock.now());
       await addPersonToTenant(
         t.storage,
         { tenantId: tenant, email: `viewer@${tenant}.example`, role: "viewer" },
-        t.clock,
+        t.clock.now(),
       );
-      await addPersonToTenant(t.storage, { tenantId: other, email: `owner@${other}.example`, role: "owner" }, t.clock);
+      await addPersonToTenant(
+        t.storage,
+        { tenantId: other, email: `owner@${other}.example`, role: "owner" },
+        t.clock.now(),
+      );
       jobs = await seedDashboardJobs(t.storage, t.blobs, tenant, t.clock.now());
       cookie = await signIn(t.app, t.storage, `viewer@${tenant}.example`, undefined, t.clock);
       otherCookie = await signIn(t.app, t.storage, `owner@${other}.example`, undefined, t.clock);

@@ -34,7 +34,11 @@ for (const dialect of DIALECTS) {
     before(async () => {
       t = await testApp(await dialect.openFresh());
       member = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(t.storage, { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" });
+      await onboardRepository(
+        t.storage,
+        { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" },
+        t.clock.now(),
+      );
     });
     after(() => t.close());
 

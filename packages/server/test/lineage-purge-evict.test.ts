@@ -86,7 +86,7 @@ describe("lineage purge and eviction end to end (SQLite, real cargo, real sandbo
     // Room for one lineage of the crate, not two.
     const e = await startEmbedded({ storageQuotaBytes: Math.floor(savedBytes * 1.5) });
     started.push(e);
-    await onboardRepository(e.storage, { tenantId: e.tenant, name: "acme/gadget", onboardedBy: "test" });
+    await onboardRepository(e.storage, { tenantId: e.tenant, name: "acme/gadget", onboardedBy: "test" }, new Date());
     const widget = e.jobs;
     const gadget = new Jobs(e.jobs.api, "acme/gadget");
     const list = async () => (await e.jobs.api("GET", "/api/repositories")).json();

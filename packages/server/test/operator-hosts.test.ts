@@ -25,7 +25,7 @@ for (const dialect of DIALECTS) {
     before(async () => {
       t = await testApp(await dialect.openFresh());
       const now = t.clock.now();
-      await createTenant(t.storage, { id: tenant }, t.clock);
+      await createTenant(t.storage, { id: tenant }, t.clock.now());
       for (const id of ["local", "builder-1", "builder-2"]) {
         await registerHost(t.storage, { id, vcpus: 64, memoryBytes: 2 ** 37, isolation: "sandbox", now });
       }
@@ -39,7 +39,7 @@ for (const dialect of DIALECTS) {
       await mintHostEnrollmentToken(t.storage, { hostId: "builder-3", createdBy: "operator", ttlSeconds: 3600, now });
 
       const key = masterKey(await mkdtemp(join(tmpdir(), "kiln-key-")));
-      const credential = await operatorCredential(t.storage, key, false);
+      const credential = await operatorCredential(t.storage, key, false, t.clock.now());
       const opened = await t.app.inject({
         method: "POST",
         url: "/operator/auth/session",

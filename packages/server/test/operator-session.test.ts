@@ -14,8 +14,12 @@ for (const dialect of DIALECTS) {
     before(async () => {
       t = await testApp(await dialect.openFresh());
       const key = masterKey(await mkdtemp(join(tmpdir(), "kiln-key-")));
-      credential = await operatorCredential(t.storage, key, false);
-      assert.equal(await operatorCredential(t.storage, key, false), credential, "shown again, not re-minted");
+      credential = await operatorCredential(t.storage, key, false, t.clock.now());
+      assert.equal(
+        await operatorCredential(t.storage, key, false, t.clock.now()),
+        credential,
+        "shown again, not re-minted",
+      );
     });
     after(() => t.close());
 
@@ -82,7 +86,7 @@ for (const dialect of DIALECTS) {
     it("a rotated credential stops opening sessions", async () => {
       const key = masterKey(await mkdtemp(join(tmpdir(), "kiln-key-")));
       const old = credential;
-      const rotated = await operatorCredential(t.storage, key, true);
+      const rotated = await operatorCredential(t.storage, key, true, t.clock.now());
       assert.notEqual(rotated, old);
       const refused = await t.app.inject({
         method: "POST",

@@ -73,7 +73,11 @@ for (const dialect of DIALECTS) {
       assert.ok(address !== null && typeof address === "object");
       endpoint = `http://127.0.0.1:${address.port}`;
       owner = await personWithToken(t.storage);
-      await onboardRepository(t.storage, { tenantId: owner.tenant, name: REPOSITORY, onboardedBy: "test" });
+      await onboardRepository(
+        t.storage,
+        { tenantId: owner.tenant, name: REPOSITORY, onboardedBy: "test" },
+        t.clock.now(),
+      );
       dataDir = mkdtempSync(join(tmpdir(), "kiln-remote-host-"));
     });
 

@@ -43,7 +43,7 @@ for (const dialect of DIALECTS) {
       t = await testApp(await dialect.openFresh(), { storageQuotaBytes: quota });
       owner = await personWithToken(t.storage, { role: "owner" });
       for (const name of ["acme/widget", "acme/gadget", "acme/idle"]) {
-        await onboardRepository(t.storage, { tenantId: owner.tenant, name, onboardedBy: "test" });
+        await onboardRepository(t.storage, { tenantId: owner.tenant, name, onboardedBy: "test" }, t.clock.now());
       }
     });
     after(() => t.close());
@@ -90,7 +90,11 @@ for (const dialect of DIALECTS) {
     it("a repository with no lineages yet: zero bytes, the platform quota by default", async () => {
       const plain = await testApp(await dialect.openFresh());
       const someone = await personWithToken(plain.storage, { role: "viewer" });
-      await onboardRepository(plain.storage, { tenantId: someone.tenant, name: "acme/widget", onboardedBy: "test" });
+      await onboardRepository(
+        plain.storage,
+        { tenantId: someone.tenant, name: "acme/widget", onboardedBy: "test" },
+        new Date(),
+      );
       const res = await plain.app.inject({ method: "GET", url: "/api/repositories", headers: bearer(someone.token) });
       assert.equal(res.statusCode, 200, res.body);
       assert.deepEqual(res.json(), {

@@ -40,7 +40,11 @@ for (const dialect of DIALECTS) {
       t = await testApp(await dialect.openFresh());
       admin = await personWithToken(t.storage, { role: "admin" });
       member = await personWithToken(t.storage, { tenant: admin.tenant, role: "member" });
-      await onboardRepository(t.storage, { tenantId: admin.tenant, name: "acme/widget", onboardedBy: admin.userId });
+      await onboardRepository(
+        t.storage,
+        { tenantId: admin.tenant, name: "acme/widget", onboardedBy: admin.userId },
+        t.clock.now(),
+      );
     });
     after(() => t.close());
 

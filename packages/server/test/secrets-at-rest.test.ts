@@ -106,11 +106,11 @@ for (const dialect of DIALECTS) {
       });
       await app.ready();
       const setup = { now: () => clock.now() };
-      await createTenant(storage, { id: "acme", displayName: "Acme" }, setup);
+      await createTenant(storage, { id: "acme", displayName: "Acme" }, setup.now());
       await addPersonToTenant(
         storage,
         { tenantId: "acme", email: "ada@acme.example", displayName: "Ada", role: "owner" },
-        setup,
+        setup.now(),
       );
     });
     after(async () => {
@@ -209,7 +209,7 @@ for (const dialect of DIALECTS) {
       assert.equal(replaced.body.includes(registryAuthorization), false);
 
       // The operator: the bootstrap credential opens an operator session, which is used.
-      const operator = await operatorCredential(storage, masterKey(keyDir, {}), false);
+      const operator = await operatorCredential(storage, masterKey(keyDir, {}), false, new Date());
       secrets.set("operator credential", operator);
       const opened = await app.inject({ method: "POST", url: "/operator/auth/session", headers: bearer(operator) });
       assert.equal(opened.statusCode, 204, opened.body);

@@ -113,6 +113,7 @@ for (const dialect of DIALECTS) {
         t.storage,
         masterKey(await mkdtemp(join(tmpdir(), "kiln-key-"))),
         false,
+        t.clock.now(),
       );
       const opened = await t.app.inject({ method: "POST", url: "/operator/auth/session", headers: bearer(credential) });
       assert.equal(opened.statusCode, 204, opened.body);

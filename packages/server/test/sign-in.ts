@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import type { Clock, Storage } from "@kiln/storage";
+import type { Clock } from "@kiln/contract";
+import type { Storage } from "@kiln/storage";
 import type { FastifyInstance } from "fastify";
 import { mintSignInLink } from "../src/admin/mint-sign-in-link.js";
 
@@ -9,7 +10,7 @@ export async function signIn(
   storage: Storage,
   email: string,
   tenant?: string,
-  clock?: Clock,
+  clock?: Pick<Clock, "now">,
 ): Promise<string> {
   const link = new URL(await mintSignInLink(storage, "http://kiln.test", email, tenant, clock));
   const res = await app.inject({ method: "GET", url: `${link.pathname}${link.search}` });

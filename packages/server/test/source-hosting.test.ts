@@ -120,7 +120,11 @@ for (const dialect of DIALECTS) {
         first_job: null,
       });
       const { onboardRepository } = await import("@kiln/storage");
-      await onboardRepository(t.storage, { tenantId: owner.tenant, name: "acme/widget", onboardedBy: "admin" });
+      await onboardRepository(
+        t.storage,
+        { tenantId: owner.tenant, name: "acme/widget", onboardedBy: "admin" },
+        t.clock.now(),
+      );
       const submitted = await t.app.inject({
         method: "POST",
         url: "/api/v4/jobs",
@@ -465,7 +469,11 @@ for (const dialect of DIALECTS) {
 
     it("a repository no claimed installation covers abandons the check run, reported", async () => {
       const { onboardRepository } = await import("@kiln/storage");
-      await onboardRepository(t.storage, { tenantId: owner.tenant, name: "acme/manual", onboardedBy: "admin" });
+      await onboardRepository(
+        t.storage,
+        { tenantId: owner.tenant, name: "acme/manual", onboardedBy: "admin" },
+        t.clock.now(),
+      );
       const events: CheckRunEvent[] = [];
       const jobId = await submit("acme/manual", HEAD);
       await reporter(events).pass();

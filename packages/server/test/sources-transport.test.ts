@@ -23,11 +23,23 @@ for (const dialect of DIALECTS) {
     before(async () => {
       t = await testApp(await dialect.openFresh());
       member = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(t.storage, { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" });
-      await onboardRepository(t.storage, { tenantId: member.tenant, name: "acme/other", onboardedBy: "test" });
+      await onboardRepository(
+        t.storage,
+        { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" },
+        t.clock.now(),
+      );
+      await onboardRepository(
+        t.storage,
+        { tenantId: member.tenant, name: "acme/other", onboardedBy: "test" },
+        t.clock.now(),
+      );
       sources = new Sources(t.app, member.token);
       const stranger = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(t.storage, { tenantId: stranger.tenant, name: "acme/widget", onboardedBy: "test" });
+      await onboardRepository(
+        t.storage,
+        { tenantId: stranger.tenant, name: "acme/widget", onboardedBy: "test" },
+        t.clock.now(),
+      );
       other = new Sources(t.app, stranger.token);
     });
     after(() => t.close());
@@ -575,7 +587,11 @@ for (const dialect of DIALECTS) {
 
     const tenantSources = async () => {
       const person = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(t.storage, { tenantId: person.tenant, name: "acme/widget", onboardedBy: "test" });
+      await onboardRepository(
+        t.storage,
+        { tenantId: person.tenant, name: "acme/widget", onboardedBy: "test" },
+        t.clock.now(),
+      );
       return new Sources(t.app, person.token);
     };
 

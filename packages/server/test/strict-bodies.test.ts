@@ -15,7 +15,11 @@ for (const dialect of DIALECTS) {
     before(async () => {
       t = await testApp(await dialect.openFresh());
       owner = await personWithToken(t.storage, { role: "owner" });
-      await onboardRepository(t.storage, { tenantId: owner.tenant, name: "acme/widget", onboardedBy: "test" });
+      await onboardRepository(
+        t.storage,
+        { tenantId: owner.tenant, name: "acme/widget", onboardedBy: "test" },
+        t.clock.now(),
+      );
     });
     after(() => t.close());
 

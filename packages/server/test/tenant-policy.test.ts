@@ -49,21 +49,30 @@ for (const dialect of DIALECTS) {
       admin = await personWithToken(t.storage, { role: "admin" });
       member = await personWithToken(t.storage, { tenant: admin.tenant, role: "member" });
       viewer = await personWithToken(t.storage, { tenant: admin.tenant, role: "viewer" });
-      await onboardRepository(t.storage, { tenantId: admin.tenant, name: "acme/widget", onboardedBy: admin.userId });
+      await onboardRepository(
+        t.storage,
+        { tenantId: admin.tenant, name: "acme/widget", onboardedBy: admin.userId },
+        t.clock.now(),
+      );
       agentToken = mintToken("agent");
-      await createAgentCredential(t.storage, {
-        tenantId: admin.tenant,
-        name: "bot",
-        tokenHash: hashToken(agentToken),
-        scopes: ["read", "submit"],
-        createdBy: admin.userId,
-        expiresAt: "2099-01-01T00:00:00.000Z",
-        requestsPerMinute: 600,
-      });
+      await createAgentCredential(
+        t.storage,
+        {
+          tenantId: admin.tenant,
+          name: "bot",
+          tokenHash: hashToken(agentToken),
+          scopes: ["read", "submit"],
+          createdBy: admin.userId,
+          expiresAt: "2099-01-01T00:00:00.000Z",
+          requestsPerMinute: 600,
+        },
+        t.clock.now(),
+      );
       const credential = await operatorCredential(
         t.storage,
         masterKey(await mkdtemp(join(tmpdir(), "kiln-key-"))),
         false,
+        t.clock.now(),
       );
       const opened = await t.app.inject({
         method: "POST",

@@ -337,15 +337,19 @@ for (const dialect of DIALECTS) {
       assert.match(otherPeriod.body.detail, /query\.period/);
 
       const agent = mintToken("agent");
-      await createAgentCredential(t.storage, {
-        tenantId: owner.tenant,
-        name: "submitter",
-        tokenHash: hashToken(agent),
-        scopes: ["submit"],
-        createdBy: owner.userId,
-        expiresAt: "2099-01-01T00:00:00.000Z",
-        requestsPerMinute: 600,
-      });
+      await createAgentCredential(
+        t.storage,
+        {
+          tenantId: owner.tenant,
+          name: "submitter",
+          tokenHash: hashToken(agent),
+          scopes: ["submit"],
+          createdBy: owner.userId,
+          expiresAt: "2099-01-01T00:00:00.000Z",
+          requestsPerMinute: 600,
+        },
+        t.clock.now(),
+      );
       for (const path of ["/api/usage", "/api/usage/export"]) {
         const res = await get(path, agent);
         assert.equal(res.status, 403);
@@ -360,7 +364,7 @@ for (const dialect of DIALECTS) {
       await addPersonToTenant(
         t.storage,
         { tenantId: owner.tenant, email, displayName: "Usage Viewer", role: "viewer" },
-        t.clock,
+        t.clock.now(),
       );
       const cookie = `kiln_session=${await signIn(t.app, t.storage, email, owner.tenant, t.clock)}`;
       const exported = await t.app.inject({ method: "GET", url: "/api/usage/export", headers: { cookie } });

@@ -106,7 +106,7 @@ describe("warm lineages end to end (SQLite, real cargo, real sandbox)", {
   });
 
   it("a single-package crate without a Cargo.lock (Debian's semver) is fresh on its second job, build script included", async () => {
-    await onboardRepository(e.storage, { tenantId: e.tenant, name: "acme/semver", onboardedBy: "test" });
+    await onboardRepository(e.storage, { tenantId: e.tenant, name: "acme/semver", onboardedBy: "test" }, new Date());
     const jobs = new Jobs(e.jobs.api, "acme/semver");
     const files = debianCrate("semver", "1.0.14");
     assert.ok(!files.some((f) => f.path === "Cargo.lock"), "the source has no lockfile: cargo generates one");
@@ -126,7 +126,7 @@ describe("warm lineages end to end (SQLite, real cargo, real sandbox)", {
   });
 
   it("a job cancelled while cargo runs gives its lineage up: the next job is cold and says why, the one after is warm again", async () => {
-    await onboardRepository(e.storage, { tenantId: e.tenant, name: "acme/cancelled", onboardedBy: "test" });
+    await onboardRepository(e.storage, { tenantId: e.tenant, name: "acme/cancelled", onboardedBy: "test" }, new Date());
     const jobs = new Jobs(e.jobs.api, "acme/cancelled");
     await run(jobs, workspace());
     const id = await jobs.submit(workspace({ sleepSeconds: 120 }), `lineage-${++keys}`);
@@ -147,7 +147,11 @@ describe("warm lineages end to end (SQLite, real cargo, real sandbox)", {
   });
 
   it("two concurrent jobs of one lineage both pass; one is cold because the lineage is in use; the older save never overwrites the newer", async () => {
-    await onboardRepository(e.storage, { tenantId: e.tenant, name: "acme/concurrent", onboardedBy: "test" });
+    await onboardRepository(
+      e.storage,
+      { tenantId: e.tenant, name: "acme/concurrent", onboardedBy: "test" },
+      new Date(),
+    );
     const jobs = new Jobs(e.jobs.api, "acme/concurrent");
     // Each job's tests take 3 s, so the two overlap.
     const files = workspace({ sleepSeconds: 3 });

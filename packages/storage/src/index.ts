@@ -8,7 +8,6 @@ export { operatorAuditEntryExists } from "./audit/find-operator-audit-entry.js";
 export { listAuditEntries } from "./audit/list-audit-entries.js";
 export { listOperatorAuditEntries } from "./audit/list-operator-audit-entries.js";
 export { LocalBlobStore } from "./blobs/local-blob-store.js";
-export { type Clock, systemClock } from "./clock.js";
 export type { AgentCredentialRow } from "./credentials/agent-credential.js";
 export { createAgentCredential } from "./credentials/create-agent-credential.js";
 export { findAgentCredentialByHash } from "./credentials/find-agent-credential-by-hash.js";

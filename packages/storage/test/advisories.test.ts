@@ -66,12 +66,12 @@ for (const dialect of DIALECTS) {
 
     before(async () => {
       storage = await dialect.openFresh();
-      await createTenant(storage, { id: "acme" }, clock);
-      await createTenant(storage, { id: "globex" }, clock);
+      await createTenant(storage, { id: "acme" }, clock.now());
+      await createTenant(storage, { id: "globex" }, clock.now());
       for (const name of ["acme/a", "acme/b", "acme/quiet"]) {
-        await onboardRepository(storage, { tenantId: "acme", name, onboardedBy: "test" }, clock);
+        await onboardRepository(storage, { tenantId: "acme", name, onboardedBy: "test" }, clock.now());
       }
-      await onboardRepository(storage, { tenantId: "globex", name: "globex/a", onboardedBy: "test" }, clock);
+      await onboardRepository(storage, { tenantId: "globex", name: "globex/a", onboardedBy: "test" }, clock.now());
     });
     after(async () => {
       await storage?.close();

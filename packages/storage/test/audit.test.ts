@@ -27,7 +27,7 @@ for (const dialect of DIALECTS) {
       const first = await appendAuditEntry(
         storage,
         { tenantId: "acme", actor: "usr_1", target: "credential:ci-bot", value: "created" },
-        clock,
+        clock.now(),
       );
       assert.deepEqual(
         { ...first, sequence: 0 },
@@ -43,9 +43,9 @@ for (const dialect of DIALECTS) {
       const second = await appendAuditEntry(
         storage,
         { tenantId: "acme", actor: "agent:ci", target: "setting:x", value: "2", effective: "next job" },
-        clock,
+        clock.now(),
       );
-      await appendAuditEntry(storage, { tenantId: "globex", actor: "usr_2", target: "t", value: "v" }, clock);
+      await appendAuditEntry(storage, { tenantId: "globex", actor: "usr_2", target: "t", value: "v" }, clock.now());
       assert.ok(second.sequence > first.sequence);
 
       const page = await listAuditEntries(storage, { tenantId: "acme", limit: 10 });
@@ -56,7 +56,7 @@ for (const dialect of DIALECTS) {
     it("an entry appended in a transaction that rolls back is not kept", async () => {
       await assert.rejects(
         storage.transaction(async (trx) => {
-          await appendAuditEntry(trx, { tenantId: "rollback", actor: "a", target: "t", value: "v" }, clock);
+          await appendAuditEntry(trx, { tenantId: "rollback", actor: "a", target: "t", value: "v" }, clock.now());
           throw new Error("change failed");
         }),
         /change failed/,
@@ -66,7 +66,11 @@ for (const dialect of DIALECTS) {
 
     for (const table of ["audit_entries", "operator_audit_entries"] as const) {
       it(`the database refuses UPDATE and DELETE on ${table}`, async () => {
-        await appendOperatorAuditEntry(storage, { actor: "operator", target: "host:h1", value: "drained" }, clock);
+        await appendOperatorAuditEntry(
+          storage,
+          { actor: "operator", target: "host:h1", value: "drained" },
+          clock.now(),
+        );
         const before = await sql`select * from ${sql.table(table)} order by sequence`.execute(storage.db);
         assert.ok(before.rows.length > 0);
 
@@ -97,7 +101,7 @@ for (const dialect of DIALECTS) {
           value: "suspended",
           changedAt: new Date("2030-01-01T00:00:00.000Z"),
         },
-        clock,
+        clock.now(),
       );
       const page = await listOperatorAuditEntries(storage, { limit: 1 });
       assert.deepEqual(page.entries, [entry]);

@@ -33,7 +33,7 @@ for (const dialect of DIALECTS) {
       const main = await database.open({ maxConnections: 2 });
       const other = await database.open({ maxConnections: 2 });
       try {
-        await createTenant(main, { id: TENANT }, { now: () => T0 });
+        await createTenant(main, { id: TENANT }, T0);
         for (const host of ["host-a", "host-b"]) {
           await registerHost(main, { id: host, vcpus: 64, memoryBytes: 2 ** 37, isolation: "sandbox", now: T0 });
         }

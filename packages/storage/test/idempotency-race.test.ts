@@ -115,7 +115,7 @@ for (const dialect of DIALECTS) {
     it("read-then-write transactions from several processes neither deadlock nor lose updates", async () => {
       await withStorages(async ([storage], database) => {
         assert.ok(storage);
-        await createTenant(storage, { id: "counter" });
+        await createTenant(storage, { id: "counter" }, new Date());
         const processes = 4;
         const transactions = 25;
         const startAt = Date.now() + 1500;
@@ -144,7 +144,7 @@ for (const dialect of DIALECTS) {
     it("transactions of two Storages in one process interleave without stalling the event loop", async () => {
       await withStorages(async ([a, b]) => {
         assert.ok(a && b);
-        await createTenant(a, { id: "interleave" });
+        await createTenant(a, { id: "interleave" }, new Date());
         const started = Date.now();
         const slow = a.transaction(async (trx) => {
           await trx.insertInto("repositories").values(repository("slow/one")).execute();

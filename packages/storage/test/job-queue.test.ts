@@ -60,8 +60,8 @@ for (const dialect of DIALECTS) {
         for (let i = 0; i < STORAGES; i++) storages.push(await database.open({ maxConnections: 2 }));
         const [main] = storages;
         assert.ok(main);
-        await createTenant(main, { id: TENANT }, clock);
-        await createTenant(main, { id: "globex" }, clock);
+        await createTenant(main, { id: TENANT }, clock.now());
+        await createTenant(main, { id: "globex" }, clock.now());
         for (const host of ["host-a", "host-b"]) {
           await registerHost(main, { id: host, vcpus: 64, memoryBytes: 2 ** 37, isolation: "sandbox", now: T0 });
         }

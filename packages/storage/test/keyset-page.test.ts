@@ -63,7 +63,11 @@ for (const dialect of DIALECTS) {
     });
 
     async function append(tenantId: string, value: string, milliseconds: number): Promise<AuditEntry> {
-      return appendAuditEntry(storage, { tenantId, actor: "usr_test", target: "t", value }, clockAt(milliseconds));
+      return appendAuditEntry(
+        storage,
+        { tenantId, actor: "usr_test", target: "t", value },
+        clockAt(milliseconds).now(),
+      );
     }
 
     it("walks every entry once, newest first, while newer and older entries are inserted between pages", async () => {
@@ -130,7 +134,7 @@ for (const dialect of DIALECTS) {
     });
 
     it("supports ascending and mixed-direction sort keys", async () => {
-      await createTenant(storage, { id: "mixed" });
+      await createTenant(storage, { id: "mixed" }, new Date());
       const names = ["b/1", "a/1", "c/1", "a/2", "b/2"];
       for (const [index, name] of names.entries()) {
         await storage.db

@@ -41,7 +41,7 @@ for (const dialect of DIALECTS) {
 
     before(async () => {
       storage = await dialect.openFresh();
-      await createTenant(storage, { id: "acme" }, clock);
+      await createTenant(storage, { id: "acme" }, clock.now());
       for (let i = 0; i < 5; i++) {
         await insertJob(storage, {
           id: `job-${i}`,

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { systemClock } from "@kiln/contract";
 import { sql } from "kysely";
-import { createTenant, migrateToLatest, systemClock } from "../src/index.js";
+import { createTenant, migrateToLatest } from "../src/index.js";
 import { migrationsFor } from "../src/migrations/migrations.js";
 import { DIALECTS } from "./dialects.js";
 
@@ -11,7 +12,7 @@ for (const dialect of DIALECTS) {
       const database = await dialect.createDatabase();
       try {
         const first = await database.open();
-        await createTenant(first, { id: "acme", displayName: "Acme" }, systemClock);
+        await createTenant(first, { id: "acme", displayName: "Acme" }, systemClock.now());
         await first.close();
 
         const second = await database.open();

@@ -19,8 +19,8 @@ for (const dialect of DIALECTS) {
     let storage: Storage;
     before(async () => {
       storage = await dialect.openFresh();
-      await createTenant(storage, { id: "acme" }, clock);
-      await createTenant(storage, { id: "globex" }, clock);
+      await createTenant(storage, { id: "acme" }, clock.now());
+      await createTenant(storage, { id: "globex" }, clock.now());
       for (const id of ["host-a", "host-b"]) {
         await registerHost(storage, { id, vcpus: 8, memoryBytes: 2 ** 34, isolation: "sandbox", now: at(0) });
       }

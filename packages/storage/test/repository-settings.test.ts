@@ -31,9 +31,13 @@ for (const dialect of DIALECTS) {
 
     before(async () => {
       storage = await dialect.openFresh();
-      await createTenant(storage, { id: "acme" }, clock);
-      await createTenant(storage, { id: "globex" }, clock);
-      await onboardRepository(storage, { tenantId: "acme", name: "acme/app", onboardedBy: "usr_onboarder" }, clock);
+      await createTenant(storage, { id: "acme" }, clock.now());
+      await createTenant(storage, { id: "globex" }, clock.now());
+      await onboardRepository(
+        storage,
+        { tenantId: "acme", name: "acme/app", onboardedBy: "usr_onboarder" },
+        clock.now(),
+      );
     });
     after(async () => {
       await storage?.close();

@@ -46,7 +46,7 @@ for (const dialect of DIALECTS) {
 
     before(async () => {
       storage = await dialect.openFresh();
-      for (const id of ["acme", "globex", "limits", "bytes", "race"]) await createTenant(storage, { id }, clock);
+      for (const id of ["acme", "globex", "limits", "bytes", "race"]) await createTenant(storage, { id }, clock.now());
     });
     after(async () => {
       await storage?.close();

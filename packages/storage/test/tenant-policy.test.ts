@@ -42,8 +42,8 @@ for (const dialect of DIALECTS) {
         for (let i = 0; i < count; i++) storages.push(await database.open({ maxConnections: 2 }));
         const [main] = storages;
         assert.ok(main);
-        await createTenant(main, { id: "acme" }, clock);
-        await createTenant(main, { id: "globex" }, clock);
+        await createTenant(main, { id: "acme" }, clock.now());
+        await createTenant(main, { id: "globex" }, clock.now());
         await registerHost(main, { id: "host-a", vcpus: 64, memoryBytes: 2 ** 37, isolation: "sandbox", now: T0 });
         await test(main, storages);
       } finally {

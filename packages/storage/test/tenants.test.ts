@@ -19,15 +19,15 @@ for (const dialect of DIALECTS) {
     let storage: Storage;
     before(async () => {
       storage = await dialect.openFresh();
-      await createTenant(storage, { id: "acme", displayName: "Acme Corp" }, clock);
-      await createTenant(storage, { id: "globex" }, clock);
+      await createTenant(storage, { id: "acme", displayName: "Acme Corp" }, clock.now());
+      await createTenant(storage, { id: "globex" }, clock.now());
     });
     after(async () => {
       await storage?.close();
     });
 
     it("creates a tenant once; creating it again returns the existing one", async () => {
-      const again = await createTenant(storage, { id: "acme", displayName: "Other" }, clock);
+      const again = await createTenant(storage, { id: "acme", displayName: "Other" }, clock.now());
       assert.deepEqual(again, {
         tenant: { id: "acme", displayName: "Acme Corp", createdAt: "2026-11-22T07:10:13.123Z" },
         created: false,
@@ -40,7 +40,7 @@ for (const dialect of DIALECTS) {
       const added = await addPersonToTenant(
         storage,
         { tenantId: "acme", email: "  Ann@Example.COM ", role: "owner", displayName: "Ann" },
-        clock,
+        clock.now(),
       );
       assert.equal(added.personCreated, true);
       assert.equal(added.membershipChange, "created");
@@ -63,7 +63,7 @@ for (const dialect of DIALECTS) {
           displayName: "Not Ann",
           organizationId: "org_9",
         },
-        clock,
+        clock.now(),
       );
       assert.equal(elsewhere.personCreated, false);
       assert.deepEqual(elsewhere.person, added.person);
@@ -73,11 +73,11 @@ for (const dialect of DIALECTS) {
 
     it("adding an existing member changes the role", async () => {
       const email = "bob@example.com";
-      await addPersonToTenant(storage, { tenantId: "acme", email, role: "member" }, clock);
-      const promoted = await addPersonToTenant(storage, { tenantId: "acme", email, role: "admin" }, clock);
+      await addPersonToTenant(storage, { tenantId: "acme", email, role: "member" }, clock.now());
+      const promoted = await addPersonToTenant(storage, { tenantId: "acme", email, role: "admin" }, clock.now());
       assert.equal(promoted.membershipChange, "role_changed");
       assert.equal(promoted.membership.role, "admin");
-      const same = await addPersonToTenant(storage, { tenantId: "acme", email, role: "admin" }, clock);
+      const same = await addPersonToTenant(storage, { tenantId: "acme", email, role: "admin" }, clock.now());
       assert.equal(same.membershipChange, "unchanged");
       const memberships = await storage.db
         .selectFrom("memberships")
@@ -90,11 +90,13 @@ for (const dialect of DIALECTS) {
     it("concurrent additions of one new email converge on one person", async () => {
       const results = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
-          addPersonToTenant(storage, { tenantId: "acme", email: "carol@example.com", role: "member" }, clock).catch(
-            (error: unknown) => {
-              throw new Error(`caller ${i} failed: ${String(error)}`);
-            },
-          ),
+          addPersonToTenant(
+            storage,
+            { tenantId: "acme", email: "carol@example.com", role: "member" },
+            clock.now(),
+          ).catch((error: unknown) => {
+            throw new Error(`caller ${i} failed: ${String(error)}`);
+          }),
         ),
       );
       assert.equal(new Set(results.map((result) => result.person.id)).size, 1);
@@ -103,7 +105,7 @@ for (const dialect of DIALECTS) {
 
     it("refuses an unknown tenant and a role outside owner/admin/member/viewer", async () => {
       await assert.rejects(
-        addPersonToTenant(storage, { tenantId: "initech", email: "dan@example.com", role: "member" }, clock),
+        addPersonToTenant(storage, { tenantId: "initech", email: "dan@example.com", role: "member" }, clock.now()),
         (error: unknown) => error instanceof UnknownTenantError && error.tenantId === "initech",
       );
       assert.equal(await findPersonByEmail(storage, "dan@example.com"), undefined, "nothing half-done");
@@ -111,7 +113,7 @@ for (const dialect of DIALECTS) {
         addPersonToTenant(
           storage,
           { tenantId: "acme", email: "eve@example.com", role: "superuser" as MembershipRole },
-          clock,
+          clock.now(),
         ),
       );
     });
@@ -120,7 +122,7 @@ for (const dialect of DIALECTS) {
       const first = await onboardRepository(
         storage,
         { tenantId: "acme", name: "acme/widgets", onboardedBy: "usr_1" },
-        clock,
+        clock.now(),
       );
       assert.deepEqual(first, {
         repository: {
@@ -131,16 +133,24 @@ for (const dialect of DIALECTS) {
         },
         created: true,
       });
-      const again = await onboardRepository(storage, { tenantId: "acme", name: "acme/widgets", onboardedBy: "usr_2" });
+      const again = await onboardRepository(
+        storage,
+        { tenantId: "acme", name: "acme/widgets", onboardedBy: "usr_2" },
+        new Date(),
+      );
       assert.deepEqual(again, { repository: first.repository, created: false });
-      const otherTenant = await onboardRepository(storage, {
-        tenantId: "globex",
-        name: "acme/widgets",
-        onboardedBy: "x",
-      });
+      const otherTenant = await onboardRepository(
+        storage,
+        {
+          tenantId: "globex",
+          name: "acme/widgets",
+          onboardedBy: "x",
+        },
+        new Date(),
+      );
       assert.equal(otherTenant.created, true);
       await assert.rejects(
-        onboardRepository(storage, { tenantId: "initech", name: "a/b", onboardedBy: "x" }),
+        onboardRepository(storage, { tenantId: "initech", name: "a/b", onboardedBy: "x" }, new Date()),
         UnknownTenantError,
       );
     });

@@ -1,4 +1,4 @@
-import { REPOSITORY_PATTERN, ROLES, type Role } from "@kiln/contract";
+import { REPOSITORY_PATTERN, ROLES, type Role, systemClock } from "@kiln/contract";
 import { addPersonToTenant, createTenant, onboardRepository, type Storage } from "@kiln/storage";
 import { Command, Option } from "commander";
 import { masterKey, operatorCredential } from "../auth/operator-credential.js";
@@ -42,7 +42,7 @@ export function adminCommand(open: AdminContext): Command {
     .action(async (id: string, opts: { name?: string; json?: boolean }) => {
       if (!TENANT_SLUG.test(id)) throw new Error(`tenant must match ${TENANT_SLUG.source}, got ${JSON.stringify(id)}`);
       const { tenant: created, created: isNew } = await withStorage(open, (s) =>
-        createTenant(s, { id, displayName: opts.name ?? id }),
+        createTenant(s, { id, displayName: opts.name ?? id }, systemClock.now()),
       );
       print(
         opts.json === true,
@@ -62,12 +62,16 @@ export function adminCommand(open: AdminContext): Command {
     .action(async (email: string, opts: { tenant: string; role: Role; name?: string; json?: boolean }) => {
       if (!EMAIL.test(email)) throw new Error(`not an email address: ${JSON.stringify(email)}`);
       const added = await withStorage(open, (s) =>
-        addPersonToTenant(s, {
-          tenantId: opts.tenant,
-          email,
-          displayName: opts.name ?? email.split("@")[0] ?? email,
-          role: opts.role,
-        }),
+        addPersonToTenant(
+          s,
+          {
+            tenantId: opts.tenant,
+            email,
+            displayName: opts.name ?? email.split("@")[0] ?? email,
+            role: opts.role,
+          },
+          systemClock.now(),
+        ),
       );
       print(
         opts.json === true,
@@ -87,7 +91,7 @@ export function adminCommand(open: AdminContext): Command {
         throw new Error(`repository must be owner/name, got ${JSON.stringify(repository)}`);
       }
       await withStorage(open, (s) =>
-        onboardRepository(s, { tenantId: opts.tenant, name: repository, onboardedBy: "admin" }),
+        onboardRepository(s, { tenantId: opts.tenant, name: repository, onboardedBy: "admin" }, systemClock.now()),
       );
       print(opts.json === true, { repository, tenant: opts.tenant }, `${repository} onboarded for ${opts.tenant}`);
     });
@@ -111,7 +115,9 @@ export function adminCommand(open: AdminContext): Command {
     .action(async (opts: { rotate?: boolean; json?: boolean }) => {
       const { config } = open();
       const key = masterKey(config.dataDir);
-      const credential = await withStorage(open, (s) => operatorCredential(s, key, opts.rotate === true));
+      const credential = await withStorage(open, (s) =>
+        operatorCredential(s, key, opts.rotate === true, systemClock.now()),
+      );
       print(opts.json === true, { credential }, credential);
     });
 

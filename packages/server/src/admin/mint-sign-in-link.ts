@@ -1,11 +1,5 @@
-import {
-  type Clock,
-  createSignInLink,
-  findPersonByEmail,
-  listMembershipsOfPerson,
-  type Storage,
-  systemClock,
-} from "@kiln/storage";
+import { type Clock, systemClock } from "@kiln/contract";
+import { createSignInLink, findPersonByEmail, listMembershipsOfPerson, type Storage } from "@kiln/storage";
 import { hashSecret, mintSecret } from "../auth/session-secret.js";
 
 export const SIGN_IN_LINK_SECONDS = 24 * 3600;
@@ -19,7 +13,7 @@ export async function mintSignInLink(
   publicOrigin: string,
   email: string,
   tenant?: string,
-  clock: Clock = systemClock,
+  clock: Pick<Clock, "now"> = systemClock,
 ): Promise<string> {
   const person = await findPersonByEmail(storage, email);
   if (person === undefined) throw new Error(`no person with email ${email}`);
@@ -37,7 +31,7 @@ export async function mintSignInLink(
       personId: person.id,
       expiresAt: new Date(clock.now().getTime() + SIGN_IN_LINK_SECONDS * 1000),
     },
-    clock,
+    clock.now(),
   );
   return `${publicOrigin}/auth/sign-in?token=${token}`;
 }

@@ -26,7 +26,7 @@ export async function establishSession(
       personId: who.personId,
       expiresAt: new Date(now.getTime() + SESSION_SECONDS * 1000),
     },
-    deps.clock,
+    deps.clock.now(),
   );
   setSessionCookie(request, reply, SESSION_COOKIE, value, SESSION_SECONDS);
 }

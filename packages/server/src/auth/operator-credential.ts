@@ -37,7 +37,7 @@ export function masterKey(dataDir: string, env: NodeJS.ProcessEnv = process.env)
 }
 
 /** The credential in force (minting the first one), or a new one with `rotate`. */
-export async function operatorCredential(storage: Storage, key: Buffer, rotate: boolean): Promise<string> {
+export async function operatorCredential(storage: Storage, key: Buffer, rotate: boolean, now: Date): Promise<string> {
   const box = new SecretBox(key);
   const current = await findCurrentOperatorCredential(storage);
   if (current !== undefined && !rotate) {
@@ -50,9 +50,13 @@ export async function operatorCredential(storage: Storage, key: Buffer, rotate: 
     }
   }
   const value = PREFIX + randomBytes(32).toString("base64url");
-  await replaceOperatorCredential(storage, {
-    credentialHash: hashSecret(value),
-    credentialCiphertext: box.seal(value),
-  });
+  await replaceOperatorCredential(
+    storage,
+    {
+      credentialHash: hashSecret(value),
+      credentialCiphertext: box.seal(value),
+    },
+    now,
+  );
   return value;
 }

@@ -31,7 +31,7 @@ export const listOwnCliTokens: Handler<"cli_tokens.list"> = async (ctx) => {
 export const revokeOwnCliToken: Handler<"cli_tokens.revoke"> = async (ctx) => {
   const p = principalOf(ctx);
   const id = ctx.params.id;
-  const result = await revokeCliToken(ctx.db, { tenantId: p.tenantId, personId: p.principal, id }, ctx.clock);
+  const result = await revokeCliToken(ctx.db, { tenantId: p.tenantId, personId: p.principal, id }, ctx.clock.now());
   if (result.kind === "not_found") return refuse("not_found", `you have no live CLI token ${id}`);
   await appendAuditEntry(
     ctx.db,
@@ -42,7 +42,7 @@ export const revokeOwnCliToken: Handler<"cli_tokens.revoke"> = async (ctx) => {
       value: "revoked",
       effective: result.revokedAt,
     },
-    ctx.clock,
+    ctx.clock.now(),
   );
   return { id, revoked_at: result.revokedAt, revoked_by: p.principal };
 };

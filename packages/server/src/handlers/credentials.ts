@@ -47,7 +47,7 @@ export const createCredential: Handler<"credentials.create"> = async (ctx) => {
       expiresAt,
       requestsPerMinute: body.requests_per_minute ?? DEFAULT_REQUESTS_PER_MINUTE,
     },
-    ctx.clock,
+    ctx.clock.now(),
   );
   if (row === undefined) refuse("conflict", `a live credential named ${body.name} already exists`);
   await appendAuditEntry(
@@ -58,7 +58,7 @@ export const createCredential: Handler<"credentials.create"> = async (ctx) => {
       target: `credential:${body.name}`,
       value: `created with scopes ${body.scopes.join(",")}, expires ${expiresAt}, ${row.requests_per_minute} requests/minute`,
     },
-    ctx.clock,
+    ctx.clock.now(),
   );
   return { credential: value, view: credentialView(row, ctx.deps.lastUsed) };
 };
@@ -75,7 +75,7 @@ export const revokeCredential: Handler<"credentials.revoke"> = async (ctx) => {
   const result = await revokeAgentCredential(
     ctx.db,
     { tenantId: principal.tenantId, name, revokedBy: principal.principal },
-    ctx.clock,
+    ctx.clock.now(),
   );
   if (result.kind === "not_found") refuse("not_found", `no live credential named ${name}`);
   await appendAuditEntry(
@@ -87,7 +87,7 @@ export const revokeCredential: Handler<"credentials.revoke"> = async (ctx) => {
       value: "revoked",
       effective: result.revokedAt,
     },
-    ctx.clock,
+    ctx.clock.now(),
   );
   return { name, revoked_at: result.revokedAt, revoked_by: principal.principal };
 };

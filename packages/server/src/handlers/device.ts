@@ -52,7 +52,7 @@ export const startDevice: Handler<"device.start"> = async (ctx) => {
         intervalSeconds: DEVICE_INTERVAL_SECONDS,
         expiresAt,
       },
-      ctx.clock,
+      ctx.clock.now(),
     );
     if (started) {
       return {
@@ -97,7 +97,7 @@ export const pollDevice: Handler<"device.poll"> = async (ctx) => {
       const { id } = await issueCliToken(
         trx,
         { tenantId, personId, tokenHash: hashToken(token), requestingHost: found.requesting_host },
-        ctx.clock,
+        ctx.clock.now(),
       );
       if (!(await redeemDeviceAuthorization(trx, { deviceCodeHash, cliTokenId: id }))) {
         throw new LostRedemption();
@@ -110,7 +110,7 @@ export const pollDevice: Handler<"device.poll"> = async (ctx) => {
           target: `cli-token:${id}`,
           value: `issued to ${found.requesting_host} by device approval`,
         },
-        ctx.clock,
+        ctx.clock.now(),
       );
       return true;
     })
@@ -139,7 +139,7 @@ export const approveDevice: Handler<"device.approve"> = async (ctx) => {
     (await approveDeviceAuthorization(
       ctx.db,
       { userCode, tenantId: person.tenantId, personId: person.principal },
-      ctx.clock,
+      ctx.clock.now(),
     ));
   if (!approved || userCode === null) {
     return refuse(
@@ -150,7 +150,7 @@ export const approveDevice: Handler<"device.approve"> = async (ctx) => {
   await appendAuditEntry(
     ctx.db,
     { tenantId: person.tenantId, actor: person.principal, target: `device:${display(userCode)}`, value: "approved" },
-    ctx.clock,
+    ctx.clock.now(),
   );
   return { user_code: display(userCode), approved_by: person.principal };
 };

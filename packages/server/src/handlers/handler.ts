@@ -1,5 +1,6 @@
 import type {
   BodyOf,
+  Clock,
   IsKeyed,
   Operation,
   OperationId,
@@ -8,7 +9,7 @@ import type {
   ResponseDocumentOf,
   WritesReply,
 } from "@kiln/contract";
-import type { Clock, Db } from "@kiln/storage";
+import type { Db } from "@kiln/storage";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { OperatorPrincipal, Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
@@ -37,7 +38,7 @@ export interface HandlerContext<Id extends OperationId = OperationId> {
   readonly db: Db;
   readonly now: Date;
   /** A clock fixed at `now`, for storage verbs: one request sees one instant. */
-  readonly clock: Clock;
+  readonly clock: Pick<Clock, "now">;
   readonly request: FastifyRequest;
   readonly reply: FastifyReply;
   /**

@@ -82,7 +82,7 @@ export const claimOnboardingInstallation: Handler<"onboarding.claim"> = async (c
   const claimed = await claimInstallation(
     ctx.db,
     { installationId, tenantId: principal.tenantId, account, claimedBy: principal.principal, repositories },
-    ctx.clock,
+    ctx.clock.now(),
   );
   if (claimed.kind === "held_by_another_tenant") {
     return refuse("conflict", `installation ${installationId} is already claimed by another tenant`);
@@ -100,7 +100,7 @@ export const claimOnboardingInstallation: Handler<"onboarding.claim"> = async (c
         ),
       effective: "now",
     },
-    ctx.clock,
+    ctx.clock.now(),
   );
   return {
     installation_id: installationId,

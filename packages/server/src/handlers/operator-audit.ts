@@ -67,7 +67,7 @@ export const refuseOperatorAuditChange = async (
         target: `operator-audit:${sequence}`,
         value: operatorAuditValue(ctx.op.id, exists === undefined ? "conflict" : "refused", `${attempted} attempted`),
       },
-      ctx.clock,
+      ctx.clock.now(),
     ),
   );
   if (exists === undefined)

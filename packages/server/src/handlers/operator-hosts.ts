@@ -117,7 +117,7 @@ async function changeHost(
           target: `host:${hostId}`,
           value: operatorAuditValue(ctx.op.id, r.kind === "changed" ? "performed" : "conflict", describe(r)),
         },
-        ctx.clock,
+        ctx.clock.now(),
       );
     }
     return r;

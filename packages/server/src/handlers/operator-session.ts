@@ -22,7 +22,7 @@ export const createOperatorSession: Handler<"operator.session.create"> = async (
       personId: null,
       expiresAt: new Date(ctx.now.getTime() + OPERATOR_SESSION_SECONDS * 1000),
     },
-    ctx.clock,
+    ctx.clock.now(),
   );
   await appendOperatorAuditEntry(
     ctx.db,
@@ -31,7 +31,7 @@ export const createOperatorSession: Handler<"operator.session.create"> = async (
       target: `session:${id}`,
       value: operatorAuditValue(ctx.op.id, "performed", `from ${ctx.request.ip}`),
     },
-    ctx.clock,
+    ctx.clock.now(),
   );
   setSessionCookie(ctx.request, ctx.reply, OPERATOR_SESSION_COOKIE, value, OPERATOR_SESSION_SECONDS);
   return undefined;
@@ -41,7 +41,7 @@ export const createOperatorSession: Handler<"operator.session.create"> = async (
 export const deleteOperatorSession: Handler<"operator.session.delete"> = async (ctx) => {
   const operator = operatorOf(ctx);
   const cookie = cookieOf(ctx.request, OPERATOR_SESSION_COOKIE);
-  if (cookie !== null) await endSession(ctx.db, hashSecret(cookie), ctx.clock);
+  if (cookie !== null) await endSession(ctx.db, hashSecret(cookie), ctx.clock.now());
   await appendOperatorAuditEntry(
     ctx.db,
     {
@@ -49,7 +49,7 @@ export const deleteOperatorSession: Handler<"operator.session.delete"> = async (
       target: `session:${operator.sessionId}`,
       value: operatorAuditValue(ctx.op.id, "performed"),
     },
-    ctx.clock,
+    ctx.clock.now(),
   );
   clearSessionCookie(ctx.reply, OPERATOR_SESSION_COOKIE);
   return undefined;

@@ -37,7 +37,7 @@ export const replaceTenantRegistryCredential: Handler<"tenant.registry_credentia
       value: `replaced with version ${version} (the value is never recorded)`,
       effective: "the next attempt on every host; the prior value is removed once every host acknowledges",
     },
-    ctx.clock,
+    ctx.clock.now(),
   );
   return { registry, version, replaced_by: principal.principal };
 };

@@ -99,7 +99,7 @@ export const dismissRepositoryAdvisory: Handler<"repositories.advisories.dismiss
         value: `dismissed (${repository}, ${found.key}, basis ${found.basis_signature})`,
         effective: dismissal.dismissedAt,
       },
-      ctx.clock,
+      ctx.clock.now(),
     );
   }
   return { advisory, dismissed_by: dismissal.dismissedBy };
@@ -136,7 +136,7 @@ export const purgeRepositoryLineage: Handler<"repositories.lineages.purge"> = as
       value: `purged (${repository}, class ${result.row.class}, ${result.row.bytes} bytes)`,
       effective: "next job",
     },
-    ctx.clock,
+    ctx.clock.now(),
   );
   return { lineage: body.lineage, consequence: PURGE_CONSEQUENCE, purged_by: principal.principal };
 };

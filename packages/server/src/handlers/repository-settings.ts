@@ -74,7 +74,7 @@ export const writeRepositorySettingsHandler: Handler<"repositories.settings.writ
       value: `version ${result.version}: ${JSON.stringify(body.changes)}`,
       effective: "next admitted job",
     },
-    ctx.clock,
+    ctx.clock.now(),
   );
   return {
     target: `repository:${repository}`,

@@ -47,7 +47,7 @@ export const setTenantControls: Handler<"operator.tenants.controls.set"> = async
         target: `tenant-controls:${tenantId}`,
         value: operatorAuditValue(ctx.op.id, outcome, value),
       },
-      ctx.clock,
+      ctx.clock.now(),
     );
   if (c.suspension?.suspended === true && c.suspension.reason === undefined) {
     refuse("invalid_request", "body.changes.suspension.reason is required when suspending");

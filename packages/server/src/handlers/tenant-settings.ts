@@ -59,7 +59,7 @@ export const writeTenantSettingsHandler: Handler<"tenant.settings.write"> = asyn
           value: `refused operator_controlled: ${operatorControlled.join(", ")}`,
           effective: "not applied (refused)",
         },
-        ctx.clock,
+        ctx.clock.now(),
       );
     });
   }
@@ -126,7 +126,7 @@ export const writeTenantSettingsHandler: Handler<"tenant.settings.write"> = asyn
       value: `version ${result.version}: ${JSON.stringify(changes)}`,
       effective: TENANT_SETTINGS_EFFECTIVE,
     },
-    ctx.clock,
+    ctx.clock.now(),
   );
   return {
     target: `tenant:${principal.tenantId}`,

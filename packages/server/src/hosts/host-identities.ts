@@ -63,7 +63,7 @@ export async function mintHostEnrollmentToken(
         value: operatorAuditValue("host.enrollment_token.create", "performed", `expires ${created.expiresAt}`),
         changedAt: input.now,
       },
-      { now: () => input.now },
+      input.now,
     );
     return created;
   });
@@ -106,7 +106,7 @@ export async function redeemHostEnrollment(storage: Storage, token: string, now:
           value: operatorAuditValue("host.enroll", "performed", "enrollment token redeemed for a host credential"),
           changedAt: now,
         },
-        { now: () => now },
+        now,
       );
       return { hostId: redeemed.hostId, credential };
   }
@@ -138,7 +138,7 @@ export async function revokeHost(
         value: operatorAuditValue("host.credentials.revoke", "performed", `${revoked} credential(s) revoked`),
         changedAt: input.now,
       },
-      { now: () => input.now },
+      input.now,
     );
     return { revoked };
   });

@@ -129,7 +129,7 @@ export function registerOidcSignIn(app: FastifyInstance, deps: AppDeps): void {
           ...(name === undefined ? {} : { displayName: name }),
           organizationId: membership.group,
         },
-        deps.clock,
+        deps.clock.now(),
       );
       personId = added.person.id;
     }

@@ -51,7 +51,7 @@ export function registerPages(app: FastifyInstance, deps: AppDeps): void {
   app.get("/auth/sign-in", async (request, reply) => {
     const token = (request.query as { token?: unknown }).token;
     const who =
-      typeof token === "string" ? await redeemSignInLink(deps.storage, hashSecret(token), deps.clock) : undefined;
+      typeof token === "string" ? await redeemSignInLink(deps.storage, hashSecret(token), deps.clock.now()) : undefined;
     if (who === undefined) {
       return send(
         reply,
@@ -77,7 +77,7 @@ export function registerPages(app: FastifyInstance, deps: AppDeps): void {
       // Another site must not sign a person out (a login-CSRF's first half).
       refuseCrossSite(request, deps.publicOrigin);
       const cookie = cookieOf(request, SESSION_COOKIE);
-      if (cookie !== null) await endSession(deps.storage, hashSecret(cookie), deps.clock);
+      if (cookie !== null) await endSession(deps.storage, hashSecret(cookie), deps.clock.now());
       clearSessionCookie(reply, SESSION_COOKIE);
       return reply.redirect("/", 303);
     });

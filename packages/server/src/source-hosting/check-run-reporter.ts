@@ -103,7 +103,11 @@ export class CheckRunReporter {
       const stage = checkStageOf(row.status);
       if (stage === null || stage === row.reportedStage) continue;
       if (
-        !(await leaseCheckRun(this.deps.storage, { jobId: row.jobId, leaseSeconds: LEASE_SECONDS }, this.deps.clock))
+        !(await leaseCheckRun(
+          this.deps.storage,
+          { jobId: row.jobId, leaseSeconds: LEASE_SECONDS },
+          this.deps.clock.now(),
+        ))
       ) {
         continue;
       }
@@ -156,7 +160,7 @@ export class CheckRunReporter {
           output: { ...output, annotations: annotations.slice(at, at + ANNOTATIONS_PER_REQUEST) },
         });
       }
-      await recordCheckRunReported(this.deps.storage, { jobId: row.jobId, stage, checkRunId }, this.deps.clock);
+      await recordCheckRunReported(this.deps.storage, { jobId: row.jobId, stage, checkRunId }, this.deps.clock.now());
       this.deps.onEvent?.({ type: "check:reported", jobId: row.jobId, stage, checkRunId });
     } catch (error) {
       await this.#failed(row, checkRunId, error);
@@ -190,7 +194,7 @@ export class CheckRunReporter {
     await recordCheckRunFailure(
       this.deps.storage,
       { jobId: row.jobId, error: detail, retryAt, abandon: abandoned, checkRunId },
-      this.deps.clock,
+      this.deps.clock.now(),
     );
   }
 }

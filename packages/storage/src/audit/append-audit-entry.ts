@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 import {
   type AppendAuditEntryInput,
@@ -16,11 +15,11 @@ import {
 export async function appendAuditEntry(
   storage: StorageOrTransaction,
   input: AppendAuditEntryInput & { tenantId: string },
-  clock: Clock = systemClock,
+  now: Date,
 ): Promise<AuditEntry> {
   const row = await executorOf(storage)
     .insertInto("audit_entries")
-    .values({ tenant_id: input.tenantId, ...auditColumns(input, clock.now()) })
+    .values({ tenant_id: input.tenantId, ...auditColumns(input, now) })
     .returning(AUDIT_RETURNING)
     .executeTakeFirstOrThrow();
   return auditEntryFromRow(row);

@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 import {
   type AppendAuditEntryInput,
@@ -15,11 +14,11 @@ import {
 export async function appendOperatorAuditEntry(
   storage: StorageOrTransaction,
   input: AppendAuditEntryInput,
-  clock: Clock = systemClock,
+  now: Date,
 ): Promise<AuditEntry> {
   const row = await executorOf(storage)
     .insertInto("operator_audit_entries")
-    .values(auditColumns(input, clock.now()))
+    .values(auditColumns(input, now))
     .returning(AUDIT_RETURNING)
     .executeTakeFirstOrThrow();
   return auditEntryFromRow(row);

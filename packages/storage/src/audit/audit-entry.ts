@@ -22,7 +22,7 @@ export interface AppendAuditEntryInput {
   value: string;
   /** Defaults to the time of the change. */
   effective?: string;
-  /** Defaults to the clock's now. */
+  /** Defaults to the `now` the verb is given. */
   changedAt?: Date;
 }
 

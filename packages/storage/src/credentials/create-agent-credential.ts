@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { inTransaction, type StorageOrTransaction } from "../executor.js";
 import { formatTimestamp } from "../timestamps.js";
 import type { AgentCredentialRow } from "./agent-credential.js";
@@ -21,9 +20,9 @@ export async function createAgentCredential(
     expiresAt: string;
     requestsPerMinute: number;
   },
-  clock: Clock = systemClock,
+  at: Date,
 ): Promise<AgentCredentialRow | undefined> {
-  const now = formatTimestamp(clock.now());
+  const now = formatTimestamp(at);
   return inTransaction(target, async (db) => {
     await db
       .updateTable("agent_credentials")

@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 import { newCliTokenId } from "../ids.js";
 import { formatTimestamp } from "../timestamps.js";
@@ -7,7 +6,7 @@ import { formatTimestamp } from "../timestamps.js";
 export async function issueCliToken(
   target: StorageOrTransaction,
   input: { tenantId: string; personId: string; tokenHash: string; requestingHost: string },
-  clock: Clock = systemClock,
+  now: Date,
 ): Promise<{ id: string }> {
   const id = newCliTokenId();
   await executorOf(target)
@@ -18,7 +17,7 @@ export async function issueCliToken(
       person_id: input.personId,
       token_hash: input.tokenHash,
       requesting_host: input.requestingHost,
-      created_at: formatTimestamp(clock.now()),
+      created_at: formatTimestamp(now),
       last_used_at: null,
       revoked_at: null,
       revoked_by: null,

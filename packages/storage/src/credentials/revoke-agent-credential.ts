@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 import { formatTimestamp } from "../timestamps.js";
 
@@ -6,9 +5,9 @@ import { formatTimestamp } from "../timestamps.js";
 export async function revokeAgentCredential(
   target: StorageOrTransaction,
   input: { tenantId: string; name: string; revokedBy: string },
-  clock: Clock = systemClock,
+  now: Date,
 ): Promise<{ kind: "revoked"; revokedAt: string } | { kind: "not_found" }> {
-  const revokedAt = formatTimestamp(clock.now());
+  const revokedAt = formatTimestamp(now);
   const result = await executorOf(target)
     .updateTable("agent_credentials")
     .set({ revoked_at: revokedAt, revoked_by: input.revokedBy, live_name: null })

@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 import { formatTimestamp } from "../timestamps.js";
 
@@ -6,9 +5,9 @@ import { formatTimestamp } from "../timestamps.js";
 export async function revokeCliToken(
   target: StorageOrTransaction,
   input: { tenantId: string; personId: string; id: string },
-  clock: Clock = systemClock,
+  now: Date,
 ): Promise<{ kind: "revoked"; revokedAt: string } | { kind: "not_found" }> {
-  const revokedAt = formatTimestamp(clock.now());
+  const revokedAt = formatTimestamp(now);
   const result = await executorOf(target)
     .updateTable("cli_tokens")
     .set({ revoked_at: revokedAt, revoked_by: input.personId })

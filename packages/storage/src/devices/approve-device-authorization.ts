@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 import { formatTimestamp } from "../timestamps.js";
 
@@ -6,9 +5,9 @@ import { formatTimestamp } from "../timestamps.js";
 export async function approveDeviceAuthorization(
   target: StorageOrTransaction,
   input: { userCode: string; tenantId: string; personId: string },
-  clock: Clock = systemClock,
+  at: Date,
 ): Promise<boolean> {
-  const now = formatTimestamp(clock.now());
+  const now = formatTimestamp(at);
   const result = await executorOf(target)
     .updateTable("device_authorizations")
     .set({ state: "approved", approved_tenant_id: input.tenantId, approved_by: input.personId, approved_at: now })

@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 import { formatTimestamp } from "../timestamps.js";
 
@@ -6,7 +5,7 @@ import { formatTimestamp } from "../timestamps.js";
 export async function startDeviceAuthorization(
   target: StorageOrTransaction,
   input: { deviceCodeHash: string; userCode: string; requestingHost: string; intervalSeconds: number; expiresAt: Date },
-  clock: Clock = systemClock,
+  now: Date,
 ): Promise<boolean> {
   const result = await executorOf(target)
     .insertInto("device_authorizations")
@@ -16,7 +15,7 @@ export async function startDeviceAuthorization(
       requesting_host: input.requestingHost,
       state: "pending",
       interval_seconds: input.intervalSeconds,
-      created_at: formatTimestamp(clock.now()),
+      created_at: formatTimestamp(now),
       expires_at: formatTimestamp(input.expiresAt),
       last_polled_at: null,
       approved_tenant_id: null,

@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import type { Selectable } from "kysely";
-import { type Clock, systemClock } from "../clock.js";
 import { executorOf, inTransaction, type StorageOrTransaction } from "../executor.js";
 import type { OperatorCredentialsTable } from "../schema.js";
 import { formatTimestamp } from "../timestamps.js";
@@ -22,9 +21,9 @@ export async function findCurrentOperatorCredential(
 export async function replaceOperatorCredential(
   target: StorageOrTransaction,
   input: { credentialHash: string; credentialCiphertext: string },
-  clock: Clock = systemClock,
+  at: Date,
 ): Promise<void> {
-  const now = formatTimestamp(clock.now());
+  const now = formatTimestamp(at);
   await inTransaction(target, async (db) => {
     await db.updateTable("operator_credentials").set({ retired_at: now }).where("retired_at", "is", null).execute();
     await db

@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { UnknownTenantError } from "../errors.js";
 import { inTransaction, type StorageOrTransaction } from "../executor.js";
 import type { RepositoriesTable } from "../schema.js";
@@ -20,7 +19,7 @@ export interface OnboardedRepository {
 export async function onboardRepository(
   target: StorageOrTransaction,
   input: { tenantId: string; name: string; onboardedBy: string },
-  clock: Clock = systemClock,
+  now: Date,
 ): Promise<{ repository: OnboardedRepository; created: boolean }> {
   return inTransaction(target, async (db) => {
     const tenant = await db.selectFrom("tenants").select("id").where("id", "=", input.tenantId).executeTakeFirst();
@@ -32,7 +31,7 @@ export async function onboardRepository(
       .values({
         tenant_id: input.tenantId,
         name: input.name,
-        onboarded_at: formatTimestamp(clock.now()),
+        onboarded_at: formatTimestamp(now),
         onboarded_by: input.onboardedBy,
       })
       .onConflict((conflict) => conflict.columns(["tenant_id", "name"]).doNothing())

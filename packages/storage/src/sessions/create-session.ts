@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 import { newSessionId } from "../ids.js";
 import { formatTimestamp } from "../timestamps.js";
@@ -13,7 +12,7 @@ export async function createSession(
     personId: string | null;
     expiresAt: Date;
   },
-  clock: Clock = systemClock,
+  now: Date,
 ): Promise<{ id: string }> {
   const id = newSessionId();
   await executorOf(target)
@@ -24,7 +23,7 @@ export async function createSession(
       kind: input.kind,
       tenant_id: input.tenantId,
       person_id: input.personId,
-      created_at: formatTimestamp(clock.now()),
+      created_at: formatTimestamp(now),
       expires_at: formatTimestamp(input.expiresAt),
       ended_at: null,
     })

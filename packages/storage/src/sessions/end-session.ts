@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 import { formatTimestamp } from "../timestamps.js";
 
@@ -6,11 +5,11 @@ import { formatTimestamp } from "../timestamps.js";
 export async function endSession(
   target: StorageOrTransaction,
   tokenHash: string,
-  clock: Clock = systemClock,
+  now: Date,
 ): Promise<{ id: string } | undefined> {
   return executorOf(target)
     .updateTable("sessions")
-    .set({ ended_at: formatTimestamp(clock.now()) })
+    .set({ ended_at: formatTimestamp(now) })
     .where("token_hash", "=", tokenHash)
     .where("ended_at", "is", null)
     .returning("id")

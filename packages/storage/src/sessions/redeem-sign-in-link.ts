@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 import { formatTimestamp } from "../timestamps.js";
 
@@ -10,9 +9,9 @@ import { formatTimestamp } from "../timestamps.js";
 export async function redeemSignInLink(
   target: StorageOrTransaction,
   tokenHash: string,
-  clock: Clock = systemClock,
+  at: Date,
 ): Promise<{ tenantId: string; personId: string } | undefined> {
-  const now = formatTimestamp(clock.now());
+  const now = formatTimestamp(at);
   const row = await executorOf(target)
     .updateTable("sign_in_links")
     .set({ used_at: now })

@@ -1,4 +1,3 @@
-import type { Clock } from "../clock.js";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 import { addSeconds, formatTimestamp } from "../timestamps.js";
 
@@ -75,10 +74,9 @@ export async function listDueCheckRuns(
 export async function leaseCheckRun(
   target: StorageOrTransaction,
   input: { jobId: string; leaseSeconds: number },
-  clock: Clock,
+  now: Date,
 ): Promise<boolean> {
   const db = executorOf(target);
-  const now = clock.now();
   const until = formatTimestamp(addSeconds(now, input.leaseSeconds));
   const inserted = await db
     .insertInto("check_runs")
@@ -108,7 +106,7 @@ export async function leaseCheckRun(
 export async function recordCheckRunReported(
   target: StorageOrTransaction,
   input: { jobId: string; stage: CheckRunStage; checkRunId: number | null },
-  clock: Clock,
+  now: Date,
 ): Promise<void> {
   await executorOf(target)
     .updateTable("check_runs")
@@ -119,7 +117,7 @@ export async function recordCheckRunReported(
       last_error: null,
       next_attempt_at: null,
       lease_until: null,
-      updated_at: formatTimestamp(clock.now()),
+      updated_at: formatTimestamp(now),
     })
     .where("job_id", "=", input.jobId)
     .execute();
@@ -132,7 +130,7 @@ export async function recordCheckRunReported(
 export async function recordCheckRunFailure(
   target: StorageOrTransaction,
   input: { jobId: string; error: string; retryAt: Date | null; abandon: boolean; checkRunId: number | null },
-  clock: Clock,
+  now: Date,
 ): Promise<void> {
   await executorOf(target)
     .updateTable("check_runs")
@@ -141,7 +139,7 @@ export async function recordCheckRunFailure(
       last_error: input.error.slice(0, 2000),
       next_attempt_at: input.retryAt === null ? null : formatTimestamp(input.retryAt),
       lease_until: null,
-      updated_at: formatTimestamp(clock.now()),
+      updated_at: formatTimestamp(now),
       ...(input.checkRunId === null ? {} : { check_run_id: String(input.checkRunId) }),
       ...(input.abandon ? { reported_stage: "abandoned" } : {}),
     }))

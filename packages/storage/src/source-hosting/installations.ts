@@ -1,5 +1,4 @@
 import type { Kysely } from "kysely";
-import type { Clock } from "../clock.js";
 import { executorOf, inTransaction, type StorageOrTransaction } from "../executor.js";
 import type { Database } from "../schema.js";
 import { formatTimestamp } from "../timestamps.js";
@@ -34,10 +33,10 @@ export async function claimInstallation(
     claimedBy: string;
     repositories: readonly string[];
   },
-  clock: Clock,
+  at: Date,
 ): Promise<ClaimInstallationResult> {
   return inTransaction(target, async (db) => {
-    const now = formatTimestamp(clock.now());
+    const now = formatTimestamp(at);
     const id = String(input.installationId);
     const inserted = await db
       .insertInto("app_installations")
@@ -83,10 +82,10 @@ export async function claimInstallation(
 export async function syncInstallation(
   target: StorageOrTransaction,
   input: { installationId: number; state?: InstallationState; repositories?: readonly string[]; by: string },
-  clock: Clock,
+  at: Date,
 ): Promise<boolean> {
   return inTransaction(target, async (db) => {
-    const now = formatTimestamp(clock.now());
+    const now = formatTimestamp(at);
     const id = String(input.installationId);
     const row = await db
       .selectFrom("app_installations")

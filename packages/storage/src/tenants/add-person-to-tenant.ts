@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { UnknownTenantError } from "../errors.js";
 import { inTransaction, type StorageOrTransaction } from "../executor.js";
 import { newPersonId } from "../ids.js";
@@ -15,10 +14,10 @@ import { type Membership, membershipFromRow, normalizeEmail, type Person, person
 export async function addPersonToTenant(
   target: StorageOrTransaction,
   input: AddPersonToTenantInput,
-  clock: Clock = systemClock,
+  at: Date,
 ): Promise<AddPersonToTenantResult> {
   const email = normalizeEmail(input.email);
-  const now = formatTimestamp(clock.now());
+  const now = formatTimestamp(at);
 
   return inTransaction(target, async (db) => {
     const tenant = await db.selectFrom("tenants").select("id").where("id", "=", input.tenantId).executeTakeFirst();

@@ -1,4 +1,3 @@
-import { type Clock, systemClock } from "../clock.js";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 import { formatTimestamp } from "../timestamps.js";
 import { type Tenant, tenantFromRow } from "./tenant.js";
@@ -11,12 +10,12 @@ import { type Tenant, tenantFromRow } from "./tenant.js";
 export async function createTenant(
   target: StorageOrTransaction,
   input: { id: string; displayName?: string },
-  clock: Clock = systemClock,
+  now: Date,
 ): Promise<{ tenant: Tenant; created: boolean }> {
   const db = executorOf(target);
   const inserted = await db
     .insertInto("tenants")
-    .values({ id: input.id, display_name: input.displayName ?? input.id, created_at: formatTimestamp(clock.now()) })
+    .values({ id: input.id, display_name: input.displayName ?? input.id, created_at: formatTimestamp(now) })
     .onConflict((conflict) => conflict.column("id").doNothing())
     .executeTakeFirst();
   const row = await db.selectFrom("tenants").selectAll().where("id", "=", input.id).executeTakeFirstOrThrow();
