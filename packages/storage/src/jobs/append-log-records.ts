@@ -50,10 +50,19 @@ export async function appendLogRecords(
           attempt: input.attempt,
           stream: line.stream,
           at: formatTimestamp(line.at),
-          text: line.text,
+          text: withoutNul(line.text),
         })),
       )
       .execute();
     return true;
   });
+}
+
+/**
+ * PostgreSQL's text refuses U+0000 where SQLite stores it; a build's output may hold NUL bytes
+ * (a test printing a buffer), so each is written as U+2400 (␀, the symbol for null) on both
+ * engines: the line is kept and reads the same whichever engine holds it.
+ */
+function withoutNul(text: string): string {
+  return text.includes("\u0000") ? text.replaceAll("\u0000", "\u2400") : text;
 }

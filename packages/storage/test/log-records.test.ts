@@ -1,0 +1,77 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { appendLogRecords, createTenant, insertJob, readLogRecords, type Storage } from "../src/index.js";
+import { DIALECTS, type TestDatabase } from "./dialects.js";
+
+const T0 = new Date("2026-11-25T07:00:00.000Z");
+
+/**
+ * A build's output is whatever its programs print, NUL bytes included (a test printing a C
+ * string's buffer, a binary dumped to the terminal). PostgreSQL's text refuses U+0000 where
+ * SQLite stores it, so the log verb writes every NUL as U+2400 (␀, the symbol for null) on both
+ * engines: the line is kept, readable, and the same whichever engine holds it.
+ */
+for (const dialect of DIALECTS) {
+  describe(`log records [${dialect.name}]`, { skip: dialect.skip }, () => {
+    async function withJob(test: (storage: Storage, jobId: string) => Promise<void>) {
+      const database: TestDatabase = await dialect.createDatabase();
+      const storage = await database.open({ maxConnections: 2 });
+      try {
+        await createTenant(storage, { id: "acme" }, T0);
+        const { job } = await insertJob(storage, {
+          id: "job_nul",
+          tenant_id: "acme",
+          repository: "acme/widget",
+          branch: "main",
+          base_commit: "0123456789abcdef0123456789abcdef01234567",
+          head_sha: null,
+          size: "kiln2-cpu",
+          class: "test:stable:kiln2-cpu",
+          description: "cargo test",
+          status: "queued",
+          submitted_by: "u_test",
+          submission_key: "nul-1",
+          request_hash: "hash-nul-1",
+          invocation: JSON.stringify({ operation: "test", arguments: [] }),
+          source_manifest: "[]",
+          wall_clock_seconds: 3600,
+          max_attempts: 1,
+          attempts_started: 0,
+          accepted_at: T0.toISOString(),
+          queued_at: T0.toISOString(),
+          admitted: null,
+          retry_of: null,
+        });
+        await test(storage, job.id);
+      } finally {
+        await storage.close();
+        await database.dispose();
+      }
+    }
+
+    it("keeps a line with NUL bytes, each written as U+2400, and the lines around it", async () => {
+      await withJob(async (storage, jobId) => {
+        const accepted = await appendLogRecords(storage, {
+          jobId,
+          attempt: 1,
+          leaseToken: null,
+          lines: [
+            { stream: "stdout", at: T0, text: "before" },
+            { stream: "stdout", at: T0, text: "buffer: a\u0000b\u0000\u0000c" },
+            { stream: "stderr", at: T0, text: "after" },
+          ],
+        });
+        assert.equal(accepted, true);
+        const { records } = await readLogRecords(storage, { jobId, afterSequence: 0, limit: 10 });
+        assert.deepEqual(
+          records.map((r) => [r.sequence, r.stream, r.text]),
+          [
+            [1, "stdout", "before"],
+            [2, "stdout", "buffer: a\u2400b\u2400\u2400c"],
+            [3, "stderr", "after"],
+          ],
+        );
+      });
+    });
+  });
+}
