@@ -1,5 +1,13 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import {
+  HostFleetPoll,
+  HostFleetWork,
+  HostInitializationReport,
+  HostInitializationReportAnswer,
+  HostReadAnswer,
+  HostReadAnswerAck,
+} from "./records/host-fleet-protocol.js";
+import {
   AppendAnswer,
   AttemptPlacement,
   AttemptRef,
@@ -128,6 +136,19 @@ export const HOST_PROTOCOL_ROUTES = {
     path: `${HOST_PROTOCOL_PREFIX}/credential-acknowledgements`,
     body: HostCredentialAcknowledgement,
     answer: null,
+  },
+  fleetPoll: { method: "POST", path: `${HOST_PROTOCOL_PREFIX}/fleet/poll`, body: HostFleetPoll, answer: HostFleetWork },
+  reportInitialization: {
+    method: "POST",
+    path: `${HOST_PROTOCOL_PREFIX}/fleet/initialization`,
+    body: HostInitializationReport,
+    answer: HostInitializationReportAnswer,
+  },
+  answerRead: {
+    method: "POST",
+    path: `${HOST_PROTOCOL_PREFIX}/fleet/reads`,
+    body: HostReadAnswer,
+    answer: HostReadAnswerAck,
   },
 } as const satisfies Record<string, HostJsonRoute>;
 

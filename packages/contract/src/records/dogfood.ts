@@ -113,6 +113,16 @@ const GateEvidence = OpenItem(
     expires_at: Nullable(Timestamp(), "When it stops meeting the part; null when it does not expire."),
     detail: Type.Optional(Type.String()),
     produced_at: Type.Optional(Timestamp()),
+    verification: Type.Optional(
+      Type.Object(
+        {},
+        {
+          additionalProperties: true,
+          description:
+            "What the platform read when it verified the reference: the run record's job and settlement, the credential's issue and expiry, or the workflow run's conclusion; `attested: true` for an attested reference.",
+        },
+      ),
+    ),
     ...Recorded,
   },
   "Gate evidence as recorded, with its source.",
@@ -133,6 +143,9 @@ const Gate = OpenItem(
                 part: GatePart,
                 evidence: Nullable(GateEvidence, "The evidence meeting the part; null when none does."),
                 lacks: Nullable(Type.String(), "What the part lacks; null when it is met."),
+                accepts: Type.Optional(
+                  Type.Array(EvidenceSource, { description: "The kinds of reference the part accepts (rule 9)." }),
+                ),
               },
               "One part of a condition.",
             ),
@@ -213,6 +226,8 @@ export const DogfoodIncident = Open(
           number: Type.Integer({ minimum: 1 }),
           filed_at: Timestamp(),
           filed_late: Type.Boolean({ description: "Filed on a different UTC day than the incident." }),
+          recorded_by: Type.Optional(Nullable(Type.String(), "Who recorded the issue.")),
+          recorded_at: Type.Optional(Nullable(Timestamp(), "When the issue was recorded.")),
         },
         "The issue filed for it.",
       ),
@@ -249,7 +264,11 @@ export const DogfoodIntervention = Open(
     routine: Type.Boolean(),
     at: Timestamp(),
     records: Type.Array(Type.String()),
-    period_failed: Type.Optional(Type.Boolean({ description: "Whether recording it failed the running period." })),
+    period_failed: Type.Optional(
+      Type.Boolean({
+        description: "Whether it failed the period (the first routine intervention after the gate opened).",
+      }),
+    ),
     ...Recorded,
   },
   { description: "An intervention as recorded." },
@@ -334,60 +353,243 @@ export const DogfoodSpend = Open(
 // Period and run records
 // ---------------------------------------------------------------------------
 
+/** Period state names (the spec leaves them to the service; docs/dogfood-trial.md). */
+export const DOGFOOD_PERIOD_STATES = ["gate_closed", "running", "stopped", "failed", "ended"] as const;
+
+/** Windows are this long, anchored at the start of the clock that contains them. */
+export const DOGFOOD_WINDOW_HOURS = 24;
+/** The seven-day clock: this many consecutive counting windows end the period. */
+export const DOGFOOD_COUNTING_WINDOWS_REQUIRED = 7;
+
+const Count = (description: string) => Type.Integer({ minimum: 0, description });
+
+const ProbeAccount = OpenItem(
+  {
+    due: Count(
+      "Probes due inside the window: every canary the platform reserved (due at its reservation, whether or not its job ran), and every canary-tenant job no reservation names (due at its acceptance).",
+    ),
+    passed: Count("Of those, probes that passed outside declared maintenance."),
+    failed: Count(
+      "Of those, probes that failed or were cancelled (within their late bound) outside declared maintenance.",
+    ),
+    unsettled: Count(
+      "Of those, probes not settled yet and still within their late bound, outside declared maintenance.",
+    ),
+    missed: Count(
+      "Of those, reserved probes that never became a job or whose job did not finish by its late bound, outside declared maintenance: an outage signal the ledger audit records.",
+    ),
+    declared_maintenance: Count(
+      "Of those, probes due inside a declared maintenance interval: accounted as declared maintenance whatever their outcome (rule 11).",
+    ),
+  },
+  "How the window's probes are accounted.",
+);
+
+const Window = OpenItem(
+  {
+    clock: Type.Integer({
+      minimum: 1,
+      description: "Which clock the window belongs to: 1 for the clock the gate started, +1 per clock restarted.",
+    }),
+    starts_at: Timestamp("Start of the window (inclusive)."),
+    ends_at: Timestamp(
+      "End of the window (exclusive): 24 hours after its start, or the instant a zero-tolerance incident stopped the trial in it.",
+    ),
+    counts: Type.Boolean({ description: "Whether the window counts toward the seven consecutive windows." }),
+    reasons: Type.Array(Type.String(), {
+      description:
+        "Why it does not count, one sentence each (declared maintenance, lifecycle change, service-blocking incident, trial stopped); empty when it counts.",
+    }),
+    consecutive: Count(
+      "Consecutive counting windows of its clock once this window closed (0 after a window that does not count).",
+    ),
+    probes: ProbeAccount,
+    run_records: Count("Dogfood run records (jobs of the dogfood tenant) accepted inside the window."),
+  },
+  "A closed observation window.",
+);
+
 export const DogfoodPeriod = Open(
   "DogfoodPeriod",
   {
+    as_of: Timestamp("The instant the period was computed at (the service's clock)."),
+    dogfood_tenant: Type.String({ description: "The tenant whose jobs are the shadow and head run records." }),
+    probe_tenant: Type.String({ description: "The tenant whose jobs are the probe run records (the canaries)." }),
     gate: Gate,
-    state: Type.String({
-      description: "The period's state, e.g. `gate_closed`, `running`, `stopped`, `failed`, `ended`.",
-    }),
+    state: Literals(
+      DOGFOOD_PERIOD_STATES,
+      "`gate_closed`: not every gate part is met yet, no clock runs. `running`: a clock runs. `stopped`: an unresolved zero-tolerance incident stopped the trial; a new clock starts when it is resolved. `failed`: a routine intervention failed the period (final). `ended`: seven consecutive counting windows closed (final); the beta decision is recorded.",
+    ),
     clock: OpenItem(
       {
-        started_at: Nullable(Timestamp(), "When the current clock started; null when none runs."),
-        ends_at: Nullable(Timestamp(), "When it completes seven days; null when none runs."),
+        number: Count("The clock's number: 1 for the one the gate started, +1 per restart; 0 before the gate opens."),
+        started_at: Nullable(Timestamp(), "When the current clock started; null before the gate opens."),
+        ends_at: Nullable(
+          Timestamp(),
+          "When the clock completes seven consecutive counting windows if every window from now on counts (the actual end once ended); null while stopped, failed or before the gate opens.",
+        ),
+        stopped_at: Nullable(Timestamp(), "When a zero-tolerance incident stopped the current clock; null otherwise."),
+        stopped_by: Type.Array(Type.String(), {
+          description: "Unresolved zero-tolerance incidents holding the trial stopped; empty otherwise.",
+        }),
+        counting_windows: Count("Consecutive counting windows of the current clock so far."),
+        required_windows: Type.Integer({
+          minimum: 1,
+          description: "Consecutive counting windows that end the period (seven).",
+        }),
+        window_hours: Type.Integer({ minimum: 1, description: "Length of a window, in hours (24)." }),
       },
       "The seven-day clock.",
     ),
-    closed_windows: Type.Array(
+    open_window: Nullable(
       OpenItem(
-        {
-          starts_at: Timestamp(),
-          ends_at: Timestamp(),
-          counts: Type.Boolean({ description: "Whether the window counts toward the period." }),
-          reason: Type.Optional(
-            Nullable(Type.String(), "Why it does not count (maintenance, lifecycle change, incident)."),
-          ),
-        },
-        "A closed observation window.",
+        { clock: Type.Integer({ minimum: 1 }), starts_at: Timestamp(), ends_at: Timestamp() },
+        "The window now under observation.",
       ),
+      "The window now under observation; null unless running.",
     ),
-    incidents: Type.Array(DogfoodIncident, { description: "Every incident, with issue and resolution." }),
+    closed_windows: Type.Array(Window, { description: "Every closed window of every clock, oldest first." }),
+    incidents: Type.Array(DogfoodIncident, {
+      description: "Every incident, with issue and resolution, by occurrence.",
+    }),
+    maintenance: Type.Array(DogfoodMaintenance, { description: "Every declared maintenance interval, by start." }),
+    interventions: Type.Array(DogfoodIntervention, { description: "Every recorded intervention, by time." }),
+    lifecycle_changes: Type.Array(DogfoodLifecycleChange, { description: "Every recorded lifecycle change, by time." }),
     scorecard: OpenItem(
       {
-        month: Type.Optional(Type.String({ pattern: DOGFOOD_MONTH_PATTERN })),
-        spend_cents: Type.Optional(Type.Integer({ minimum: 0, description: "The month's recorded spend." })),
-        spend_ceiling_cents: Type.Optional(
-          Nullable(Type.Integer({ minimum: 0 }), "The recorded spend plan's ceiling."),
+        month: Type.String({ pattern: DOGFOOD_MONTH_PATTERN, description: "The month it scores (`YYYY-MM`, now)." }),
+        spend_cents: Count("The month's recorded spend: every spend line of the month except its `plan` line."),
+        spend_ceiling_cents: Nullable(
+          Count("Ceiling."),
+          "The ceiling of the month's recorded spend plan (the spend line whose source is `plan`); null when no plan is recorded.",
         ),
+        within_ceiling: Nullable(
+          Type.Boolean(),
+          "Whether the month's spend is at most the plan's ceiling; null when no plan is recorded.",
+        ),
+        months: Type.Array(
+          OpenItem(
+            {
+              month: Type.String({ pattern: DOGFOOD_MONTH_PATTERN }),
+              spend_cents: Count("Recorded spend."),
+              spend_ceiling_cents: Nullable(Count("Ceiling."), "The plan's ceiling; null without a plan."),
+              within_ceiling: Nullable(Type.Boolean(), "Spend at most the ceiling; null without a plan."),
+            },
+            "One month's spend against its plan.",
+          ),
+          { description: "Every month with recorded spend or a plan, oldest first." },
+        ),
+        windows_counted: Count("Closed windows that counted."),
+        windows_not_counted: Count("Closed windows that did not count."),
+        incidents: Count("Incidents recorded."),
+        zero_tolerance_incidents: Count("Incidents of a zero-tolerance class."),
+        unresolved_incidents: Count("Incidents without a resolution."),
+        issues_filed_late: Count("Incidents whose issue was filed on a different UTC day than the incident."),
+        routine_interventions: Count("Routine interventions recorded."),
+        probes: ProbeAccount,
       },
-      "The scorecard; compares the month's recorded spend with the spend plan's ceiling.",
+      "The scorecard: the month's recorded spend against the recorded spend plan's ceiling (rule 13), and the period's counts.",
     ),
-    beta_decision: Type.Optional(
-      OpenItem({ decision: Type.String(), at: Timestamp() }, "The beta decision record, once ended."),
+    beta_decision: Nullable(
+      OpenItem(
+        {
+          decision: Literals(
+            ["beta", "no_beta"] as const,
+            "`beta`: the period ended with seven consecutive counting windows, every incident resolved and spend within the plan; otherwise `no_beta`.",
+          ),
+          at: Timestamp("When the period ended (the end of its last window, or the failing intervention)."),
+          reasons: Type.Array(Type.String(), { description: "What the decision rests on, one sentence each." }),
+        },
+        "The beta decision record.",
+      ),
+      "The beta decision record once the period ended or failed; null before.",
     ),
   },
-  { description: "The dogfood period: gate, state, clock, closed windows, incidents, scorecard, beta decision." },
+  {
+    description:
+      "The dogfood period: entry gate with each condition's parts, state, clock, closed windows, every incident with issue and resolution, scorecard, and once ended the beta decision. Computed on every read from what is recorded and from the job ledger.",
+  },
 );
 
 export const DogfoodRunRecord = Open(
   "DogfoodRunRecord",
   {
-    id: Type.String({ description: "The run record identity." }),
-    absent: Type.Array(OpenItem({ field: Type.String(), reason: Type.String() }, "An absent field and why."), {
-      description: "Each field the record lacks, with its reason; every present field is a member of the record.",
+    id: Type.String({
+      description:
+        "The run record identity: `probe:<job>` for a canary job, `head:<owner/name>@<sha>` for the first dogfood job of a head commit, else `shadow:<job>`; `#n` names attempt n > 1.",
     }),
-    threshold_labels: Type.Array(Type.String(), { description: "Threshold labels the record meets or misses." }),
+    kind: Literals(["shadow", "probe", "head"] as const, "Which kind of run record it is."),
+    tenant: Type.String({ description: "The tenant that ran it (the dogfood or the canary tenant)." }),
+    job: Type.String({ description: "The job id." }),
+    attempt: Type.Integer({ minimum: 1, description: "The attempt this record is (1 unless `#n`)." }),
+    attempts: Count("Attempts the job has started."),
+    repository: Type.String({ description: "The job's repository (`owner/name`)." }),
+    head_sha: Type.Optional(Type.String({ description: "The head commit the job checks; absent when it names none." })),
+    status: Type.String({ description: "The job's status now." }),
+    accepted_at: Timestamp("When the job was accepted."),
+    attempt_state: Type.Optional(
+      Type.String({ description: "`running`, `finished` or `lost`; absent while the attempt has not started." }),
+    ),
+    host: Type.Optional(Type.String({ description: "The host that ran the attempt." })),
+    started_at: Type.Optional(Timestamp("When the attempt started.")),
+    finished_at: Type.Optional(Timestamp("When the attempt finished or was recorded lost.")),
+    outcome: Type.Optional(Type.String({ description: "The attempt's outcome as its host reported it." })),
+    exit_code: Type.Optional(Type.Integer({ description: "Cargo's exit code as the host reported it." })),
+    queue_seconds: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        description: "Seconds from acceptance to the first attempt's start (attempt 1 only).",
+      }),
+    ),
+    duration_seconds: Type.Optional(
+      Type.Number({ minimum: 0, description: "Seconds from the attempt's start to its end." }),
+    ),
+    tests: Type.Optional(
+      OpenItem(
+        { passed: Count("Tests passed."), failed: Count("Tests failed."), ignored: Count("Tests ignored.") },
+        "Test outcomes in the attempt's report.",
+      ),
+    ),
+    cargo_output_sha256: Type.Optional(Type.String({ description: "SHA-256 of the attempt's retained cargo output." })),
+    failure: Type.Optional(
+      OpenItem(
+        { phase: Type.String(), cause: Type.String(), detail: Type.String() },
+        "Why the job failed (the job's failure, on the attempt that settled it).",
+      ),
+    ),
+    usage: Type.Optional(
+      OpenItem(
+        { size: Type.String(), seconds: Type.Number(), vcpu_seconds: Type.Number() },
+        "The closed usage record the settling attempt wrote.",
+      ),
+    ),
+    settlements: Type.Optional(
+      Count("Settlements the ledger holds for the job (1 when settled once; more is a duplicate charge)."),
+    ),
+    window: Type.Optional(
+      OpenItem(
+        { starts_at: Timestamp(), ends_at: Timestamp() },
+        "The trial window (else the UTC day) the attempt started in, over which the p95 thresholds are taken.",
+      ),
+    ),
+    window_p95_duration_seconds: Type.Optional(
+      Type.Number({ minimum: 0, description: "The p95 duration of records of its kind that finished in its window." }),
+    ),
+    absent: Type.Array(
+      OpenItem(
+        { field: Type.String({ description: "The absent member." }), reason: Type.String({ description: "Why." }) },
+        "An absent field and why.",
+      ),
+      { description: "Each optional member the record lacks, with its reason; every other member is present." },
+    ),
+    threshold_labels: Type.Array(Type.String(), {
+      description:
+        "Thresholds it crosses: `duration_over_window_p95`, `wrong_green`, `duplicate_execution`, `duplicate_charge`, `failed`, `lost`, `declared_maintenance`.",
+    }),
     incidents: Type.Array(DogfoodIncident, { description: "Every incident naming it, with issue and resolution." }),
   },
-  { description: "One dogfood run record: every field (each absent one with its reason), labels, incidents." },
+  {
+    description:
+      "One dogfood run record — a job of the dogfood tenant or a canary probe, one attempt of it: every field (each absent one listed with its reason), threshold labels, and every incident naming it.",
+  },
 );

@@ -1,5 +1,6 @@
 import { type TProperties, type TSchema, Type } from "@sinclair/typebox";
 import { Closed, Nullable, Open, Timestamp } from "../schema-helpers.js";
+import type { SIZES } from "./jobs.js";
 
 /**
  * Operator records (spec, "Operator records"), and the tenant controls an operator
@@ -121,8 +122,12 @@ export const OperatorAnomaly = Open(
   "OperatorAnomaly",
   {
     id: Identifier("The flag's identifier."),
-    flag: Type.String({ description: "What was flagged, e.g. `duplicate_charge`, `wrong_green`." }),
+    flag: Type.String({
+      description:
+        "What was flagged, e.g. `cpu_saturated_without_output` (a miner: CPU pinned for the whole wall clock, no cargo output), `submission_burst`.",
+    }),
     tenant: Type.Optional(Type.String({ description: "Tenant the flag concerns, where one does." })),
+    rule: Type.Optional(Type.String({ description: "The rule that raised the flag, with its thresholds." })),
     job: Type.Optional(Type.String({ description: "Job the flag concerns, where one does." })),
     raised_at: Type.Optional(Timestamp("When the flag was raised.")),
     evidence: Type.Array(EvidenceItem),
@@ -337,6 +342,11 @@ export const ReconcileRequest = Open(
       pattern: "^[a-z][a-z0-9_]{0,63}$",
       description: "The reconciling mutation, e.g. `reap`, `fail_attempt`, `requeue`.",
     }),
+    expected_lease_expires_at: Type.Optional(
+      Timestamp(
+        "The placement's `lease_expires_at` as read (operator.placements.list); required for `stale_lease`. A lease that moved since (its host renewed it) is a conflict.",
+      ),
+    ),
     note: Type.Optional(Note()),
   },
   { description: "Reconciles one placement: the category it falls in and the mutation to apply." },
@@ -385,14 +395,51 @@ export const CanaryAttribution = Open(
   "CanaryAttribution",
   {
     job_id: Type.String(),
-    host: Type.String(),
+    host: Type.String({ description: "The host the canary targeted (its job was pinned to it)." }),
     vm_id: Type.Optional(Type.String()),
-    verdict: Type.String({ description: "The canary's verdict, e.g. `passed`, `failed`." }),
-    attributed_to: Type.String({ description: "What the result is attributed to, e.g. `host`, `guest`, `workload`." }),
+    verdict: Type.Union(
+      ["passed", "failed", "late", "pending"].map((v) => Type.Literal(v)),
+      { description: "The canary's verdict, derived from its job." },
+    ),
+    attributed_to: Type.Union(
+      ["host", "workload", "platform", "undecided"].map((v) => Type.Literal(v)),
+      {
+        description:
+          "`host`: the host ran it (passed) or failed it (infrastructure, late); `workload`: the canary's cargo run failed; `platform`: the control plane refused its submission; `undecided` while pending.",
+      },
+    ),
     reason: Type.String(),
     evidence: Type.Array(EvidenceItem),
+    due_at: Type.Optional(Timestamp("When the canary was due.")),
+    submitted_at: Type.Optional(Nullable(Timestamp(), "When the platform submitted it.")),
+    attempts: Type.Optional(
+      Type.Array(
+        OpenItem(
+          {
+            attempt: Type.Integer({ minimum: 1 }),
+            host: Type.String({ description: "The host that ran the attempt." }),
+            state: Type.String({ description: "`running`, `finished` or `lost`." }),
+            outcome: Nullable(Type.String()),
+            started_at: Timestamp(),
+            finished_at: Nullable(Timestamp()),
+            duration_ms: Nullable(Type.Integer({ minimum: 0 }), "How long the attempt took; null while running."),
+            phases: Type.Array(
+              OpenItem(
+                {
+                  name: Type.String(),
+                  status: Type.String(),
+                  duration_ms: Nullable(Type.Integer({ minimum: 0 })),
+                },
+                "One phase of the attempt and how long it took.",
+              ),
+            ),
+          },
+          "One attempt of the canary: which host ran it, its phases and how long each took.",
+        ),
+      ),
+    ),
   },
-  { description: "Where a canary job's result is attributed, with the evidence." },
+  { description: "Where a canary job's result is attributed: host, attempt and phases with their durations." },
 );
 
 // ---------------------------------------------------------------------------
@@ -435,40 +482,107 @@ export const AuditRefusal = Open(
 // Operating states, identities
 // ---------------------------------------------------------------------------
 
-const OperatingState = OpenItem(
+/** Every typed reason an operating state names, by state. */
+export const OPERATING_STATE_REASONS = {
+  management_liveness: ["answering"],
+  management_readiness: ["ready", "database_unreachable", "migrations_pending", "blob_store_unwritable"],
+  execution_capacity: ["capacity_available", "no_serving_host", "no_free_capacity"],
+  end_to_end_workload_health: [
+    "canaries_passing",
+    "no_serving_host",
+    "canary_failed",
+    "canary_late",
+    "canary_pending",
+    "canary_stale",
+  ],
+} as const;
+
+const OperatingState = <K extends keyof typeof OPERATING_STATE_REASONS, T extends TProperties>(
+  key: K,
+  extra: T,
+  description: string,
+) =>
+  OpenItem(
+    {
+      state: Type.Union([Type.Literal("ok"), Type.Literal("refusing")]),
+      computed_at: Timestamp("The instant the state was computed."),
+      reason: OpenItem(
+        {
+          code: Type.Union(
+            OPERATING_STATE_REASONS[key].map((c) => Type.Literal(c)),
+            { description: "The typed reason." },
+          ),
+          detail: Type.String({ description: "The reason in words, with what was measured." }),
+        },
+        "The typed reason for the state.",
+      ),
+      deadline: Nullable(
+        Timestamp(),
+        "For a refusing state, when it must have recovered before it escalates (for workload health: when the next canary's verdict is due); null while ok.",
+      ),
+      ...extra,
+    },
+    description,
+  );
+
+const FreeSlotsBySize = Type.Record(Type.String(), Type.Integer({ minimum: 0 }), {
+  description: "Per size, how many more jobs of that size the serving hosts' free vCPUs place now.",
+});
+
+const CanaryOutcome = OpenItem(
   {
-    state: Type.Union([Type.Literal("ok"), Type.Literal("refusing")]),
-    computed_at: Timestamp("The instant the state was computed."),
-    reason: OpenItem(
-      {
-        code: Type.String({ description: "Machine-readable reason, e.g. `store_unreachable`, `no_capacity`." }),
-        detail: Type.String(),
-      },
-      "The typed reason for the state.",
+    host: Type.String(),
+    canary: Type.String({ description: "The canary's id (its job's submission key)." }),
+    job_id: Nullable(Type.String(), "The canary's job; null when the API refused the submission."),
+    due_at: Timestamp("When the canary was due (its slot's start)."),
+    verdict: Type.Union(
+      ["passed", "failed", "late", "pending"].map((v) => Type.Literal(v)),
+      { description: "Derived from the job: `late` when not finished within the bound after due_at." },
     ),
-    deadline: Nullable(Timestamp(), "For a refusing state, when it must recover before escalation; else null."),
   },
-  "One operating state.",
+  "A host's newest decided canary (or its pending one when none is decided yet).",
 );
 
 export const OperatingStates = Open(
   "OperatingStates",
   {
-    management_liveness: OperatingState,
-    management_readiness: OperatingState,
-    execution_capacity: OperatingState,
-    end_to_end_workload_health: OperatingState,
+    management_liveness: OperatingState("management_liveness", {}, "The control plane answers."),
+    management_readiness: OperatingState(
+      "management_readiness",
+      {},
+      "The database answers, its schema is at the latest migration, and the blob store is writable.",
+    ),
+    execution_capacity: OperatingState(
+      "execution_capacity",
+      {
+        serving_hosts: Type.Optional(Type.Integer({ minimum: 0 })),
+        vcpus_free: Type.Optional(Type.Integer({ minimum: 0 })),
+        free_slots_by_size: Type.Optional(FreeSlotsBySize),
+      },
+      "Hosts serving (not drained, seen lately) and their free vCPUs per size.",
+    ),
+    end_to_end_workload_health: OperatingState(
+      "end_to_end_workload_health",
+      {
+        canary_interval_seconds: Type.Optional(Type.Integer({ minimum: 1 })),
+        canary_late_after_seconds: Type.Optional(Type.Integer({ minimum: 1 })),
+        canaries: Type.Optional(Type.Array(CanaryOutcome, { description: "One per serving host." })),
+      },
+      "Healthy when every serving host's latest canary passed within the interval.",
+    ),
     hosts: Type.Array(
       OpenItem(
         {
           host: Type.String(),
-          observed_at: Timestamp(),
-          admitting: Type.Boolean({ description: "Whether the host admits placements." }),
+          observed_at: Timestamp("When this observation was read."),
+          admitting: Type.Boolean({ description: "Whether the host admits placements (serving and seen lately)." }),
+          last_seen_at: Type.Optional(Nullable(Timestamp(), "When the host last claimed work or renewed a lease.")),
           vcpus_total: Type.Optional(Type.Integer({ minimum: 0 })),
           vcpus_free: Type.Optional(Type.Integer({ minimum: 0 })),
           memory_bytes_total: Type.Optional(Type.Integer({ minimum: 0 })),
           memory_bytes_free: Type.Optional(Type.Integer({ minimum: 0 })),
           running_attempts: Type.Optional(Type.Integer({ minimum: 0 })),
+          free_slots_by_size: Type.Optional(FreeSlotsBySize),
           reason: Type.Optional(Nullable(Type.String(), "Why the host has no capacity, where it has none.")),
         },
         "One host's capacity observation.",
@@ -535,9 +649,12 @@ const IncidentSummary = OpenItem(
   "The host's open incident.",
 );
 
-const RecoverySurface = Type.Union([Type.Literal("operator_api"), Type.Literal("command_line")], {
-  description: "Where the invocation was made.",
-});
+const RecoverySurface = Type.Union(
+  [Type.Literal("operator_api"), Type.Literal("command_line"), Type.Literal("automatic")],
+  {
+    description: "Where the invocation was made; `automatic` for the platform's own under an automatic policy.",
+  },
+);
 
 export const HostRecoveryPolicy = Open(
   "HostRecoveryPolicy",
@@ -780,10 +897,36 @@ export const UndrainRequest = Closed(
 // Tenant controls
 // ---------------------------------------------------------------------------
 
+/** Per-size vCPU-second prices; a size left out is priced at cents_per_vcpu_second. */
+export const VcpuPricesBySize = () => {
+  const price = (size: (typeof SIZES)[number]) =>
+    Type.Optional(Type.Number({ minimum: 0, description: `Price of one vCPU-second on ${size}, in US cents.` }));
+  return Type.Object(
+    {
+      "kiln2-cpu": price("kiln2-cpu"),
+      "kiln4-cpu": price("kiln4-cpu"),
+      "kiln8-cpu": price("kiln8-cpu"),
+      "kiln16-cpu": price("kiln16-cpu"),
+    },
+    {
+      additionalProperties: false,
+      description:
+        "Price of one vCPU-second per machine size, in US cents; a size left out costs cents_per_vcpu_second.",
+    },
+  );
+};
+
 const RateCard = Type.Object(
   {
-    cents_per_vcpu_second: Type.Number({ minimum: 0, description: "Price of one vCPU-second, in US cents." }),
-    cents_per_gib_month: Type.Number({ minimum: 0, description: "Price of one GiB-month of storage, in US cents." }),
+    cents_per_vcpu_second: Type.Number({
+      minimum: 0,
+      description: "Price of one vCPU-second, in US cents (sizes not named in cents_per_vcpu_second_by_size).",
+    }),
+    cents_per_vcpu_second_by_size: Type.Optional(VcpuPricesBySize()),
+    cents_per_gib_month: Type.Number({
+      minimum: 0,
+      description: "Price of one GiB-month of lineage storage (2^30 bytes held for 720 hours), in US cents.",
+    }),
     cents_per_gib_uploaded: Type.Optional(
       Type.Number({ minimum: 0, description: "Price of one GiB (2^30 bytes) of source uploaded, in US cents." }),
     ),
@@ -852,6 +995,31 @@ export const TenantControlUpdate = Closed(
               ),
             },
             { additionalProperties: false, description: "Suspend (with a reason) or lift the suspension." },
+          ),
+        ),
+        credit: Type.Optional(
+          Type.Object(
+            {
+              reason: Type.String({
+                minLength: 1,
+                maxLength: 2000,
+                description: "Why the credit is granted (e.g. the incident); shown on the adjustment.",
+              }),
+              vcpu_seconds: Type.Optional(
+                Type.Integer({ minimum: 0, description: "vCPU-seconds taken off the tenant's usage this month." }),
+              ),
+              amount_cents: Type.Optional(
+                Type.Integer({ minimum: 0, description: "US cents taken off the tenant's charges this month." }),
+              ),
+              job: Type.Optional(Type.String({ minLength: 1, description: "The job the credit is for, if any." })),
+            },
+            {
+              additionalProperties: false,
+              description:
+                "A credit to the tenant's usage, recorded once with the version this update moves (a retry names a " +
+                "moved-past version and is a conflict) and listed in usage.export as an `operator_credit` adjustment " +
+                "in the month it is granted. At least one of vcpu_seconds and amount_cents is above zero.",
+            },
           ),
         ),
       },

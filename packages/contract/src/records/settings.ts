@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { Closed, NextCursor, Nullable, RepositoryName, Timestamp } from "../schema-helpers.js";
 import { SizeSchema, TOOLCHAIN_PATTERN } from "./jobs.js";
+import { VcpuPricesBySize } from "./operator.js";
 
 /* ───────────────────────────── Settings ───────────────────────────── */
 
@@ -342,7 +343,11 @@ const RateCard = () =>
   Nullable(
     Type.Object(
       {
-        cents_per_vcpu_second: Type.Number({ minimum: 0, description: "Price of one vCPU-second, in US cents." }),
+        cents_per_vcpu_second: Type.Number({
+          minimum: 0,
+          description: "Price of one vCPU-second, in US cents (sizes not named in cents_per_vcpu_second_by_size).",
+        }),
+        cents_per_vcpu_second_by_size: Type.Optional(VcpuPricesBySize()),
         cents_per_gib_month: Type.Number({
           minimum: 0,
           description: "Price of one GiB-month of lineage storage (2^30 bytes held for 720 hours), in US cents.",
@@ -366,8 +371,9 @@ const VcpuSecondsBySize = () =>
 const StorageByteHours = (description: string) =>
   Nullable(
     Type.Integer({ minimum: 0 }),
-    `${description} Null: not measured — lineage bytes are recorded per save, not as a history over time, ` +
-      "so byte-hours are not derivable yet.",
+    `${description} The sum of hourly samples of the bytes the tenant's live lineages hold (one sample per ` +
+      "completed UTC hour, each counted as that hour held); hours no server sampled are not counted. Null only " +
+      "in documents of runtimes that do not sample.",
   );
 
 const usageMeasures = {
@@ -378,7 +384,7 @@ const usageMeasures = {
   storage_byte_hours: StorageByteHours("Lineage storage held, in byte-hours."),
   bytes_uploaded: Type.Integer({ minimum: 0, description: "Source part bytes uploaded (not reused)." }),
   amount_cents: AmountCents(
-    "Sum of the amount_cents of the metering and upload records this line covers; null without a rate card.",
+    "Sum of the amount_cents of the metering, storage and upload records this line covers; null without a rate card.",
   ),
 };
 
@@ -479,7 +485,11 @@ export const UsageExport = Closed(
         },
         { additionalProperties: false },
       ),
-      { description: "Lineage storage per UTC day and repository; empty while it is not measured." },
+      {
+        description:
+          "Lineage storage per UTC day and repository (byte-hours of completed hours), priced at cents_per_gib_month " +
+          "per 2^30 bytes held 720 hours; ordered by date then repository.",
+      },
     ),
     uploads: Type.Array(
       Type.Object(
@@ -539,7 +549,6 @@ export const UsageExport = Closed(
       "The month's usage as per-second metering records, upload records and adjustments, keyset-paged: the " +
       "first page carries the period's totals as of as_of, and every page (its cursor keeps as_of) lists only " +
       "what had settled by then, so the records and adjustments of all pages sum to those totals, which equal " +
-      "the usage report's for the same period and instant. Storage records stay empty while lineage storage " +
-      "over time is not measured.",
+      "the usage report's for the same period and instant. Operator credits are `operator_credit` adjustments.",
   },
 );
