@@ -8,6 +8,11 @@ export { operatorAuditEntryExists } from "./audit/find-operator-audit-entry.js";
 export { listAuditEntries } from "./audit/list-audit-entries.js";
 export { listOperatorAuditEntries } from "./audit/list-operator-audit-entries.js";
 export { LocalBlobStore } from "./blobs/local-blob-store.js";
+export type { CanaryRecord } from "./canaries/canary-record.js";
+export { findCanaryByJob } from "./canaries/find-canary-by-job.js";
+export { listCanaryOutcomes } from "./canaries/list-canary-outcomes.js";
+export { recordCanarySubmission } from "./canaries/record-canary-submission.js";
+export { reserveCanary } from "./canaries/reserve-canary.js";
 export type { AgentCredentialRow } from "./credentials/agent-credential.js";
 export { createAgentCredential } from "./credentials/create-agent-credential.js";
 export { findAgentCredentialByHash } from "./credentials/find-agent-credential-by-hash.js";
@@ -24,8 +29,93 @@ export { recordDevicePoll } from "./devices/record-device-poll.js";
 export { redeemDeviceAuthorization } from "./devices/redeem-device-authorization.js";
 export { startDeviceAuthorization } from "./devices/start-device-authorization.js";
 export type { Capabilities, DialectName, Storage } from "./dialect.js";
+export { declareDogfoodMaintenance } from "./dogfood/declare-dogfood-maintenance.js";
+export type {
+  DogfoodGateEvidenceRow,
+  DogfoodGateOpeningRow,
+  DogfoodIncidentRow,
+  DogfoodInterventionRow,
+  DogfoodLifecycleChangeRow,
+  DogfoodMaintenanceRow,
+  DogfoodSpendRow,
+} from "./dogfood/dogfood-tables.js";
+export { listDogfoodGateEvidence } from "./dogfood/list-dogfood-gate-evidence.js";
+export { listDogfoodIncidents } from "./dogfood/list-dogfood-incidents.js";
+export { listDogfoodInterventions } from "./dogfood/list-dogfood-interventions.js";
+export { listDogfoodLifecycleChanges } from "./dogfood/list-dogfood-lifecycle-changes.js";
+export { listDogfoodMaintenance } from "./dogfood/list-dogfood-maintenance.js";
+export { listDogfoodSpend } from "./dogfood/list-dogfood-spend.js";
+export {
+  listTrialLedger,
+  type TrialAttemptRow,
+  type TrialJobRow,
+  type TrialLedger,
+  type TrialSettlementRow,
+} from "./dogfood/list-trial-ledger.js";
+export { listTrialProbeReservations } from "./dogfood/list-trial-probe-reservations.js";
+export { openDogfoodGate } from "./dogfood/open-dogfood-gate.js";
+export { readDogfoodGateOpening } from "./dogfood/read-dogfood-gate-opening.js";
+export { readDogfoodIncident } from "./dogfood/read-dogfood-incident.js";
+export { recordDogfoodGateEvidence } from "./dogfood/record-dogfood-gate-evidence.js";
+export { recordDogfoodIncident } from "./dogfood/record-dogfood-incident.js";
+export { recordDogfoodIncidentIssue } from "./dogfood/record-dogfood-incident-issue.js";
+export { recordDogfoodIntervention } from "./dogfood/record-dogfood-intervention.js";
+export { recordDogfoodLifecycleChange } from "./dogfood/record-dogfood-lifecycle-change.js";
+export { recordDogfoodSpend } from "./dogfood/record-dogfood-spend.js";
+export { resolveDogfoodIncident } from "./dogfood/resolve-dogfood-incident.js";
 export { InvalidCursorError, UnknownTenantError } from "./errors.js";
 export { type Db, executorOf, inTransaction, type StorageOrTransaction } from "./executor.js";
+export { approveDestructiveStep, type DestructiveApprovalResult } from "./host-incidents/approve-destructive-step.js";
+export { closeHostIncident, type HostIncidentCloseResult } from "./host-incidents/close-host-incident.js";
+export type { HostIncidentRecord } from "./host-incidents/host-incident-records.js";
+export { markHostIncidentAwaiting } from "./host-incidents/mark-host-incident-awaiting.js";
+export {
+  AUTOMATIC_RECOVERY_OFF_REASON,
+  type ImpairmentEvidence,
+  type ImpairmentRaised,
+  raiseHostImpairment,
+} from "./host-incidents/raise-host-impairment.js";
+export { readHostIncident, readOpenHostIncident } from "./host-incidents/read-host-incident.js";
+export {
+  awaitingApprovalReason,
+  beginHostRecoveryStep,
+  type StepBeginAnswer,
+} from "./host-recovery/begin-host-recovery-step.js";
+export { claimHostRecovery } from "./host-recovery/claim-host-recovery.js";
+export { endHostRecoveryStep } from "./host-recovery/end-host-recovery-step.js";
+export { finishHostRecovery } from "./host-recovery/finish-host-recovery.js";
+export {
+  HOST_ACTIVATION_PLAN,
+  type HostActivationRecord,
+  type HostActivationStepRecord,
+  hostActivationOperationOf,
+} from "./host-recovery/host-activation-records.js";
+export {
+  DESTRUCTIVE_RECOVERY_STEPS,
+  type HostRecoveryRecord,
+  type HostRecoveryStepRecord,
+  OPEN_RECOVERY_STATES,
+} from "./host-recovery/host-recovery-records.js";
+export {
+  type HostRecoveryInvocationInput,
+  type HostRecoveryInvocationResult,
+  invokeHostRecovery,
+} from "./host-recovery/invoke-host-recovery.js";
+export { HOST_ACTIVATIONS_LISTED, listHostActivations } from "./host-recovery/list-host-activations.js";
+export { listHostRecoveries } from "./host-recovery/list-host-recoveries.js";
+export { readHostLiveLease } from "./host-recovery/read-host-live-lease.js";
+export {
+  type HostOperationState,
+  type HostOperatorReadinessRecord,
+  readHostOperationState,
+} from "./host-recovery/read-host-operation-state.js";
+export { recordHostActivation } from "./host-recovery/record-host-activation.js";
+export { readHostHealthReport, recordHostHealthReport } from "./host-recovery/record-host-health-report.js";
+export { recordHostOperatorReadiness } from "./host-recovery/record-host-operator-readiness.js";
+export { recordHostRecoveryPlan } from "./host-recovery/record-host-recovery-plan.js";
+export { reopenHostAdmission } from "./host-recovery/reopen-host-admission.js";
+export { type HostRecoveryPolicyChange, setHostRecoveryPolicy } from "./host-recovery/set-host-recovery-policy.js";
+export { answerHostRead } from "./hosts/answer-host-read.js";
 export { createHostEnrollmentToken } from "./hosts/create-host-enrollment-token.js";
 export { findAttemptHost } from "./hosts/find-attempt-host.js";
 export { findHostCredentialByHash } from "./hosts/find-host-credential-by-hash.js";
@@ -39,8 +129,23 @@ export {
   readHostRecord,
   undrainHost,
 } from "./hosts/host-drain.js";
+export type { HostInitializationRecord, InitializationLedgerStep } from "./hosts/host-initialization-record.js";
+export { type HostReceiptRecord, listHostReceipts } from "./hosts/list-host-receipts.js";
+export { type HostTransitionRecord, listHostTransitions } from "./hosts/list-host-transitions.js";
+export { type HostSandboxReport, type LivePlacementRecord, listLivePlacements } from "./hosts/list-live-placements.js";
+export { type HostCapacityObservation, readHostCapacity } from "./hosts/read-host-capacity.js";
+export { readHostInitialization } from "./hosts/read-host-initialization.js";
+export { readReapReceipt } from "./hosts/read-reap-receipt.js";
+export { recordHostFleetPoll } from "./hosts/record-host-fleet-poll.js";
+export { type HostReceiptEntry, recordHostReceipt } from "./hosts/record-host-receipt.js";
 export { type EnrollmentRedemption, redeemHostEnrollmentToken } from "./hosts/redeem-host-enrollment-token.js";
+export { registerHostDeployment } from "./hosts/register-host-deployment.js";
+export { reportHostInitialization } from "./hosts/report-host-initialization.js";
+export { requestHostRead } from "./hosts/request-host-read.js";
+export { requeueStalePlacement, type StalePlacementRequeue } from "./hosts/requeue-stale-placement.js";
 export { revokeHostCredentials } from "./hosts/revoke-host-credentials.js";
+export { type HostInitializationStart, startHostInitialization } from "./hosts/start-host-initialization.js";
+export { type HostReadAnswerState, takeHostReadAnswer } from "./hosts/take-host-read-answer.js";
 export {
   type CompleteIdempotencyKeyInput,
   completeIdempotencyKey,
@@ -55,7 +160,7 @@ export {
   reserveIdempotencyKey,
 } from "./idempotency/reserve-idempotency-key.js";
 export { appendLogRecords, type LogLine } from "./jobs/append-log-records.js";
-export { type AttemptRow, claimNextJob } from "./jobs/claim-next-job.js";
+export { type AttemptRow, claimNextJob, HOST_SEEN_EVERY_SECONDS } from "./jobs/claim-next-job.js";
 export { findJobBySubmissionKey } from "./jobs/find-job-by-submission-key.js";
 export { findLeasedAttempt } from "./jobs/find-leased-attempt.js";
 export {
@@ -88,6 +193,7 @@ export { purgeLineage } from "./lineages/purge-lineage.js";
 export { readRepositoryStorage } from "./lineages/read-repository-storage.js";
 export { type LineageSave, type LineageSaveResult, recordLineageSave } from "./lineages/record-lineage-save.js";
 export { type AppliedMigrations, migrateToLatest } from "./migrations/migrate-to-latest.js";
+export { type MigrationState, readMigrationState } from "./migrations/read-migration-state.js";
 export { type OpenStorageOptions, openStorage } from "./open-storage.js";
 export {
   findCurrentOperatorCredential,
@@ -105,6 +211,8 @@ export {
   type KeysetSortColumn,
   type SortDirection,
 } from "./pagination/keyset-page.js";
+export { disposePlatformAnomaly } from "./platform-anomalies/dispose-platform-anomaly.js";
+export { listPlatformAnomalies, type PlatformAnomalyRecord } from "./platform-anomalies/list-platform-anomalies.js";
 export {
   admitRequestInSlidingWindow,
   type SlidingWindowAnswer,
@@ -146,6 +254,7 @@ export { createSignInLink } from "./sessions/create-sign-in-link.js";
 export { endSession } from "./sessions/end-session.js";
 export { findLiveSession } from "./sessions/find-live-session.js";
 export { redeemSignInLink } from "./sessions/redeem-sign-in-link.js";
+export { changeInstallationRepositories } from "./source-hosting/change-installation-repositories.js";
 export {
   type CheckRunStage,
   type DueCheckRun,
@@ -165,6 +274,12 @@ export {
   readOnboardingJobs,
   syncInstallation,
 } from "./source-hosting/installations.js";
+export { readInstallation } from "./source-hosting/read-installation.js";
+export {
+  readWebhookDelivery,
+  recordWebhookDelivery,
+  settleWebhookDelivery,
+} from "./source-hosting/record-webhook-delivery.js";
 export { attachHeldChunks } from "./sources/attach-held-chunks.js";
 export { claimUpload } from "./sources/claim-upload.js";
 export { cleanupExpiredUploads } from "./sources/cleanup-expired-uploads.js";
@@ -186,6 +301,15 @@ export {
 export { type ReserveUploadResult, reserveUpload, type UploadReservation } from "./sources/reserve-upload.js";
 export { type SourceUploadPartRow, type SourceUploadRow, tenantReservations } from "./sources/upload-row.js";
 export { SQLITE_FILE_NAME } from "./sqlite/open-sqlite-storage.js";
+export { countSubmissionsByTenant } from "./tenant-anomalies/count-submissions-by-tenant.js";
+export { disposeTenantAnomaly } from "./tenant-anomalies/dispose-tenant-anomaly.js";
+export {
+  type FinishedAttemptMeasurement,
+  listFinishedAttemptMeasurements,
+} from "./tenant-anomalies/list-finished-attempt-measurements.js";
+export { listTenantAnomalies } from "./tenant-anomalies/list-tenant-anomalies.js";
+export { raiseTenantAnomaly } from "./tenant-anomalies/raise-tenant-anomaly.js";
+export type { TenantAnomalyRecord } from "./tenant-anomalies/tenant-anomaly-record.js";
 export {
   annotateTenantQueue,
   refreshTenantQueueAnnotation,
@@ -203,7 +327,11 @@ export {
   type StoredTenantControls,
 } from "./tenant-policy/read-tenant-controls.js";
 export { readTenantSettings, type StoredTenantSettings } from "./tenant-policy/read-tenant-settings.js";
-export { type TenantControlsChanges, writeTenantControls } from "./tenant-policy/write-tenant-controls.js";
+export {
+  type TenantControlsChanges,
+  type UsageCredit,
+  writeTenantControls,
+} from "./tenant-policy/write-tenant-controls.js";
 export {
   type TenantSettingsChanges,
   type VersionedWriteResult,
@@ -222,6 +350,11 @@ export { findTenant } from "./tenants/find-tenant.js";
 export { listMembershipsOfPerson } from "./tenants/list-memberships-of-person.js";
 export type { Membership, Person, Tenant } from "./tenants/tenant.js";
 export { formatTimestamp } from "./timestamps.js";
+export { countMeteredJobs, type MeteredJobCounts } from "./usage/count-metered-jobs.js";
 export { listMeteredAttempts, type MeteredAttemptRow } from "./usage/list-metered-attempts.js";
+export { listStorageByteHours, type StorageByteHoursRow } from "./usage/list-storage-byte-hours.js";
 export { listUnplacedCancellations, type UnplacedCancellationRow } from "./usage/list-unplaced-cancellations.js";
 export { listUploadedBytes, type UploadedBytesRow } from "./usage/list-uploaded-bytes.js";
+export { listUsageCredits, type UsageCreditRow } from "./usage/list-usage-credits.js";
+export { sampleLineageStorage } from "./usage/sample-lineage-storage.js";
+export { sumUploadedBytes } from "./usage/sum-uploaded-bytes.js";

@@ -37,11 +37,28 @@ export interface Database {
   registry_credential_acks: RegistryCredentialAcksTable;
   tenant_settings: TenantSettingsTable;
   tenant_controls: TenantControlsTable;
+  usage_credits: UsageCreditsTable;
+  lineage_storage_samples: LineageStorageSamplesTable;
   host_enrollment_tokens: HostEnrollmentTokensTable;
   host_credentials: HostCredentialsTable;
+  host_health_reports: HostHealthReportsTable;
+  host_operator_readiness: HostOperatorReadinessTable;
+  host_activations: HostActivationsTable;
+  host_incidents: HostIncidentsTable;
+  host_incident_approvals: HostIncidentApprovalsTable;
+  platform_anomalies: PlatformAnomaliesTable;
+  host_recoveries: HostRecoveriesTable;
+  host_recovery_steps: HostRecoveryStepsTable;
+  host_transitions: HostTransitionsTable;
+  host_initializations: HostInitializationsTable;
+  host_receipts: HostReceiptsTable;
+  host_reads: HostReadsTable;
   app_installations: AppInstallationsTable;
   installation_repositories: InstallationRepositoriesTable;
   check_runs: CheckRunsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  canaries: CanariesTable;
+  tenant_anomalies: TenantAnomaliesTable;
 }
 
 /** A job. JSON columns hold the contract's shapes as text. */
@@ -83,6 +100,8 @@ export interface JobsTable {
   usage: string | null;
   /** JSON: the settlement once the terminal job settled (exactly once). */
   settlement: string | null;
+  /** Migration 0015: the only host that may claim the job (a canary's); null for any host. */
+  pinned_host: Generated<string | null>;
 }
 
 export interface JobTransitionsTable {
@@ -130,6 +149,93 @@ export interface HostsTable {
   last_action: string | null;
   last_at: string | null;
   last_reason: string | null;
+  /** Migration 0016: admission closed by an impairment (apart from drain); null while open. */
+  admission_closed_by: string | null;
+  admission_closed_at: string | null;
+  admission_closure_reason: string | null;
+  /** Migration 0016: moves with every recovery, incident and admission change of the host. */
+  operation_revision: Generated<number>;
+  /** Migration 0016: 1 automatic, 0 not, null while no policy is set. */
+  recovery_policy_automatic: number | null;
+  recovery_policy_revision: Generated<number>;
+  recovery_policy_changed_by: string | null;
+  recovery_policy_changed_at: string | null;
+  /** Migration 0018: the release an operator registered as deployed on the host. */
+  deployed_release: string | null;
+  deployed_release_sha256: string | null;
+  deployed_at: string | null;
+  /** Migration 0018: JSON array of the attempt ids the host last reported sandboxes for, and when. */
+  reported_attempts: string | null;
+  reported_at: string | null;
+}
+
+/** A recorded change of a host (migration 0018), newest by `sequence`. */
+export interface HostTransitionsTable {
+  sequence: Generated<number>;
+  host_id: string;
+  from_state: string;
+  to_state: string;
+  action: string;
+  actor: string;
+  at: string;
+  reason: string | null;
+  revision: number | null;
+}
+
+/** An operator-started host initialization and the step ledger its host reported (migration 0018). */
+export interface HostInitializationsTable {
+  operation: string;
+  host_id: string;
+  /** The host's 1st, 2nd, … initialization. */
+  ordinal: number;
+  state: "pending" | "running" | "succeeded" | "failed";
+  /** JSON: the toolchain names to admit. */
+  toolchains: string;
+  started_by: string;
+  started_at: string;
+  finished_at: string | null;
+  failure: string | null;
+  /** JSON: the step ledger. */
+  steps: string;
+  note: string | null;
+}
+
+/** An operator's read of a host (journal, kernel log, evidence file) and its answer (migration 0018). */
+export interface HostReadsTable {
+  id: string;
+  host_id: string;
+  kind: string;
+  path: string | null;
+  max_bytes: number;
+  /** evidence_export: the attempt whose retained files to include, and the most unit executions. */
+  attempt: number | null;
+  executions: number | null;
+  requested_by: string;
+  requested_at: string;
+  state: "pending" | "answered" | "failed" | "delivered" | "expired";
+  answered_at: string | null;
+  /** base64 of the bytes the host answered, until the waiting request takes them. */
+  content: string | null;
+  /** 1 when bytes beyond max_bytes were left out. */
+  truncated: number | null;
+  detail: string | null;
+  /** Why a failed read failed where a refusal names it: `not_found`, `conflict`. */
+  refusal: string | null;
+}
+
+/** What a finished host operation recorded: deployment, initialization, reap (migration 0018). */
+export interface HostReceiptsTable {
+  sequence: Generated<number>;
+  id: string;
+  host_id: string;
+  kind: string;
+  job_id: string | null;
+  vm_id: string | null;
+  actor: string;
+  at: string;
+  summary: string;
+  /** JSON: the receipt's entries ({kind, detail, at}). */
+  entries: string;
 }
 
 /** One attempt of a job on a host, leased: only the holder of lease_token may report for it. */
@@ -502,6 +608,16 @@ export interface TenantControlsTable {
 }
 
 /** A source-hosting app installation claimed by a tenant (migration 0011). */
+/** A source-hosting webhook delivery kiln acted on (migration 0020). */
+export interface WebhookDeliveriesTable {
+  /** The provider's delivery id (`X-GitHub-Delivery`). */
+  delivery_id: string;
+  event: string;
+  /** What kiln did with it, for an operator reading the table. */
+  outcome: string;
+  received_at: string;
+}
+
 export interface AppInstallationsTable {
   /** The provider's installation id, as decimal text. */
   installation_id: string;
@@ -531,4 +647,172 @@ export interface CheckRunsTable {
   next_attempt_at: string | null;
   lease_until: string | null;
   updated_at: string;
+}
+
+/** A canary the platform submitted to one host (migration 0015); its verdict is its job's. */
+export interface CanariesTable {
+  /** Also the job's submission key in the canary tenant. */
+  id: string;
+  tenant_id: string;
+  host_id: string;
+  /** The start of the canary slot it was due in; unique per host. */
+  due_at: string;
+  created_at: string;
+  submitted_at: string | null;
+  job_id: string | null;
+  /** Why the public API refused the submission, when it did. */
+  submission_error: string | null;
+}
+
+/** A tenant anomaly flag a rule raised (migration 0015), with the operator's disposition. */
+export interface TenantAnomaliesTable {
+  id: string;
+  tenant_id: string;
+  rule: string;
+  /** What the rule saw (a job, a window); unique per rule and tenant. */
+  subject: string;
+  job_id: string | null;
+  raised_at: string;
+  /** JSON: the evidence items. */
+  evidence: string;
+  disposition: string | null;
+  disposition_note: string | null;
+  disposed_by: string | null;
+  disposed_at: string | null;
+}
+
+/** The newest health report of a kiln-host (migration 0016). */
+export interface HostHealthReportsTable {
+  host_id: string;
+  reported_at: string;
+  disk_free_bytes: number;
+  disk_total_bytes: number;
+  failed_initialization_step: string | null;
+}
+
+/** The host operator's readiness as last recorded (migration 0016). */
+export interface HostOperatorReadinessTable {
+  host_id: string;
+  instance: string;
+  started_at: string;
+  environment: string;
+  host_reported: string;
+  provisioning_bundle_sha256: string;
+  recovery_binding_loaded: number;
+  installation: string | null;
+  provider_identity_readable: number;
+  provider: string;
+  provider_service_name: string;
+  boot: string;
+  boot_since: string;
+  recorded_at: string;
+}
+
+/** One start of a host's host operator on a boot, with its plan, ledger and receipt (migration 0021). */
+export interface HostActivationsTable {
+  operation: string;
+  host_id: string;
+  boot: string;
+  instance: string;
+  started_at: string;
+  /** JSON: the step names, in order. */
+  plan: string;
+  /** JSON: each step's state, instants and detail (`HostActivationStepRecord[]`). */
+  ledger: string;
+  outcome: string | null;
+  finished_at: string | null;
+  receipt_detail: string | null;
+  written_at: string;
+}
+
+/** A host incident, opened on an impairment (migration 0016). */
+export interface HostIncidentsTable {
+  id: string;
+  host_id: string;
+  state: "open" | "closed";
+  revision: Generated<number>;
+  opened_at: string;
+  closed_at: string | null;
+  closed_by: string | null;
+  automatic_recoveries_spent: Generated<number>;
+  awaiting_operator: Generated<number>;
+  awaiting_reason: string | null;
+}
+
+/** An approval of one destructive step for one incident (migration 0016). */
+export interface HostIncidentApprovalsTable {
+  incident_id: string;
+  step: string;
+  host_id: string;
+  approved_by: string;
+  approved_at: string;
+}
+
+/** A platform anomaly the impairment detector raised (migration 0016). */
+export interface PlatformAnomaliesTable {
+  id: string;
+  host_id: string;
+  kind: string;
+  /** JSON: the evidence items. */
+  evidence: string;
+  raised_at: string;
+  incident_id: string;
+  disposition: string | null;
+  disposition_note: string | null;
+  disposed_by: string | null;
+  disposed_at: string | null;
+}
+
+/** A recovery operation of a host (migration 0016): `recorded` → `running` → `succeeded` | `failed`. */
+export interface HostRecoveriesTable {
+  id: string;
+  host_id: string;
+  incident_id: string | null;
+  request: string;
+  surface: string;
+  operator: string;
+  rescue_read: number;
+  rescue_ssh_public_key: string | null;
+  state: "recorded" | "running" | "succeeded" | "failed";
+  invoked_at: string;
+  /** The host operator instance running it, once claimed. */
+  holder: string | null;
+  claimed_at: string | null;
+  finished_at: string | null;
+  outcome_detail: string | null;
+}
+
+/** One step of a recovery's ledger (migration 0016), in run order. */
+export interface HostRecoveryStepsTable {
+  recovery_id: string;
+  position: number;
+  step: string;
+  destructive: number;
+  state: "pending" | "awaiting_approval" | "running" | "succeeded" | "failed" | "skipped";
+  started_at: string | null;
+  finished_at: string | null;
+  detail: string | null;
+}
+
+/** An operator's credit to a tenant's usage (migration 0019). */
+export interface UsageCreditsTable {
+  id: string;
+  tenant_id: string;
+  granted_at: string;
+  /** Credited vCPU-seconds (positive; the ledger shows it negated). */
+  vcpu_seconds: number;
+  /** Credited US cents (positive; the ledger shows it negated). */
+  amount_cents: number;
+  job: string | null;
+  reason: string;
+  granted_by: string;
+}
+
+/** Bytes a tenant's live lineages of one repository held at one UTC hour (migration 0019). */
+export interface LineageStorageSamplesTable {
+  tenant_id: string;
+  repository: string;
+  /** `YYYY-MM-DDTHH` (UTC). */
+  hour: string;
+  bytes: number;
 }

@@ -1,7 +1,5 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { setImmediate as nextTurn } from "node:timers/promises";
-import { sql } from "kysely";
 import {
   claimNextJob,
   createTenant,
@@ -13,7 +11,9 @@ import {
   type Storage,
   undrainHost,
 } from "../src/index.js";
-import { DIALECTS, type TestDatabase } from "./dialects.js";
+import { DIALECTS } from "./dialects.js";
+import { queuedJob } from "./queued-jobs.js";
+import { blockedOrSettled, deferred, held, withTwoStorages } from "./staged-transactions.js";
 
 /**
  * Operator drain as the claim verb enforces it (host-drain.ts, claim-next-job.ts): a draining
@@ -28,21 +28,14 @@ let submissions = 0;
 
 for (const dialect of DIALECTS) {
   describe(`host drain [${dialect.name}]`, { skip: dialect.skip }, () => {
-    async function withHosts(test: (main: Storage, other: Storage) => Promise<void>) {
-      const database: TestDatabase = await dialect.createDatabase();
-      const main = await database.open({ maxConnections: 2 });
-      const other = await database.open({ maxConnections: 2 });
-      try {
+    const withHosts = (test: (main: Storage, other: Storage) => Promise<void>) =>
+      withTwoStorages(dialect, async (main, other) => {
         await createTenant(main, { id: TENANT }, T0);
         for (const host of ["host-a", "host-b"]) {
           await registerHost(main, { id: host, vcpus: 64, memoryBytes: 2 ** 37, isolation: "sandbox", now: T0 });
         }
         await test(main, other);
-      } finally {
-        await Promise.all([main.close(), other.close()]);
-        await database.dispose();
-      }
-    }
+      });
 
     const drain = (storage: Storage, hostId: string) =>
       storage.transaction((trx) =>
@@ -137,23 +130,12 @@ for (const dialect of DIALECTS) {
     it("a drain racing an uncommitted claim waits for it; the placed attempt keeps running", NO_HANG, async () => {
       await withHosts(async (main, other) => {
         const job = await enqueue(main);
-        const reached = deferred();
-        const gate = deferred();
-        const holding: Storage = {
-          ...other,
-          transaction: (fn, options) =>
-            other.transaction(async (trx) => {
-              const result = await fn(trx);
-              reached.resolve();
-              await gate.promise;
-              return result;
-            }, options),
-        };
-        const claiming = claim(holding, "host-a");
-        await reached.promise;
+        const holding = held(other);
+        const claiming = claim(holding.storage, "host-a");
+        await holding.ready;
         const draining = drain(main, "host-a");
         assert.equal(await blockedOrSettled(main, draining), "pending", "the drain waits for the claim");
-        gate.resolve();
+        holding.release();
         assert.equal((await claiming)?.job.id, job);
         const drained = await draining;
         assert.equal(drained.kind === "changed" && drained.host.runningAttempts, 1);
@@ -167,72 +149,20 @@ for (const dialect of DIALECTS) {
 async function enqueue(storage: Storage): Promise<string> {
   submissions += 1;
   const queuedAt = new Date(T0.getTime() - 1000 + submissions).toISOString();
-  const { job, created } = await insertJob(storage, {
-    id: `job_drain_${submissions}`,
-    tenant_id: TENANT,
-    repository: "acme/widget",
-    branch: "main",
-    base_commit: "0123456789abcdef0123456789abcdef01234567",
-    head_sha: null,
-    size: SIZE,
-    class: "test:stable:kiln2-cpu",
-    description: "cargo test --workspace",
-    status: "queued",
-    submitted_by: "u_test",
-    submission_key: `drain-${submissions}`,
-    request_hash: `hash-${submissions}`,
-    invocation: JSON.stringify({ operation: "test", arguments: [] }),
-    source_manifest: "[]",
-    wall_clock_seconds: 3600,
-    max_attempts: 3,
-    attempts_started: 0,
-    accepted_at: queuedAt,
-    queued_at: queuedAt,
-    admitted: null,
-    retry_of: null,
-  });
+  const { job, created } = await insertJob(
+    storage,
+    queuedJob({
+      id: `job_drain_${submissions}`,
+      tenant: TENANT,
+      submissionKey: `drain-${submissions}`,
+      requestHash: `hash-${submissions}`,
+      queuedAt,
+    }),
+  );
   assert.ok(created);
   return job.id;
 }
 
 function claim(storage: Storage, hostId: string) {
   return claimNextJob(storage, { hostId, freeVcpus: 64, vcpusOfSize: { [SIZE]: 2 }, leaseSeconds: 60, now: T0 });
-}
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve: () => void = () => {};
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
-/**
- * Whether `pending` finished without waiting for the held transaction ("settled") or waits for
- * it ("pending"): on PostgreSQL as the server reports a backend waiting on a lock; on SQLite a
- * writer waits at BEGIN IMMEDIATE, which no catalog shows, so it gets many event-loop turns and
- * is "pending" if still unsettled — an error can only lean towards "settled" (as job-queue.test).
- */
-async function blockedOrSettled(probe: Storage, pending: Promise<unknown>): Promise<"settled" | "pending"> {
-  let settled = false;
-  const mark = () => {
-    settled = true;
-  };
-  pending.then(mark, mark);
-  if (probe.capabilities.rowLocks) {
-    for (;;) {
-      await nextTurn();
-      if (settled) return "settled";
-      const waiting = await sql<{ n: number }>`
-        select count(*)::int as n from pg_stat_activity
-        where datname = current_database() and wait_event_type = 'Lock'`.execute(probe.db);
-      if ((waiting.rows[0]?.n ?? 0) > 0) return settled ? "settled" : "pending";
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
-  }
-  for (let i = 0; i < 50; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 1));
-    if (settled) return "settled";
-  }
-  return "pending";
 }

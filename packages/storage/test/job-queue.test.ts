@@ -1,7 +1,5 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { setImmediate as nextTurn } from "node:timers/promises";
-import { sql } from "kysely";
 import {
   type AttemptCompletion,
   type AttemptRow,
@@ -18,6 +16,7 @@ import {
   type Storage,
 } from "../src/index.js";
 import { DIALECTS, type TestDatabase } from "./dialects.js";
+import { blockedOrSettled, held } from "./staged-transactions.js";
 
 /**
  * The job queue's verbs (claimNextJob, finishAttempt, renewAttemptLease, reclaimExpiredLeases,
@@ -849,73 +848,4 @@ async function snapshot(storage: Storage, jobId: string) {
     .orderBy("sequence")
     .execute();
   return { job, attempts, transitions, events };
-}
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve: () => void = () => {};
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
-
-/**
- * `storage` whose transactions, once their work is done, wait for `release()` before
- * committing: `ready` resolves when the work is done (its writes and row locks in place,
- * uncommitted). Statements outside a transaction pass straight through.
- */
-function held(storage: Storage): { storage: Storage; ready: Promise<void>; release: () => void } {
-  const reached = deferred();
-  const gate = deferred();
-  return {
-    storage: {
-      ...storage,
-      transaction: (fn, options) =>
-        storage.transaction(async (trx) => {
-          const result = await fn(trx);
-          reached.resolve();
-          await gate.promise;
-          return result;
-        }, options),
-    },
-    ready: reached.promise,
-    release: gate.resolve,
-  };
-}
-
-/**
- * Whether `pending` (started while another transaction is held open) finished without waiting
- * for it ("settled") or is waiting for it ("pending"). On PostgreSQL the verdict is the server's:
- * a backend of this database waiting on a lock, or the promise settling, whichever is seen
- * first. On SQLite a writer waits at BEGIN IMMEDIATE, which no catalog shows; the promise is
- * given many turns of the event loop (its BUSY retries run in them) and is "pending" if it has
- * not settled by then — a wait that ended early would show as "settled", so the answer can only
- * err towards "settled".
- */
-async function blockedOrSettled(probe: Storage, pending: Promise<unknown>): Promise<"settled" | "pending"> {
-  let settled = false;
-  pending.then(
-    () => {
-      settled = true;
-    },
-    () => {
-      settled = true;
-    },
-  );
-  if (probe.capabilities.rowLocks) {
-    for (;;) {
-      await nextTurn();
-      if (settled) return "settled";
-      const waiting = await sql<{ n: number }>`
-        select count(*)::int as n from pg_stat_activity
-        where datname = current_database() and wait_event_type = 'Lock'`.execute(probe.db);
-      if ((waiting.rows[0]?.n ?? 0) > 0) return settled ? "settled" : "pending";
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
-  }
-  for (let i = 0; i < 50; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 1));
-    if (settled) return "settled";
-  }
-  return "pending";
 }

@@ -17,6 +17,7 @@ import {
   writeTenantSettings,
 } from "../src/index.js";
 import { DIALECTS, type TestDatabase } from "./dialects.js";
+import { queuedJob } from "./queued-jobs.js";
 
 /**
  * Tenant policy storage: settings and controls as compare-and-set rows, and the scheduler's
@@ -208,30 +209,19 @@ for (const dialect of DIALECTS) {
 async function enqueue(storage: Storage, tenant: string, queuedAtSeconds: number): Promise<string> {
   submissions += 1;
   const queuedAt = at(queuedAtSeconds).toISOString();
-  const { job } = await insertJob(storage, {
-    id: `job_${String(submissions).padStart(4, "0")}`,
-    tenant_id: tenant,
-    repository: `${tenant}/widget`,
-    branch: "main",
-    base_commit: "0123456789abcdef0123456789abcdef01234567",
-    head_sha: null,
-    size: SIZE,
-    class: "test:stable:kiln2-cpu",
-    description: "cargo test",
-    status: "queued",
-    submitted_by: "u_test",
-    submission_key: `policy-${submissions}`,
-    request_hash: `hash-${submissions}`,
-    invocation: JSON.stringify({ operation: "test", arguments: [] }),
-    source_manifest: "[]",
-    wall_clock_seconds: 3600,
-    max_attempts: 3,
-    attempts_started: 0,
-    accepted_at: queuedAt,
-    queued_at: queuedAt,
-    admitted: null,
-    retry_of: null,
-  });
+  const { job } = await insertJob(
+    storage,
+    queuedJob(
+      {
+        id: `job_${String(submissions).padStart(4, "0")}`,
+        tenant,
+        submissionKey: `policy-${submissions}`,
+        requestHash: `hash-${submissions}`,
+        queuedAt,
+      },
+      { repository: `${tenant}/widget`, description: "cargo test" },
+    ),
+  );
   return job.id;
 }
 

@@ -2,6 +2,7 @@ import { type Kysely, type Selectable, sql } from "kysely";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 import type { Database, HostsTable } from "../schema.js";
 import { formatTimestamp } from "../timestamps.js";
+import { recordHostTransition } from "./record-host-transition.js";
 
 /** A host as the operator reads it: its row and how many attempts it runs now. */
 export interface HostRecord {
@@ -18,6 +19,8 @@ export interface HostRecord {
   drainReason: string | null;
   lastChange: { actor: string; action: string; at: string; reason: string | null } | null;
   runningAttempts: number;
+  /** The release an operator registered as deployed (operator.hosts.deployment.register). */
+  deployedRelease: { release: string; sha256: string | null; at: string } | null;
 }
 
 type HostRow = Selectable<HostsTable>;
@@ -40,6 +43,10 @@ function recordOf(row: HostRow, runningAttempts: number): HostRecord {
         ? null
         : { actor: row.last_actor, action: row.last_action, at: row.last_at, reason: row.last_reason },
     runningAttempts,
+    deployedRelease:
+      row.deployed_release === null || row.deployed_at === null
+        ? null
+        : { release: row.deployed_release, sha256: row.deployed_release_sha256, at: row.deployed_at },
   };
 }
 
@@ -110,7 +117,16 @@ export async function drainHost(
     .where("state", "=", "serving")
     .returningAll()
     .executeTakeFirst();
-  return settle(trx, input.hostId, moved);
+  if (moved !== undefined) {
+    await recordHostTransition(trx, {
+      ...input,
+      from: "serving",
+      to: "draining",
+      at: input.now,
+      revision: Number(moved.revision),
+    });
+  }
+  return settleHostChange(trx, input.hostId, moved);
 }
 
 /**
@@ -141,10 +157,24 @@ export async function undrainHost(
     .where("revision", "=", input.expectedRevision)
     .returningAll()
     .executeTakeFirst();
-  return settle(trx, input.hostId, moved);
+  if (moved !== undefined) {
+    await recordHostTransition(trx, {
+      ...input,
+      from: "draining",
+      to: "serving",
+      at: input.now,
+      revision: Number(moved.revision),
+    });
+  }
+  return settleHostChange(trx, input.hostId, moved);
 }
 
-async function settle(trx: Kysely<Database>, hostId: string, moved: HostRow | undefined): Promise<HostStateChange> {
+/** The outcome of a conditional write of a host row: the host as changed, or why not. */
+export async function settleHostChange(
+  trx: Kysely<Database>,
+  hostId: string,
+  moved: HostRow | undefined,
+): Promise<HostStateChange> {
   if (moved !== undefined) {
     const running = await runningAttemptsOf(trx, [hostId]);
     return { kind: "changed", host: recordOf(moved, running.get(hostId) ?? 0) };

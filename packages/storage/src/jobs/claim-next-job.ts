@@ -43,6 +43,16 @@ export type AttemptRow = Selectable<AttemptsTable>;
  * annotating other queued jobs skips rows another transaction holds rather than waiting
  * (annotate-tenant-queue.ts), so the order controls row → job rows cannot deadlock. On SQLite
  * the single writer makes peek, count and pick exact already.
+ *
+ * Pinned jobs (a canary's, `jobs.pinned_host`) are placeable only on their host: peek and pick
+ * both pass over a job pinned elsewhere, so it waits, queued, for its host (and is never taken
+ * by another). No lock is added for it: the pin is written with the job and never changes, so
+ * the same row locks and conditional status write decide placement as for any job.
+ *
+ * A claim is also the host's sign of life: `hosts.last_heartbeat_at` is moved to the claim's
+ * instant when it is older than HOST_SEEN_EVERY_SECONDS (read first, so most claims write
+ * nothing), outside the claim's transaction — on PostgreSQL that transaction holds the host row
+ * FOR SHARE, and turning that into a write inside it could deadlock two claims of one host.
  */
 export async function claimNextJob(
   storage: Storage,
@@ -54,6 +64,7 @@ export async function claimNextJob(
     now: Date;
   },
 ): Promise<{ job: JobRow; attempt: AttemptRow } | undefined> {
+  await recordHostSeen(storage, input.hostId, input.now);
   const fitting = Object.entries(input.vcpusOfSize)
     .filter(([, vcpus]) => vcpus <= input.freeVcpus)
     .map(([size]) => size);
@@ -63,10 +74,13 @@ export async function claimNextJob(
     // PostgreSQL the row is read FOR SHARE, so a drain committing meanwhile waits for this claim,
     // and a claim after the drain committed sees it (host-drain.ts). A host kiln has no row for
     // (a test's bare claim) is not drained.
-    let hostQuery = trx.selectFrom("hosts").select("state").where("id", "=", input.hostId);
+    let hostQuery = trx.selectFrom("hosts").select(["state", "admission_closed_at"]).where("id", "=", input.hostId);
     if (storage.capabilities.rowLocks) hostQuery = hostQuery.forShare();
     const host = await hostQuery.executeTakeFirst();
     if (host?.state === "draining") return undefined;
+    // Nor does a host whose admission an impairment closed (migration 0016, host-incidents/),
+    // ordered against the closing write by the same row lock.
+    if (host?.admission_closed_at != null) return undefined;
     const passedOver: string[] = [];
     let job: JobRow | undefined;
     for (;;) {
@@ -76,6 +90,7 @@ export async function claimNextJob(
         .select(["jobs.tenant_id"])
         .where("jobs.status", "=", "queued")
         .where("jobs.size", "in", fitting)
+        .where((eb) => eb.or([eb("jobs.pinned_host", "is", null), eb("jobs.pinned_host", "=", input.hostId)]))
         .where(({ not, exists, selectFrom }) =>
           not(
             exists(
@@ -128,6 +143,7 @@ export async function claimNextJob(
         .where("tenant_id", "=", tenantId)
         .where("status", "=", "queued")
         .where("size", "in", fitting)
+        .where((eb) => eb.or([eb("pinned_host", "is", null), eb("pinned_host", "=", input.hostId)]))
         .orderBy("queued_at")
         .orderBy("id")
         .limit(1);
@@ -182,4 +198,25 @@ export async function claimNextJob(
     });
     return { job: { ...job, status: "running", attempts_started: attempt.number }, attempt };
   });
+}
+
+/** How stale `hosts.last_heartbeat_at` may get before a claim records the host as seen again. */
+export const HOST_SEEN_EVERY_SECONDS = 10;
+
+/** Records that the host asked for work at `now`, at most every HOST_SEEN_EVERY_SECONDS. */
+async function recordHostSeen(storage: Storage, hostId: string, now: Date): Promise<void> {
+  const row = await storage.db
+    .selectFrom("hosts")
+    .select("last_heartbeat_at")
+    .where("id", "=", hostId)
+    .executeTakeFirst();
+  if (row === undefined) return;
+  const threshold = formatTimestamp(addSeconds(now, -HOST_SEEN_EVERY_SECONDS));
+  if (row.last_heartbeat_at !== null && row.last_heartbeat_at > threshold) return;
+  await storage.db
+    .updateTable("hosts")
+    .set({ last_heartbeat_at: formatTimestamp(now) })
+    .where("id", "=", hostId)
+    .where((eb) => eb.or([eb("last_heartbeat_at", "is", null), eb("last_heartbeat_at", "<=", threshold)]))
+    .execute();
 }

@@ -15,6 +15,10 @@ export type JobRow = Selectable<JobsTable>;
  * `onCreated` runs in the same transaction right after a new job is inserted (a streamed
  * archive job claims its upload there, sources/claim-upload.ts); when it throws, nothing of
  * the submission is kept.
+ *
+ * A job whose submission key is a canary's (canaries/reserve-canary.ts: the platform reserved it
+ * for one host before submitting through the public API) is pinned to that host: only it may
+ * claim the job. The pin comes from the platform's own row, never from the request.
  */
 export async function insertJob(
   target: StorageOrTransaction,
@@ -22,9 +26,18 @@ export async function insertJob(
   onCreated?: (trx: Kysely<Database>, job: JobRow) => Promise<void>,
 ): Promise<{ job: JobRow; created: boolean }> {
   return inTransaction(target, async (trx) => {
+    const canary =
+      row.submission_key === null || row.submission_key === undefined
+        ? undefined
+        : await trx
+            .selectFrom("canaries")
+            .select("host_id")
+            .where("id", "=", row.submission_key)
+            .where("tenant_id", "=", row.tenant_id)
+            .executeTakeFirst();
     const inserted = await trx
       .insertInto("jobs")
-      .values(row)
+      .values(canary === undefined ? row : { ...row, pinned_host: canary.host_id })
       .onConflict((c) => c.columns(["tenant_id", "submission_key"]).doNothing())
       .returningAll()
       .executeTakeFirst();

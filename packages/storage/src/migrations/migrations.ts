@@ -14,6 +14,13 @@ import { sourceHosting } from "./0011-source-hosting.js";
 import { hostIdentities } from "./0012-host-identities.js";
 import { hostDrain } from "./0013-host-drain.js";
 import { auditNoReplace } from "./0014-audit-no-replace.js";
+import { canariesAndAnomalies } from "./0015-canaries-and-anomalies.js";
+import { hostRecovery } from "./0016-host-recovery.js";
+import { dogfoodTrial } from "./0017-dogfood-trial.js";
+import { hostFleet } from "./0018-host-fleet.js";
+import { usageLedger } from "./0019-usage-ledger.js";
+import { webhookDeliveries } from "./0020-webhook-deliveries.js";
+import { hostActivations } from "./0021-host-activations.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -39,6 +46,13 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0012-host-identities": hostIdentities(),
     "0013-host-drain": hostDrain(),
     "0014-audit-no-replace": auditNoReplace(dialect),
+    "0015-canaries-and-anomalies": canariesAndAnomalies(),
+    "0016-host-recovery": hostRecovery(),
+    "0017-dogfood-trial": dogfoodTrial(),
+    "0018-host-fleet": hostFleet(dialect),
+    "0019-usage-ledger": usageLedger(),
+    "0020-webhook-deliveries": webhookDeliveries(),
+    "0021-host-activations": hostActivations(),
   };
 }
 

@@ -1,5 +1,5 @@
 import { executorOf, type StorageOrTransaction } from "../executor.js";
-import { formatTimestamp } from "../timestamps.js";
+import { sumUploadedBytes } from "../usage/sum-uploaded-bytes.js";
 
 /** What a tenant consumes now, against its operator-set limits. */
 export interface TenantConsumption {
@@ -34,17 +34,11 @@ export async function readTenantConsumption(
       .where("tenant_id", "=", input.tenantId)
       .where("state", "=", "live")
       .executeTakeFirst(),
-    db
-      .selectFrom("source_upload_parts")
-      .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("bytes"), eb.lit(0)).as("n"))
-      .where("tenant_id", "=", input.tenantId)
-      .where("origin", "=", "uploaded")
-      .where("received_at", ">=", formatTimestamp(monthStart))
-      .executeTakeFirst(),
+    sumUploadedBytes(db, { tenantId: input.tenantId, since: monthStart }),
   ]);
   return {
     runningJobs: Number(running?.n ?? 0),
     storageBytes: Number(storage?.n ?? 0),
-    bandwidthBytesThisMonth: Number(bandwidth?.n ?? 0),
+    bandwidthBytesThisMonth: bandwidth,
   };
 }

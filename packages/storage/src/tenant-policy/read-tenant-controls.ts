@@ -3,6 +3,8 @@ import { executorOf, type StorageOrTransaction } from "../executor.js";
 /** The rate card as stored (JSON): prices in US cents. */
 export interface StoredRateCard {
   readonly cents_per_vcpu_second: number;
+  /** Per-size prices; a size left out costs cents_per_vcpu_second. */
+  readonly cents_per_vcpu_second_by_size?: Readonly<Partial<Record<string, number>>>;
   readonly cents_per_gib_month: number;
   readonly cents_per_gib_uploaded?: number;
 }

@@ -11,6 +11,17 @@ export interface TenantControlsChanges {
   /** null removes the rate card. */
   readonly rateCard?: StoredRateCard | null;
   readonly suspension?: { readonly suspended: boolean; readonly reason: string | null };
+  /** A credit to the tenant's usage, recorded with the version it moved (see writeTenantControls). */
+  readonly credit?: UsageCredit;
+}
+
+/** An operator's credit: positive vCPU-seconds and cents taken off the tenant's usage. */
+export interface UsageCredit {
+  readonly id: string;
+  readonly vcpuSeconds: number;
+  readonly amountCents: number;
+  readonly job: string | null;
+  readonly reason: string;
 }
 
 /**
@@ -55,7 +66,24 @@ export async function writeTenantControls(
       readVersion: current.version,
       values,
     });
-    if (written) return { kind: "written", version: values.version, changedAt };
+    if (written) {
+      if (c.credit !== undefined) {
+        await executorOf(tx)
+          .insertInto("usage_credits")
+          .values({
+            id: c.credit.id,
+            tenant_id: input.tenantId,
+            granted_at: changedAt,
+            vcpu_seconds: c.credit.vcpuSeconds,
+            amount_cents: c.credit.amountCents,
+            job: c.credit.job,
+            reason: c.credit.reason,
+            granted_by: input.changedBy,
+          })
+          .execute();
+      }
+      return { kind: "written", version: values.version, changedAt };
+    }
     const now = await readTenantControls(tx, input);
     return { kind: "stale", currentVersion: now?.version ?? current.version };
   });

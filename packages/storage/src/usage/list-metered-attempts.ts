@@ -1,5 +1,5 @@
 import { executorOf, type StorageOrTransaction } from "../executor.js";
-import { fetchKeysetPage, type KeysetPage } from "../pagination/keyset-page.js";
+import { decodeCursor, fetchKeysetPage, type KeysetPage } from "../pagination/keyset-page.js";
 
 /** One settled attempt with what metering reads of its job. */
 export interface MeteredAttemptRow {
@@ -34,11 +34,33 @@ export async function listMeteredAttempts(
   input: { tenantId: string; from: string; to: string; settledBy: string; limit: number; cursor?: string | null },
 ): Promise<KeysetPage<MeteredAttemptRow>> {
   const db = executorOf(target);
+  const sort = [
+    ["started_at", "asc", "text"],
+    ["job_id", "asc", "text"],
+    ["number", "asc", "integer"],
+  ] as const;
+  // The page starts at or after the cursor's started_at: a bound PostgreSQL can use as the index
+  // condition of attempts_by_started (the keyset's OR of tuples is only a filter there, so each
+  // page would otherwise scan every row before it: quadratic over an export).
+  const resumeAt =
+    input.cursor === undefined || input.cursor === null || input.cursor === ""
+      ? input.from
+      : String(
+          decodeCursor(
+            input.cursor,
+            sort.map(([, , kind]) => kind),
+          )[0],
+        );
   const query = db
     .selectFrom((eb) =>
       eb
         .selectFrom("attempts as a")
-        .innerJoin("jobs as j", "j.id", "a.job_id")
+        // CROSS JOIN with the join condition in WHERE is the same join on both engines; SQLite
+        // also takes it as "attempts first", so without table statistics it still walks
+        // attempts_by_started in keyset order and stops after `limit` rows, instead of starting
+        // from the tenant's jobs and sorting all their attempts for every page.
+        .crossJoin("jobs as j")
+        .whereRef("j.id", "=", "a.job_id")
         .select([
           "a.job_id as job_id",
           "a.number as number",
@@ -56,19 +78,18 @@ export async function listMeteredAttempts(
           "j.failure as failure",
         ])
         .where("j.tenant_id", "=", input.tenantId)
-        .where("a.state", "in", ["finished", "lost"])
+        // Settled (finished or lost): finished_at is set exactly when an attempt leaves running,
+        // so this bound also leaves running attempts out — without a state predicate, which
+        // would steer SQLite to the attempts_running index.
         .where("a.started_at", ">=", input.from)
+        .where("a.started_at", ">=", resumeAt)
         .where("a.started_at", "<", input.to)
         .where("a.finished_at", "<=", input.settledBy)
         .as("m"),
     )
     .selectAll();
   return fetchKeysetPage(query, {
-    sort: [
-      ["started_at", "asc", "text"],
-      ["job_id", "asc", "text"],
-      ["number", "asc", "integer"],
-    ],
+    sort,
     limit: input.limit,
     cursor: input.cursor ?? null,
   });
