@@ -4,11 +4,20 @@ export { cargoArgv } from "./agent/attempt/run-cargo.js";
 export * from "./agent/attempt-evidence.js";
 export { AttemptLineage, SANDBOX_MOUNTS } from "./agent/attempt-lineage.js";
 export * from "./agent/cargo-output-observer.js";
+export { FLEET_POLL_EVERY_MS, FleetChannel } from "./agent/fleet-channel.js";
 export * from "./agent/host-agent.js";
 export type { HostEvent, HostReporting } from "./agent/host-events.js";
 export * from "./agent/host-protocol.js";
+export { type HostReadResult, type HostReads, realHostReads } from "./agent/host-reads.js";
+export {
+  type InitializationCheckOptions,
+  type InitializationChecks,
+  realInitializationChecks,
+} from "./agent/initialization-checks.js";
 export * from "./agent/lineage-store.js";
 export { measureTreeBytes } from "./agent/measure-tree-bytes.js";
+export { type ReapEntry, realSandboxReaper, type SandboxReaper } from "./agent/reap-sandbox.js";
+export { runHostInitialization } from "./agent/run-host-initialization.js";
 export { chooseScratchRoot } from "./agent/scratch-root.js";
 export * from "./agent/source-mtimes.js";
 export { type MachineHostOptions, startMachineHost } from "./agent/start-machine-host.js";
@@ -53,6 +62,19 @@ export {
   type ProvidedDependencies,
 } from "./gateway/dependency-gateway.js";
 export { GatewayError, type GatewayErrorKind } from "./gateway/gateway-error.js";
+export { BareMetalApiError, BareMetalClient, fingerprintOf } from "./operator/bare-metal-client.js";
+export { BareMetalRecoveryProvider } from "./operator/bare-metal-recovery-provider.js";
+export {
+  HostOperator,
+  type HostOperatorEvent,
+  type HostOperatorOptions,
+  startHostOperator,
+} from "./operator/host-operator.js";
+export { type HostOperatorClient, httpHostOperatorClient } from "./operator/host-operator-client.js";
+export { LocalRecoveryProvider } from "./operator/local-recovery-provider.js";
+export type { LedgerEntry, RecoveryProvider, RecoveryRequest, StepResult } from "./operator/recovery-provider.js";
+export { ProcessSupervisor, type ServiceSupervisor } from "./operator/service-supervisor.js";
+export { HEALTH_REPORTED_MESSAGE, startHealthReporter } from "./remote/health-reporter.js";
 export {
   HostProtocolRefusal,
   type HttpHostProtocolOptions,

@@ -1,7 +1,15 @@
+import { readdir } from "node:fs/promises";
 import { messageOf, type PeriodicLoop, startPeriodicLoop, type Timer } from "@kiln/contract";
 import type { AttemptRunnerDeps } from "./attempt/attempt-context.js";
 import { runAttempt } from "./attempt/run-attempt.js";
 import { CredentialHolds } from "./credential-holds.js";
+import { FleetChannel } from "./fleet-channel.js";
+import type { HostReads } from "./host-reads.js";
+import type { InitializationChecks } from "./initialization-checks.js";
+import { realSandboxReaper } from "./reap-sandbox.js";
+
+/** An attempt's directory in the work root, named by its attempt id (`<job>-a<n>`). */
+const ATTEMPT_DIRECTORY = /^[A-Za-z0-9_.-]{1,200}-a[1-9][0-9]{0,8}$/;
 
 /** How often the host acknowledges registry credential versions when nothing else prompts it. */
 const ACKNOWLEDGE_EVERY_MS = 60_000;
@@ -25,6 +33,9 @@ export class HostAgent {
   private stopped = false;
   private readonly holds: CredentialHolds;
   private acknowledging: PeriodicLoop | null = null;
+  /** The attempt ids (`<job>-a<n>`) this agent runs a sandbox for, as its fleet poll reports them. */
+  private readonly sandboxes = new Set<string>();
+  private fleet: FleetChannel | null = null;
 
   constructor(
     private readonly deps: AttemptRunnerDeps & {
@@ -33,6 +44,10 @@ export class HostAgent {
       readonly pollMs?: number;
       /** Removes what attempts of a previous, killed agent left on this host. */
       readonly reapStale?: () => Promise<unknown>;
+      /** Runs operator-started initializations on this host (issue 17); absent, the agent polls for none. */
+      readonly initializationChecks?: InitializationChecks;
+      /** Answers operators' reads of this host (journal, kernel log, evidence files). */
+      readonly hostReads?: HostReads;
     },
   ) {
     this.holds = deps.credentialHolds ?? new CredentialHolds();
@@ -57,6 +72,21 @@ export class HostAgent {
       run: () => this.deps.protocol.acknowledgeCredentials(this.deps.hostId, this.holds.held()),
     });
     this.acknowledging.nudge();
+    if (this.deps.initializationChecks !== undefined) {
+      this.fleet = new FleetChannel({
+        ...this.deps,
+        checks: this.deps.initializationChecks,
+        sandboxes: () => this.sandboxesOnHost(),
+        running: () => [...this.sandboxes],
+        ...(this.deps.hostReads === undefined ? {} : { reads: this.deps.hostReads }),
+        reaper: realSandboxReaper({
+          workRoot: this.deps.workRoot,
+          ...(this.deps.scratchRoot === undefined ? {} : { scratchRoot: this.deps.scratchRoot }),
+          clock: this.deps.clock,
+        }),
+      });
+      this.fleet.start();
+    }
     this.schedule();
   }
 
@@ -93,6 +123,7 @@ export class HostAgent {
         if (placement === null) break;
         this.usedVcpus += placement.limits.vcpus;
         const { jobId, attempt } = placement;
+        this.sandboxes.add(`${jobId}-a${attempt}`);
         const task: Promise<void> = runAttempt(
           { ...this.deps, credentialHolds: this.holds, inBackground: (work) => this.track(work) },
           placement,
@@ -112,6 +143,7 @@ export class HostAgent {
           .finally(() => {
             if (this.holds.release(`${jobId}-a${attempt}`)) this.acknowledging?.nudge();
             this.usedVcpus -= placement.limits.vcpus;
+            this.sandboxes.delete(`${jobId}-a${attempt}`);
             this.running.delete(task);
             this.wake();
           });
@@ -126,6 +158,16 @@ export class HostAgent {
     if (this.wokenWhileClaiming) void this.claim();
   }
 
+  /**
+   * The attempts this host has a sandbox for: those it runs, and every attempt directory left in
+   * the work root (an attempt's directory is removed when it ends; one still there without a
+   * running attempt is an orphan the control plane flags).
+   */
+  private async sandboxesOnHost(): Promise<string[]> {
+    const onDisk = await readdir(this.deps.workRoot).catch(() => [] as string[]);
+    return [...new Set([...this.sandboxes, ...onDisk.filter((name) => ATTEMPT_DIRECTORY.test(name))])].sort();
+  }
+
   private track(work: Promise<void>): void {
     this.cleanups.add(work);
     void work.finally(() => this.cleanups.delete(work));
@@ -135,6 +177,7 @@ export class HostAgent {
     this.stopped = true;
     this.timer?.cancel();
     await this.acknowledging?.stop();
+    await this.fleet?.stop();
     await Promise.all(this.running);
     await Promise.all(this.cleanups);
   }

@@ -6,6 +6,12 @@ import type {
   HeartbeatAnswer,
   HeldRegistryCredential,
   HostEnrollment,
+  HostFleetPoll,
+  HostFleetWork,
+  HostInitializationReport,
+  HostInitializationReportAnswer,
+  HostReadAnswer,
+  HostReadAnswerAck,
   LogLine,
   AttemptPlacement as Placement,
   RegistryCredentialGrant,
@@ -58,4 +64,13 @@ export interface HostProtocol {
    * removes a prior value once every host has acknowledged past it.
    */
   acknowledgeCredentials(hostId: string, held: readonly HeldRegistryCredential[]): Promise<void>;
+  /**
+   * The host's poll for operator-requested fleet work (an initialization to run), naming the
+   * attempts it runs sandboxes for so the control plane can flag an orphaned one.
+   */
+  fleetPoll(poll: HostFleetPoll): Promise<HostFleetWork>;
+  /** The host's step ledger of an initialization so far; `stale` once it is not the host's open one. */
+  reportInitialization(report: HostInitializationReport): Promise<HostInitializationReportAnswer["answer"]>;
+  /** The host's answer to an operator's read (journal, kernel log, evidence file); `stale` once it waits no more. */
+  answerRead(answer: HostReadAnswer): Promise<HostReadAnswerAck["answer"]>;
 }

@@ -13,6 +13,8 @@ import { cargoOutputObserver } from "./cargo-output-observer.js";
 import { HostAgent } from "./host-agent.js";
 import type { HostEvent } from "./host-events.js";
 import type { HostProtocol } from "./host-protocol.js";
+import { realHostReads } from "./host-reads.js";
+import { type InitializationChecks, realInitializationChecks } from "./initialization-checks.js";
 import { LineageStore } from "./lineage-store.js";
 import { chooseScratchRoot } from "./scratch-root.js";
 
@@ -36,6 +38,10 @@ export interface MachineHostOptions {
   readonly heartbeatSeconds?: number;
   readonly executor?: Executor;
   readonly resolveToolchain?: AttemptRunnerDeps["resolveToolchain"];
+  /** Operator-started initializations' steps (default: the real checks of this machine). */
+  readonly initializationChecks?: InitializationChecks;
+  /** The directory operator.hosts.evidence reads files of; absent, the host keeps none. */
+  readonly evidenceRoot?: string;
 }
 
 /**
@@ -69,6 +75,8 @@ export async function startMachineHost(
     vcpus: options.vcpus,
     memoryBytes: options.memoryBytes ?? totalmem(),
     heartbeatSeconds: options.heartbeatSeconds ?? 2,
+    initializationChecks: options.initializationChecks ?? realInitializationChecks(),
+    hostReads: realHostReads({ evidenceRoot: options.evidenceRoot ?? null }),
     reapStale: () => reapStaleAttempts({ workRoot, ...(scratchRoot === undefined ? {} : { scratchRoot }) }),
   });
   await agent.start();

@@ -6,8 +6,11 @@ import {
   type HostClaimAnswer,
   type HostCredentialIssued,
   type HostFinishAnswer,
+  type HostFleetWork,
   type HostHeartbeatAnswer,
   type HostIdentity,
+  type HostInitializationReportAnswer,
+  type HostReadAnswerAck,
   type HostRegistryCredentialsAnswer,
   type HostStoredBlob,
 } from "@kiln/contract";
@@ -68,6 +71,10 @@ export function httpHostProtocol(options: HttpHostProtocolOptions): HostProtocol
     registryCredentials: async (ref) =>
       (await json<HostRegistryCredentialsAnswer>(routes.registryCredentials, ref)).grants,
     acknowledgeCredentials: (hostId, held) => json<void>(routes.acknowledgeCredentials, { hostId, held }),
+    fleetPoll: (poll) => json<HostFleetWork>(routes.fleetPoll, poll),
+    reportInitialization: async (report) =>
+      (await json<HostInitializationReportAnswer>(routes.reportInitialization, report)).answer,
+    answerRead: async (answer) => (await json<HostReadAnswerAck>(routes.answerRead, answer)).answer,
     fetchBlob: async (sha256) => {
       const response = await call(HOST_PROTOCOL_PATHS.blob.replace(":sha256", sha256), { headers: auth });
       const bytes = Buffer.from(await response.arrayBuffer());
@@ -128,7 +135,7 @@ export async function hostIdentityOf(
 }
 
 /** One request to the control plane; a non-2xx answer is thrown as a HostProtocolRefusal. */
-function requester(endpoint: string, fetchImpl: typeof fetch, timeoutMs: number) {
+export function requester(endpoint: string, fetchImpl: typeof fetch, timeoutMs: number) {
   const origin = endpoint.replace(/\/+$/, "");
   return async (path: string, init: RequestInit): Promise<Response> => {
     const response = await fetchImpl(`${origin}${path}`, { ...init, signal: AbortSignal.timeout(timeoutMs) });

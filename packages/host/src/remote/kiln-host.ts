@@ -8,6 +8,8 @@ import type { HostEvent } from "../agent/host-events.js";
 import { startMachineHost } from "../agent/start-machine-host.js";
 import type { Executor } from "../executor/executor.js";
 import { cratesIoIndexOf } from "../gateway/dependency-gateway.js";
+import { httpHostOperatorClient } from "../operator/host-operator-client.js";
+import { startHealthReporter } from "./health-reporter.js";
 import { hostIdentityOf, httpHostProtocol, redeemEnrollmentToken } from "./http-host-protocol.js";
 
 /** What a `kiln-host` needs: where its control plane is, who it is, where it keeps its work. */
@@ -121,11 +123,28 @@ export async function startKilnHost(
     lineageRoot: overrides.lineages === null ? null : join(config.dataDir, "lineages"),
     ...(overrides.scratchRoot === undefined ? {} : { scratchRoot: overrides.scratchRoot }),
     crateCache: { root: join(config.dataDir, "crates"), cratesIoIndex: config.cratesIoIndex },
+    // What operator.hosts.evidence and evidence_export read retained files from.
+    evidenceRoot: join(config.dataDir, "evidence"),
     vcpus: config.vcpus,
     ...(overrides.memoryBytes === undefined ? {} : { memoryBytes: overrides.memoryBytes }),
     ...(overrides.executor === undefined ? {} : { executor: overrides.executor }),
     ...(overrides.resolveToolchain === undefined ? {} : { resolveToolchain: overrides.resolveToolchain }),
   });
   log.info({ hostId, endpoint: config.endpoint }, `kiln-host ${hostId} enrolled with ${config.endpoint}`);
-  return { hostId, agent: machine.agent, stop: machine.stop };
+  // Health reports (disk free; also a heartbeat) for the control plane's impairment detector.
+  const health = await startHealthReporter({
+    client: httpHostOperatorClient({ endpoint: config.endpoint, credential, fetch: fetchImpl }),
+    hostId,
+    dataDir: config.dataDir,
+    clock,
+    log,
+  });
+  return {
+    hostId,
+    agent: machine.agent,
+    stop: async () => {
+      await health.stop();
+      await machine.stop();
+    },
+  };
 }

@@ -21,9 +21,13 @@ function jsonLinesLogger(): Logger {
 async function main(): Promise<void> {
   const log = jsonLinesLogger();
   const host = await startKilnHost(kilnHostConfigFromEnv(), log);
+  // The clock's timers are unref'd (background work), so between two polls nothing else would keep
+  // this process alive: it runs until a signal stops it.
+  const keepAlive = setInterval(() => {}, 2 ** 30);
   const shutdown = async () => {
     log.info({ hostId: host.hostId }, "stopping: no new claims; waiting for running attempts");
     await host.stop();
+    clearInterval(keepAlive);
     process.exit(0);
   };
   process.once("SIGINT", shutdown);

@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+import { readFile } from "node:fs/promises";
+import { type Logger, messageOf, systemClock } from "@kiln/contract";
+import { hostIdentityOf } from "../remote/http-host-protocol.js";
+import { hostCredential, kilnHostConfigFromEnv } from "../remote/kiln-host.js";
+import { HostOperator, startHostOperator } from "./host-operator.js";
+import { httpHostOperatorClient } from "./host-operator-client.js";
+import { hostOperatorSetupFromEnv } from "./host-operator-config.js";
+
+function jsonLinesLogger(): Logger {
+  const write = (level: number) => (details: object, message: string) => {
+    process.stderr.write(`${JSON.stringify({ level, time: Date.now(), ...details, msg: message })}\n`);
+  };
+  return { error: write(50), warn: write(40), info: write(30) };
+}
+
+/**
+ * `kiln-host-operator`: the host operator beside a kiln-host (same KILN_ENDPOINT and host
+ * credential). With the `local` provider it starts and supervises the kiln-host itself; it runs
+ * the host's recoveries as the control plane records them, until SIGINT or SIGTERM.
+ */
+async function main(): Promise<void> {
+  const log = jsonLinesLogger();
+  const config = kilnHostConfigFromEnv();
+  const credential = await hostCredential(config);
+  const hostId = await hostIdentityOf(config.endpoint, credential);
+  const setup = await hostOperatorSetupFromEnv();
+  const boot = (await readFile("/proc/sys/kernel/random/boot_id", "utf8").catch(() => "unknown")).trim();
+  await setup.supervisor?.restart();
+  const operator = new HostOperator({
+    client: httpHostOperatorClient({ endpoint: config.endpoint, credential }),
+    hostId,
+    instance: setup.instance,
+    environment: setup.environment,
+    provisioningBundle: setup.provisioningBundle,
+    provider: setup.provider,
+    boot,
+    clock: systemClock,
+    log,
+  });
+  const loop = startHostOperator(operator, { clock: systemClock, log });
+  // The clock's timers are unref'd (background work), so between two polls nothing else would keep
+  // this process alive: it runs until a signal stops it.
+  const keepAlive = setInterval(() => {}, 2 ** 30);
+  const shutdown = async () => {
+    await loop.stop();
+    await setup.supervisor?.stop();
+    clearInterval(keepAlive);
+    process.exit(0);
+  };
+  process.once("SIGINT", shutdown);
+  process.once("SIGTERM", shutdown);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`kiln-host-operator: ${messageOf(error)}\n`);
+  process.exit(1);
+});

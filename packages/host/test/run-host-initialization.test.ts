@@ -1,0 +1,76 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { type HostInitializationReport, ManualClock } from "@kiln/contract";
+import { type HostProtocol, type InitializationChecks, runHostInitialization } from "../src/index.js";
+
+/**
+ * The host's run of an initialization (run-host-initialization.ts): steps in order, the ledger
+ * reported as each starts and ends, later steps skipped after a failure, and a stop as soon as
+ * the control plane says the operation is not the host's open one any more.
+ */
+describe("a host initialization run", () => {
+  const order = { operation: "init-1", toolchains: ["stable"] };
+  const ran: string[] = [];
+  const checks: InitializationChecks = {
+    sandboxUser: async () => {
+      ran.push("sandbox_user");
+      return "user ok";
+    },
+    bubblewrap: async () => {
+      ran.push("bubblewrap");
+      throw new Error("bubblewrap could not start a sandbox: no user namespaces");
+    },
+    cgroupDelegation: async () => {
+      ran.push("cgroup_delegation");
+      return "cgroup ok";
+    },
+    toolchains: async (requested) => {
+      ran.push(`toolchains ${requested.join(",")}`);
+      return "toolchains ok";
+    },
+  };
+  const protocolAnswering = (answer: (report: HostInitializationReport) => "accepted" | "stale") => {
+    const reports: HostInitializationReport[] = [];
+    const protocol = {
+      reportInitialization: async (report: HostInitializationReport) => {
+        reports.push(structuredClone(report));
+        return answer(report);
+      },
+    } as unknown as HostProtocol;
+    return { protocol, reports };
+  };
+
+  it("a failed step fails with its reason and leaves the later steps skipped, never run", async () => {
+    ran.length = 0;
+    const { protocol, reports } = protocolAnswering(() => "accepted");
+    const end = await runHostInitialization({ hostId: "h", protocol, clock: new ManualClock(), checks }, order);
+    assert.equal(end, "finished");
+    assert.deepEqual(ran, ["sandbox_user", "bubblewrap"]);
+    const last = reports.at(-1);
+    assert.deepEqual(
+      last?.steps.map((s) => [s.step, s.state]),
+      [
+        ["sandbox_user", "succeeded"],
+        ["bubblewrap", "failed"],
+        ["cgroup_delegation", "skipped"],
+        ["toolchains", "skipped"],
+      ],
+    );
+    assert.match(last?.steps[1]?.detail ?? "", /no user namespaces/);
+    assert.equal(last?.steps[2]?.detail, "not run: step bubblewrap failed");
+    // One report as each step starts, and the final ledger.
+    assert.deepEqual(
+      reports.map((r) => r.steps.filter((s) => s.state === "running").map((s) => s.step)),
+      [["sandbox_user"], ["bubblewrap"], []],
+    );
+  });
+
+  it("stops as soon as the control plane answers stale", async () => {
+    ran.length = 0;
+    const { protocol, reports } = protocolAnswering(() => "stale");
+    const end = await runHostInitialization({ hostId: "h", protocol, clock: new ManualClock(), checks }, order);
+    assert.equal(end, "stale");
+    assert.deepEqual(ran, [], "no step runs once the operation is not the host's");
+    assert.equal(reports.length, 1);
+  });
+});
