@@ -11,9 +11,11 @@ import { installErrorBoundary } from "./http/error-boundary.js";
 import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from "./http/framework-errors.js";
 import { installRequestValidators } from "./http/request-validators.js";
 import { installResponseContractCheck } from "./http/response-contract-check.js";
+import { registerGitHubClaim } from "./pages/github-claim.js";
 import { registerJobPages } from "./pages/job-pages.js";
 import { registerOidcSignIn } from "./pages/oidc-sign-in.js";
 import { registerPages } from "./pages/register-pages.js";
+import { registerGitHubWebhooks } from "./source-hosting/webhook-route.js";
 
 /**
  * The whole HTTP service, built from its dependencies. It never listens: tests
@@ -60,5 +62,7 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
   registerOidcSignIn(app, deps);
   registerJobPages(app, deps, handlers);
   registerHostProtocolRoutes(app, deps);
+  registerGitHubWebhooks(app, deps, handlers);
+  registerGitHubClaim(app, deps);
   return app;
 }

@@ -20,6 +20,26 @@ export interface ServerConfig {
    * KILN_OIDC_GROUPS_CLAIM (default `groups`): OpenID Connect sign-in; undefined without an issuer.
    */
   readonly oidc: OidcSettings | undefined;
+  /**
+   * KILN_CANARY_INTERVAL_SECONDS (default 300; 0 turns the canary loop off in this process):
+   * a canary is due on every serving host once per interval (platform/canaries/).
+   */
+  readonly canaryIntervalSeconds: number;
+  /** KILN_ANOMALY_INTERVAL_SECONDS (default 300; 0 off): how often the tenant anomaly rules run. */
+  readonly anomalyIntervalSeconds: number;
+  /** KILN_DOGFOOD_TENANT: the tenant the dogfood trial observes (default DEFAULT_DOGFOOD_TENANT). */
+  readonly dogfoodTenant: string | undefined;
+  /** KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS (default 300; 0 off): how often the trial's ledger audit runs. */
+  readonly dogfoodAuditIntervalSeconds: number;
+}
+
+/** A whole number of seconds from the environment: `fallback` when unset, 0 for off. */
+function secondsFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const text = env[name]?.trim();
+  if (text === undefined || text === "") return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a whole number of seconds, got ${text}`);
+  return value;
 }
 
 /** The identity provider from the environment: all of issuer, client id and secret, or none. */
@@ -72,5 +92,9 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     publicOrigin,
     cratesIoIndex,
     oidc: oidcFromEnv(env),
+    canaryIntervalSeconds: secondsFromEnv(env, "KILN_CANARY_INTERVAL_SECONDS", 300),
+    anomalyIntervalSeconds: secondsFromEnv(env, "KILN_ANOMALY_INTERVAL_SECONDS", 300),
+    dogfoodTenant: env.KILN_DOGFOOD_TENANT?.trim() || undefined,
+    dogfoodAuditIntervalSeconds: secondsFromEnv(env, "KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS", 300),
   };
 }

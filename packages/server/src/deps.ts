@@ -2,6 +2,7 @@ import type { Clock } from "@kiln/contract";
 import type { LocalBlobStore, Storage } from "@kiln/storage";
 import type { LastUsedRecorder } from "./auth/last-used-recorder.js";
 import type { OidcSettings } from "./auth/oidc-client.js";
+import type { CanarySettings } from "./platform/canaries/canary-settings.js";
 import type { SecretBox } from "./secrets/secret-box.js";
 import type { GitHubApp } from "./source-hosting/github-app.js";
 
@@ -55,4 +56,15 @@ export interface AppDeps {
    * when one is configured (KILN_GITHUB_APP_*): installation claims, merge bases, check runs.
    */
   readonly gitHubApp?: GitHubApp;
+  /**
+   * KILN_DOGFOOD_TENANT: the tenant whose jobs the dogfood trial observes as its shadow and head
+   * run records (default DEFAULT_DOGFOOD_TENANT in platform/platform-tenants.ts).
+   */
+  readonly dogfoodTenant?: string;
+  /**
+   * How often canaries are due and when one is late (KILN_CANARY_INTERVAL_SECONDS); workload
+   * health judges canaries by it whether or not this process runs the canary loop. Default:
+   * every 300 s, late after one interval.
+   */
+  readonly canaries?: CanarySettings;
 }

@@ -10,14 +10,23 @@ import { mintSignInLink } from "./admin/mint-sign-in-link.js";
 import { masterKey } from "./auth/operator-credential.js";
 import { buildApp } from "./build-app.js";
 import { configFromEnv, type ServerConfig } from "./config.js";
+import { startDogfoodLedgerAudit } from "./dogfood/ledger-audit.js";
 import { ensureFirstStartTenant } from "./first-start.js";
+import { startImpairmentDetector } from "./hosts/impairment/impairment-detector.js";
 import { jobActivity } from "./jobs/job-activity.js";
 import { startLocalHost } from "./local-host.js";
+import { CanaryRunner, startCanaryLoop } from "./platform/canaries/canary-runner.js";
+import { canarySettings } from "./platform/canaries/canary-settings.js";
+import {
+  startTenantAnomalyLoop,
+  TenantAnomalyEvaluator,
+} from "./platform/tenant-anomalies/tenant-anomaly-evaluator.js";
 import { startLeaseReaper } from "./scheduler/lease-reaper.js";
 import { SecretBox } from "./secrets/secret-box.js";
 import { CheckRunReporter } from "./source-hosting/check-run-reporter.js";
 import { GitHubApp, gitHubAppConfigFromEnv } from "./source-hosting/github-app.js";
 import { startUploadSweeper } from "./sources/upload-sweeper.js";
+import { startLineageStorageSampler } from "./usage/lineage-storage-sampler.js";
 import { VERSION } from "./version.js";
 
 /** With port 0 and no KILN_PUBLIC_URL, the origin is known only once a port is chosen. */
@@ -48,6 +57,8 @@ program
     // The source-hosting app, when KILN_GITHUB_APP_* configure one (source-hosting/github-app.ts).
     const gitHubConfig = gitHubAppConfigFromEnv();
     const gitHubApp = gitHubConfig === null ? undefined : new GitHubApp(gitHubConfig, log);
+    // Workload health judges canaries by these settings even where this process runs no canary loop.
+    const canaries = canarySettings({ intervalSeconds: config.canaryIntervalSeconds || undefined });
     // The local host starts after the app; submissions before then wait for its first poll.
     let wake = () => {};
     const app = buildApp({
@@ -61,6 +72,8 @@ program
       ...(config.oidc === undefined ? {} : { oidc: config.oidc }),
       wakeScheduler: () => wake(),
       logger: { level: process.env.KILN_LOG_LEVEL ?? "info" },
+      canaries,
+      ...(config.dogfoodTenant === undefined ? {} : { dogfoodTenant: config.dogfoodTenant }),
     });
     let host: Awaited<ReturnType<typeof startLocalHost>> | null = null;
     if (process.env.KILN_LOCAL_HOST !== "off") {
@@ -83,6 +96,18 @@ program
     // Without the embedded host (remote kiln-hosts only), lost leases are still reclaimed here.
     const reaper = host === null ? startLeaseReaper({ storage, clock: systemClock, log }) : null;
     const sweeper = startUploadSweeper({ storage, clock: systemClock, log });
+    // Hourly samples of lineage bytes: usage's storage byte-hours (issue 16).
+    const storageSampler = startLineageStorageSampler({ storage, clock: systemClock, log });
+    // The dogfood trial's ledger audit: wrong greens, duplicate executions and charges, outages (issue 19).
+    const dogfoodAudit =
+      config.dogfoodAuditIntervalSeconds > 0
+        ? startDogfoodLedgerAudit(
+            { storage, blobs, clock: systemClock, log, dogfoodTenant: config.dogfoodTenant, canaries },
+            config.dogfoodAuditIntervalSeconds * 1000,
+          )
+        : null;
+    // Host impairment: anomalies, incidents, admission closure and automatic recovery (issue 18).
+    const impairment = startImpairmentDetector({ storage, clock: systemClock, log });
     // Check runs for jobs submitted with check.head_sha: a pass on every job change here, and
     // every 5 s (other processes' changes, retries after provider errors).
     const checkRuns =
@@ -91,8 +116,17 @@ program
         : new CheckRunReporter({ storage, blobs, app: gitHubApp, clock: systemClock, log, publicOrigin });
     checkRuns?.start();
     const unsubscribeChecks = checkRuns === null ? () => {} : jobActivity.subscribeAll(() => checkRuns.nudge());
+    // Canaries and tenant anomaly rules start once first start has made its tenant (the canary
+    // loop creates the canary tenant, and first start only acts on a database with no tenant).
+    let canaryLoop: { stop(): Promise<void> } | null = null;
+    let anomalyLoop: { stop(): Promise<void> } | null = null;
     const shutdown = async () => {
+      await canaryLoop?.stop();
+      await anomalyLoop?.stop();
       await sweeper.stop();
+      await storageSampler.stop();
+      await dogfoodAudit?.stop();
+      await impairment.loop.stop();
       await reaper?.stop();
       unsubscribeChecks();
       await checkRuns?.stop();
@@ -105,6 +139,26 @@ program
     process.once("SIGTERM", shutdown);
     const address = await app.listen({ host: config.host, port });
     const first = await ensureFirstStartTenant(storage, systemClock.now());
+    if (config.canaryIntervalSeconds > 0) {
+      // A host's failed or late canary is an impairment of that host.
+      const runner = new CanaryRunner({
+        storage,
+        clock: systemClock,
+        log,
+        settings: canaries,
+        app,
+        onCanaryFailure: (failure) => impairment.detector.reportCanaryFailure(failure),
+      });
+      canaryLoop = startCanaryLoop(runner, { clock: systemClock, log, settings: canaries });
+    }
+    if (config.anomalyIntervalSeconds > 0) {
+      const evaluator = new TenantAnomalyEvaluator({ storage, clock: systemClock });
+      anomalyLoop = startTenantAnomalyLoop(evaluator, {
+        clock: systemClock,
+        log,
+        intervalSeconds: config.anomalyIntervalSeconds,
+      });
+    }
     const where = config.databaseUrl === undefined ? `data dir ${config.dataDir}` : "PostgreSQL";
     const out = (line: string) => process.stdout.write(`${line}\n`);
     out(`kiln ${VERSION} serving ${address} (${where})`);

@@ -9,7 +9,7 @@ export interface SeededJobs {
   readonly queued: string;
 }
 
-/** A failed test beside passed and ignored ones, listed failed-last as a host might report them. */
+/** Failed tests beside passed and ignored ones, listed failed-last as a host might report them. */
 function failedReport(base: AttemptReport): AttemptReport {
   return {
     ...base,
@@ -18,6 +18,18 @@ function failedReport(base: AttemptReport): AttemptReport {
       { target: "widget (lib)", name: "tests::adds", outcome: "passed", duration_ms: 2 },
       { target: "widget (lib)", name: "tests::slow", outcome: "ignored", duration_ms: null },
       { target: "widget::integration", name: "parses_empty_input", outcome: "failed", duration_ms: 31 },
+      // A test name is the crate author's text: it must render as text too.
+      { target: "widget::markup", name: "shows_<script>alert('t')</script>", outcome: "failed", duration_ms: 5 },
+    ],
+    injections: [
+      ...(base.injections ?? []),
+      {
+        setting: "profile.dev.incremental",
+        value: "false",
+        origin: "platform default",
+        status: "not applied",
+        detail: "the repository's own Cargo configuration sets it",
+      },
     ],
   };
 }
@@ -36,7 +48,10 @@ export async function seedDashboardJobs(
   const passed = await acceptJob(storage, { tenant, now, repository: "acme/widget" });
   const passedLease = await claimJob(storage, passed.id, now);
   await appendLines(storage, passedLease, ["   Compiling widget v0.1.0", "test result: ok. 1 passed"], now);
-  await finishJob(storage, blobs, passedLease, { now });
+  await finishJob(storage, blobs, passedLease, {
+    now,
+    artifacts: [{ path: "target/release/widget", bytes: Buffer.from("widget binary bytes") }],
+  });
 
   const failed = await acceptJob(storage, { tenant, now, repository: "acme/widget" });
   const failedLease = await claimJob(storage, failed.id, now);
@@ -47,6 +62,12 @@ export async function seedDashboardJobs(
       "   Compiling widget v0.1.0",
       "\u001b[1m\u001b[31merror\u001b[0m: assertion failed <script>alert('x')</script>",
       "test parses_empty_input ... FAILED",
+      "",
+      "failures:",
+      "",
+      "---- parses_empty_input stdout ----",
+      "thread 'parses_empty_input' panicked at src/lib.rs:7:5:",
+      "expected Some(0), found None",
     ],
     now,
   );

@@ -5,11 +5,17 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
  * A local simulator of the GitHub REST API, just the endpoints kiln's Octokit client calls,
  * on 127.0.0.1, for tests: the app's RS256 JWT verified against the app's public key,
  * installation tokens (`ghs_…`, one hour), installations and their repositories, repositories'
- * default branches and merge bases (compare), and check runs (at most 50 annotations per
+ * default branches and merge bases (compare), CI workflow runs (read only), and check runs (at most 50 annotations per
  * request, as the provider refuses more with 422; later updates append annotations). Response
  * members follow the provider's documented shapes for what kiln reads, plus the usual
  * neighbours. Failures are injected per route (`failNext`) with optional headers (Retry-After,
  * rate limits); every request is recorded.
+ *
+ * It also plays the provider's two other sides: the web UI's OAuth web flow for the app's
+ * user-to-server tokens (`/login/oauth/authorize` answers as the person `signedIn` as,
+ * `/login/oauth/access_token` redeems a code once, `GET /user/installations` lists the
+ * installations that person can reach), and webhook deliveries to kiln (`delivery`: signed with
+ * the webhook secret as the provider signs them, or with a wrong signature).
  */
 export interface SimulatedRepository {
   readonly defaultBranch: string;
@@ -36,6 +42,25 @@ export interface SimulatedCheckRun {
   statuses: string[];
 }
 
+export interface SimulatedWorkflowRun {
+  readonly repository: string;
+  readonly name: string;
+  readonly head_sha: string;
+  readonly status: string;
+  readonly conclusion: string | null;
+}
+
+/** A person on the provider and the installations their account can reach. */
+export interface SimulatedUser {
+  readonly installations: number[];
+}
+
+/** A webhook delivery as the provider would POST it. */
+export interface SimulatedDelivery {
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
 interface Injected {
   readonly status: number;
   readonly headers?: Record<string, string>;
@@ -48,7 +73,21 @@ export class GitHubSimulator {
   readonly installations = new Map<number, { account: string; suspended: boolean; repositories: string[] }>();
   readonly repositories = new Map<string, SimulatedRepository>();
   readonly checkRuns: SimulatedCheckRun[] = [];
+  /** CI workflow runs by id (GET /repos/{owner}/{repo}/actions/runs/{id}). */
+  readonly workflowRuns = new Map<number, SimulatedWorkflowRun>();
   readonly requests: { method: string; path: string; status: number }[] = [];
+  /** The app's OAuth client (user-to-server tokens). */
+  readonly clientId = "Iv1.simulatedclient";
+  readonly clientSecret = "simulated-client-secret";
+  /** Login → the person, for the OAuth web flow. */
+  readonly users = new Map<string, SimulatedUser>();
+  /** Who is signed in to the provider's web UI (whom /login/oauth/authorize authorizes). */
+  signedIn: string | null = null;
+  /** Every user-to-server token issued (tests check kiln does not keep them). */
+  readonly userTokensIssued: string[] = [];
+  readonly #codes = new Map<string, { login: string; redirectUri: string }>();
+  readonly #userTokens = new Map<string, string>();
+  #deliveries = 0;
   readonly #publicKey: string;
   readonly #tokens = new Map<string, { installation: number; expires: number }>();
   readonly #failures: { method: string; pattern: RegExp; queue: Injected[] }[] = [];
@@ -73,6 +112,39 @@ export class GitHubSimulator {
   /** The webhook signature header the provider would send for `payload`. */
   sign(payload: string): string {
     return `sha256=${createHmac("sha256", this.webhookSecret).update(payload).digest("hex")}`;
+  }
+
+  /**
+   * A webhook delivery of `event` with `payload`, signed as the provider signs it (HMAC-SHA256
+   * of the body with the webhook secret), with a fresh delivery id unless one is given (a
+   * replay reuses one); `signature: "bad"` signs with another secret, `"none"` omits it.
+   */
+  delivery(
+    event: string,
+    payload: unknown,
+    options: { deliveryId?: string; signature?: "good" | "bad" | "none" } = {},
+  ): SimulatedDelivery {
+    const body = JSON.stringify(payload);
+    const signature = options.signature ?? "good";
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      "user-agent": "GitHub-Hookshot/simulated",
+      "x-github-event": event,
+      "x-github-delivery":
+        options.deliveryId ?? `00000000-0000-4000-8000-${String(++this.#deliveries).padStart(12, "0")}`,
+      "x-github-hook-installation-target-type": "integration",
+    };
+    if (signature === "good") headers["x-hub-signature-256"] = this.sign(body);
+    if (signature === "bad") {
+      headers["x-hub-signature-256"] = `sha256=${createHmac("sha256", "not-the-secret").update(body).digest("hex")}`;
+    }
+    return { headers, body };
+  }
+
+  /** POSTs a delivery to kiln's webhook URL, as the provider does; the answer's status and body. */
+  async deliver(url: string, delivery: SimulatedDelivery): Promise<{ status: number; body: string }> {
+    const res = await fetch(url, { method: "POST", headers: delivery.headers, body: delivery.body });
+    return { status: res.status, body: await res.text() };
   }
 
   async start(): Promise<void> {
@@ -132,6 +204,58 @@ export class GitHubSimulator {
     }
 
     const auth = req.headers.authorization ?? "";
+
+    // The web UI's OAuth web flow (the app's user-to-server tokens).
+    if (path === "/login/oauth/authorize" && method === "GET") {
+      const redirectUri = url.searchParams.get("redirect_uri") ?? "";
+      if (url.searchParams.get("client_id") !== this.clientId || redirectUri === "") {
+        return send(404, { message: "Not Found" });
+      }
+      if (this.signedIn === null) return send(401, { message: "sign in to the provider first" });
+      const code = randomBytes(10).toString("hex");
+      this.#codes.set(code, { login: this.signedIn, redirectUri });
+      const back = new URL(redirectUri);
+      back.searchParams.set("code", code);
+      back.searchParams.set("state", url.searchParams.get("state") ?? "");
+      return send(302, {}, { location: back.href });
+    }
+    if (path === "/login/oauth/access_token" && method === "POST") {
+      const pending = typeof body.code === "string" ? this.#codes.get(body.code) : undefined;
+      if (body.client_id !== this.clientId || body.client_secret !== this.clientSecret) {
+        return send(200, {
+          error: "incorrect_client_credentials",
+          error_description: "The client_id and/or client_secret passed are incorrect.",
+          error_uri: "",
+        });
+      }
+      if (pending === undefined || (body.redirect_uri !== undefined && body.redirect_uri !== pending.redirectUri)) {
+        return send(200, {
+          error: "bad_verification_code",
+          error_description: "The code passed is incorrect or expired.",
+          error_uri: "",
+        });
+      }
+      this.#codes.delete(body.code as string);
+      const token = `ghu_${randomBytes(18).toString("base64url")}`;
+      this.#userTokens.set(token, pending.login);
+      this.userTokensIssued.push(token);
+      return send(200, { access_token: token, token_type: "bearer", scope: "" });
+    }
+    if (path === "/user/installations" && method === "GET") {
+      const token = /^(?:token|Bearer|bearer) (.+)$/.exec(auth)?.[1];
+      const login = token === undefined ? undefined : this.#userTokens.get(token);
+      if (login === undefined) return send(401, { message: "Bad credentials" });
+      const ids = this.users.get(login)?.installations ?? [];
+      const reachable = ids.filter((id) => this.installations.has(id));
+      return send(200, {
+        total_count: reachable.length,
+        installations: reachable.map((id) => ({
+          id,
+          app_id: Number(this.appId),
+          account: { login: this.installations.get(id)?.account ?? "", type: "Organization" },
+        })),
+      });
+    }
 
     // App (JWT) endpoints.
     const appPath = /^\/app\/installations\/(\d+)(\/access_tokens)?$/.exec(path);
@@ -251,6 +375,22 @@ export class GitHubSimulator {
       apply(run, body);
       this.checkRuns.push(run);
       return send(201, view(run));
+    }
+    const workflowRun = /^\/actions\/runs\/(\d+)$/.exec(rest);
+    if (workflowRun !== null && method === "GET") {
+      const id = Number(workflowRun[1]);
+      const run = this.workflowRuns.get(id);
+      if (run === undefined || run.repository !== full) return send(404, { message: "Not Found" });
+      return send(200, {
+        id,
+        name: run.name,
+        head_sha: run.head_sha,
+        status: run.status,
+        conclusion: run.conclusion,
+        html_url: `${this.url}/${full}/actions/runs/${id}`,
+        updated_at: "2026-11-22T08:00:00Z",
+        repository: { id: 1, full_name: full },
+      });
     }
     const update = /^\/check-runs\/(\d+)$/.exec(rest);
     if (update !== null && method === "PATCH") {

@@ -1,15 +1,12 @@
 import assert from "node:assert/strict";
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { claimNextJob, createTenant, registerHost, revokeHostCredentials } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { masterKey, operatorCredential } from "../src/auth/operator-credential.js";
 import { mintHostEnrollmentToken, redeemHostEnrollment } from "../src/hosts/host-identities.js";
 import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
 import { type TestApp, testApp } from "./harness.js";
 import { acceptJob } from "./job-fixtures.js";
+import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 /**
  * operator.hosts.list / get / drain / undrain and operator.identities.list through the HTTP
@@ -19,7 +16,7 @@ import { acceptJob } from "./job-fixtures.js";
 for (const dialect of DIALECTS) {
   describe(`operator hosts (${dialect.name})`, { skip: dialect.skip }, () => {
     let t: TestApp;
-    let session: Record<string, string>;
+    let operator: OperatorClient;
     const tenant = "acme-hosts";
 
     before(async () => {
@@ -38,28 +35,10 @@ for (const dialect of DIALECTS) {
       await revokeHostCredentials(t.storage, { hostId: "builder-2", now });
       await mintHostEnrollmentToken(t.storage, { hostId: "builder-3", createdBy: "operator", ttlSeconds: 3600, now });
 
-      const key = masterKey(await mkdtemp(join(tmpdir(), "kiln-key-")));
-      const credential = await operatorCredential(t.storage, key, false, t.clock.now());
-      const opened = await t.app.inject({
-        method: "POST",
-        url: "/operator/auth/session",
-        headers: { authorization: `Bearer ${credential}` },
-      });
-      assert.equal(opened.statusCode, 204, opened.body);
-      const cookie = opened.cookies.find((c) => c.name === "kiln_operator_session");
-      assert.ok(cookie);
-      session = { cookie: `kiln_operator_session=${cookie.value}`, "sec-fetch-site": "same-origin" };
+      operator = await operatorClient(t.app, t.storage, t.clock.now());
     });
     after(() => t.close());
 
-    const get = (url: string) => t.app.inject({ method: "GET", url, headers: session });
-    const post = (url: string, body?: object) =>
-      t.app.inject({
-        method: "POST",
-        url,
-        headers: body === undefined ? session : { ...session, "content-type": "application/json" },
-        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-      });
     const claim = (hostId: string) =>
       claimNextJob(t.storage, {
         hostId,
@@ -68,8 +47,6 @@ for (const dialect of DIALECTS) {
         leaseSeconds: 60,
         now: t.clock.now(),
       });
-    const operatorAudit = async () =>
-      (await get("/operator/api/audit")).json() as { operation: string; target: string; outcome?: string }[];
 
     it("without an operator session every host operation answers operator_not_found", async () => {
       for (const [method, url] of [
@@ -85,7 +62,7 @@ for (const dialect of DIALECTS) {
     });
 
     it("lists every recorded host, serving at revision 0 with no attribution", async () => {
-      const r = await get("/operator/api/hosts");
+      const r = await operator.get("/operator/api/hosts");
       assert.equal(r.statusCode, 200, r.body);
       const hosts = r.json() as { host: string; state: string; revision: number; last_attribution: unknown }[];
       assert.deepEqual(
@@ -96,12 +73,12 @@ for (const dialect of DIALECTS) {
           ["local", "serving", 0, null],
         ],
       );
-      const detail = await get("/operator/api/hosts/local");
+      const detail = await operator.get("/operator/api/hosts/local");
       assert.equal(detail.statusCode, 200, detail.body);
       assert.equal(detail.json().serving_state, "serving");
       assert.equal(detail.json().drain_attribution, null);
       assert.deepEqual(detail.json().blockers, []);
-      const missing = await get("/operator/api/hosts/nowhere");
+      const missing = await operator.get("/operator/api/hosts/nowhere");
       assert.equal(missing.statusCode, 404);
       assert.equal(missing.json().code, "operator_not_found");
     });
@@ -111,7 +88,7 @@ for (const dialect of DIALECTS) {
       const placed = await claim("builder-1");
       assert.equal(placed?.job.id, running.id, "builder-1 runs a job before the drain");
 
-      const drained = await post("/operator/api/hosts/builder-1/drain");
+      const drained = await operator.post("/operator/api/hosts/builder-1/drain");
       assert.equal(drained.statusCode, 200, drained.body);
       assert.equal(drained.json().state, "draining", "it still runs an attempt");
       assert.equal(drained.json().revision, 1);
@@ -119,7 +96,7 @@ for (const dialect of DIALECTS) {
 
       const queued = await acceptJob(t.storage, { tenant, now: t.clock.now() });
       assert.equal(await claim("builder-1"), undefined, "a draining host's claim gets no new job");
-      const detail = (await get("/operator/api/hosts/builder-1")).json();
+      const detail = (await operator.get("/operator/api/hosts/builder-1")).json();
       assert.equal(detail.serving_state, "draining");
       assert.equal(detail.drain_attribution.action, "operator.hosts.drain");
       assert.deepEqual(
@@ -129,34 +106,37 @@ for (const dialect of DIALECTS) {
       // The running attempt keeps its lease: it is still the host's.
       assert.equal(detail.running_attempts, 1);
 
-      const again = await post("/operator/api/hosts/builder-1/drain");
+      const again = await operator.post("/operator/api/hosts/builder-1/drain");
       assert.equal(again.statusCode, 409);
       assert.equal(again.json().code, "conflict");
       assert.match(again.json().detail, /already drained/);
 
-      const stale = await post("/operator/api/hosts/builder-1/undrain", { policy_revision: 0 });
+      const stale = await operator.post("/operator/api/hosts/builder-1/undrain", { policy_revision: 0 });
       assert.equal(stale.statusCode, 409);
       assert.match(stale.json().detail, /current policy revision 1/);
-      const bad = await post("/operator/api/hosts/builder-1/undrain", { policy_revision: "one" });
+      const bad = await operator.post("/operator/api/hosts/builder-1/undrain", { policy_revision: "one" });
       assert.equal(bad.statusCode, 400);
       assert.equal(bad.json().code, "invalid_request");
       assert.equal(await claim("builder-1"), undefined, "refused undrains leave it drained");
 
-      const undrained = await post("/operator/api/hosts/builder-1/undrain", { policy_revision: 1, note: "fixed" });
+      const undrained = await operator.post("/operator/api/hosts/builder-1/undrain", {
+        policy_revision: 1,
+        note: "fixed",
+      });
       assert.equal(undrained.statusCode, 200, undrained.body);
       assert.equal(undrained.json().state, "serving");
       assert.equal(undrained.json().revision, 2);
       assert.equal(undrained.json().last_attribution.reason, "fixed");
       assert.equal((await claim("builder-1"))?.job.id, queued.id, "returned to placement");
 
-      const serving = await post("/operator/api/hosts/builder-1/undrain", { policy_revision: 2 });
+      const serving = await operator.post("/operator/api/hosts/builder-1/undrain", { policy_revision: 2 });
       assert.equal(serving.statusCode, 409);
       assert.match(serving.json().detail, /is serving/);
-      const unknown = await post("/operator/api/hosts/nowhere/drain");
+      const unknown = await operator.post("/operator/api/hosts/nowhere/drain");
       assert.equal(unknown.statusCode, 404);
       assert.equal(unknown.json().code, "operator_not_found");
 
-      const audit = (await operatorAudit()).filter(
+      const audit = (await operator.audit()).filter(
         (e) => e.target === "host:builder-1" && e.operation.startsWith("operator.hosts."),
       );
       assert.deepEqual(
@@ -172,13 +152,13 @@ for (const dialect of DIALECTS) {
     });
 
     it("a drained host with no running attempt is `drained`; other hosts still claim", async () => {
-      const r = await post("/operator/api/hosts/builder-2/drain");
+      const r = await operator.post("/operator/api/hosts/builder-2/drain");
       assert.equal(r.statusCode, 200, r.body);
       assert.equal(r.json().state, "drained");
       const job = await acceptJob(t.storage, { tenant, now: t.clock.now() });
       assert.equal(await claim("builder-2"), undefined);
       assert.equal((await claim("local"))?.job.id, job.id);
-      const list = (await get("/operator/api/hosts")).json() as { host: string; state: string }[];
+      const list = (await operator.get("/operator/api/hosts")).json() as { host: string; state: string }[];
       assert.deepEqual(
         list.map((h) => [h.host, h.state]),
         [
@@ -190,7 +170,7 @@ for (const dialect of DIALECTS) {
     });
 
     it("identities: each host's credential, outstanding bootstrap credentials, controller and provisioner", async () => {
-      const r = await get("/operator/api/identities");
+      const r = await operator.get("/operator/api/identities");
       assert.equal(r.statusCode, 200, r.body);
       const doc = r.json() as {
         identities: {

@@ -21,7 +21,14 @@ export interface ServerProcess {
  * where it serves.
  */
 export async function startServerProcess(env: Record<string, string | undefined>): Promise<ServerProcess> {
-  const merged: NodeJS.ProcessEnv = { ...process.env, KILN_LISTEN: "127.0.0.1:0", KILN_LOG_LEVEL: "warn" };
+  const merged: NodeJS.ProcessEnv = {
+    ...process.env,
+    KILN_LISTEN: "127.0.0.1:0",
+    KILN_LOG_LEVEL: "warn",
+    // The platform's own canary jobs and anomaly rules stay off unless a test turns them on.
+    KILN_CANARY_INTERVAL_SECONDS: "0",
+    KILN_ANOMALY_INTERVAL_SECONDS: "0",
+  };
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) delete merged[name];
     else merged[name] = value;

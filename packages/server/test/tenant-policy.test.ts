@@ -1,13 +1,10 @@
 import assert from "node:assert/strict";
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createAgentCredential, listAuditEntries, listOperatorAuditEntries, onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { masterKey, operatorCredential } from "../src/auth/operator-credential.js";
 import { hashToken, mintToken } from "../src/auth/token-format.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 const COMMIT = "0123456789abcdef0123456789abcdef01234567";
 
@@ -41,7 +38,7 @@ for (const dialect of DIALECTS) {
     let member: { token: string };
     let viewer: { token: string };
     let agentToken: string;
-    let operator: { cookie: string };
+    let operator: OperatorClient;
     let keys = 0;
 
     before(async () => {
@@ -68,20 +65,7 @@ for (const dialect of DIALECTS) {
         },
         t.clock.now(),
       );
-      const credential = await operatorCredential(
-        t.storage,
-        masterKey(await mkdtemp(join(tmpdir(), "kiln-key-"))),
-        false,
-        t.clock.now(),
-      );
-      const opened = await t.app.inject({
-        method: "POST",
-        url: "/operator/auth/session",
-        headers: { authorization: `Bearer ${credential}` },
-      });
-      const cookie = opened.cookies.find((c) => c.name === "kiln_operator_session");
-      assert.ok(cookie);
-      operator = { cookie: `kiln_operator_session=${cookie.value}` };
+      operator = await operatorClient(t.app, t.storage, t.clock.now());
     });
     after(() => t.close());
 
@@ -97,16 +81,9 @@ for (const dialect of DIALECTS) {
       });
       return { status: res.statusCode, body: res.json() };
     };
-    const op = async (method: "GET" | "POST", body?: unknown, tenant = admin.tenant) => {
-      const res = await t.app.inject({
-        method,
-        url: `/operator/api/tenants/${tenant}`,
-        headers: {
-          ...operator,
-          ...(body === undefined ? {} : { "content-type": "application/json", "sec-fetch-site": "same-origin" }),
-        },
-        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-      });
+    const op = async (method: "GET" | "POST", body?: object, tenant = admin.tenant) => {
+      const url = `/operator/api/tenants/${tenant}`;
+      const res = method === "GET" ? await operator.get(url) : await operator.post(url, body);
       return { status: res.statusCode, body: res.json() };
     };
     const write = (version: number, changes: Record<string, unknown>, token = admin.token) =>

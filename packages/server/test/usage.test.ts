@@ -177,7 +177,7 @@ for (const dialect of DIALECTS) {
       }
     };
 
-    it("without a rate card: vCPU-seconds per day, repository and size; no amounts; storage not measured", async () => {
+    it("without a rate card: vCPU-seconds per day, repository and size; no amounts; no lineage storage sampled", async () => {
       const report = await get("/api/usage", viewer.token);
       assert.equal(report.status, 200, JSON.stringify(report.body));
       const u = report.body;
@@ -204,14 +204,14 @@ for (const dialect of DIALECTS) {
         ],
       );
       assert.equal(u.days[2].bytes_uploaded, 6 * 2 ** 20);
-      assert.equal(u.days[0].storage_byte_hours, null);
+      assert.equal(u.days[0].storage_byte_hours, 0);
       assert.equal(u.days[0].amount_cents, null);
       assert.deepEqual(u.totals, {
         vcpu_seconds: 632 - 280,
         vcpu_seconds_by_size: [{ size: "kiln2-cpu", vcpu_seconds: 632 }],
         jobs: 5,
         attempts: 5,
-        storage_byte_hours: null,
+        storage_byte_hours: 0,
         bytes_uploaded: 6 * 2 ** 20,
         adjustment_vcpu_seconds: -280,
         adjustment_amount_cents: null,

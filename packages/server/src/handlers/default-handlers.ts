@@ -11,8 +11,28 @@ import { jobLogs, jobLogsStream } from "./job-logs.js";
 import { cancelJob, getJob, listTenantJobs, retryJob, submitJob } from "./jobs.js";
 import { claimOnboardingInstallation, onboardingSurface } from "./onboarding.js";
 import { openapiDocument } from "./openapi-document.js";
+import { getHostActivations } from "./operator-activations.js";
+import { disposeAnomaly, listAnomalies } from "./operator-anomalies.js";
 import { exportOperatorAudit, listOperatorAudit, refuseOperatorAuditChange } from "./operator-audit.js";
+import { canaryAttribution } from "./operator-canaries.js";
+import { registerDeployment } from "./operator-deployments.js";
+import { dogfoodPeriod, dogfoodRecord, recordGateEvidence } from "./operator-dogfood.js";
+import {
+  declareMaintenance,
+  recordIntervention,
+  recordLifecycleChange,
+  recordSpend,
+} from "./operator-dogfood-declarations.js";
+import { recordIncident, recordIncidentIssue, resolveIncident } from "./operator-dogfood-incidents.js";
+import { hostHistory } from "./operator-host-history.js";
+import { hostEvidence, hostEvidenceExport, hostJournal, hostKernelLog } from "./operator-host-reads.js";
 import { drainHostHandler, getHost, listHosts, listIdentities, undrainHostHandler } from "./operator-hosts.js";
+import { approveHostIncidentStep, closeHostIncidentHandler } from "./operator-incidents.js";
+import { observeInitialization, startInitialization } from "./operator-initialization.js";
+import { listPlacements, placementReceipt, reconcilePlacement } from "./operator-placements.js";
+import { disposePlatformAnomalyHandler, listPlatformAnomaliesHandler } from "./operator-platform-anomalies.js";
+import { platformStates } from "./operator-platform-states.js";
+import { getHostRecovery, invokeHostRecoveryHandler, setHostRecoveryPolicyHandler } from "./operator-recovery.js";
 import { createOperatorSession, deleteOperatorSession } from "./operator-session.js";
 import { refusePredecessorSubmission } from "./predecessor-submissions.js";
 import { replaceTenantRegistryCredential } from "./registry-credentials.js";
@@ -92,7 +112,40 @@ export const defaultHandlers: HandlerTable = {
   "operator.hosts.get": getHost,
   "operator.hosts.drain": drainHostHandler,
   "operator.hosts.undrain": undrainHostHandler,
+  "operator.hosts.history": hostHistory,
+  "operator.hosts.deployment.register": registerDeployment,
+  "operator.hosts.initialization.start": startInitialization,
+  "operator.hosts.initialization.observe": observeInitialization,
+  "operator.placements.list": listPlacements,
+  "operator.placements.reconcile": reconcilePlacement,
+  "operator.placements.receipt": placementReceipt,
+  "operator.hosts.journal": hostJournal,
+  "operator.hosts.kernel_log": hostKernelLog,
+  "operator.hosts.evidence": hostEvidence,
+  "operator.hosts.evidence_export": hostEvidenceExport,
   "operator.identities.list": listIdentities,
+  "operator.platform.states": platformStates,
+  "operator.canaries.attribution": canaryAttribution,
+  "operator.anomalies.list": listAnomalies,
+  "operator.anomalies.disposition": disposeAnomaly,
+  "operator.dogfood.period": dogfoodPeriod,
+  "operator.dogfood.records.get": dogfoodRecord,
+  "operator.dogfood.gate.record": recordGateEvidence,
+  "operator.dogfood.incidents.record": recordIncident,
+  "operator.dogfood.incidents.issue": recordIncidentIssue,
+  "operator.dogfood.incidents.resolve": resolveIncident,
+  "operator.dogfood.maintenance.declare": declareMaintenance,
+  "operator.dogfood.interventions.record": recordIntervention,
+  "operator.dogfood.lifecycle.record": recordLifecycleChange,
+  "operator.dogfood.spend.record": recordSpend,
   "usage.report": usageReport,
   "usage.export": usageExport,
+  "operator.anomalies.platform.list": listPlatformAnomaliesHandler,
+  "operator.anomalies.platform.disposition": disposePlatformAnomalyHandler,
+  "operator.hosts.recovery.get": getHostRecovery,
+  "operator.hosts.recovery.invoke": invokeHostRecoveryHandler,
+  "operator.hosts.recovery.policy.set": setHostRecoveryPolicyHandler,
+  "operator.hosts.incidents.approve": approveHostIncidentStep,
+  "operator.hosts.incidents.close": closeHostIncidentHandler,
+  "operator.hosts.activations.get": getHostActivations,
 };

@@ -18,6 +18,7 @@ import { decideNetworkPolicy } from "../jobs/decide-network-policy.js";
 import { jobView } from "../jobs/job-view.js";
 import { MAX_ATTEMPTS, TERMINAL_STATUSES } from "../jobs/platform-limits.js";
 import { requireOnboarded } from "../repositories/require-onboarded.js";
+import { requireActiveInstallation } from "../source-hosting/require-active-installation.js";
 import { admitTenantPolicy } from "../tenants/admit-tenant-policy.js";
 import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
@@ -42,6 +43,7 @@ export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
   }
   const tenantPolicy = await admitTenantPolicy(ctx, principal, { size: body.size, bodySize: true });
   await requireOnboarded(ctx.db, principal.tenantId, body.repository);
+  await requireActiveInstallation(ctx.db, principal.tenantId, body.repository);
   const invocation = body.workspace.invocation;
   const { manifest, pinned, insert } =
     "archive" in source
@@ -181,6 +183,7 @@ export const retryJob: Handler<"jobs.retry"> = async (ctx) => {
     return refuse("conflict", `job ${id} is ${original.status}; only a terminal job can be retried`);
   }
   await admitTenantPolicy(ctx, principal, { size: original.size, bodySize: false });
+  await requireActiveInstallation(ctx.db, principal.tenantId, original.repository);
   const now = ctx.now.toISOString();
   const { job } = await insertJob(ctx.db, {
     ...original,

@@ -5,6 +5,7 @@ import {
   type HostRecord,
   type HostStateChange,
   listHostIdentityRecords,
+  listHostReceipts,
   listHostRecords,
   readHostRecord,
   undrainHost,
@@ -23,21 +24,28 @@ import { operatorAuditValue } from "./operator-audit.js";
  * revision as its policy revision (kiln keeps no host policy apart from the host record, so the
  * revision the operator read is the policy it returns under); a moved-past one is `conflict`.
  * An unknown host is `operator_not_found` (the operations' refusals name no `not_found`).
- * No release is deployed through kiln yet, so `deployed_release` is null and there are no
- * receipts.
+ * `deployed_release` is what an operator registered (operator.hosts.deployment.register, in
+ * operator-deployments.ts); receipts are the host's deployment, initialization and reap receipts.
  */
+
+/** The newest receipts operator.hosts.get shows; older ones stay recorded. */
+const HOST_RECEIPTS_SHOWN = 20;
 
 function stateOf(host: HostRecord): "serving" | "draining" | "drained" {
   if (host.state === "serving") return "serving";
   return host.runningAttempts > 0 ? "draining" : "drained";
 }
 
-function inventoryView(host: HostRecord) {
+/** One host as the inventory and every host mutation answer it (HostInventoryView). */
+export function inventoryView(host: HostRecord) {
   return {
     host: host.id,
     state: stateOf(host),
     revision: host.revision,
-    deployed_release: null,
+    deployed_release: host.deployedRelease?.release ?? null,
+    ...(host.deployedRelease === null
+      ? {}
+      : { deployed_release_sha256: host.deployedRelease.sha256, deployed_at: host.deployedRelease.at }),
     last_attribution:
       host.lastChange === null
         ? null
@@ -87,7 +95,15 @@ export const getHost: Handler<"operator.hosts.get"> = async (ctx) => {
           }
         : null,
     blockers,
-    receipts: [],
+    receipts: (await listHostReceipts(ctx.db, { hostId: host.id, limit: HOST_RECEIPTS_SHOWN })).map((r) => ({
+      kind: r.kind,
+      id: r.id,
+      at: r.at,
+      actor: r.actor,
+      summary: r.summary,
+      ...(r.jobId === null || r.vmId === null ? {} : { job_id: r.jobId, vm_id: r.vmId }),
+    })),
+    deployed_release: host.deployedRelease,
     revision: host.revision,
     running_attempts: host.runningAttempts,
     vcpus: host.vcpus,

@@ -22,6 +22,7 @@ import { SegmentDigests } from "../sources/segment-digests.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../sources/upload-view.js";
 import { validateManifest } from "../sources/validate-manifest.js";
 import { verifyUpload } from "../sources/verify-upload.js";
+import { refuseOverBandwidth } from "../usage/bandwidth-allowance.js";
 import { type BaseContext, type Handler, principalOf } from "./handler.js";
 
 /** What the sources helpers read of a request: the caller, the path's upload (and part), the repository query, the key. */
@@ -174,6 +175,13 @@ export const reserveSource: Handler<"sources.reserve"> = async (ctx) => {
   if (existing !== undefined) return uploadView(replay(existing.upload), existing.parts, ctx.now);
 
   await requireOnboarded(ctx.db, principal.tenantId, body.repository);
+  // A new reservation once the month's bandwidth is used up is refused before anything is reserved.
+  await refuseOverBandwidth(ctx.deps.storage, {
+    tenantId: principal.tenantId,
+    incomingBytes: 0,
+    now: ctx.now,
+    operation: "sources.reserve",
+  });
   const result = await reserveUpload(ctx.deps.storage, {
     tenantId: principal.tenantId,
     upload: id,
@@ -250,6 +258,13 @@ export const putSourceChunk: Handler<"sources.chunk.put"> = async (ctx) => {
       `part ${part}: got ${bytes.length} bytes with sha256 ${got}; the manifest declares ${declared.bytes} bytes with sha256 ${declared.sha256}`,
     );
   }
+  // Before the bytes are stored or recorded, so a part over the bandwidth allowance leaves nothing.
+  await refuseOverBandwidth(ctx.deps.storage, {
+    tenantId: principal.tenantId,
+    incomingBytes: bytes.length,
+    now: ctx.now,
+    operation: "sources.chunk.put",
+  });
   await ctx.deps.blobs.put(bytes, got);
   // The packed files' digests while the bytes are at hand: completion then skips them.
   if (declared.slices !== undefined) segmentDigests.remember(got, bytes, declared.slices);

@@ -1,5 +1,7 @@
+import { randomUUID } from "node:crypto";
 import {
   appendOperatorAuditEntry,
+  readJobStatus,
   readTenantConsumption,
   readTenantControls,
   refreshTenantQueueAnnotation,
@@ -33,6 +35,10 @@ export const getTenantControls: Handler<"operator.tenants.controls.get"> = async
  * Suspension refuses new submissions and retries (`conflict` naming the suspension); jobs
  * already running run to their end, and queued jobs stay queued — not placed, annotated — until
  * the suspension is lifted, when they run in their queue order.
+ *
+ * A `credit` is recorded once, with the version the update moves (so a retry of the same
+ * update is a `conflict`, never a second credit), and is listed by usage.export as an
+ * `operator_credit` adjustment in the month it was granted; its audit entry names it.
  */
 export const setTenantControls: Handler<"operator.tenants.controls.set"> = async (ctx) => {
   const operator = operatorOf(ctx);
@@ -52,6 +58,13 @@ export const setTenantControls: Handler<"operator.tenants.controls.set"> = async
   if (c.suspension?.suspended === true && c.suspension.reason === undefined) {
     refuse("invalid_request", "body.changes.suspension.reason is required when suspending");
   }
+  const credit = c.credit;
+  if (credit !== undefined && (credit.vcpu_seconds ?? 0) === 0 && (credit.amount_cents ?? 0) === 0) {
+    refuse("invalid_request", "body.changes.credit needs vcpu_seconds or amount_cents above zero");
+  }
+  if (credit?.job !== undefined && (await readJobStatus(ctx.db, { tenantId, jobId: credit.job })) === undefined) {
+    refuse("invalid_request", `body.changes.credit.job ${credit.job} is not a job of tenant ${tenantId}`);
+  }
   const changes: TenantControlsChanges = {
     ...(c.max_running_jobs === undefined ? {} : { maxRunningJobs: c.max_running_jobs }),
     ...(c.storage_quota_bytes === undefined ? {} : { storageQuotaBytes: c.storage_quota_bytes }),
@@ -60,6 +73,17 @@ export const setTenantControls: Handler<"operator.tenants.controls.set"> = async
     ...(c.suspension === undefined
       ? {}
       : { suspension: { suspended: c.suspension.suspended, reason: c.suspension.reason ?? null } }),
+    ...(credit === undefined
+      ? {}
+      : {
+          credit: {
+            id: `credit_${randomUUID()}`,
+            vcpuSeconds: credit.vcpu_seconds ?? 0,
+            amountCents: credit.amount_cents ?? 0,
+            job: credit.job ?? null,
+            reason: credit.reason,
+          },
+        }),
   };
   const result = await writeTenantControls(ctx.db, {
     tenantId,

@@ -16,6 +16,7 @@ import { HostIdentityError, hostOfCredential, redeemHostEnrollment } from "../ho
 import { HostService } from "../hosts/host-service.js";
 import { Refusal } from "../http/refusal.js";
 import { jobActivity } from "../jobs/job-activity.js";
+import { registerHostOperatorRoutes } from "./http-host-operator-routes.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
@@ -25,7 +26,7 @@ type Perform = {
 };
 
 /** The bearer value of `Authorization`, or a refusal naming what is missing. */
-function bearerOf(request: FastifyRequest): string {
+export function bearerOf(request: FastifyRequest): string {
   const header = request.headers.authorization;
   const match = typeof header === "string" ? /^Bearer ([^\s]+)$/.exec(header) : null;
   if (match?.[1] === undefined) throw new Refusal("unauthenticated", "the host protocol needs a bearer credential");
@@ -33,7 +34,7 @@ function bearerOf(request: FastifyRequest): string {
 }
 
 /** A HostIdentityError as the refusal the host hears. */
-function refusalOf(error: unknown): unknown {
+export function refusalOf(error: unknown): unknown {
   if (!(error instanceof HostIdentityError)) return error;
   if (error.reason === "revoked" && error.at !== undefined) {
     return new Refusal("credential_revoked", error.message, { revoked_at: error.at });
@@ -55,6 +56,7 @@ function refusalOf(error: unknown): unknown {
  * the report itself). Not tenant operations: not in the catalogue or the OpenAPI document.
  */
 export function registerHostProtocolRoutes(app: FastifyInstance, deps: AppDeps): void {
+  registerHostOperatorRoutes(app, deps);
   const service = new HostService({
     storage: deps.storage,
     blobs: deps.blobs,
@@ -118,6 +120,18 @@ export function registerHostProtocolRoutes(app: FastifyInstance, deps: AppDeps):
     acknowledgeCredentials: async (host, body) => {
       sameHost(host, body.hostId, "body.hostId");
       await service.acknowledgeCredentials(host, body.held);
+    },
+    fleetPoll: async (host, body) => {
+      sameHost(host, body.hostId, "body.hostId");
+      return service.fleet.poll(body);
+    },
+    reportInitialization: async (host, body) => {
+      sameHost(host, body.hostId, "body.hostId");
+      return { answer: await service.fleet.reportInitialization(body) };
+    },
+    answerRead: async (host, body) => {
+      sameHost(host, body.hostId, "body.hostId");
+      return { answer: await service.fleet.answerRead(body) };
     },
   };
 

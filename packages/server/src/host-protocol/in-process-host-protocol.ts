@@ -18,5 +18,8 @@ export function inProcessHostProtocol(service: HostService): HostProtocol {
     finish: (ref, result) => service.finish(ref, result),
     registryCredentials: (ref) => service.registryCredentials(ref),
     acknowledgeCredentials: (hostId, held) => service.acknowledgeCredentials(hostId, held),
+    fleetPoll: (poll) => service.fleet.poll(poll),
+    reportInitialization: (report) => service.fleet.reportInitialization(report),
+    answerRead: (answer) => service.fleet.answerRead(answer),
   };
 }

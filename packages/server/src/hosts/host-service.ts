@@ -34,6 +34,7 @@ import { ARTIFACT_RETENTION_SECONDS, VCPUS_OF_SIZE } from "../jobs/platform-limi
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
 import type { SecretBox } from "../secrets/secret-box.js";
 import { assemblePlacement, UnplaceableJobError } from "./assemble-placement.js";
+import { HostFleetService } from "./fleet/host-fleet-service.js";
 import { meterAttempt } from "./meter-attempt.js";
 
 /** How long a lease lives without a heartbeat; hosts renew every few seconds. */
@@ -66,9 +67,12 @@ export interface HostServiceDeps {
  */
 export class HostService {
   readonly #quotaBytes: number;
+  /** The fleet messages: operator-started initializations and sandbox reports (hosts/fleet). */
+  readonly fleet: HostFleetService;
 
   constructor(private readonly deps: HostServiceDeps) {
     this.#quotaBytes = storageQuotaBytes(deps.storageQuotaBytes);
+    this.fleet = new HostFleetService(deps);
   }
 
   async enroll(host: HostEnrollment): Promise<void> {

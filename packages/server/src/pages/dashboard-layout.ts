@@ -1,4 +1,5 @@
 import type { Principal } from "../auth/principal.js";
+import { ANSI_STYLE } from "./ansi-log.js";
 import { escapeHtml } from "./html.js";
 
 const STYLE = `*{box-sizing:border-box}body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
@@ -27,7 +28,13 @@ dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margi
 .notice{background:#fff8e1;border:1px solid #f0dca0;padding:.6rem .8rem;border-radius:6px}
 pre.log{background:#111;color:#ddd;padding:.8rem;overflow:auto;max-height:32rem;font-size:.82rem;line-height:1.35;margin:0}
 pre.log .stderr{color:#f7b1b1}pre.log .system{color:#9cc9ff}pre.log .seq{color:#666;user-select:none}
-.muted{color:#666}`;
+.muted{color:#666}pre.log .line.found{outline:2px solid #e5c15c}
+pre.log .chunk{display:block;content-visibility:auto}div.filters{display:flex;gap:1rem;align-items:center;margin:.4rem 0}
+td.timeline,th.timeline{width:40%}.bar{height:.8rem;border-radius:3px;background:#9cc4ff}.bar-passed{background:#6bd66b}
+.bar-failed{background:#ff6b6b}.bar-cancelled,.bar-skipped{background:#bbb}.actions{display:flex;gap:.6rem;margin:1rem 0}
+.actions button{font:inherit;padding:.3rem .9rem;cursor:pointer}.status-warm,.status-applied{background:#d1f2d9;color:#135c25}
+.status-cold,.status-not.applied{background:#fff1c2;color:#6b4e00}
+${ANSI_STYLE}`;
 
 /** A dashboard page: the navigation, who is signed in (with sign-out), and the body. */
 export function dashboardPage(input: {
@@ -36,13 +43,17 @@ export function dashboardPage(input: {
   tenantName: string;
   body: string;
   scripts?: readonly string[];
+  /** `data-*` attributes of the body: what the page's script reads (the job's id, …). */
+  bodyData?: Readonly<Record<string, string>>;
 }): string {
   const p = input.person;
   const scripts = (input.scripts ?? []).map((src) => `<script src="${escapeHtml(src)}" defer></script>`).join("");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(input.title)} · kiln</title><style>${STYLE}</style>${scripts}</head>
-<body><header><a class="brand" href="/">kiln</a><nav><a href="/jobs">Jobs</a></nav>
+<body${Object.entries(input.bodyData ?? {})
+    .map(([name, value]) => ` data-${escapeHtml(name)}="${escapeHtml(value)}"`)
+    .join("")}><header><a class="brand" href="/">kiln</a><nav><a href="/jobs">Jobs</a></nav>
 <div class="who"><span id="signed-in-as">${escapeHtml(p.displayName)} · ${escapeHtml(p.role ?? "")} of ${escapeHtml(input.tenantName)}</span>
 <form method="post" action="/auth/sign-out"><button type="submit" id="sign-out">Sign out</button></form></div></header>
 <main><h1>${escapeHtml(input.title)}</h1>${input.body}</main></body></html>`;

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { JOB_STATUSES, type ResponseDocumentOf } from "@kiln/contract";
 import { findTenant } from "@kiln/storage";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -5,14 +6,31 @@ import type { Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
 import type { HandlerTable } from "../handlers/handler.js";
 import { Refusal } from "../http/refusal.js";
+import { ansiToHtml, isErrorLine } from "./ansi-log.js";
 import { dashboardPage, formatDuration, formatTime, statusBadge } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";
+import { JOB_PAGE_SCRIPT } from "./job-page-script.js";
+import {
+  renderActions,
+  renderArtifacts,
+  renderCaches,
+  renderCrates,
+  renderInjections,
+  renderPhases,
+  renderTests,
+  renderUsage,
+  TERMINAL_JOB_STATUSES,
+} from "./job-parts.js";
+import { JOBS_LIST_SCRIPT } from "./jobs-list-script.js";
 import { sendPage, signedIn } from "./page-response.js";
-import { type PageContext, performAsPerson } from "./perform-as-person.js";
+import { type PageContext, performAsPerson, sendBytesAsPerson } from "./perform-as-person.js";
+import { performMutationAsPerson } from "./perform-mutation-as-person.js";
+
+export { testsFailedFirst } from "./job-parts.js";
 
 type Job = ResponseDocumentOf<"jobs.get">;
 type Evidence = ResponseDocumentOf<"jobs.evidence">;
-type TestRow = Evidence["report"]["tests"][number];
+type Artifacts = ResponseDocumentOf<"jobs.artifacts">;
 
 const FILTERS = ["repository", "branch", "status", "class"] as const;
 /** Jobs per page of the list, log records per page of the job page. */
@@ -34,25 +52,6 @@ function hrefWith(path: string, query: Record<string, string>): string {
   return search === "" ? path : `${path}?${search}`;
 }
 
-/** Colour codes are dropped for now (rendering them is the log viewer's follow-up). */
-function withoutAnsi(text: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI escape sequences start with ESC
-  return text.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, "");
-}
-
-const OUTCOME_ORDER: Record<TestRow["outcome"], number> = { failed: 0, passed: 1, ignored: 2 };
-
-/** Failed tests first, then by binary and name. */
-export function testsFailedFirst(tests: readonly TestRow[]): TestRow[] {
-  return [...tests].sort(
-    (a, b) =>
-      OUTCOME_ORDER[a.outcome] - OUTCOME_ORDER[b.outcome] ||
-      a.target.localeCompare(b.target) ||
-      a.name.localeCompare(b.name) ||
-      a.attempt - b.attempt,
-  );
-}
-
 function durationOf(job: Job): string {
   if (job.started_at === null) return "—";
   const end = job.finished_at === null ? null : Date.parse(job.finished_at);
@@ -72,7 +71,9 @@ function renderList(page: ResponseDocumentOf<"jobs.list">, query: Record<string,
     `<label>${label}<input name="${name}" value="${escapeHtml(query[name] ?? "")}" placeholder="${placeholder}"></label>`;
   const rows = page.jobs
     .map(
-      (job) => `<tr data-job="${escapeHtml(job.id)}"><td>${statusBadge(job.status)}</td>
+      (
+        job,
+      ) => `<tr data-job="${escapeHtml(job.id)}" data-status="${escapeHtml(job.status)}"><td>${statusBadge(job.status)}</td>
 <td><a href="/jobs/${encodeURIComponent(job.id)}">${escapeHtml(job.description)}</a><div class="muted mono">${escapeHtml(job.id)}</div></td>
 <td>${escapeHtml(job.repo)}</td><td>${escapeHtml(job.branch)}${job.sha_short === null ? "" : ` <span class="mono muted">${escapeHtml(job.sha_short)}</span>`}</td>
 <td class="mono">${escapeHtml(job.class)}</td><td>${formatTime(job.accepted_at)}</td><td class="num">${durationOf(job)}</td></tr>`,
@@ -83,28 +84,66 @@ function renderList(page: ResponseDocumentOf<"jobs.list">, query: Record<string,
     page.next_cursor === null
       ? ""
       : `<p><a id="older" href="${escapeHtml(hrefWith("/jobs", { ...filters, cursor: page.next_cursor }))}">Older jobs →</a></p>`;
-  return `<div class="summary" id="summary">
+  const table =
+    page.jobs.length === 0
+      ? `<p class="notice">No jobs${Object.keys(filters).length === 0 ? " yet. Submit one with <code>kiln cargo test</code>." : " match these filters."}</p>`
+      : `<table id="jobs"><thead><tr><th>Status</th><th>Job</th><th>Repository</th><th>Branch</th><th>Class</th><th>Accepted</th><th>Duration</th></tr></thead><tbody>
+${rows}</tbody></table>`;
+  const summary = `<div class="summary" id="summary">
 <div><strong id="count-queued">${s.queued}</strong>queued</div><div><strong id="count-running">${s.running}</strong>running</div>
 <div><strong id="count-passed">${s.passed}</strong>passed</div><div><strong id="count-failed">${s.failed}</strong>failed or cancelled</div>
-<div><strong>${shown}</strong>${Object.keys(filters).length === 0 ? "jobs" : `matching, of ${page.total}`}</div></div>
-<form class="filters" method="get" action="/jobs">${input("repository", "Repository", "owner/name")}${input("branch", "Branch", "main")}
+<div><strong>${shown}</strong>${Object.keys(filters).length === 0 ? "jobs" : `matching, of ${page.total}`}</div></div>`;
+  const form = `<form class="filters" method="get" action="/jobs">${input("repository", "Repository", "owner/name")}${input("branch", "Branch", "main")}
 <label>Status<select name="status">${options}</select></label>${input("class", "Class", "test:stable:kiln2-cpu")}
-<button type="submit">Filter</button> <a href="/jobs">Clear</a></form>
-${
-  page.jobs.length === 0
-    ? `<p class="notice">No jobs${Object.keys(filters).length === 0 ? " yet. Submit one with <code>kiln cargo test</code>." : " match these filters."}</p>`
-    : `<table id="jobs"><thead><tr><th>Status</th><th>Job</th><th>Repository</th><th>Branch</th><th>Class</th><th>Accepted</th><th>Duration</th></tr></thead><tbody>
-${rows}</tbody></table>`
-}${next}`;
+<button type="submit">Filter</button> <a href="/jobs">Clear</a></form>`;
+  // #jobs-live is what the list script swaps for a fresh copy when events.stream hints at a change.
+  return `<div id="jobs-live">${summary}${form}${table}${next}</div>`;
 }
 
-function renderJob(
+/** The log page as lines (`#L<sequence>`), their ANSI colours as classes, the text escaped. */
+function renderLog(job: Job, log: ResponseDocumentOf<"jobs.logs">, logCursor: string | undefined): string {
+  const firstError = log.records.find((r) => isErrorLine(r.text));
+  const lines = log.records
+    .map(
+      (r) =>
+        `<span class="line ${r.stream}" id="L${r.sequence}"><span class="seq">${String(r.sequence).padStart(5, " ")} </span>${ansiToHtml(r.text)}</span>`,
+    )
+    .join("\n");
+  // Until the job ends the script streams on from this page's cursor; a full page also links
+  // the next one (a long log is read page by page, the newest lines followed live). A terminal
+  // job's log is complete: it is read by its pages, not streamed into one document.
+  const follow = !log.settled && !TERMINAL_JOB_STATUSES.has(job.status);
+  const more =
+    log.next_cursor === null || log.records.length < LOG_RECORDS_PER_PAGE
+      ? ""
+      : `<p><a id="log-more" href="/jobs/${encodeURIComponent(job.id)}?log_cursor=${encodeURIComponent(log.next_cursor)}#log">Next ${LOG_RECORDS_PER_PAGE} lines →</a></p>`;
+  const empty =
+    log.records.length === 0
+      ? `<p class="muted" id="log-empty">${logCursor === undefined ? "No log lines yet." : "No more log lines."}</p>`
+      : "";
+  return `<h2 id="log">Log</h2><p><a id="first-error-link" href="#${firstError === undefined ? "log" : `L${firstError.sequence}`}"${firstError === undefined ? " hidden" : ""}>Jump to the first error</a></p>${empty}
+<p class="notice" id="log-trimmed" hidden>Following the newest lines; earlier ones are on <a href="/jobs/${encodeURIComponent(job.id)}?log_page=1#log">the log's pages</a>.</p>
+<pre class="log" id="log-lines" data-cursor="${escapeHtml(log.next_cursor ?? "")}" data-follow="${follow ? "true" : "false"}">${lines}</pre>${more}`;
+}
+
+/** The first log line on this page that shows a failed test's output (or its FAILED line). */
+function outputLineFinder(log: ResponseDocumentOf<"jobs.logs">): (name: string) => number | undefined {
+  return (name) =>
+    (
+      log.records.find((r) => r.text.includes(`---- ${name} stdout ----`)) ??
+      log.records.find((r) => r.text.includes(`test ${name} `) && r.text.includes("FAILED"))
+    )?.sequence;
+}
+
+/** Everything on the job page but its log: what the page script swaps for a fresh copy. */
+function renderJobParts(
   job: Job,
   evidence: Evidence | null,
+  artifacts: Artifacts | string,
   log: ResponseDocumentOf<"jobs.logs">,
-  logCursor: string | undefined,
+  maySubmit: boolean,
 ): string {
-  const facts = `<dl class="facts"><dt>Status</dt><dd id="job-status">${statusBadge(job.status)}</dd>
+  const facts = `<dl class="facts"><dt>Status</dt><dd id="job-status" data-status="${escapeHtml(job.status)}">${statusBadge(job.status)}</dd>
 <dt>Repository</dt><dd>${escapeHtml(job.repo)}</dd><dt>Branch</dt><dd>${escapeHtml(job.branch)}${job.sha_short === null ? "" : ` at <span class="mono">${escapeHtml(job.sha_short)}</span>`}</dd>
 <dt>Class</dt><dd class="mono">${escapeHtml(job.class)}</dd><dt>Submitted by</dt><dd>${escapeHtml(job.submitted_by)}</dd>
 <dt>Accepted</dt><dd>${formatTime(job.accepted_at)}</dd><dt>Started</dt><dd>${formatTime(job.started_at)}</dd>
@@ -116,60 +155,36 @@ ${job.retry_of === null || job.retry_of === undefined ? "" : `<dt>Retry of</dt><
       : `<div class="failure" id="failure"><strong>${escapeHtml(job.failure.cause.replaceAll("_", " "))}</strong> in phase <strong>${escapeHtml(job.failure.phase)}</strong>: ${escapeHtml(job.failure.detail)}</div>`;
   const waiting =
     job.queue_annotation === null ? "" : `<p class="notice">Waiting: ${escapeHtml(job.queue_annotation)}</p>`;
-
-  const phases =
-    evidence === null || evidence.report.phases.length === 0
-      ? `<p class="muted">No phases reported yet.</p>`
-      : `<table id="phases"><thead><tr><th>Attempt</th><th>Phase</th><th>Status</th><th>Started</th><th>Duration</th></tr></thead><tbody>
-${evidence.report.phases
-  .map(
-    (p) =>
-      `<tr><td class="num">${p.attempt}</td><td>${escapeHtml(p.name)}</td><td>${statusBadge(p.status)}</td><td>${formatTime(p.started_at)}</td><td class="num">${formatDuration(p.duration_ms)}</td></tr>`,
-  )
-  .join("\n")}</tbody></table>`;
-
-  const tests = evidence === null ? [] : testsFailedFirst(evidence.report.tests);
-  const count = (outcome: TestRow["outcome"]) => tests.filter((t) => t.outcome === outcome).length;
-  const testsHtml =
-    tests.length === 0
-      ? `<p class="muted">No test results.</p>`
-      : `<p id="tests-summary">${count("failed")} failed · ${count("passed")} passed · ${count("ignored")} ignored</p>
-<table id="tests"><thead><tr><th>Outcome</th><th>Binary</th><th>Test</th><th>Attempt</th><th>Duration</th></tr></thead><tbody>
-${tests
-  .map(
-    (t) =>
-      `<tr class="test-${t.outcome}"><td>${statusBadge(t.outcome)}</td><td class="mono">${escapeHtml(t.target)}</td><td class="mono">${escapeHtml(t.name)}</td><td class="num">${t.attempt}</td><td class="num">${formatDuration(t.duration_ms)}</td></tr>`,
-  )
-  .join("\n")}</tbody></table>`;
-
-  const lines = log.records
-    .map(
-      (r) =>
-        `<span class="${r.stream}"><span class="seq">${String(r.sequence).padStart(5, " ")} </span>${escapeHtml(withoutAnsi(r.text))}</span>`,
-    )
-    .join("\n");
-  const more =
-    log.next_cursor === null
-      ? ""
-      : `<p><a id="log-more" href="/jobs/${encodeURIComponent(job.id)}?log_cursor=${encodeURIComponent(log.next_cursor)}#log">Next ${LOG_RECORDS_PER_PAGE} lines →</a></p>`;
-  const logHtml =
-    log.records.length === 0
-      ? `<p class="muted">${logCursor === undefined ? "No log lines yet." : "No more log lines."}</p>`
-      : `<pre class="log" id="log-lines">${lines}</pre>${more}`;
-
-  return `<p class="mono muted">${escapeHtml(job.id)}</p>${failure}${waiting}${facts}
-<h2>Phases</h2>${phases}<h2>Tests</h2>${testsHtml}<h2 id="log">Log</h2>${logHtml}`;
+  const report = evidence?.report;
+  const section = (id: string, title: string, html: string) =>
+    `<section id="part-${id}"><h2>${title}</h2>${html}</section>`;
+  return `<div id="job-parts"><p class="mono muted">${escapeHtml(job.id)}</p>${failure}${waiting}${facts}
+${renderActions(job, maySubmit, randomUUID)}
+${section("phases", "Phases", renderPhases(report?.phases ?? []))}
+${section("tests", "Tests", renderTests(report?.tests ?? [], outputLineFinder(log)))}
+${section("crates", "Crates", renderCrates(report?.crates ?? []))}
+${section("caches", "Caches", renderCaches(report?.caches ?? []))}
+${section("injections", "Injected settings", renderInjections(report?.injections ?? []))}
+${section("usage", "Usage", renderUsage(evidence?.usage ?? null))}
+${section("artifacts", "Artifacts", renderArtifacts(job.id, artifacts))}</div>`;
 }
 
 /**
  * The jobs pages, server-rendered from the same operations the API serves (jobs.list, jobs.get,
- * jobs.evidence, jobs.logs), performed in-process as the signed-in person.
+ * jobs.evidence, jobs.artifacts, jobs.logs), performed in-process as the signed-in person; the
+ * job page's cancel and retry forms and artifact downloads likewise (jobs.cancel, jobs.retry,
+ * jobs.artifact_bytes), since over HTTP a session cookie reaches none of those.
  */
 export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: HandlerTable): void {
-  async function pageContext(request: FastifyRequest, reply: FastifyReply): Promise<PageContext | null> {
+  /** The signed-in person's context; a visitor is sent to sign in and come back to `next`. */
+  async function pageContext(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    next = request.url,
+  ): Promise<PageContext | null> {
     const person = await signedIn(deps, request);
     if (person === null) {
-      await reply.redirect(`/?next=${encodeURIComponent(request.url)}`, 303);
+      await reply.redirect(`/?next=${encodeURIComponent(next)}`, 303);
       return null;
     }
     return { deps, handlers, person, request, reply };
@@ -181,18 +196,26 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
 
   async function refused(ctx: PageContext, title: string, error: unknown) {
     if (!(error instanceof Refusal)) throw error;
-    const status = error.code === "not_found" ? 404 : error.code === "role_required" ? 403 : 400;
     return sendPage(
       ctx.reply,
-      status,
+      error.status,
       dashboardPage({
         title,
         person: ctx.person,
         tenantName: await tenantName(ctx.person),
-        body: `<p class="notice" id="refusal">${escapeHtml(error.message)}</p><p><a href="/jobs">All jobs</a></p>`,
+        body: `<p class="notice" id="refusal" data-code="${escapeHtml(error.code)}">${escapeHtml(error.message)}</p><p><a href="/jobs">All jobs</a></p>`,
       }),
     );
   }
+
+  const script = (body: string) => async (_request: FastifyRequest, reply: FastifyReply) =>
+    reply
+      .type("text/javascript; charset=utf-8")
+      .header("cache-control", "no-cache")
+      .header("x-content-type-options", "nosniff")
+      .send(body);
+  app.get("/assets/job-page.js", script(JOB_PAGE_SCRIPT));
+  app.get("/assets/jobs-list.js", script(JOBS_LIST_SCRIPT));
 
   app.get("/jobs", async (request, reply) => {
     const ctx = await pageContext(request, reply);
@@ -212,6 +235,7 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
         person: ctx.person,
         tenantName: await tenantName(ctx.person),
         body: renderList(page, query),
+        scripts: ["/assets/jobs-list.js"],
       }),
     );
   });
@@ -231,10 +255,19 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
         // Evidence past its retention is gone; the job itself still shows.
         if (!(error instanceof Refusal)) throw error;
       }
+      let artifacts: Artifacts | string;
+      try {
+        artifacts = await performAsPerson(ctx, "jobs.artifacts", { params: { id } });
+      } catch (error) {
+        // Expired artifacts (`gone`) are said so; the job still shows.
+        if (!(error instanceof Refusal)) throw error;
+        artifacts = error.message;
+      }
       const log = await performAsPerson(ctx, "jobs.logs", {
         params: { id },
         query: { limit: LOG_RECORDS_PER_PAGE, ...(logCursor === undefined ? {} : { cursor: logCursor }) },
       });
+      const maySubmit = ctx.person.scopes.includes("submit");
       return sendPage(
         reply,
         200,
@@ -242,11 +275,67 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
           title: job.description,
           person: ctx.person,
           tenantName: await tenantName(ctx.person),
-          body: renderJob(job, evidence, log, logCursor),
+          body: `${renderJobParts(job, evidence, artifacts, log, maySubmit)}${renderLog(job, log, logCursor)}`,
+          bodyData: { job: job.id, terminal: String(TERMINAL_JOB_STATUSES.has(job.status)) },
+          scripts: ["/assets/job-page.js"],
         }),
       );
     } catch (error) {
       return refused(ctx, "Job", error);
     }
   });
+
+  app.get("/jobs/:id/artifacts/:attempt/:index", async (request, reply) => {
+    const ctx = await pageContext(request, reply);
+    if (ctx === null) return reply;
+    const params = request.params as { id: string; attempt: string; index: string };
+    try {
+      await sendBytesAsPerson(ctx, "jobs.artifact_bytes", {
+        params: { id: params.id, attempt: Number(params.attempt), index: Number(params.index) },
+      });
+      return reply;
+    } catch (error) {
+      return refused(ctx, "Artifact", error);
+    }
+  });
+
+  // The cancel and retry buttons are HTML forms: they post a urlencoded body holding the form's
+  // idempotency key, which only these routes (and sign-out) parse.
+  void app.register(async (scope) => {
+    scope.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_request, body, done) =>
+      done(null, Object.fromEntries(new URLSearchParams(String(body)))),
+    );
+    scope.post("/jobs/:id/cancel", async (request, reply) => {
+      const id = (request.params as { id: string }).id;
+      // Signed out meanwhile: back to the job's page after signing in, not to this form's target.
+      const ctx = await pageContext(request, reply, `/jobs/${encodeURIComponent(id)}`);
+      if (ctx === null) return reply;
+      try {
+        await performMutationAsPerson(ctx, "jobs.cancel", { params: { id }, idempotencyKey: formKey(request) });
+        return reply.redirect(`/jobs/${encodeURIComponent(id)}`, 303);
+      } catch (error) {
+        return refused(ctx, "Cancel job", error);
+      }
+    });
+    scope.post("/jobs/:id/retry", async (request, reply) => {
+      const id = (request.params as { id: string }).id;
+      // Signed out meanwhile: back to the job's page after signing in, not to this form's target.
+      const ctx = await pageContext(request, reply, `/jobs/${encodeURIComponent(id)}`);
+      if (ctx === null) return reply;
+      try {
+        const receipt = await performMutationAsPerson(ctx, "jobs.retry", {
+          params: { id },
+          idempotencyKey: formKey(request),
+        });
+        return reply.redirect(`/jobs/${encodeURIComponent(receipt.retry)}`, 303);
+      } catch (error) {
+        return refused(ctx, "Retry job", error);
+      }
+    });
+  });
+}
+
+function formKey(request: FastifyRequest): unknown {
+  const body = request.body as Record<string, unknown> | undefined;
+  return body?.idempotency_key;
 }

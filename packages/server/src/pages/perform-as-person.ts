@@ -1,17 +1,19 @@
 import {
   LEAST_ROLE_FOR_SCOPE,
+  type Operation,
   type OperationId,
   operationById,
   type ParamsOf,
   type QueryOf,
   type ResponseDocumentOf,
 } from "@kiln/contract";
+import type { Db } from "@kiln/storage";
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
-import { boundHandlerOf, type HandlerTable, REPLY_SENT } from "../handlers/handler.js";
+import { type BoundHandler, boundHandlerOf, type HandlerTable, REPLY_SENT } from "../handlers/handler.js";
 import { refuse } from "../http/refusal.js";
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
@@ -20,7 +22,12 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const ajv = addFormats(new Ajv({ coerceTypes: "array", useDefaults: true, removeAdditional: false, strict: false }));
 const validators = new Map<object, ValidateFunction>();
 
-function validate(schema: object | undefined, value: Record<string, unknown>, part: string): Record<string, unknown> {
+/** Validates a path or query part against the operation's schema, converted and defaulted as the router does. */
+export function validate(
+  schema: object | undefined,
+  value: Record<string, unknown>,
+  part: string,
+): Record<string, unknown> {
   if (schema === undefined) return {};
   let check = validators.get(schema);
   if (check === undefined) {
@@ -38,6 +45,23 @@ function validate(schema: object | undefined, value: Record<string, unknown>, pa
   return copy;
 }
 
+/**
+ * The operation's bound handler once the person holds its scope — the check enforceSecurity
+ * makes for a session (a missing role is `role_required`).
+ */
+export function authorizedHandler(ctx: PageContext, op: Operation): BoundHandler {
+  const security = op.security;
+  if (security.kind !== "tenant") throw new Error(`${op.id} is not a tenant operation`);
+  if (!ctx.person.scopes.includes(security.scope)) {
+    const role = LEAST_ROLE_FOR_SCOPE[security.scope];
+    refuse("role_required", `${op.id} needs the ${role} role`, { role });
+  }
+  const handler = boundHandlerOf(ctx.handlers, op.id);
+  if (handler === undefined)
+    return refuse("not_implemented", `${op.id} is catalogued but not served by this build yet`);
+  return handler;
+}
+
 /** Where a page is rendered: the app's dependencies and handler table, the signed-in person, the request. */
 export interface PageContext {
   readonly deps: AppDeps;
@@ -48,10 +72,42 @@ export interface PageContext {
 }
 
 /**
+ * Calls the operation's handler as the signed-in person with validated parts; what the
+ * router's handler call is for a session (no idempotency: the caller wraps keyed mutations).
+ */
+export async function callAsPerson(
+  ctx: PageContext,
+  op: Operation,
+  input: { params?: Record<string, unknown>; query?: Record<string, unknown> },
+  db: Db,
+  idempotencyKey: string | null,
+  afterCommit: (effect: () => void) => void,
+): Promise<unknown> {
+  const handler = authorizedHandler(ctx, op);
+  const now = ctx.deps.clock.now();
+  return handler({
+    op,
+    deps: ctx.deps,
+    principal: ctx.person,
+    operator: null,
+    idempotencyKey,
+    params: validate(op.request.params, input.params ?? {}, "params"),
+    query: validate(op.request.query, input.query ?? {}, "query"),
+    body: undefined,
+    db,
+    now,
+    clock: { now: () => new Date(now) },
+    request: ctx.request,
+    reply: ctx.reply,
+    afterCommit,
+  });
+}
+
+/**
  * Performs a tenant read operation in-process as the signed-in person, through the same
  * handler, input validation and scope check the HTTP route applies — the dashboard has no
- * second code path to the data. Only reads of JSON documents: mutations go through the API
- * routes themselves (their idempotency, CSRF and audit), from the page's forms and scripts.
+ * second code path to the data. Only reads of JSON documents: mutations go through
+ * performMutationAsPerson (idempotency, the cross-site check), bytes through sendBytesAsPerson.
  */
 export async function performAsPerson<Id extends OperationId>(
   ctx: PageContext,
@@ -59,36 +115,44 @@ export async function performAsPerson<Id extends OperationId>(
   input: { params?: Partial<ParamsOf<Id>>; query?: Partial<QueryOf<Id>> },
 ): Promise<ResponseDocumentOf<Id>> {
   const op = operationById(id);
-  const security = op.security;
-  if (op.method !== "GET" || op.keyed || op.response.encoding !== "json" || security.kind !== "tenant") {
+  if (op.method !== "GET" || op.keyed || op.response.encoding !== "json" || op.security.kind !== "tenant") {
     throw new Error(`${id} is not a tenant read a page may perform in-process`);
   }
-  if (!ctx.person.scopes.includes(security.scope)) {
-    const role = LEAST_ROLE_FOR_SCOPE[security.scope];
-    refuse("role_required", `${op.id} needs the ${role} role`, { role });
-  }
-  const handler = boundHandlerOf(ctx.handlers, id);
-  if (handler === undefined) return refuse("not_implemented", `${id} is catalogued but not served by this build yet`);
-  const now = ctx.deps.clock.now();
   // A read has no transaction to wait for: effects it defers run once it returns.
   const effects: (() => void)[] = [];
-  const result = await handler({
+  const result = await callAsPerson(
+    ctx,
     op,
-    deps: ctx.deps,
-    principal: ctx.person,
-    operator: null,
-    idempotencyKey: null,
-    params: validate(op.request.params, (input.params ?? {}) as Record<string, unknown>, "params"),
-    query: validate(op.request.query, (input.query ?? {}) as Record<string, unknown>, "query"),
-    body: undefined,
-    db: ctx.deps.storage.db,
-    now,
-    clock: { now: () => new Date(now) },
-    request: ctx.request,
-    reply: ctx.reply,
-    afterCommit: (effect) => effects.push(effect),
-  });
+    input as Record<string, Record<string, unknown>>,
+    ctx.deps.storage.db,
+    null,
+    (e) => effects.push(e),
+  );
   for (const effect of effects) effect();
   if (result === REPLY_SENT) throw new Error(`${id} wrote the reply itself; a page cannot embed it`);
   return result as ResponseDocumentOf<Id>;
+}
+
+/**
+ * Performs a tenant read answering bytes (an artifact download) as the signed-in person: the
+ * handler writes the reply itself, exactly as it does on its API route.
+ */
+export async function sendBytesAsPerson<Id extends OperationId>(
+  ctx: PageContext,
+  id: Id,
+  input: { params?: Partial<ParamsOf<Id>> },
+): Promise<void> {
+  const op = operationById(id);
+  if (op.method !== "GET" || op.response.encoding !== "bytes" || op.security.kind !== "tenant") {
+    throw new Error(`${id} is not a tenant read of bytes`);
+  }
+  const result = await callAsPerson(
+    ctx,
+    op,
+    input as Record<string, Record<string, unknown>>,
+    ctx.deps.storage.db,
+    null,
+    () => {},
+  );
+  if (result !== REPLY_SENT) throw new Error(`${id} answered without writing its bytes`);
 }

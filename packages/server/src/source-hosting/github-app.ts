@@ -22,6 +22,18 @@ export interface GitHubAppConfig {
   /** REST API base: `https://api.github.com`, or `https://<ghes>/api/v3`. */
   readonly apiBaseUrl: string;
   /**
+   * The provider's web UI origin (installation page, OAuth web flow): KILN_GITHUB_WEB_URL,
+   * else derived from the API base (https://github.com for api.github.com).
+   */
+  readonly webBaseUrl?: string;
+  /**
+   * The app's OAuth client (KILN_GITHUB_CLIENT_ID / _SECRET): with it a claim is
+   * provider-authorized — the person authorizes with the provider and kiln checks the
+   * installation is among theirs (`/onboarding/github/setup`). Without it, claims need
+   * allowUnverifiedClaims.
+   */
+  readonly oauthClient?: { readonly clientId: string; readonly clientSecret: string } | null;
+  /**
    * KILN_GITHUB_ALLOW_UNVERIFIED_CLAIMS=1: a tenant admin may claim an installation by its id
    * alone. The spec's claim is provider-authorized (the person's own authorization with GitHub
    * proves the installation is theirs), which this build cannot check yet; without this
@@ -45,6 +57,8 @@ export function gitHubAppConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Gi
   const keyFile = env.KILN_GITHUB_APP_PRIVATE_KEY_FILE?.trim() || undefined;
   const webhookSecret = env.KILN_GITHUB_WEBHOOK_SECRET || undefined;
   const slug = env.KILN_GITHUB_APP_SLUG?.trim() || undefined;
+  const clientId = env.KILN_GITHUB_CLIENT_ID?.trim() || undefined;
+  const clientSecret = env.KILN_GITHUB_CLIENT_SECRET || undefined;
   const apiBaseUrl = (env.KILN_GITHUB_API_URL?.trim() || DEFAULT_GITHUB_API_URL).replace(/\/+$/, "");
   const given = { appId, keyText, keyFile, webhookSecret, slug };
   if (Object.values(given).every((v) => v === undefined)) return null;
@@ -53,6 +67,8 @@ export function gitHubAppConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Gi
     keyText === undefined && keyFile === undefined ? "KILN_GITHUB_APP_PRIVATE_KEY (or _FILE)" : null,
     webhookSecret === undefined ? "KILN_GITHUB_WEBHOOK_SECRET" : null,
     slug === undefined ? "KILN_GITHUB_APP_SLUG" : null,
+    clientId !== undefined && clientSecret === undefined ? "KILN_GITHUB_CLIENT_SECRET" : null,
+    clientId === undefined && clientSecret !== undefined ? "KILN_GITHUB_CLIENT_ID" : null,
   ].filter((m) => m !== null);
   if (missing.length > 0) {
     throw new Error(`the GitHub App is partly configured: set ${missing.join(", ")} too, or none of them`);
@@ -60,6 +76,9 @@ export function gitHubAppConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Gi
   if (!/^[0-9]+$/.test(appId ?? "")) throw new Error("KILN_GITHUB_APP_ID must be the app's numeric id");
   const url = new URL(apiBaseUrl);
   if (url.protocol !== "https:" && url.protocol !== "http:") throw new Error("KILN_GITHUB_API_URL must be http(s)://");
+  const webBaseUrl = (env.KILN_GITHUB_WEB_URL?.trim() || webBaseOf(apiBaseUrl)).replace(/\/+$/, "");
+  const web = new URL(webBaseUrl);
+  if (web.protocol !== "https:" && web.protocol !== "http:") throw new Error("KILN_GITHUB_WEB_URL must be http(s)://");
   const privateKey = keyText ?? readFileSync(keyFile ?? "", "utf8");
   if (!privateKey.includes("PRIVATE KEY")) {
     throw new Error("the GitHub App private key is not a PEM private key (its text is not shown)");
@@ -70,6 +89,8 @@ export function gitHubAppConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Gi
     webhookSecret: webhookSecret ?? "",
     slug: slug ?? "",
     apiBaseUrl,
+    webBaseUrl,
+    oauthClient: clientId === undefined ? null : { clientId, clientSecret: clientSecret ?? "" },
     allowUnverifiedClaims: env.KILN_GITHUB_ALLOW_UNVERIFIED_CLAIMS?.trim() === "1",
   };
 }
@@ -96,6 +117,18 @@ export interface InstallationInfo {
   readonly id: number;
   readonly account: string;
   readonly suspended: boolean;
+}
+
+/** A CI workflow run as the provider reports it. */
+export interface WorkflowRunInfo {
+  readonly id: number;
+  readonly repository: string;
+  readonly name: string | null;
+  readonly headSha: string;
+  readonly status: string | null;
+  readonly conclusion: string | null;
+  readonly htmlUrl: string;
+  readonly updatedAt: string;
 }
 
 export type CheckRunStatus = "queued" | "in_progress" | "completed";
@@ -150,7 +183,7 @@ export class GitHubApp {
 
   /** The app's installation page on the provider's web UI. */
   get installUrl(): string {
-    return `${webBaseOf(this.#config.apiBaseUrl)}/apps/${encodeURIComponent(this.#config.slug)}/installations/new`;
+    return `${this.webBase}/apps/${encodeURIComponent(this.#config.slug)}/installations/new`;
   }
 
   /** The installation as the app sees it (app JWT); a ProviderError (404) when the app has none of that id. */
@@ -251,6 +284,96 @@ export class GitHubApp {
         ...input,
       }),
     );
+  }
+
+  /** The provider's web UI origin (where workflow run pages live). */
+  get webBase(): string {
+    return this.#config.webBaseUrl ?? webBaseOf(this.#config.apiBaseUrl);
+  }
+
+  /** Whether claims are provider-authorized: the app's OAuth client is configured. */
+  get verifiesClaims(): boolean {
+    return (this.#config.oauthClient ?? null) !== null;
+  }
+
+  /**
+   * The provider's OAuth authorization page (web flow) for the app's OAuth client: the person
+   * authorizes there and the provider redirects to `redirectUri` with a code and `state`.
+   */
+  authorizationUrl(state: string, redirectUri: string): string {
+    const client = this.#oauthClient();
+    const url = new URL(`${this.webBase}/login/oauth/authorize`);
+    url.searchParams.set("client_id", client.clientId);
+    url.searchParams.set("redirect_uri", redirectUri);
+    url.searchParams.set("state", state);
+    url.searchParams.set("allow_signup", "false");
+    return url.href;
+  }
+
+  /**
+   * The ids of the app's installations the person can reach: the web flow's code is exchanged
+   * for a user-to-server token, which is used once for `GET /user/installations` (which lists
+   * only this app's installations the person has access to) and dropped — never stored, never
+   * logged. A refused code or a failed call is a ProviderError.
+   */
+  async installationsOfPerson(code: string, redirectUri: string): Promise<number[]> {
+    const client = this.#oauthClient();
+    const web = new Octokit({ baseUrl: this.webBase });
+    const { data } = await this.#call(() =>
+      web.request("POST /login/oauth/access_token", {
+        client_id: client.clientId,
+        client_secret: client.clientSecret,
+        code,
+        redirect_uri: redirectUri,
+        headers: { accept: "application/json" },
+      }),
+    );
+    const answer = data as { access_token?: unknown; error?: unknown; error_description?: unknown };
+    if (typeof answer.access_token !== "string" || answer.access_token === "") {
+      // The provider answers a bad code with 200 and an error member.
+      throw new ProviderError(
+        `the provider refused the authorization code: ${String(answer.error_description ?? answer.error ?? "no token")}`,
+        400,
+        null,
+      );
+    }
+    const person = new Octokit({ baseUrl: this.#config.apiBaseUrl, auth: answer.access_token });
+    const ids: number[] = [];
+    for (let page = 1; ; page += 1) {
+      const { data: listed } = await this.#call(() =>
+        person.request("GET /user/installations", { per_page: 100, page }),
+      );
+      ids.push(...listed.installations.map((i) => Number(i.id)));
+      if (listed.installations.length < 100 || ids.length >= listed.total_count) return ids;
+    }
+  }
+
+  #oauthClient(): { clientId: string; clientSecret: string } {
+    const client = this.#config.oauthClient ?? null;
+    if (client === null) throw new Error("the GitHub App's OAuth client is not configured (KILN_GITHUB_CLIENT_ID)");
+    return client;
+  }
+
+  /**
+   * One CI workflow run of the repository, through the installation's token (the dogfood
+   * trial verifies gate evidence naming a workflow run against it; rule 9).
+   */
+  async workflowRun(installationId: number, repository: string, runId: number): Promise<WorkflowRunInfo> {
+    const octokit = await this.#installationClient(installationId);
+    const { owner, repo } = splitRepository(repository);
+    const { data } = await this.#call(() =>
+      octokit.request("GET /repos/{owner}/{repo}/actions/runs/{run_id}", { owner, repo, run_id: runId }),
+    );
+    return {
+      id: Number(data.id),
+      repository: data.repository.full_name,
+      name: data.name ?? null,
+      headSha: data.head_sha,
+      status: data.status ?? null,
+      conclusion: data.conclusion ?? null,
+      htmlUrl: data.html_url,
+      updatedAt: data.updated_at,
+    };
   }
 
   /** Verifies a webhook delivery's `X-Hub-Signature-256` against the webhook secret. */

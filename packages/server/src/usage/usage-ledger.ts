@@ -1,13 +1,18 @@
 import type { UsageExport as UsageExportSchema, Usage as UsageSchema } from "@kiln/contract";
 import {
+  countMeteredJobs,
   type Db,
   listMeteredAttempts,
+  listStorageByteHours,
   listUnplacedCancellations,
   listUploadedBytes,
+  listUsageCredits,
   type MeteredAttemptRow,
+  type StorageByteHoursRow,
   type StoredRateCard,
   type UnplacedCancellationRow,
   type UploadedBytesRow,
+  type UsageCreditRow,
 } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
 import { meterAttempt } from "../hosts/meter-attempt.js";
@@ -18,14 +23,17 @@ import { meterAttempt } from "../hosts/meter-attempt.js";
  * `jobs.usage`, written once by finishAttempt; a lost attempt metered by the same rule from its
  * own start and loss), every attempt the platform ended (lost with its host, or failed with cause
  * infrastructure) is credited in full by an adjustment, a job cancelled before placement is a
- * zero adjustment (it has no record), and uploaded source part bytes are upload records. The
- * report aggregates exactly these items, so its totals equal the export's to the unit and cent.
+ * zero adjustment (it has no record), an operator's credit (usage_credits) is an adjustment in
+ * the month it was granted, the hourly lineage storage samples are storage records per day and
+ * repository, and uploaded source part bytes are upload records. The report aggregates exactly
+ * these items, so its totals equal the export's to the unit and cent.
  */
 
 export type UsageDocument = Static<typeof UsageSchema>;
 export type UsageExportDocument = Static<typeof UsageExportSchema>;
 export type MeteringRecord = UsageExportDocument["records"][number];
 export type UploadRecord = UsageExportDocument["uploads"][number];
+export type StorageRecord = UsageExportDocument["storage"][number];
 export type Adjustment = UsageExportDocument["adjustments"][number];
 type Totals = UsageDocument["totals"];
 type DayLine = UsageDocument["days"][number];
@@ -54,6 +62,13 @@ export function roundCents(cents: number): number {
 }
 
 const GIB = 2 ** 30;
+/** A GiB-month is 2^30 bytes held for 720 hours (the rate card's description). */
+const GIB_MONTH_BYTE_HOURS = GIB * 720;
+
+/** The price of one vCPU-second on `size`: its own price on the card, else the card's one price. */
+export function centsPerVcpuSecond(rateCard: StoredRateCard, size: string): number {
+  return rateCard.cents_per_vcpu_second_by_size?.[size] ?? rateCard.cents_per_vcpu_second;
+}
 
 /** The metering record of one settled attempt, and its adjustment when the platform ended it. */
 export function meteringOf(
@@ -68,7 +83,8 @@ export function meteringOf(
           { startedAt: row.started_at, vcpus: row.vcpus, size: row.size, cancelRequestedAt: row.cancel_requested_at },
           new Date(row.finished_at ?? row.started_at),
         );
-  const amount = rateCard === null ? null : roundCents(metered.vcpuSeconds * rateCard.cents_per_vcpu_second);
+  const amount =
+    rateCard === null ? null : roundCents(metered.vcpuSeconds * centsPerVcpuSecond(rateCard, metered.size));
   const outcome = row.state === "lost" ? "lost" : (row.outcome ?? "failed");
   const record: MeteringRecord = {
     job: row.job_id,
@@ -133,8 +149,31 @@ export function uploadOf(row: UploadedBytesRow, rateCard: StoredRateCard | null)
   };
 }
 
+/** An operator's credit as an adjustment: its amounts negated; no amount without a rate card. */
+export function creditOf(row: UsageCreditRow, rateCard: StoredRateCard | null): Adjustment {
+  return {
+    kind: "operator_credit",
+    job: row.job,
+    attempt: null,
+    reason: `operator credit by ${row.granted_by}: ${row.reason}`,
+    vcpu_seconds: -row.vcpu_seconds,
+    amount_cents: rateCard === null ? null : -row.amount_cents,
+    at: row.granted_at,
+  };
+}
+
+export function storageOf(row: StorageByteHoursRow, rateCard: StoredRateCard | null): StorageRecord {
+  return {
+    date: row.date,
+    repository: row.repository,
+    byte_hours: row.byte_hours,
+    amount_cents:
+      rateCard === null ? null : roundCents((row.byte_hours / GIB_MONTH_BYTE_HOURS) * rateCard.cents_per_gib_month),
+  };
+}
+
 /** Where an export page resumes: the phase, the instant pinned by the first page, and the phase's cursor. */
-export type LedgerPhase = "attempts" | "cancellations" | "uploads";
+export type LedgerPhase = "attempts" | "cancellations" | "credits" | "storage" | "uploads";
 export interface LedgerPosition {
   readonly phase: LedgerPhase;
   readonly asOf: string;
@@ -142,7 +181,7 @@ export interface LedgerPosition {
   readonly cursor: string | null;
 }
 
-const PHASES: readonly LedgerPhase[] = ["attempts", "cancellations", "uploads"];
+const PHASES: readonly LedgerPhase[] = ["attempts", "cancellations", "credits", "storage", "uploads"];
 const TIMESTAMP = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$/;
 
 export function encodePosition(position: LedgerPosition): string {
@@ -174,6 +213,7 @@ export function decodePosition(text: string): LedgerPosition | null {
 
 export interface LedgerPage {
   readonly records: MeteringRecord[];
+  readonly storage: StorageRecord[];
   readonly uploads: UploadRecord[];
   readonly adjustments: Adjustment[];
   /** Null once every phase is read. */
@@ -182,8 +222,9 @@ export interface LedgerPage {
 
 /**
  * Up to `limit` items of the ledger from `position`: metering records (each with its
- * adjustment), then cancellations before placement, then upload records, each phase keyset-paged
- * in storage and limited to what had settled by the position's instant. One page's memory.
+ * adjustment), then cancellations before placement, operator credits, storage records and
+ * upload records, each phase keyset-paged in storage and limited to what had settled by the
+ * position's instant (storage: the hours completed before it). One page's memory.
  */
 export async function readLedgerPage(
   db: Db,
@@ -197,6 +238,7 @@ export async function readLedgerPage(
 ): Promise<LedgerPage> {
   const { tenantId, period, rateCard } = input;
   const records: MeteringRecord[] = [];
+  const storage: StorageRecord[] = [];
   const uploads: UploadRecord[] = [];
   const adjustments: Adjustment[] = [];
   const asOf = input.position.asOf;
@@ -220,6 +262,23 @@ export async function readLedgerPage(
       for (const row of page.rows) adjustments.push(cancellationOf(row, rateCard));
       room -= page.rows.length;
       next = page.nextCursor;
+    } else if (phase === "credits") {
+      const page = await listUsageCredits(db, { ...range, grantedBy: asOf, limit: room, cursor });
+      for (const row of page.rows) adjustments.push(creditOf(row, rateCard));
+      room -= page.rows.length;
+      next = page.nextCursor;
+    } else if (phase === "storage") {
+      const page = await listStorageByteHours(db, {
+        tenantId,
+        fromHour: period.from.slice(0, 13),
+        toHour: period.to.slice(0, 13),
+        beforeHour: asOf.slice(0, 13),
+        limit: room,
+        cursor,
+      });
+      for (const row of page.rows) storage.push(storageOf(row, rateCard));
+      room -= page.rows.length;
+      next = page.nextCursor;
     } else {
       const page = await listUploadedBytes(db, { ...range, receivedBy: asOf, limit: room, cursor });
       for (const row of page.rows) uploads.push(uploadOf(row, rateCard));
@@ -235,6 +294,7 @@ export async function readLedgerPage(
   }
   return {
     records,
+    storage,
     uploads,
     adjustments,
     next: phase === null ? null : { phase, asOf, period: period.period, cursor },
@@ -245,8 +305,8 @@ export async function readLedgerPage(
 interface Line {
   vcpuSeconds: number;
   bySize: Map<string, number>;
-  jobs: Set<string>;
   attempts: number;
+  byteHours: number;
   bytesUploaded: number;
   cents: number;
 }
@@ -254,8 +314,8 @@ interface Line {
 const newLine = (): Line => ({
   vcpuSeconds: 0,
   bySize: new Map(),
-  jobs: new Set(),
   attempts: 0,
+  byteHours: 0,
   bytesUploaded: 0,
   cents: 0,
 });
@@ -263,8 +323,12 @@ const newLine = (): Line => ({
 function addRecord(line: Line, record: MeteringRecord): void {
   line.vcpuSeconds += record.vcpu_seconds;
   line.bySize.set(record.size, (line.bySize.get(record.size) ?? 0) + record.vcpu_seconds);
-  line.jobs.add(record.job);
   line.attempts += 1;
+  line.cents += record.amount_cents ?? 0;
+}
+
+function addStorage(line: Line, record: StorageRecord): void {
+  line.byteHours += record.byte_hours;
   line.cents += record.amount_cents ?? 0;
 }
 
@@ -281,13 +345,13 @@ function bySizeOf(line: Line): DayLine["vcpu_seconds_by_size"] {
     .map(([size, vcpu_seconds]) => ({ size: size as DayLine["vcpu_seconds_by_size"][number]["size"], vcpu_seconds }));
 }
 
-function measuresOf(line: Line, priced: boolean) {
+function measuresOf(line: Line, jobs: number, priced: boolean) {
   return {
     vcpu_seconds: line.vcpuSeconds,
     vcpu_seconds_by_size: bySizeOf(line),
-    jobs: line.jobs.size,
+    jobs,
     attempts: line.attempts,
-    storage_byte_hours: null,
+    storage_byte_hours: line.byteHours,
     bytes_uploaded: line.bytesUploaded,
     amount_cents: priced ? line.cents : null,
   };
@@ -301,7 +365,8 @@ export interface UsageSummary {
 
 /**
  * Aggregates the whole ledger of the period as of `asOf`, page by page (1000 items a read), so
- * memory holds the lines and the period's distinct job ids, never the records.
+ * memory holds one page and the lines, never the records; distinct jobs are counted by the
+ * database (countMeteredJobs, the same filters as the records).
  */
 export async function summarizeUsage(
   db: Db,
@@ -340,6 +405,11 @@ export async function summarizeUsage(
       addRecord(lineOf(repositories, record.repository), record);
       addRecord(total, record);
     }
+    for (const record of page.storage) {
+      addStorage(lineOf(days, record.date), record);
+      addStorage(lineOf(repositories, record.repository), record);
+      addStorage(total, record);
+    }
     for (const upload of page.uploads) {
       addUpload(lineOf(days, upload.date), upload);
       addUpload(lineOf(repositories, upload.repository), upload);
@@ -351,19 +421,28 @@ export async function summarizeUsage(
     }
     position = page.next;
   }
+  const jobs = await countMeteredJobs(db, {
+    tenantId: input.tenantId,
+    from: input.period.from,
+    to: input.period.to,
+    settledBy: input.asOf,
+  });
   return {
     days: [...days.entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([date, line]) => ({ date, ...measuresOf(line, priced) })),
+      .map(([date, line]) => ({ date, ...measuresOf(line, jobs.byDay.get(date) ?? 0, priced) })),
     repositories: [...repositories.entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([repository, line]) => ({ repository, ...measuresOf(line, priced) })),
+      .map(([repository, line]) => ({
+        repository,
+        ...measuresOf(line, jobs.byRepository.get(repository) ?? 0, priced),
+      })),
     totals: {
       vcpu_seconds: total.vcpuSeconds + adjustmentVcpuSeconds,
       vcpu_seconds_by_size: bySizeOf(total),
-      jobs: total.jobs.size,
+      jobs: jobs.total,
       attempts: total.attempts,
-      storage_byte_hours: null,
+      storage_byte_hours: total.byteHours,
       bytes_uploaded: total.bytesUploaded,
       adjustment_vcpu_seconds: adjustmentVcpuSeconds,
       adjustment_amount_cents: priced ? adjustmentCents : null,
@@ -377,6 +456,9 @@ export function rateCardView(rateCard: StoredRateCard | null): UsageDocument["ra
   if (rateCard === null) return null;
   return {
     cents_per_vcpu_second: rateCard.cents_per_vcpu_second,
+    ...(rateCard.cents_per_vcpu_second_by_size === undefined
+      ? {}
+      : { cents_per_vcpu_second_by_size: { ...rateCard.cents_per_vcpu_second_by_size } }),
     cents_per_gib_month: rateCard.cents_per_gib_month,
     ...(rateCard.cents_per_gib_uploaded === undefined
       ? {}

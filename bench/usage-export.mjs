@@ -1,0 +1,209 @@
+#!/usr/bin/env node
+// usage.export of 100,000 metering records streams in bounded memory (issue 16).
+//
+//   npm run build && [KILN_DATABASE_URL=postgres://…] node bench/usage-export.mjs [--records 100000] [--limit 1000] [--json FILE]
+//
+// Setup (this process): a fresh data dir (SQLite, or the PostgreSQL named by KILN_DATABASE_URL),
+// one tenant, one job settled through the real storage verbs (acceptJob → claimNextJob →
+// finishAttempt, metered by meterAttempt), then `--records` copies of its job and attempt rows
+// inserted in batches (each a distinct job started one second apart through November 2026), so
+// the ledger holds that many metering records. Then three measurements, each in a child process
+// of its own so that each peak RSS (getrusage maxrss, a high-water mark) is that mode's alone:
+//
+//   baseline  one plain SELECT of the same rows (listMeteredAttempts with limit = all), held in
+//             memory — what reading the ledger without paging costs;
+//   export    every page of GET /api/usage/export (limit `--limit`, following next_cursor) through
+//             the real app (buildApp, Fastify inject), each page's JSON parsed then dropped;
+//   report    GET /api/usage once (the report aggregates the same pages server-side).
+//
+// Every child first builds and readies the same app (and answers one warm-up request) and records
+// its RSS high-water mark then ("RSS before"), so each mode's growth is what its reading costs.
+// Prints time, peak RSS and growth per mode; the export holds one page at a time, so its growth
+// should stay bounded by a page while the baseline's grows with the records.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+
+const here = fileURLToPath(import.meta.url);
+const root = join(dirname(here), "..");
+const dist = (path) => join(root, "packages", "server", "dist", path);
+
+function option(name, fallback) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
+}
+const RECORDS = Number(option("records", "100000"));
+const LIMIT = Number(option("limit", "1000"));
+const JSON_OUT = option("json", null);
+const MODE = option("mode", "setup");
+const AS_OF = new Date("2026-12-01T00:00:00.000Z");
+
+const { openStorage, listMeteredAttempts } = await import("@kiln/storage");
+const peakRssMiB = () => process.resourceUsage().maxRSS / 1024;
+/** The heap still reachable now (after a full collection): what the mode holds, not what it left as garbage. */
+const liveHeapMiB = () => {
+  globalThis.gc?.();
+  return process.memoryUsage().heapUsed / 2 ** 20;
+};
+
+if (MODE === "setup") {
+  const dataDir = mkdtempSync(join(tmpdir(), "kiln-bench-usage-"));
+  const storage = await openStorage({ dataDir, databaseUrl: process.env.KILN_DATABASE_URL });
+  const { personWithToken } = await import(dist("test/harness.js"));
+  const { acceptJob, claimJob, finishJob } = await import(dist("test/job-fixtures.js"));
+  const { LocalBlobStore } = await import("@kiln/storage");
+  const person = await personWithToken(storage, { role: "viewer", now: new Date("2026-11-01T00:00:00.000Z") });
+  const start = new Date("2026-11-01T00:00:00.000Z");
+  const seed = await acceptJob(storage, { tenant: person.tenant, now: start, repository: "bench/usage" });
+  const lease = await claimJob(storage, seed.id, start);
+  await finishJob(storage, new LocalBlobStore(join(dataDir, "blobs")), lease, {
+    now: new Date(start.getTime() + 30_000),
+    cargoOutput: null,
+  });
+  const job = await storage.db.selectFrom("jobs").selectAll().where("id", "=", seed.id).executeTakeFirstOrThrow();
+  const attempt = await storage.db
+    .selectFrom("attempts")
+    .selectAll()
+    .where("job_id", "=", seed.id)
+    .executeTakeFirstOrThrow();
+  const began = performance.now();
+  const BATCH = 500;
+  for (let first = 1; first < RECORDS; first += BATCH) {
+    const jobs = [];
+    const attempts = [];
+    for (let i = first; i < Math.min(first + BATCH, RECORDS); i++) {
+      const id = `${seed.id}-${String(i).padStart(6, "0")}`;
+      const at = (offset) => new Date(start.getTime() + i * 1000 + offset).toISOString();
+      jobs.push({
+        ...job,
+        id,
+        submission_key: null,
+        accepted_at: at(0),
+        queued_at: at(0),
+        started_at: at(0),
+        finished_at: at(30_000),
+      });
+      attempts.push({
+        ...attempt,
+        job_id: id,
+        lease_token: `${attempt.lease_token}-${i}`,
+        started_at: at(0),
+        finished_at: at(30_000),
+      });
+    }
+    await storage.db.transaction().execute(async (trx) => {
+      await trx.insertInto("jobs").values(jobs).execute();
+      await trx.insertInto("attempts").values(attempts).execute();
+    });
+  }
+  const seeded = (performance.now() - began) / 1000;
+  await storage.close();
+  console.log(
+    `seeded ${RECORDS} metering records (${process.env.KILN_DATABASE_URL ? "postgresql" : "sqlite"}) in ${seeded.toFixed(1)} s`,
+  );
+
+  const results = {};
+  for (const mode of ["baseline", "export", "report"]) {
+    const child = spawnSync(process.execPath, ["--expose-gc", here, "--mode", mode, "--limit", String(LIMIT)], {
+      env: { ...process.env, BENCH_DATA_DIR: dataDir, BENCH_TOKEN: person.token, BENCH_TENANT: person.tenant },
+      encoding: "utf8",
+      maxBuffer: 16 * 2 ** 20,
+    });
+    if (child.status !== 0) throw new Error(`${mode} failed: ${child.stderr}`);
+    if (process.env.BENCH_TRACE) process.stderr.write(child.stderr);
+    results[mode] = JSON.parse(child.stdout.trim().split("\n").at(-1));
+  }
+  console.log("");
+  console.log(
+    "| mode | records | pages | time (s) | RSS before (MiB) | peak RSS (MiB) | RSS growth (MiB) | live heap growth (MiB) |",
+  );
+  console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
+  for (const [mode, r] of Object.entries(results)) {
+    console.log(
+      `| ${mode} | ${r.records} | ${r.pages} | ${r.seconds.toFixed(2)} | ${r.floorRssMiB.toFixed(0)} | ` +
+        `${r.peakRssMiB.toFixed(0)} | ${(r.peakRssMiB - r.floorRssMiB).toFixed(0)} | ${(r.maxHeapMiB - r.floorHeapMiB).toFixed(1)} |`,
+    );
+  }
+  if (results.export.records !== RECORDS || results.baseline.records !== RECORDS) {
+    throw new Error(`expected ${RECORDS} records in every mode, got ${JSON.stringify(results)}`);
+  }
+  if (results.export.vcpuSeconds !== results.report.vcpuSeconds) {
+    throw new Error(`export totals ${results.export.vcpuSeconds} ≠ report ${results.report.vcpuSeconds}`);
+  }
+  if (JSON_OUT !== null) writeFileSync(JSON_OUT, JSON.stringify({ records: RECORDS, limit: LIMIT, results }, null, 2));
+} else {
+  const dataDir = process.env.BENCH_DATA_DIR;
+  const storage = await openStorage({ dataDir, databaseUrl: process.env.KILN_DATABASE_URL });
+  // Every mode loads and readies the same app first, so the peaks differ by what each mode reads.
+  const { buildApp } = await import(dist("src/build-app.js"));
+  const { LocalBlobStore } = await import("@kiln/storage");
+  const clock = { now: () => new Date(AS_OF), after: () => ({ cancel() {} }), sleep: () => new Promise(() => {}) };
+  const app = buildApp({
+    storage,
+    blobs: new LocalBlobStore(join(dataDir, "blobs")),
+    clock,
+    version: "bench",
+    publicOrigin: "http://kiln.bench",
+    wakeScheduler: () => {},
+    logger: false,
+  });
+  await app.ready();
+  const get = async (url) => {
+    const res = await app.inject({
+      method: "GET",
+      url,
+      headers: { authorization: `Bearer ${process.env.BENCH_TOKEN}` },
+    });
+    if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body}`);
+    return res.json();
+  };
+  // Warm the request path once (route compilation, first statements) outside the measurement.
+  await get("/api/usage/export?period=2026-10&limit=1");
+  const floorRssMiB = peakRssMiB();
+  const floorHeapMiB = liveHeapMiB();
+  let maxHeapMiB = floorHeapMiB;
+  const began = performance.now();
+  let result;
+  if (MODE === "baseline") {
+    const page = await listMeteredAttempts(storage, {
+      tenantId: process.env.BENCH_TENANT,
+      from: "2026-11-01T00:00:00.000Z",
+      to: "2026-12-01T00:00:00.000Z",
+      settledBy: AS_OF.toISOString(),
+      limit: RECORDS + 1,
+    });
+    maxHeapMiB = Math.max(maxHeapMiB, liveHeapMiB());
+    result = { records: page.rows.length, pages: 1, vcpuSeconds: null };
+  } else if (MODE === "export") {
+    let url = `/api/usage/export?period=2026-11&limit=${LIMIT}`;
+    let records = 0;
+    let pages = 0;
+    let vcpuSeconds = null;
+    for (;;) {
+      const page = await get(url);
+      pages += 1;
+      records += page.records.length;
+      if (page.totals !== null) vcpuSeconds = page.totals.vcpu_seconds;
+      // Sampled every tenth page, the page in hand still referenced (a collection per page would dominate the time).
+      if (pages % 10 === 1) {
+        const live = liveHeapMiB();
+        if (process.env.BENCH_TRACE) console.error(`page ${pages}: live heap ${live.toFixed(1)} MiB`);
+        maxHeapMiB = Math.max(maxHeapMiB, live);
+      }
+      if (page.next_cursor === null) break;
+      url = `/api/usage/export?cursor=${page.next_cursor}&limit=${LIMIT}`;
+    }
+    result = { records, pages, vcpuSeconds };
+  } else {
+    const report = await get("/api/usage?period=2026-11");
+    result = { records: report.totals.attempts, pages: 1, vcpuSeconds: report.totals.vcpu_seconds };
+  }
+  const seconds = (performance.now() - began) / 1000;
+  const peak = peakRssMiB();
+  await app.close();
+  await storage.close();
+  console.log(JSON.stringify({ ...result, seconds, floorRssMiB, peakRssMiB: peak, floorHeapMiB, maxHeapMiB }));
+}

@@ -1,0 +1,220 @@
+import { ansiSegments, isErrorLine } from "./ansi-log.js";
+
+/**
+ * What the job page does without a reload, served from /assets (the page policy allows no
+ * inline script):
+ * - follows jobs.logs_stream from the rendered page's cursor, appending each line as DOM
+ *   nodes whose text is set as textContent (log text is never parsed as markup), coloured by
+ *   the same ansiSegments the server uses, until the settled page arrives;
+ * - keeps the "first error" link pointing at the first error line;
+ * - reconciles the job's parts (status, phases, tests, …) against the page itself whenever
+ *   events.stream hints that this job changed, or the log settled: it fetches the page and
+ *   swaps `#job-parts` for the fresh server-rendered one (one renderer, no second copy of it);
+ * - filters the tests table by outcome and search text, and finds a failed test's output.
+ */
+const JOB_PAGE_MAIN = String.raw`
+const parts = () => document.getElementById("job-parts");
+const logLines = document.getElementById("log-lines");
+const firstErrorLink = document.getElementById("first-error-link");
+const jobId = document.body.dataset.job;
+
+function markFirstError(line) {
+  if (firstErrorLink === null || !firstErrorLink.hidden) return;
+  firstErrorLink.href = "#" + line.id;
+  firstErrorLink.hidden = false;
+}
+
+/**
+ * Lines kept on the page while following: a log of 100,000 lines must not grow the document
+ * without bound (layout of every appended line slows with it). Followed lines arrive in chunks
+ * (one per animation frame, however many pages came meanwhile); each chunk is a block the
+ * browser skips laying out while it is off screen (content-visibility), and whole chunks
+ * beyond this many lines are dropped from the top. The log's pages (server-rendered, 1,000
+ * lines each) still show every line.
+ */
+const FOLLOWED_LINES_KEPT = 5000;
+const LINES_PER_CHUNK = 500;
+let linesKept = logLines === null ? 0 : logLines.querySelectorAll(".line").length;
+
+function trimFollowed() {
+  let trimmed = false;
+  while (linesKept > FOLLOWED_LINES_KEPT) {
+    const first = logLines.firstElementChild;
+    if (first === null) break;
+    if (first.classList.contains("chunk")) {
+      // Only whole chunks go, and never the newest.
+      if (first === logLines.lastElementChild) break;
+      linesKept -= Number(first.dataset.lines);
+    } else {
+      // A server-rendered line (the page the log opened at).
+      linesKept -= 1;
+      if (first.nextSibling?.nodeType === 3) first.nextSibling.remove();
+    }
+    first.remove();
+    trimmed = true;
+  }
+  if (trimmed) document.getElementById("log-trimmed").hidden = false;
+}
+
+function appendRecord(record, into) {
+  const line = document.createElement("span");
+  line.className = "line " + record.stream;
+  line.id = "L" + record.sequence;
+  const seq = document.createElement("span");
+  seq.className = "seq";
+  seq.textContent = String(record.sequence).padStart(5, " ") + " ";
+  line.append(seq);
+  for (const segment of ansiSegments(record.text)) {
+    if (segment.classes === "") {
+      line.append(segment.text);
+    } else {
+      const span = document.createElement("span");
+      span.className = segment.classes;
+      span.textContent = segment.text;
+      line.append(span);
+    }
+  }
+  into.append(line, "\n");
+  if (isErrorLine(record.text)) markFirstError(line);
+}
+
+function applyTestFilter() {
+  const table = document.getElementById("tests");
+  if (table === null) return;
+  const outcome = document.getElementById("tests-outcome")?.value ?? "";
+  const search = (document.getElementById("tests-search")?.value ?? "").trim().toLowerCase();
+  let shown = 0;
+  for (const row of table.tBodies[0].rows) {
+    const visible = (outcome === "" || row.dataset.outcome === outcome) && (search === "" || row.dataset.search.includes(search));
+    row.hidden = !visible;
+    if (visible) shown += 1;
+  }
+  const count = document.getElementById("tests-shown");
+  if (count !== null) count.textContent = String(shown);
+}
+
+let refreshing = null;
+let again = false;
+/** Fetches this page and swaps in its fresh #job-parts; hints that arrive meanwhile coalesce. */
+async function refreshParts() {
+  if (refreshing !== null) {
+    again = true;
+    return refreshing;
+  }
+  refreshing = (async () => {
+    do {
+      again = false;
+      const response = await fetch(location.pathname + location.search, { credentials: "same-origin" });
+      if (!response.ok) return;
+      const fresh = new DOMParser().parseFromString(await response.text(), "text/html").getElementById("job-parts");
+      const current = parts();
+      if (fresh === null || current === null) return;
+      const outcome = document.getElementById("tests-outcome")?.value;
+      const search = document.getElementById("tests-search")?.value;
+      current.replaceWith(document.adoptNode(fresh));
+      if (outcome !== undefined && document.getElementById("tests-outcome")) document.getElementById("tests-outcome").value = outcome;
+      if (search !== undefined && document.getElementById("tests-search")) document.getElementById("tests-search").value = search;
+      applyTestFilter();
+    } while (again);
+  })().finally(() => {
+    refreshing = null;
+  });
+  return refreshing;
+}
+
+function followLog() {
+  if (logLines === null || logLines.dataset.follow !== "true") return;
+  const cursor = logLines.dataset.cursor;
+  const stream = new EventSource("/api/jobs/" + encodeURIComponent(jobId) + "/logs/stream?limit=1000" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
+  document.getElementById("log-empty")?.remove();
+  let pending = [];
+  let settled = false;
+  let scheduled = false;
+  function flush() {
+    scheduled = false;
+    let records = pending;
+    pending = [];
+    if (records.length > FOLLOWED_LINES_KEPT) {
+      // More arrived in one frame than the page keeps: only the newest are built at all.
+      records = records.slice(-FOLLOWED_LINES_KEPT);
+      document.getElementById("log-trimmed").hidden = false;
+    }
+    if (records.length > 0) {
+      const atEnd = logLines.scrollTop + logLines.clientHeight >= logLines.scrollHeight - 4;
+      for (let from = 0; from < records.length; from += LINES_PER_CHUNK) {
+        const part = records.slice(from, from + LINES_PER_CHUNK);
+        const chunk = document.createElement("span");
+        chunk.className = "chunk";
+        chunk.dataset.lines = String(part.length);
+        chunk.style.containIntrinsicSize = "auto " + (part.length * 1.35).toFixed(2) + "em";
+        for (const record of part) appendRecord(record, chunk);
+        logLines.append(chunk);
+        linesKept += part.length;
+      }
+      trimFollowed();
+      if (atEnd) logLines.scrollTop = logLines.scrollHeight;
+    }
+    if (settled) {
+      logLines.dataset.follow = "settled";
+      void refreshParts();
+    }
+  }
+  stream.addEventListener("log", (event) => {
+    const frame = JSON.parse(event.data);
+    for (const record of frame.page.records) pending.push(record);
+    if (frame.page.settled) {
+      // The stream ends after the settled page; EventSource would otherwise reconnect.
+      stream.close();
+      settled = true;
+    }
+    if (!scheduled) {
+      scheduled = true;
+      // One DOM update per frame; a hidden page gets no frames, so it updates on a timer.
+      if (document.hidden) setTimeout(flush, 100);
+      else requestAnimationFrame(flush);
+    }
+  });
+}
+
+function watchJob() {
+  if (document.body.dataset.terminal === "true") return;
+  const events = new EventSource("/api/events");
+  // Hints start when the stream opens: reconcile once then, so a change before it is not missed.
+  events.addEventListener("open", () => void refreshParts());
+  events.addEventListener("job", (event) => {
+    if (JSON.parse(event.data).job === jobId) void refreshParts();
+  });
+}
+
+document.addEventListener("input", (event) => {
+  if (event.target.id === "tests-search" || event.target.id === "tests-outcome") applyTestFilter();
+});
+document.addEventListener("change", (event) => {
+  if (event.target.id === "tests-outcome") applyTestFilter();
+});
+// A failed test's output: the first log line of its captured output, or its FAILED line.
+document.addEventListener("click", (event) => {
+  const link = event.target.closest?.("a.test-output");
+  if (!link || logLines === null) return;
+  const name = link.dataset.test;
+  const lines = [...logLines.querySelectorAll(".line")];
+  const line =
+    lines.find((l) => l.textContent.includes("---- " + name + " stdout ----")) ??
+    lines.find((l) => l.textContent.includes("test " + name + " ") && l.textContent.includes("FAILED"));
+  if (line === undefined) return;
+  event.preventDefault();
+  for (const old of logLines.querySelectorAll(".line.found")) old.classList.remove("found");
+  line.classList.add("found");
+  line.scrollIntoView({ block: "center" });
+  history.replaceState(null, "", "#" + line.id);
+});
+
+followLog();
+watchJob();
+`;
+
+/** The job page's script: the shared ANSI parser and error matcher, then the page's own code. */
+export const JOB_PAGE_SCRIPT = `"use strict";
+${ansiSegments.toString()}
+${isErrorLine.toString()}
+${JOB_PAGE_MAIN}`;
