@@ -3,8 +3,10 @@ import { registerAuthCommands } from "./commands/auth.js";
 import { registerCargoCommand } from "./commands/cargo.js";
 import { registerJobsCommands } from "./commands/jobs.js";
 import { registerMcpCommand } from "./commands/mcp-command.js";
+import { registerSettingsCommand } from "./commands/settings.js";
 import { registerUsageCommand } from "./commands/usage.js";
 import { CONFIGURATION_HELP } from "./config.js";
+import { registerOperatorCommands } from "./operator/register-operator-commands.js";
 
 export const KILN_CLI_VERSION = "0.1.0";
 
@@ -20,6 +22,8 @@ export function buildProgram(): Command {
   registerCargoCommand(program);
   registerJobsCommands(program);
   registerMcpCommand(program);
+  registerOperatorCommands(program);
+  registerSettingsCommand(program);
   registerUsageCommand(program);
   return program;
 }

@@ -40,7 +40,7 @@ describe("kiln usage against a real server", () => {
     assert.match(text.stdout, /^acme\/widget\s+60\s+1\s+1\s+0 B\s+-$/m);
     assert.match(text.stdout, /total: 60 vCPU-seconds charged \(60 metered: kiln2-cpu 60; 0 adjusted\)/);
     assert.match(text.stdout, /no rate card is set/);
-    assert.match(text.stdout, /lineage storage: not measured/);
+    assert.match(text.stdout, /lineage storage: 0\.00 GiB-hours \(0 byte-hours\)/);
 
     const json = await runCli(["usage", "--period", "2026-11", "--json"], { env });
     assert.equal(json.code, 0, json.stderr);

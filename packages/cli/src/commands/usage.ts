@@ -68,7 +68,7 @@ async function usage(options: UsageOptions): Promise<void> {
   out(
     t.storage_byte_hours === null
       ? "lineage storage: not measured"
-      : `lineage storage: ${t.storage_byte_hours} byte-hours`,
+      : `lineage storage: ${(t.storage_byte_hours / 2 ** 30).toFixed(2)} GiB-hours (${t.storage_byte_hours} byte-hours)`,
   );
 }
 
