@@ -205,6 +205,49 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     else assert.equal(JSON.parse(cancel.stdout).code, "conflict", "only when the retry already finished");
   });
 
+  it("--check reports the check run for HEAD, and says so when the captured workspace differs from HEAD", async () => {
+    const root = workspace({
+      "Cargo.toml": manifest("checked"),
+      ".gitignore": "/target\n",
+      "src/lib.rs": "pub fn two() -> u32 { 2 }\n",
+    });
+    const git = (...args: string[]) =>
+      execFileSync("git", ["-C", root, "-c", "user.email=t@kiln.test", "-c", "user.name=t", ...args], {
+        encoding: "utf8",
+      }).trim();
+    git("init", "-q");
+    git("remote", "add", "origin", "git@github.com:acme/widget.git");
+
+    const uncommitted = await runCli(["cargo", "check", "--check", "--json"], { cwd: root, env });
+    assert.equal(uncommitted.code, 2, "no commit: nothing to report a check run for");
+    assert.match(uncommitted.stderr, /--check reports a check run for HEAD, and this workspace has no git commit/);
+
+    git("add", "-A");
+    git("commit", "-q", "-m", "first");
+    const head = git("rev-parse", "HEAD");
+    const clean = await runCli(["cargo", "check", "--check", "--json"], { cwd: root, env });
+    assert.equal(clean.code, 0, clean.stderr);
+    const submitted = jsonLines(clean).find((l) => l.type === "job");
+    assert.deepEqual(submitted.check, { head_sha: head, workspace_differs: [] });
+    const row = await storage.db
+      .selectFrom("jobs")
+      .select("head_sha")
+      .where("id", "=", submitted.job)
+      .executeTakeFirst();
+    assert.equal(row?.head_sha, head, "the job carries check.head_sha = HEAD");
+
+    writeFileSync(join(root, "src/lib.rs"), "pub fn two() -> u32 { 1 + 1 }\n");
+    writeFileSync(join(root, "src/extra.rs"), "pub fn three() -> u32 { 3 }\n");
+    const dirty = await runCli(["cargo", "check", "--check"], { cwd: root, env });
+    assert.equal(dirty.code, 0, dirty.stderr);
+    assert.match(
+      dirty.stderr,
+      new RegExp(
+        `--check: the captured workspace differs from HEAD ${head.slice(0, 12)} \\(uncommitted: src/extra\\.rs, src/lib\\.rs\\)`,
+      ),
+    );
+  });
+
   it("--artifact downloads published files under target/kiln-artifacts/<job>/", async () => {
     const root = workspace({ "Cargo.toml": manifest("hello"), "src/main.rs": 'fn main() { println!("hi"); }\n' });
     // No git and no --repository: the repository (and the size) come from the config file.

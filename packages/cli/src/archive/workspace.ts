@@ -46,6 +46,34 @@ export interface GitFacts {
   branch: string | undefined;
 }
 
+/**
+ * The paths where the work tree differs from HEAD as the capture sees it: modified, added,
+ * deleted or renamed tracked files and untracked files that are not ignored (`git status
+ * --porcelain`, paths relative to the repository root).
+ */
+export function uncommittedPaths(root: string): string[] {
+  let status: string;
+  try {
+    // Not through `git()`: its trim would eat the first line's leading status column.
+    status = execFileSync("git", ["-C", root, "status", "--porcelain=v1", "-z", "--untracked-files=all"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+  } catch {
+    return [];
+  }
+  const paths: string[] = [];
+  const entries = status.split("\0");
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i] ?? "";
+    if (entry.length < 4) continue;
+    paths.push(entry.slice(3));
+    // A rename or copy is followed by its source path, which is not another change.
+    if (entry[0] === "R" || entry[0] === "C") i++;
+  }
+  return paths.sort();
+}
+
 /** The `origin` remote as owner/name, HEAD's commit and the current branch, where git knows them. */
 export function gitFacts(root: string): GitFacts {
   const remote = git(root, ["remote", "get-url", "origin"]);

@@ -8,7 +8,7 @@ import { captureWorkspace } from "../archive/capture.js";
 import { layoutCacheDirectory, layoutCachePath } from "../archive/layout-cache.js";
 import type { UploadSummary } from "../archive/upload.js";
 import { uploadWorkspace } from "../archive/upload-workspace.js";
-import { findWorkspaceRoot, gitFacts, workingDirectory } from "../archive/workspace.js";
+import { findWorkspaceRoot, gitFacts, uncommittedPaths, workingDirectory } from "../archive/workspace.js";
 import { ConfigError } from "../config.js";
 import {
   type DownloadedArtifact,
@@ -44,13 +44,15 @@ export interface CargoArguments {
   concurrency: number | undefined;
   /** Show the service's own log lines (placement, sandbox, cache) beside cargo's. */
   serviceLog: boolean;
+  /** Report a `kiln` check run for the workspace's HEAD commit (check.head_sha). */
+  check: boolean;
 }
 
 const KILN_VALUE_OPTIONS = new Set(["--size", "--toolchain", "--repository", "--artifact", "--concurrency"]);
 
 /**
  * `[+toolchain] <operation> [cargo args…]` with kiln's own options (--size, --toolchain,
- * --repository, --artifact, --concurrency, --service-log, --json) taken from anywhere before a `--`; every other
+ * --repository, --artifact, --concurrency, --service-log, --check, --json) taken from anywhere before a `--`; every other
  * argument goes to cargo verbatim and in order.
  */
 export function parseCargoArguments(argv: readonly string[]): CargoArguments {
@@ -64,6 +66,7 @@ export function parseCargoArguments(argv: readonly string[]): CargoArguments {
     json: false,
     concurrency: undefined,
     serviceLog: false,
+    check: false,
   };
   let i = 0;
   if (argv[0]?.startsWith("+")) {
@@ -88,6 +91,10 @@ export function parseCargoArguments(argv: readonly string[]): CargoArguments {
     }
     if (arg === "--service-log") {
       parsed.serviceLog = true;
+      continue;
+    }
+    if (arg === "--check") {
+      parsed.check = true;
       continue;
     }
     const eq = arg.indexOf("=");
@@ -170,6 +177,12 @@ async function runCargo(argv: readonly string[]): Promise<void> {
     );
   }
   const size = args.size ?? environment.config.size ?? "kiln2-cpu";
+  const check = args.check ? checkedCommit(root, facts.commit) : undefined;
+  if (check !== undefined && check.differs.length > 0) {
+    say(
+      `--check: the captured workspace differs from HEAD ${check.headSha.slice(0, 12)} (uncommitted: ${check.differs.slice(0, 5).join(", ")}${check.differs.length > 5 ? `, … ${check.differs.length} paths` : ""}); the check run on that commit will describe these other bytes`,
+    );
+  }
 
   // Before a job exists Ctrl-C just stops: a later run resumes the same upload.
   let job: string | undefined;
@@ -226,10 +239,18 @@ async function runCargo(argv: readonly string[]): Promise<void> {
       invocation,
       source: { archive: { upload: summary.upload, manifest_sha256: summary.manifest_sha256 } },
     },
+    ...(check === undefined ? {} : { check: { head_sha: check.headSha } }),
   };
   const key = `cargo-${createHash("sha256").update(JSON.stringify(body)).digest("hex").slice(0, 40)}`;
   job = await client.call("jobs.submit", { body, idempotencyKey: key });
-  emit({ type: "job", job, repository, size, invocation });
+  emit({
+    type: "job",
+    job,
+    repository,
+    size,
+    invocation,
+    ...(check === undefined ? {} : { check: { head_sha: check.headSha, workspace_differs: check.differs } }),
+  });
   say(`job ${job} submitted (${size}); following its log, Ctrl-C cancels it`);
   if (interrupted) {
     await cancelAndExit(client, job, say);
@@ -295,7 +316,7 @@ export function registerCargoCommand(program: Command): void {
     .command("cargo")
     .description("run cargo <operation> remotely on this workspace: upload what changed, stream the log, exit as cargo")
     .usage(
-      "[+toolchain] <build|check|test|clippy|doc|bench> [cargo args…] [--size SIZE] [--toolchain T] [--repository owner/name] [--artifact PATTERN…] [--concurrency N] [--service-log] [--json]",
+      "[+toolchain] <build|check|test|clippy|doc|bench> [cargo args…] [--size SIZE] [--toolchain T] [--repository owner/name] [--artifact PATTERN…] [--concurrency N] [--service-log] [--check] [--json]",
     )
     .helpOption(false)
     .passThroughOptions()
@@ -326,4 +347,16 @@ export function registerCargoCommand(program: Command): void {
       }
       await runCommand(raw.includes("--json"), () => runCargo(raw));
     });
+}
+
+/**
+ * `--check`: the commit the check run reports on is HEAD, and the paths where the captured
+ * workspace differs from it (uncommitted changes, untracked files the capture takes): the check
+ * would then describe other bytes than the commit, which the run says before submitting.
+ */
+function checkedCommit(root: string, head: string | undefined): { headSha: string; differs: string[] } {
+  if (head === undefined || !/^[0-9a-f]{40}$/.test(head)) {
+    throw new ConfigError("--check reports a check run for HEAD, and this workspace has no git commit");
+  }
+  return { headSha: head, differs: uncommittedPaths(root) };
 }
