@@ -1,7 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Storage } from "../dialect.js";
-import { recordTransition } from "../jobs/record-transition.js";
-import { settleJob } from "../jobs/settle-job.js";
+import { answerLostAttempt } from "../jobs/answer-lost-attempt.js";
 import type { Database } from "../schema.js";
 import { formatTimestamp } from "../timestamps.js";
 import { type HostReceiptEntry, recordHostReceipt } from "./record-host-receipt.js";
@@ -65,53 +64,24 @@ export async function requeueStalePlacement(
         at: nowText,
       },
     ];
-    // Locked where rows lock, as the lease reaper does: the status read is the one settled.
-    let jobQuery = trx.selectFrom("jobs").selectAll().where("id", "=", input.jobId);
-    if (storage.capabilities.rowLocks) jobQuery = jobQuery.forUpdate();
-    const job = await jobQuery.executeTakeFirstOrThrow();
-    const cancelled = job.status === "cancellation_requested";
-    const exhausted = job.attempts_started >= job.max_attempts;
-    const to = cancelled ? "cancelled" : exhausted ? "failed" : "queued";
-    const reason = `attempt ${input.attempt} reconciled by ${input.actor}: ${input.reason}`;
+    const { job, to } = await answerLostAttempt(trx, {
+      jobId: input.jobId,
+      attempt: input.attempt,
+      rowLocks: storage.capabilities.rowLocks,
+      now: input.now,
+      reason: `attempt ${input.attempt} reconciled by ${input.actor}: ${input.reason}`,
+      lossDetail: `attempt ${input.attempt} lost with host ${attempt.host_id} (reconciled by an operator)`,
+      queueAnnotation: `attempt ${input.attempt} on host ${attempt.host_id} reconciled as stale; retrying`,
+    });
     if (to === "queued") {
-      await trx
-        .updateTable("jobs")
-        .set({
-          status: "queued",
-          queued_at: nowText,
-          queue_annotation: `attempt ${input.attempt} on host ${attempt.host_id} reconciled as stale; retrying`,
-        })
-        .where("id", "=", job.id)
-        .execute();
-      await recordTransition(trx, {
-        jobId: job.id,
-        tenantId: job.tenant_id,
-        repository: job.repository,
-        from: job.status,
-        to,
-        at: input.now,
-        reason,
-      });
       entries.push({ kind: "job_requeued", detail: `job ${job.id} queued for a new attempt`, at: nowText });
     } else {
-      await settleJob(trx, {
-        job,
-        to,
-        at: input.now,
-        failure: {
-          phase: "provision",
-          cause: cancelled ? "cancelled" : "infrastructure",
-          detail: `attempt ${input.attempt} lost with host ${attempt.host_id} (reconciled by an operator)`,
-        },
-        attempts: job.attempts_started,
-        usage: null,
-        reason,
-      });
       entries.push({
-        kind: cancelled ? "job_cancelled" : "job_failed",
-        detail: cancelled
-          ? `job ${job.id} settled cancelled: its cancellation was requested`
-          : `job ${job.id} failed: it used all ${job.max_attempts} attempts`,
+        kind: to === "cancelled" ? "job_cancelled" : "job_failed",
+        detail:
+          to === "cancelled"
+            ? `job ${job.id} settled cancelled: its cancellation was requested`
+            : `job ${job.id} failed: it used all ${job.max_attempts} attempts`,
         at: nowText,
       });
     }

@@ -1,7 +1,6 @@
 import type { Storage } from "../dialect.js";
 import { formatTimestamp } from "../timestamps.js";
-import { recordTransition } from "./record-transition.js";
-import { settleJob } from "./settle-job.js";
+import { answerLostAttempt } from "./answer-lost-attempt.js";
 
 /**
  * Attempts whose host stopped renewing the lease are recorded `lost`; their job goes
@@ -30,48 +29,15 @@ export async function reclaimExpiredLeases(storage: Storage, now: Date): Promise
         .where("lease_expires_at", "<", nowText)
         .executeTakeFirst();
       if (lost.numUpdatedRows === 0n) return;
-      // Locked where rows lock, as in finishAttempt: the status read is the one settled.
-      let jobQuery = trx.selectFrom("jobs").selectAll().where("id", "=", attempt.job_id);
-      if (storage.capabilities.rowLocks) jobQuery = jobQuery.forUpdate();
-      const job = await jobQuery.executeTakeFirstOrThrow();
-      const cancelled = job.status === "cancellation_requested";
-      const exhausted = job.attempts_started >= job.max_attempts;
-      const to = cancelled ? "cancelled" : exhausted ? "failed" : "queued";
-      const reason = `attempt ${attempt.number} lost: host ${attempt.host_id} stopped renewing its lease`;
-      if (to === "queued") {
-        await trx
-          .updateTable("jobs")
-          .set({
-            status: "queued",
-            queued_at: nowText,
-            queue_annotation: `attempt ${attempt.number} lost with host ${attempt.host_id}; retrying`,
-          })
-          .where("id", "=", job.id)
-          .execute();
-        await recordTransition(trx, {
-          jobId: job.id,
-          tenantId: job.tenant_id,
-          repository: job.repository,
-          from: job.status,
-          to,
-          at: now,
-          reason,
-        });
-      } else {
-        await settleJob(trx, {
-          job,
-          to,
-          at: now,
-          failure: {
-            phase: "provision",
-            cause: cancelled ? "cancelled" : "infrastructure",
-            detail: `attempt ${attempt.number} lost with host ${attempt.host_id}`,
-          },
-          attempts: job.attempts_started,
-          usage: null,
-          reason,
-        });
-      }
+      const { job } = await answerLostAttempt(trx, {
+        jobId: attempt.job_id,
+        attempt: attempt.number,
+        rowLocks: storage.capabilities.rowLocks,
+        now,
+        reason: `attempt ${attempt.number} lost: host ${attempt.host_id} stopped renewing its lease`,
+        lossDetail: `attempt ${attempt.number} lost with host ${attempt.host_id}`,
+        queueAnnotation: `attempt ${attempt.number} lost with host ${attempt.host_id}; retrying`,
+      });
       reclaimed.push({ jobId: job.id, attempt: attempt.number });
     });
   }
