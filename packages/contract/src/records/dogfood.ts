@@ -115,7 +115,28 @@ const GateEvidence = OpenItem(
     produced_at: Type.Optional(Timestamp()),
     verification: Type.Optional(
       Type.Object(
-        {},
+        {
+          attested: Type.Optional(Type.Boolean({ description: "True for an attested https reference." })),
+          run_record: Type.Optional(Type.String({ description: "The run record identity verified." })),
+          job: Type.Optional(Type.String({ description: "The job the run record is an attempt of." })),
+          tenant: Type.Optional(Type.String({ description: "The tenant the job or credential belongs to." })),
+          status: Type.Optional(Type.String({ description: "The job's status when verified." })),
+          admitted_by_submission_of: Type.Optional(
+            Type.String({ description: "The job its submission key admitted (itself, or the original of a retry)." }),
+          ),
+          settlements: Type.Optional(
+            Type.Integer({ minimum: 0, description: "How many settlements the ledger holds for the job." }),
+          ),
+          name: Type.Optional(Type.String({ description: "The credential's name." })),
+          issued_at: Type.Optional(Timestamp()),
+          credential_expires_at: Type.Optional(Nullable(Timestamp(), "When the credential expires; null when never.")),
+          repository: Type.Optional(Type.String({ description: "The workflow run's repository (owner/name)." })),
+          run_id: Type.Optional(Type.Integer({ description: "The workflow run's id at the provider." })),
+          workflow: Type.Optional(Nullable(Type.String(), "The workflow's name.")),
+          head_sha: Type.Optional(Type.String({ description: "The commit the workflow run ran on." })),
+          conclusion: Type.Optional(Nullable(Type.String(), "The workflow run's conclusion.")),
+          html_url: Type.Optional(Type.String({ description: "The workflow run's page." })),
+        },
         {
           additionalProperties: true,
           description:
