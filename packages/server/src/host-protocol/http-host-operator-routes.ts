@@ -32,35 +32,15 @@ export function registerHostOperatorRoutes(app: FastifyInstance, deps: AppDeps):
     if (named !== host)
       throw new Refusal("invalid_request", `body.hostId names host ${named}; this credential is ${host}'s`);
   };
+  // Every host-operator message names its host; the check is made once, below, for all of them.
   const perform: Perform = {
-    health: async (host, body) => {
-      sameHost(host, body.hostId);
-      await service.health(host, body);
-    },
-    readiness: async (host, body) => {
-      sameHost(host, body.hostId);
-      await service.readiness(host, body);
-    },
-    claimRecovery: async (host, body) => {
-      sameHost(host, body.hostId);
-      return service.claim(host, body.instance);
-    },
-    planRecovery: async (host, body) => {
-      sameHost(host, body.hostId);
-      await service.plan(host, body);
-    },
-    beginStep: async (host, body) => {
-      sameHost(host, body.hostId);
-      return service.beginStep(host, body);
-    },
-    endStep: async (host, body) => {
-      sameHost(host, body.hostId);
-      await service.endStep(host, body);
-    },
-    finishRecovery: async (host, body) => {
-      sameHost(host, body.hostId);
-      await service.finish(host, body);
-    },
+    health: (host, body) => service.health(host, body),
+    readiness: (host, body) => service.readiness(host, body),
+    claimRecovery: (host, body) => service.claim(host, body.instance),
+    planRecovery: (host, body) => service.plan(host, body),
+    beginStep: (host, body) => service.beginStep(host, body),
+    endStep: (host, body) => service.endStep(host, body),
+    finishRecovery: (host, body) => service.finish(host, body),
   };
   for (const [name, route] of Object.entries(HOST_OPERATOR_ROUTES) as [keyof Routes, Routes[keyof Routes]][]) {
     const run = perform[name] as (hostId: string, body: unknown) => Promise<unknown>;
@@ -72,6 +52,7 @@ export function registerHostOperatorRoutes(app: FastifyInstance, deps: AppDeps):
       handler: async (request, reply) => {
         const host = hosts.get(request);
         if (host === undefined) throw new Error("a host operator route ran without its host authenticated");
+        sameHost(host, (request.body as { hostId: string }).hostId);
         await send(reply, await run(host, request.body));
       },
     });

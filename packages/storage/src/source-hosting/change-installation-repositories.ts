@@ -1,5 +1,6 @@
 import { inTransaction, type StorageOrTransaction } from "../executor.js";
 import { formatTimestamp } from "../timestamps.js";
+import { coverRepository } from "./installations.js";
 
 /**
  * The provider's report that repositories were added to or removed from a claimed installation
@@ -30,16 +31,7 @@ export async function changeInstallationRepositories(
         .execute();
     }
     for (const repository of new Set(input.added)) {
-      await db
-        .insertInto("installation_repositories")
-        .values({ installation_id: id, repository })
-        .onConflict((c) => c.columns(["installation_id", "repository"]).doNothing())
-        .execute();
-      await db
-        .insertInto("repositories")
-        .values({ tenant_id: row.tenant_id, name: repository, onboarded_at: now, onboarded_by: input.by })
-        .onConflict((c) => c.columns(["tenant_id", "name"]).doNothing())
-        .execute();
+      await coverRepository(db, id, row.tenant_id, repository, input.by, now);
     }
     await db.updateTable("app_installations").set({ updated_at: now }).where("installation_id", "=", id).execute();
     return true;

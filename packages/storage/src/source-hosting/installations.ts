@@ -116,14 +116,32 @@ async function replaceRepositories(
   now: string,
 ): Promise<void> {
   await db.deleteFrom("installation_repositories").where("installation_id", "=", installationId).execute();
-  for (const repository of new Set(repositories)) {
-    await db.insertInto("installation_repositories").values({ installation_id: installationId, repository }).execute();
-    await db
-      .insertInto("repositories")
-      .values({ tenant_id: tenantId, name: repository, onboarded_at: now, onboarded_by: by })
-      .onConflict((c) => c.columns(["tenant_id", "name"]).doNothing())
-      .execute();
-  }
+  for (const repository of new Set(repositories))
+    await coverRepository(db, installationId, tenantId, repository, by, now);
+}
+
+/**
+ * The installation covers `repository`, onboarded for its holding tenant (covering or onboarding
+ * twice keeps the first).
+ */
+export async function coverRepository(
+  db: Kysely<Database>,
+  installationId: string,
+  tenantId: string,
+  repository: string,
+  by: string,
+  now: string,
+): Promise<void> {
+  await db
+    .insertInto("installation_repositories")
+    .values({ installation_id: installationId, repository })
+    .onConflict((c) => c.columns(["installation_id", "repository"]).doNothing())
+    .execute();
+  await db
+    .insertInto("repositories")
+    .values({ tenant_id: tenantId, name: repository, onboarded_at: now, onboarded_by: by })
+    .onConflict((c) => c.columns(["tenant_id", "name"]).doNothing())
+    .execute();
 }
 
 /** The tenant's claimed installations, oldest claim first. */
