@@ -11,10 +11,14 @@ import { installErrorBoundary } from "./http/error-boundary.js";
 import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from "./http/framework-errors.js";
 import { installRequestValidators } from "./http/request-validators.js";
 import { installResponseContractCheck } from "./http/response-contract-check.js";
+import { registerCredentialPages } from "./pages/credential-pages.js";
 import { registerGitHubClaim } from "./pages/github-claim.js";
 import { registerJobPages } from "./pages/job-pages.js";
 import { registerOidcSignIn } from "./pages/oidc-sign-in.js";
 import { registerPages } from "./pages/register-pages.js";
+import { registerRepositoryPages } from "./pages/repository-pages.js";
+import { registerTenantPages } from "./pages/tenant-pages.js";
+import { registerUsagePages } from "./pages/usage-pages.js";
 import { registerGitHubWebhooks } from "./source-hosting/webhook-route.js";
 
 /**
@@ -61,6 +65,10 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
   registerPages(app, deps);
   registerOidcSignIn(app, deps);
   registerJobPages(app, deps, handlers);
+  registerRepositoryPages(app, deps, handlers);
+  registerTenantPages(app, deps, handlers);
+  registerCredentialPages(app, deps, handlers);
+  registerUsagePages(app, deps, handlers);
   registerHostProtocolRoutes(app, deps);
   registerGitHubWebhooks(app, deps, handlers);
   registerGitHubClaim(app, deps);

@@ -84,17 +84,18 @@ let counter = 0;
 export async function personWithToken(
   storage: Storage,
   opts: { tenant?: string; role?: Role; now?: Date } = {},
-): Promise<{ tenant: string; userId: string; token: string }> {
+): Promise<{ tenant: string; userId: string; token: string; email: string }> {
   counter += 1;
   const tenant = opts.tenant ?? `t${process.pid}x${counter}`;
   const now = opts.now ?? new Date("2026-11-22T08:00:00.000Z");
   const clock = { now: () => now };
   if (opts.tenant === undefined) await createTenant(storage, { id: tenant, displayName: tenant }, clock.now());
+  const email = `p${counter}@${tenant}.example`;
   const { person } = await addPersonToTenant(
     storage,
     {
       tenantId: tenant,
-      email: `p${counter}@${tenant}.example`,
+      email,
       displayName: `Person ${counter}`,
       role: opts.role ?? "owner",
     },
@@ -106,7 +107,7 @@ export async function personWithToken(
     { tenantId: tenant, personId: person.id, tokenHash: hashToken(token), requestingHost: "test" },
     clock.now(),
   );
-  return { tenant, userId: person.id, token };
+  return { tenant, userId: person.id, token, email };
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });

@@ -4,7 +4,7 @@ import { escapeHtml } from "./html.js";
 
 const STYLE = `*{box-sizing:border-box}body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
 header{display:flex;align-items:center;gap:1.5rem;padding:.6rem 1.5rem;background:#1d1d1f;color:#fff}
-header a{color:#fff;text-decoration:none}header .brand{font-weight:700;font-size:1.1rem}
+header a{color:#fff;text-decoration:none}header nav{display:flex;gap:1rem;flex-wrap:wrap}header .brand{font-weight:700;font-size:1.1rem}
 header .who{margin-left:auto;display:flex;gap:.8rem;align-items:center;font-size:.9rem;color:#ccc}
 header form{margin:0}header button{font:inherit;font-size:.85rem;padding:.2rem .7rem;cursor:pointer}
 main{max-width:72rem;margin:1.5rem auto;padding:0 1.5rem}h1{font-size:1.5rem;margin:.2rem 0 1rem}
@@ -34,7 +34,30 @@ td.timeline,th.timeline{width:40%}.bar{height:.8rem;border-radius:3px;background
 .bar-failed{background:#ff6b6b}.bar-cancelled,.bar-skipped{background:#bbb}.actions{display:flex;gap:.6rem;margin:1rem 0}
 .actions button{font:inherit;padding:.3rem .9rem;cursor:pointer}.status-warm,.status-applied{background:#d1f2d9;color:#135c25}
 .status-cold,.status-not.applied{background:#fff1c2;color:#6b4e00}
+.meter{display:inline-block;vertical-align:middle;width:12rem;height:.7rem;background:#e5e5e5;border-radius:4px;overflow:hidden}
+.meter-fill{display:block;height:100%;background:#6b9bd6}.meter-high{background:#d66b6b}
+form.settings{display:flex;flex-direction:column;gap:.6rem;align-items:flex-start;background:#fff;border:1px solid #e5e5e5;border-radius:6px;padding:.8rem 1rem;margin:0 0 1rem}
+form.settings fieldset{border:1px solid #e5e5e5;display:flex;gap:.8rem;flex-wrap:wrap}form.settings input,form.settings select,form.settings button{font:inherit;padding:.2rem .4rem}
+form.inline{display:inline;margin:0}form.inline button,form.purge button{font:inherit;font-size:.85rem;padding:.1rem .6rem;cursor:pointer}
+form.purge input{font:inherit;width:10rem}input.secret{font-size:.9rem;padding:.3rem;background:#fffbe6;border:1px solid #e0c060}
+figure.chart{margin:.5rem 0 1rem;background:#fff;border:1px solid #e5e5e5;border-radius:6px;padding:.6rem;overflow-x:auto}
+figure.chart figcaption{font-size:.8rem;color:#555}figure.chart rect{fill:#6b9bd6}figure.chart text{font-size:12px;fill:#333}
+#advisories li{margin:.4rem 0 .8rem}
 ${ANSI_STYLE}`;
+
+/** The dashboard's sections, each a page of its own. */
+const NAVIGATION = [
+  ["/jobs", "Jobs"],
+  ["/repositories", "Repositories"],
+  ["/usage", "Usage"],
+  ["/credentials", "Credentials"],
+  ["/cli-tokens", "CLI tokens"],
+  ["/settings", "Settings"],
+  ["/audit", "Audit"],
+  ["/onboarding", "Onboarding"],
+]
+  .map(([href, label]) => `<a href="${href}">${label}</a>`)
+  .join("");
 
 /** A dashboard page: the navigation, who is signed in (with sign-out), and the body. */
 export function dashboardPage(input: {
@@ -53,7 +76,7 @@ export function dashboardPage(input: {
 <title>${escapeHtml(input.title)} · kiln</title><style>${STYLE}</style>${scripts}</head>
 <body${Object.entries(input.bodyData ?? {})
     .map(([name, value]) => ` data-${escapeHtml(name)}="${escapeHtml(value)}"`)
-    .join("")}><header><a class="brand" href="/">kiln</a><nav><a href="/jobs">Jobs</a></nav>
+    .join("")}><header><a class="brand" href="/">kiln</a><nav>${NAVIGATION}</nav>
 <div class="who"><span id="signed-in-as">${escapeHtml(p.displayName)} · ${escapeHtml(p.role ?? "")} of ${escapeHtml(input.tenantName)}</span>
 <form method="post" action="/auth/sign-out"><button type="submit" id="sign-out">Sign out</button></form></div></header>
 <main><h1>${escapeHtml(input.title)}</h1>${input.body}</main></body></html>`;

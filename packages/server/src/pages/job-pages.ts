@@ -1,13 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { JOB_STATUSES, type ResponseDocumentOf } from "@kiln/contract";
-import { findTenant } from "@kiln/storage";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
 import type { HandlerTable } from "../handlers/handler.js";
 import { Refusal } from "../http/refusal.js";
 import { ansiToHtml, isErrorLine } from "./ansi-log.js";
-import { dashboardPage, formatDuration, formatTime, statusBadge } from "./dashboard-layout.js";
+import { formatDuration, formatTime, statusBadge } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";
 import { JOB_PAGE_SCRIPT } from "./job-page-script.js";
 import {
@@ -22,8 +20,8 @@ import {
   TERMINAL_JOB_STATUSES,
 } from "./job-parts.js";
 import { JOBS_LIST_SCRIPT } from "./jobs-list-script.js";
-import { sendPage, signedIn } from "./page-response.js";
-import { type PageContext, performAsPerson, sendBytesAsPerson } from "./perform-as-person.js";
+import { dashboardPages, formKey, registerFormRoutes } from "./open-page.js";
+import { performAsPerson, sendBytesAsPerson } from "./perform-as-person.js";
 import { performMutationAsPerson } from "./perform-mutation-as-person.js";
 
 export { testsFailedFirst } from "./job-parts.js";
@@ -176,37 +174,7 @@ ${section("artifacts", "Artifacts", renderArtifacts(job.id, artifacts))}</div>`;
  * jobs.artifact_bytes), since over HTTP a session cookie reaches none of those.
  */
 export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: HandlerTable): void {
-  /** The signed-in person's context; a visitor is sent to sign in and come back to `next`. */
-  async function pageContext(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    next = request.url,
-  ): Promise<PageContext | null> {
-    const person = await signedIn(deps, request);
-    if (person === null) {
-      await reply.redirect(`/?next=${encodeURIComponent(next)}`, 303);
-      return null;
-    }
-    return { deps, handlers, person, request, reply };
-  }
-
-  async function tenantName(person: Principal): Promise<string> {
-    return (await findTenant(deps.storage, person.tenantId))?.displayName ?? person.tenantId;
-  }
-
-  async function refused(ctx: PageContext, title: string, error: unknown) {
-    if (!(error instanceof Refusal)) throw error;
-    return sendPage(
-      ctx.reply,
-      error.status,
-      dashboardPage({
-        title,
-        person: ctx.person,
-        tenantName: await tenantName(ctx.person),
-        body: `<p class="notice" id="refusal" data-code="${escapeHtml(error.code)}">${escapeHtml(error.message)}</p><p><a href="/jobs">All jobs</a></p>`,
-      }),
-    );
-  }
+  const pages = dashboardPages(deps, handlers);
 
   const script = (body: string) => async (_request: FastifyRequest, reply: FastifyReply) =>
     reply
@@ -218,30 +186,20 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
   app.get("/assets/jobs-list.js", script(JOBS_LIST_SCRIPT));
 
   app.get("/jobs", async (request, reply) => {
-    const ctx = await pageContext(request, reply);
+    const ctx = await pages.open(request, reply);
     if (ctx === null) return reply;
     const query = listQuery(request.query as Record<string, unknown>);
     let page: ResponseDocumentOf<"jobs.list">;
     try {
       page = await performAsPerson(ctx, "jobs.list", { query: { ...query, limit: JOBS_PER_PAGE } });
     } catch (error) {
-      return refused(ctx, "Jobs", error);
+      return pages.refused(ctx, "Jobs", error);
     }
-    return sendPage(
-      reply,
-      200,
-      dashboardPage({
-        title: "Jobs",
-        person: ctx.person,
-        tenantName: await tenantName(ctx.person),
-        body: renderList(page, query),
-        scripts: ["/assets/jobs-list.js"],
-      }),
-    );
+    return pages.send(ctx, 200, { title: "Jobs", body: renderList(page, query), scripts: ["/assets/jobs-list.js"] });
   });
 
   app.get("/jobs/:id", async (request, reply) => {
-    const ctx = await pageContext(request, reply);
+    const ctx = await pages.open(request, reply);
     if (ctx === null) return reply;
     const id = (request.params as { id: string }).id;
     const raw = (request.query as { log_cursor?: unknown }).log_cursor;
@@ -268,25 +226,19 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
         query: { limit: LOG_RECORDS_PER_PAGE, ...(logCursor === undefined ? {} : { cursor: logCursor }) },
       });
       const maySubmit = ctx.person.scopes.includes("submit");
-      return sendPage(
-        reply,
-        200,
-        dashboardPage({
-          title: job.description,
-          person: ctx.person,
-          tenantName: await tenantName(ctx.person),
-          body: `${renderJobParts(job, evidence, artifacts, log, maySubmit)}${renderLog(job, log, logCursor)}`,
-          bodyData: { job: job.id, terminal: String(TERMINAL_JOB_STATUSES.has(job.status)) },
-          scripts: ["/assets/job-page.js"],
-        }),
-      );
+      return pages.send(ctx, 200, {
+        title: job.description,
+        body: `${renderJobParts(job, evidence, artifacts, log, maySubmit)}${renderLog(job, log, logCursor)}`,
+        bodyData: { job: job.id, terminal: String(TERMINAL_JOB_STATUSES.has(job.status)) },
+        scripts: ["/assets/job-page.js"],
+      });
     } catch (error) {
-      return refused(ctx, "Job", error);
+      return pages.refused(ctx, "Job", error);
     }
   });
 
   app.get("/jobs/:id/artifacts/:attempt/:index", async (request, reply) => {
-    const ctx = await pageContext(request, reply);
+    const ctx = await pages.open(request, reply);
     if (ctx === null) return reply;
     const params = request.params as { id: string; attempt: string; index: string };
     try {
@@ -295,32 +247,28 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
       });
       return reply;
     } catch (error) {
-      return refused(ctx, "Artifact", error);
+      return pages.refused(ctx, "Artifact", error);
     }
   });
 
-  // The cancel and retry buttons are HTML forms: they post a urlencoded body holding the form's
-  // idempotency key, which only these routes (and sign-out) parse.
-  void app.register(async (scope) => {
-    scope.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string" }, (_request, body, done) =>
-      done(null, Object.fromEntries(new URLSearchParams(String(body)))),
-    );
+  // The cancel and retry buttons are HTML forms posting the form's idempotency key.
+  registerFormRoutes(app, (scope) => {
     scope.post("/jobs/:id/cancel", async (request, reply) => {
       const id = (request.params as { id: string }).id;
       // Signed out meanwhile: back to the job's page after signing in, not to this form's target.
-      const ctx = await pageContext(request, reply, `/jobs/${encodeURIComponent(id)}`);
+      const ctx = await pages.open(request, reply, `/jobs/${encodeURIComponent(id)}`);
       if (ctx === null) return reply;
       try {
         await performMutationAsPerson(ctx, "jobs.cancel", { params: { id }, idempotencyKey: formKey(request) });
         return reply.redirect(`/jobs/${encodeURIComponent(id)}`, 303);
       } catch (error) {
-        return refused(ctx, "Cancel job", error);
+        return pages.refused(ctx, "Cancel job", error);
       }
     });
     scope.post("/jobs/:id/retry", async (request, reply) => {
       const id = (request.params as { id: string }).id;
       // Signed out meanwhile: back to the job's page after signing in, not to this form's target.
-      const ctx = await pageContext(request, reply, `/jobs/${encodeURIComponent(id)}`);
+      const ctx = await pages.open(request, reply, `/jobs/${encodeURIComponent(id)}`);
       if (ctx === null) return reply;
       try {
         const receipt = await performMutationAsPerson(ctx, "jobs.retry", {
@@ -329,13 +277,8 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
         });
         return reply.redirect(`/jobs/${encodeURIComponent(receipt.retry)}`, 303);
       } catch (error) {
-        return refused(ctx, "Retry job", error);
+        return pages.refused(ctx, "Retry job", error);
       }
     });
   });
-}
-
-function formKey(request: FastifyRequest): unknown {
-  const body = request.body as Record<string, unknown> | undefined;
-  return body?.idempotency_key;
 }

@@ -15,12 +15,16 @@ import type { Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
 import { type BoundHandler, boundHandlerOf, type HandlerTable, REPLY_SENT } from "../handlers/handler.js";
 import { refuse } from "../http/refusal.js";
+import { unrepresentableValue } from "../http/request-validators.js";
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 /** As the router validates path and query strings: converted to the schema's types, defaults filled in. */
 const ajv = addFormats(new Ajv({ coerceTypes: "array", useDefaults: true, removeAdditional: false, strict: false }));
 const validators = new Map<object, ValidateFunction>();
+/** As the router validates a JSON body: its types as sent, never converted (request-validators.ts). */
+const jsonAjv = addFormats(new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, strict: false }));
+const bodyValidators = new Map<object, ValidateFunction>();
 
 /** Validates a path or query part against the operation's schema, converted and defaulted as the router does. */
 export function validate(
@@ -43,6 +47,26 @@ export function validate(
     );
   }
   return copy;
+}
+
+/**
+ * Validates a page's JSON body against the operation's body schema as the router does: no
+ * conversion, and no value nothing may carry (a NUL in text, a number past 2^53).
+ */
+export function validateBody(op: Operation, body: unknown): unknown {
+  const part = op.request.body;
+  if (part === undefined) return undefined;
+  if (part.encoding !== "json") throw new Error(`${op.id} takes bytes; a page sends it no body`);
+  let check = bodyValidators.get(part.schema);
+  if (check === undefined) {
+    check = jsonAjv.compile(part.schema);
+    bodyValidators.set(part.schema, check);
+  }
+  const error = check(body) ? unrepresentableValue(body) : check.errors?.[0];
+  if (error !== null && error !== undefined) {
+    refuse("invalid_request", `body${error.instancePath.replaceAll("/", ".")} ${error.message ?? "is invalid"}`);
+  }
+  return body;
 }
 
 /**
@@ -78,7 +102,7 @@ export interface PageContext {
 export async function callAsPerson(
   ctx: PageContext,
   op: Operation,
-  input: { params?: Record<string, unknown>; query?: Record<string, unknown> },
+  input: { params?: Record<string, unknown>; query?: Record<string, unknown>; body?: unknown },
   db: Db,
   idempotencyKey: string | null,
   afterCommit: (effect: () => void) => void,
@@ -93,7 +117,7 @@ export async function callAsPerson(
     idempotencyKey,
     params: validate(op.request.params, input.params ?? {}, "params"),
     query: validate(op.request.query, input.query ?? {}, "query"),
-    body: undefined,
+    body: validateBody(op, input.body),
     db,
     now,
     clock: { now: () => new Date(now) },

@@ -1,4 +1,4 @@
-import { type OperationId, operationById, type ParamsOf, type ResponseDocumentOf } from "@kiln/contract";
+import { type BodyOf, type OperationId, operationById, type ParamsOf, type ResponseDocumentOf } from "@kiln/contract";
 import { refuseCrossSite } from "../http/enforce-security.js";
 import { performKeyed } from "../http/perform-keyed.js";
 import { Refusal, type RefusalDocument } from "../http/refusal.js";
@@ -8,7 +8,7 @@ import { callAsPerson, type PageContext } from "./perform-as-person.js";
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
 
 /**
- * Performs a keyed tenant mutation (jobs.cancel, jobs.retry) from a dashboard form, in-process
+ * Performs a keyed tenant mutation (jobs.cancel, credentials.create, …) from a dashboard form, in-process
  * as the signed-in person. Over HTTP a session cookie reaches only the session-only operations,
  * jobs.logs, jobs.logs_stream and usage.export (spec, Authentication), so the dashboard performs
  * every other operation this way — through the same pieces the API route uses, not a copy:
@@ -19,7 +19,7 @@ const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
 export async function performMutationAsPerson<Id extends OperationId>(
   ctx: PageContext,
   id: Id,
-  input: { params: ParamsOf<Id>; idempotencyKey: unknown },
+  input: { params: ParamsOf<Id>; body?: BodyOf<Id>; idempotencyKey: unknown },
 ): Promise<ResponseDocumentOf<Id>> {
   const op = operationById(id);
   if (op.method !== "POST" || !op.keyed || op.response.encoding !== "json" || op.security.kind !== "tenant") {
@@ -31,6 +31,7 @@ export async function performMutationAsPerson<Id extends OperationId>(
     throw new Refusal("idempotency_key_required", "the form carries no idempotency key; reload the page");
   }
   const params = input.params as Record<string, unknown>;
+  const body = input.body as unknown;
   const committed: (() => void)[] = [];
   const outcome = await performKeyed(
     ctx.deps.storage,
@@ -38,12 +39,12 @@ export async function performMutationAsPerson<Id extends OperationId>(
       tenantId: ctx.person.tenantId,
       key,
       operation: op.id,
-      request: { params, query: {}, body: undefined },
+      request: { params, query: {}, body },
       now: ctx.deps.clock.now(),
       shownOnce: op.shownOnce ?? [],
     },
     async (db) => {
-      const result = await callAsPerson(ctx, op, { params }, db, key, (effect) => committed.push(effect));
+      const result = await callAsPerson(ctx, op, { params, body }, db, key, (effect) => committed.push(effect));
       return { status: 200, body: JSON.stringify(result) };
     },
   );
