@@ -15,6 +15,7 @@ import { registerCredentialPages } from "./pages/credential-pages.js";
 import { registerGitHubClaim } from "./pages/github-claim.js";
 import { registerJobPages } from "./pages/job-pages.js";
 import { registerOidcSignIn } from "./pages/oidc-sign-in.js";
+import { registerOperatorPages } from "./pages/operator-pages.js";
 import { registerPages } from "./pages/register-pages.js";
 import { registerRepositoryPages } from "./pages/repository-pages.js";
 import { registerTenantPages } from "./pages/tenant-pages.js";
@@ -65,6 +66,7 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
   registerPages(app, deps);
   registerOidcSignIn(app, deps);
   registerJobPages(app, deps, handlers);
+  registerOperatorPages(app, deps, handlers);
   registerRepositoryPages(app, deps, handlers);
   registerTenantPages(app, deps, handlers);
   registerCredentialPages(app, deps, handlers);
