@@ -21,7 +21,7 @@
 // Prints time, peak RSS and growth per mode; the export holds one page at a time, so its growth
 // should stay bounded by a page while the baseline's grows with the records.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -134,6 +134,7 @@ if (MODE === "setup") {
     throw new Error(`export totals ${results.export.vcpuSeconds} ≠ report ${results.report.vcpuSeconds}`);
   }
   if (JSON_OUT !== null) writeFileSync(JSON_OUT, JSON.stringify({ records: RECORDS, limit: LIMIT, results }, null, 2));
+  rmSync(dataDir, { recursive: true, force: true });
 } else {
   const dataDir = process.env.BENCH_DATA_DIR;
   const storage = await openStorage({ dataDir, databaseUrl: process.env.KILN_DATABASE_URL });
@@ -158,7 +159,13 @@ if (MODE === "setup") {
       headers: { authorization: `Bearer ${process.env.BENCH_TOKEN}` },
     });
     if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body}`);
-    return res.json();
+    const body = res.json();
+    // Let the event loop turn once, as it does between requests on a real connection. inject()'s
+    // socket finishes each write in a setImmediate that still holds the response's payload; on
+    // SQLite every statement completes in microtasks, so a loop of injects that never yields
+    // never reaches the check phase and keeps every page's payload (0.27 MiB a page) alive.
+    await new Promise((resolve) => setImmediate(resolve));
+    return body;
   };
   // Warm the request path once (route compilation, first statements) outside the measurement.
   await get("/api/usage/export?period=2026-10&limit=1");

@@ -21,7 +21,7 @@
 import { readdir } from "node:fs/promises";
 import { request } from "node:http";
 import { join } from "node:path";
-import { onboardRepository } from "@kiln/storage";
+import { LocalBlobStore, onboardRepository } from "@kiln/storage";
 import { personWithToken, type TestApp, testApp } from "../test/harness.js";
 import { listen } from "../test/job-fixtures.js";
 import { type Archive, archiveOf, Sources, sha256 } from "../test/source-archives.js";
@@ -215,6 +215,8 @@ async function trialOn(t: TestApp, dialect: string, random: SeededRandom, tally:
   }
 
   // ---- no blob that is no part of any archive (a cut or corrupt body stored under its digest).
+  // The stray-blob sweep lists the local store's shard directories (the trial's default store).
+  if (!(t.deps.blobs instanceof LocalBlobStore)) throw new Error("the upload trial inspects a local blob store");
   const root = t.deps.blobs.root;
   for (const shard of await readdir(root).catch(() => [] as string[])) {
     for (const name of await readdir(join(root, shard)).catch(() => [] as string[])) {

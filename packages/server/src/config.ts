@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { cratesIoIndexOf } from "@kiln/host";
+import { parseS3BlobUrl, type S3BlobLocation } from "@kiln/storage";
 import type { OidcSettings } from "./auth/oidc-client.js";
 
 /** The harness contract of DESIGN.md §7: KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL. */
@@ -31,6 +32,12 @@ export interface ServerConfig {
   readonly dogfoodTenant: string | undefined;
   /** KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS (default 300; 0 off): how often the trial's ledger audit runs. */
   readonly dogfoodAuditIntervalSeconds: number;
+  /**
+   * KILN_BLOB_URL (`s3://bucket/prefix?endpoint=…&region=…&force_path_style=true`): blobs in
+   * S3-compatible object storage, credentials from the AWS SDK chain; undefined keeps them as
+   * files under KILN_DATA_DIR/blobs (the embedded default).
+   */
+  readonly blobLocation: S3BlobLocation | undefined;
 }
 
 /** A whole number of seconds from the environment: `fallback` when unset, 0 for off. */
@@ -96,5 +103,6 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     anomalyIntervalSeconds: secondsFromEnv(env, "KILN_ANOMALY_INTERVAL_SECONDS", 300),
     dogfoodTenant: env.KILN_DOGFOOD_TENANT?.trim() || undefined,
     dogfoodAuditIntervalSeconds: secondsFromEnv(env, "KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS", 300),
+    blobLocation: env.KILN_BLOB_URL?.trim() ? parseS3BlobUrl(env.KILN_BLOB_URL.trim()) : undefined,
   };
 }

@@ -1,5 +1,5 @@
 import type { Clock } from "@kiln/contract";
-import type { LocalBlobStore, Storage } from "@kiln/storage";
+import type { BlobStore, Storage } from "@kiln/storage";
 import type { LastUsedRecorder } from "./auth/last-used-recorder.js";
 import type { OidcSettings } from "./auth/oidc-client.js";
 import type { CanarySettings } from "./platform/canaries/canary-settings.js";
@@ -10,7 +10,7 @@ import type { GitHubApp } from "./source-hosting/github-app.js";
 export interface AppDeps {
   readonly storage: Storage;
   /** Source, output and artifact bytes, addressed by SHA-256. */
-  readonly blobs: LocalBlobStore;
+  readonly blobs: BlobStore;
   /**
    * The platform's wall-clock ceiling for jobs, in seconds (default 3600, also the
    * maximum). The repository setting that lowers it arrives with repository settings.

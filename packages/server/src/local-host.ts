@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { Clock, Logger, LoopFailure } from "@kiln/contract";
 import { DEFAULT_CRATES_IO_INDEX, type Executor, type HostEvent, startMachineHost } from "@kiln/host";
-import type { LocalBlobStore, Storage } from "@kiln/storage";
+import type { BlobStore, Storage } from "@kiln/storage";
 import { inProcessHostProtocol } from "./host-protocol/in-process-host-protocol.js";
 import { HostService, type HostServiceEvent } from "./hosts/host-service.js";
 import { jobActivity } from "./jobs/job-activity.js";
@@ -50,7 +50,7 @@ export type LocalHostEvent = HostEvent | HostServiceEvent | LoopFailure;
 export async function startLocalHost(
   deps: {
     storage: Storage;
-    blobs: LocalBlobStore;
+    blobs: BlobStore;
     clock: Clock;
     log: Logger;
     storageQuotaBytes?: number;

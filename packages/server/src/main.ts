@@ -2,7 +2,7 @@
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { systemClock } from "@kiln/contract";
-import { LocalBlobStore, openStorage } from "@kiln/storage";
+import { LocalBlobStore, openStorage, S3BlobStore } from "@kiln/storage";
 import { Command } from "commander";
 import { pino } from "pino";
 import { adminCommand } from "./admin/admin-commands.js";
@@ -50,7 +50,12 @@ program
     const port = await resolvePort(config);
     const publicOrigin = config.publicOrigin ?? `http://${config.host}:${port}`;
     const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
-    const blobs = new LocalBlobStore(join(config.dataDir, "blobs"));
+    // KILN_BLOB_URL puts blobs in S3-compatible object storage (several servers share them);
+    // without it they stay files under the data directory.
+    const blobs =
+      config.blobLocation === undefined
+        ? new LocalBlobStore(join(config.dataDir, "blobs"))
+        : S3BlobStore.at(config.blobLocation);
     // Background work (the local host, the lease reaper, the upload sweeper) logs here.
     const log = pino({ level: process.env.KILN_LOG_LEVEL ?? "info" });
     const secrets = new SecretBox(masterKey(config.dataDir));
@@ -81,6 +86,9 @@ program
         host = await startLocalHost(
           { storage, blobs, clock: systemClock, log, secrets },
           {
+            // Several kiln-servers on one database each run a local host: KILN_LOCAL_HOST_ID names
+            // each one's (default "local"), since a host's id is who holds its leases.
+            ...(process.env.KILN_LOCAL_HOST_ID ? { hostId: process.env.KILN_LOCAL_HOST_ID } : {}),
             workRoot: join(config.dataDir, "attempts"),
             crateCache: { root: join(config.dataDir, "crates"), cratesIoIndex: config.cratesIoIndex },
           },

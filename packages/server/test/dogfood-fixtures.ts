@@ -1,14 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import type { AttemptReport, JobAdmission } from "@kiln/contract";
-import {
-  createAgentCredential,
-  createTenant,
-  insertJob,
-  type LocalBlobStore,
-  newJobId,
-  type Storage,
-} from "@kiln/storage";
+import { createAgentCredential, createTenant, insertJob, newJobId, type Storage } from "@kiln/storage";
 import type { LightMyRequestResponse } from "fastify";
 import type { AppDeps } from "../src/deps.js";
 import { runDogfoodLedgerAudit } from "../src/dogfood/ledger-audit.js";
@@ -102,7 +95,7 @@ export async function dogfoodTestApp(storage: Storage, overrides: Partial<AppDep
     const lease = await claimJob(storage, id, t.clock.now());
     t.clock.advance(input.seconds ?? 60);
     const now = t.clock.now();
-    await finishJob(storage, t.deps.blobs as LocalBlobStore, lease, {
+    await finishJob(storage, t.deps.blobs, lease, {
       now,
       outcome: input.outcome ?? "passed",
       report: (input.report ?? hostReport)(lease, now),

@@ -12,10 +12,11 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { silentLogger, systemClock } from "@kiln/contract";
 import { createSandboxExecutor, type Executor } from "@kiln/host";
-import { type LocalBlobStore, onboardRepository, type Storage } from "@kiln/storage";
+import { type BlobStore, onboardRepository, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
+import type { AppDeps } from "../src/deps.js";
 import { type LocalHostEvent, startLocalHost } from "../src/local-host.js";
 import { SecretBox } from "../src/secrets/secret-box.js";
 import { type SourceFile, sorted } from "./crates.js";
@@ -189,7 +190,7 @@ export async function explainJob(jobs: Jobs, id: string): Promise<string> {
 /** The embedded default (SQLite, local host on a real sandbox executor) as run-jobs.test.ts builds it. */
 export interface Embedded {
   storage: Storage;
-  blobs: LocalBlobStore;
+  blobs: BlobStore;
   app: FastifyInstance;
   jobs: Jobs;
   token: string;
@@ -202,6 +203,8 @@ export interface Embedded {
   secrets: SecretBox;
   /** Every failure and attempt end the embedded host reported, in order. */
   events: LocalHostEvent[];
+  /** Starts the embedded host when startEmbedded was asked to hold it (no-op otherwise). */
+  startHost(): Promise<void>;
   /** Another app on the same storage and host (e.g. another platform wall-clock ceiling). */
   extraApp(options: { wallClockSeconds?: number }): Promise<Jobs>;
   close(): Promise<void>;
@@ -217,10 +220,18 @@ export async function startEmbedded(
     cratesIoIndex?: string;
     /** Seals and opens registry credentials (default: a fresh box under a random key), as main.ts wires its master key. */
     secrets?: SecretBox;
+    /** The origin browsers reach the app at (default `http://kiln.test`, which no browser reaches). */
+    publicOrigin?: string;
+    /** OpenID Connect sign-in for the dashboard (default: none). */
+    oidc?: AppDeps["oidc"];
+    /** Leave the host stopped until `startHost()`, so a test sees its jobs queued first. */
+    holdHost?: boolean;
+    /** The blob store app and host share (default: local files in a fresh directory). */
+    blobs?: BlobStore;
   } = {},
 ): Promise<Embedded> {
   const storage = await openSqliteForTest();
-  const blobs = testBlobs();
+  const blobs = options.blobs ?? testBlobs();
   const ownWorkRoot = options.workRoot === undefined;
   const workRoot = options.workRoot ?? mkdtempSync(join(tmpdir(), "kiln-e2e-attempts-"));
   // Warm lineages in a directory of this test's own (the default, beside the work root, would be the shared tmpdir).
@@ -237,8 +248,9 @@ export async function startEmbedded(
       blobs,
       clock: systemClock,
       version: "test",
-      publicOrigin: "http://kiln.test",
+      publicOrigin: options.publicOrigin ?? "http://kiln.test",
       secrets,
+      ...(options.oidc === undefined ? {} : { oidc: options.oidc }),
       checkResponses: true,
       wakeScheduler: () => wake(),
       ...(wallClockSeconds === undefined ? {} : { wallClockSeconds }),
@@ -249,20 +261,25 @@ export async function startEmbedded(
     return app;
   };
   const app = await makeApp(options.wallClockSeconds);
-  const host = await startLocalHost(
-    { storage, blobs, clock: systemClock, log: silentLogger, secrets, ...quota },
-    {
-      workRoot,
-      lineageRoot,
-      executor: options.executor ?? createSandboxExecutor(),
-      crateCache: {
-        root: crateRoot,
-        cratesIoIndex: options.cratesIoIndex ?? "sparse+http://127.0.0.1:9/index/",
+  let host: Awaited<ReturnType<typeof startLocalHost>> | undefined;
+  const startHost = async () => {
+    if (host !== undefined) return;
+    host = await startLocalHost(
+      { storage, blobs, clock: systemClock, log: silentLogger, secrets, ...quota },
+      {
+        workRoot,
+        lineageRoot,
+        executor: options.executor ?? createSandboxExecutor(),
+        crateCache: {
+          root: crateRoot,
+          cratesIoIndex: options.cratesIoIndex ?? "sparse+http://127.0.0.1:9/index/",
+        },
+        onEvent: (event) => events.push(event),
       },
-      onEvent: (event) => events.push(event),
-    },
-  );
-  wake = host.wake;
+    );
+    wake = host.wake;
+  };
+  if (options.holdHost !== true) await startHost();
   const member = await personWithToken(storage, { role: "member", now: new Date() });
   await onboardRepository(storage, { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" }, new Date());
   return {
@@ -277,9 +294,10 @@ export async function startEmbedded(
     crateRoot,
     secrets,
     events,
+    startHost,
     extraApp: async ({ wallClockSeconds }) => new Jobs(injectApi(await makeApp(wallClockSeconds), member.token)),
     close: async () => {
-      await host.stop();
+      await host?.stop();
       for (const a of apps) await a.close();
       await storage.close();
       if (ownWorkRoot) rmSync(workRoot, { recursive: true, force: true });

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { cgroupDirectoriesNamed } from "@kiln/host/testing";
-import { onboardRepository, openStorage, type Storage } from "@kiln/storage";
+import { onboardRepository, openStorage, type Storage, writeTenantControls } from "@kiln/storage";
 import {
   crate,
   type Doc,
@@ -67,6 +67,15 @@ describe("the server process (and its local host) killed mid-attempt, end to end
     const member = await personWithToken(storage, { role: "member", now: new Date() });
     token = member.token;
     await onboardRepository(storage, { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" }, new Date());
+    // A rate card, so that "not charged" is checked in cents as well as vCPU-seconds.
+    const priced = await writeTenantControls(storage, {
+      tenantId: member.tenant,
+      expectedVersion: 0,
+      changes: { rateCard: { cents_per_vcpu_second: 0.37, cents_per_gib_month: 0 } },
+      changedBy: "test",
+      now: new Date(),
+    });
+    assert.equal(priced.kind, "written");
   });
   after(async () => {
     await stopServerProcess(first, "SIGKILL");
@@ -170,6 +179,74 @@ describe("the server process (and its local host) killed mid-attempt, end to end
       ],
     );
     assert.deepEqual(await processesCarrying(marker), []);
+  });
+
+  it("the attempt killed with its host is not charged: usage and its export show it credited, their totals equal", async () => {
+    assert.ok(lostJob !== undefined && second !== undefined, "the job ran and a second server settled it");
+    const jobs2 = new Jobs(fetchApi(second.url, token));
+    const evidence = await jobs2.evidence(lostJob);
+    const lostAttempt = (evidence.attempts.attempts as Doc[]).find((a) => a.attempt === 1);
+    const period = String(lostAttempt?.started_at ?? "").slice(0, 7);
+    assert.match(period, /^\d{4}-\d{2}$/, JSON.stringify(evidence.attempts));
+
+    const reportResponse = await jobs2.api("GET", `/api/usage?period=${period}`);
+    assert.equal(reportResponse.status, 200, reportResponse.body);
+    const report = reportResponse.json() as Doc;
+    const pages: Doc[] = [];
+    let url = `/api/usage/export?period=${period}&limit=1`;
+    for (;;) {
+      const page = await jobs2.api("GET", url);
+      assert.equal(page.status, 200, page.body);
+      pages.push(page.json());
+      const next = pages.at(-1).next_cursor;
+      if (next === null) break;
+      url = `/api/usage/export?cursor=${next}&limit=1`;
+    }
+    const records = pages.flatMap((p) => p.records as Doc[]);
+    const adjustments = pages.flatMap((p) => p.adjustments as Doc[]);
+    const uploads = pages.flatMap((p) => p.uploads as Doc[]);
+    const storageRecords = pages.flatMap((p) => p.storage as Doc[]);
+
+    // Both attempts are metered; the killed one is offset in full by an infrastructure adjustment.
+    assert.deepEqual(
+      records.map((r) => [r.job, r.attempt, r.outcome]),
+      [
+        [lostJob, 1, "lost"],
+        [lostJob, 2, "passed"],
+      ],
+    );
+    const [killed, rerun] = records;
+    assert.ok(killed.vcpu_seconds > 0, `the killed attempt ran: ${JSON.stringify(killed)}`);
+    assert.equal(killed.amount_cents, Math.floor(Math.round(killed.vcpu_seconds * 0.37 * 1e6) / 1e6 + 0.5));
+    assert.deepEqual(
+      adjustments.map((a) => [a.kind, a.job, a.attempt, a.vcpu_seconds, a.amount_cents]),
+      [["infrastructure", lostJob, 1, -killed.vcpu_seconds, -killed.amount_cents]],
+    );
+    assert.match(adjustments[0].reason, /attempt 1 lost with its host: not charged/);
+
+    // What is charged is the re-run alone (its closed usage, as the job's evidence reports it).
+    assert.equal(rerun.vcpu_seconds, evidence.usage.vcpu_seconds);
+    assert.equal(report.totals.vcpu_seconds, rerun.vcpu_seconds);
+    assert.equal(report.totals.adjustment_vcpu_seconds, -killed.vcpu_seconds);
+    assert.equal(report.totals.adjustment_amount_cents, -killed.amount_cents);
+    assert.equal(report.totals.attempts, 2);
+    assert.equal(report.totals.jobs, 1);
+
+    // The export's totals are the report's, and its items sum to them to the vCPU-second and cent.
+    assert.deepEqual(pages[0].totals, report.totals);
+    const sum = (xs: Doc[], member: string) => xs.reduce((n, x) => n + (x[member] ?? 0), 0);
+    assert.equal(sum(records, "vcpu_seconds") + sum(adjustments, "vcpu_seconds"), report.totals.vcpu_seconds);
+    assert.equal(
+      sum(records, "amount_cents") +
+        sum(adjustments, "amount_cents") +
+        sum(uploads, "amount_cents") +
+        sum(storageRecords, "amount_cents"),
+      report.totals.amount_cents,
+    );
+    assert.equal(
+      report.totals.amount_cents,
+      rerun.amount_cents + sum(uploads, "amount_cents") + sum(storageRecords, "amount_cents"),
+    );
   });
 
   it("the lost attempt's directory and cgroups do not outlive it once a host runs again", async () => {

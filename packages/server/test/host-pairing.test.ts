@@ -14,7 +14,7 @@ import { afterEach, beforeEach, describe, it } from "node:test";
 import { type AttemptResult, ManualClock, type SourceEntry, silentLogger } from "@kiln/contract";
 import { cargoOutputObserver, HostAgent, type HostProtocol } from "@kiln/host";
 import { InMemoryExecutor } from "@kiln/host/testing";
-import { createTenant, type LocalBlobStore, readJob, requestCancellation, type Storage } from "@kiln/storage";
+import { type BlobStore, createTenant, readJob, requestCancellation, type Storage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
 import { HostService } from "../src/hosts/host-service.js";
@@ -33,7 +33,7 @@ interface Faults {
 
 interface Pairing {
   storage: Storage;
-  blobs: LocalBlobStore;
+  blobs: BlobStore;
   clock: ManualClock;
   service: HostService;
   executor: InMemoryExecutor;

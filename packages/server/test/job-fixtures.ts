@@ -4,6 +4,7 @@ import { type ClientRequest, get, type IncomingMessage } from "node:http";
 import { type AttemptReport, type JobAdmission, operationById, type SourceEntry } from "@kiln/contract";
 import {
   appendLogRecords,
+  type BlobStore,
   claimNextJob,
   finishAttempt,
   insertJob,
@@ -31,6 +32,7 @@ export interface JobsTestApp {
   app: FastifyInstance;
   storage: Storage;
   clock: TestClock;
+  /** The test app's own local store (testBlobs), its files inspectable by a test. */
   blobs: LocalBlobStore;
   /** Event-stream handlers of `operation` still running (a stream ends its handler when it closes). */
   openStreams(operation: string): number;
@@ -234,7 +236,7 @@ export function hostReport(lease: AttemptLease, now: Date): AttemptReport {
 /** Finishes the leased attempt as a host reports it: output and artifact bytes go to the blob store first. */
 export async function finishJob(
   storage: Storage,
-  blobs: LocalBlobStore,
+  blobs: BlobStore,
   lease: AttemptLease,
   input: {
     now: Date;

@@ -7,7 +7,16 @@ export type { AppendAuditEntryInput, AuditEntry, AuditPage } from "./audit/audit
 export { operatorAuditEntryExists } from "./audit/find-operator-audit-entry.js";
 export { listAuditEntries } from "./audit/list-audit-entries.js";
 export { listOperatorAuditEntries } from "./audit/list-operator-audit-entries.js";
+export {
+  BlobNotFoundError,
+  type BlobReadStream,
+  type BlobStore,
+  isBlobNotFound,
+  type StoredBlob,
+} from "./blobs/blob-store.js";
 export { LocalBlobStore } from "./blobs/local-blob-store.js";
+export { S3BlobStore, type S3BlobStoreOptions } from "./blobs/s3-blob-store.js";
+export { parseS3BlobUrl, type S3BlobLocation } from "./blobs/s3-blob-url.js";
 export type { CanaryRecord } from "./canaries/canary-record.js";
 export { findCanaryByJob } from "./canaries/find-canary-by-job.js";
 export { listCanaryOutcomes } from "./canaries/list-canary-outcomes.js";
@@ -310,6 +319,7 @@ export {
 export { listTenantAnomalies } from "./tenant-anomalies/list-tenant-anomalies.js";
 export { raiseTenantAnomaly } from "./tenant-anomalies/raise-tenant-anomaly.js";
 export type { TenantAnomalyRecord } from "./tenant-anomalies/tenant-anomaly-record.js";
+export { annotateQueuedJob } from "./tenant-policy/annotate-queued-job.js";
 export {
   annotateTenantQueue,
   refreshTenantQueueAnnotation,
@@ -356,5 +366,6 @@ export { listStorageByteHours, type StorageByteHoursRow } from "./usage/list-sto
 export { listUnplacedCancellations, type UnplacedCancellationRow } from "./usage/list-unplaced-cancellations.js";
 export { listUploadedBytes, type UploadedBytesRow } from "./usage/list-uploaded-bytes.js";
 export { listUsageCredits, type UsageCreditRow } from "./usage/list-usage-credits.js";
+export { recordInlineSourceBytes } from "./usage/record-inline-source-bytes.js";
 export { sampleLineageStorage } from "./usage/sample-lineage-storage.js";
 export { sumUploadedBytes } from "./usage/sum-uploaded-bytes.js";

@@ -38,6 +38,7 @@ export interface Database {
   tenant_settings: TenantSettingsTable;
   tenant_controls: TenantControlsTable;
   usage_credits: UsageCreditsTable;
+  inline_source_bytes: InlineSourceBytesTable;
   lineage_storage_samples: LineageStorageSamplesTable;
   host_enrollment_tokens: HostEnrollmentTokensTable;
   host_credentials: HostCredentialsTable;
@@ -795,6 +796,19 @@ export interface HostRecoveryStepsTable {
 }
 
 /** An operator's credit to a tenant's usage (migration 0019). */
+/**
+ * The source bytes a job submitted inline (schema_version 1) carried (migration 0022): counted
+ * toward the tenant's bandwidth and usage's bytes uploaded like an uploaded part's.
+ */
+export interface InlineSourceBytesTable {
+  job_id: string;
+  tenant_id: string;
+  repository: string;
+  submitted_by: string;
+  bytes: number;
+  received_at: string;
+}
+
 export interface UsageCreditsTable {
   id: string;
   tenant_id: string;

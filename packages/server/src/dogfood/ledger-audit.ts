@@ -1,8 +1,8 @@
 import { type Clock, type Logger, type LoopFailure, type PeriodicLoop, startPeriodicLoop } from "@kiln/contract";
 import {
   appendOperatorAuditEntry,
+  type BlobStore,
   type DogfoodIncidentRow,
-  type LocalBlobStore,
   listDogfoodMaintenance,
   listTrialProbeReservations,
   recordDogfoodIncident,
@@ -23,7 +23,7 @@ const CARGO_OUTPUT_READ_BYTES = 1024 * 1024;
 
 export interface LedgerAuditDeps {
   readonly storage: Storage;
-  readonly blobs: LocalBlobStore;
+  readonly blobs: BlobStore;
   readonly clock: Clock;
   readonly dogfoodTenant?: string | undefined;
   /** The late bound a reserved probe is judged by (AppDeps.canaries); the platform's default when unset. */
@@ -90,7 +90,7 @@ export async function runDogfoodLedgerAudit(deps: LedgerAuditDeps): Promise<Dogf
 }
 
 /** The retained cargo output's text (its last megabyte), or null when none is retained or readable. */
-async function cargoOutputOf(blobs: LocalBlobStore, sha256: string | null, log: Logger): Promise<string | null> {
+async function cargoOutputOf(blobs: BlobStore, sha256: string | null, log: Logger): Promise<string | null> {
   if (sha256 === null) return null;
   try {
     const bytes = await blobs.get(sha256);

@@ -1,5 +1,3 @@
-import { createReadStream } from "node:fs";
-import { stat } from "node:fs/promises";
 import type { JobEvidence } from "@kiln/contract";
 import { type AttemptRow, InvalidCursorError, type JobRecord, readJob } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
@@ -82,20 +80,15 @@ export async function sendBlob(
   sha256: string,
   headers: Readonly<Record<string, string>> = {},
 ): Promise<typeof REPLY_SENT | undefined> {
-  const path = ctx.deps.blobs.pathOf(sha256);
-  let size: number;
-  try {
-    size = (await stat(path)).size;
-  } catch {
-    return undefined;
-  }
+  const opened = await ctx.deps.blobs.openRead(sha256);
+  if (opened === undefined) return undefined;
   void ctx.reply
     .code(200)
     .type("application/octet-stream")
-    .header("content-length", String(size))
+    .header("content-length", String(opened.bytes))
     .header("cache-control", "private, no-cache");
   for (const [name, value] of Object.entries(headers)) void ctx.reply.header(name, value);
-  await ctx.reply.send(createReadStream(path));
+  await ctx.reply.send(opened.stream);
   return REPLY_SENT;
 }
 

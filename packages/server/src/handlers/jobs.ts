@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
 import {
+  annotateQueuedJob,
+  type Db,
   findJobBySubmissionKey,
   insertJob,
   type JobRow,
@@ -54,7 +56,10 @@ export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
           invocation,
           now: ctx.now,
         })
-      : await admitInlineSource(ctx.deps.blobs, source.files, invocation);
+      : await admitInlineSource(
+          { db: ctx.db, blobs: ctx.deps.blobs },
+          { tenantId: principal.tenantId, files: source.files, invocation, now: ctx.now },
+        );
   const sourceFiles = new Map(manifest.filter((entry) => !("kind" in entry)).map((entry) => [entry.path, entry]));
   const settings = await admitSettings(ctx, {
     tenantId: principal.tenantId,
@@ -80,41 +85,53 @@ export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
   const origin =
     invocation.toolchain !== undefined ? "invocation" : pinned !== null ? "rust-toolchain-file" : "host-default";
   const now = ctx.now.toISOString();
-  const { job, created } = await insert(ctx.db, {
-    id: newJobId(ctx.now),
-    tenant_id: principal.tenantId,
-    repository: body.repository,
-    branch: body.workspace.branch,
-    base_commit: body.workspace.base_commit,
-    head_sha: body.check?.head_sha ?? null,
-    size: body.size,
-    class: jobClassOf(invocation.operation, invocation.arguments, toolchain),
-    description: ["cargo", invocation.operation, ...invocation.arguments].join(" "),
-    status: "queued",
-    submitted_by: principal.principal,
-    submission_key: key,
-    request_hash: requestHash,
-    invocation: JSON.stringify(invocation),
-    source_manifest: JSON.stringify(manifest),
-    wall_clock_seconds: settings.wall_clock_ceiling.seconds,
-    max_attempts: MAX_ATTEMPTS,
-    attempts_started: 0,
-    accepted_at: now,
-    queued_at: now,
-    admitted: JSON.stringify({
-      toolchain,
-      toolchain_origin: origin,
-      network_policy: network.policy,
-      network_policy_reason: network.reason,
-      configuration_sha256: null,
-      ...settings,
-    }),
-    retry_of: null,
-  });
+  const { job, created } = await insert(
+    ctx.db,
+    {
+      id: newJobId(ctx.now),
+      tenant_id: principal.tenantId,
+      repository: body.repository,
+      branch: body.workspace.branch,
+      base_commit: body.workspace.base_commit,
+      head_sha: body.check?.head_sha ?? null,
+      size: body.size,
+      class: jobClassOf(invocation.operation, invocation.arguments, toolchain),
+      description: ["cargo", invocation.operation, ...invocation.arguments].join(" "),
+      status: "queued",
+      submitted_by: principal.principal,
+      submission_key: key,
+      request_hash: requestHash,
+      invocation: JSON.stringify(invocation),
+      source_manifest: JSON.stringify(manifest),
+      wall_clock_seconds: settings.wall_clock_ceiling.seconds,
+      max_attempts: MAX_ATTEMPTS,
+      attempts_started: 0,
+      accepted_at: now,
+      queued_at: now,
+      admitted: JSON.stringify({
+        toolchain,
+        toolchain_origin: origin,
+        network_policy: network.policy,
+        network_policy_reason: network.reason,
+        configuration_sha256: null,
+        ...settings,
+      }),
+      retry_of: null,
+    },
+    annotateIfHeld(ctx.deps.storage.capabilities.rowLocks),
+  );
   if (!created) return replayOrConflict(job, requestHash, key);
   ctx.afterCommit(() => ctx.deps.wakeScheduler?.());
   return job.id;
 };
+
+/**
+ * A new queued job's onCreated: the annotation of why it waits when its tenant is held now
+ * (storage annotateQueuedJob), written in its insert transaction.
+ */
+function annotateIfHeld(rowLocks: boolean) {
+  return (trx: Db, job: JobRow) => annotateQueuedJob(trx, { tenantId: job.tenant_id, jobId: job.id, rowLocks });
+}
 
 function replayOrConflict(job: Pick<JobRow, "id" | "request_hash">, requestHash: string, key: string): string {
   if (job.request_hash !== requestHash) {
@@ -185,28 +202,32 @@ export const retryJob: Handler<"jobs.retry"> = async (ctx) => {
   await admitTenantPolicy(ctx, principal, { size: original.size, bodySize: false });
   await requireActiveInstallation(ctx.db, principal.tenantId, original.repository);
   const now = ctx.now.toISOString();
-  const { job } = await insertJob(ctx.db, {
-    ...original,
-    id: newJobId(ctx.now),
-    status: "queued",
-    submitted_by: principal.principal,
-    submission_key: null,
-    request_hash: createHash("sha256")
-      .update(`retry:${original.id}:${ctx.idempotencyKey ?? ""}`)
-      .digest("hex"),
-    attempts_started: 0,
-    accepted_at: now,
-    queued_at: now,
-    started_at: null,
-    finished_at: null,
-    failure: null,
-    queue_annotation: null,
-    retry_of: original.id,
-    cancel_requested_at: null,
-    cancel_requested_by: null,
-    usage: null,
-    settlement: null,
-  });
+  const { job } = await insertJob(
+    ctx.db,
+    {
+      ...original,
+      id: newJobId(ctx.now),
+      status: "queued",
+      submitted_by: principal.principal,
+      submission_key: null,
+      request_hash: createHash("sha256")
+        .update(`retry:${original.id}:${ctx.idempotencyKey ?? ""}`)
+        .digest("hex"),
+      attempts_started: 0,
+      accepted_at: now,
+      queued_at: now,
+      started_at: null,
+      finished_at: null,
+      failure: null,
+      queue_annotation: null,
+      retry_of: original.id,
+      cancel_requested_at: null,
+      cancel_requested_by: null,
+      usage: null,
+      settlement: null,
+    },
+    annotateIfHeld(ctx.deps.storage.capabilities.rowLocks),
+  );
   ctx.afterCommit(() => ctx.deps.wakeScheduler?.());
   return { original: original.id, retry: job.id, submitted_by: principal.principal };
 };

@@ -16,11 +16,11 @@ import {
 import {
   acknowledgeRegistryCredentials,
   appendLogRecords,
+  type BlobStore,
   claimNextJob,
   findLeasedAttempt,
   findLineageDrop,
   finishAttempt,
-  type LocalBlobStore,
   readCurrentRegistryCredentials,
   readTenantControls,
   recordLineageSave,
@@ -48,7 +48,7 @@ export type HostServiceEvent =
 
 export interface HostServiceDeps {
   readonly storage: Storage;
-  readonly blobs: LocalBlobStore;
+  readonly blobs: BlobStore;
   readonly clock: Clock;
   readonly log: Logger;
   /** Nudged when a job's log or status changed here, so this process's streams read at once. */

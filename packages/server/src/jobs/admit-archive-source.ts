@@ -1,13 +1,5 @@
 import { createHash } from "node:crypto";
-import {
-  claimUpload,
-  type Db,
-  insertJob,
-  type JobRow,
-  type LocalBlobStore,
-  readUpload,
-  type Storage,
-} from "@kiln/storage";
+import { type BlobStore, claimUpload, type Db, insertJob, type JobRow, readUpload, type Storage } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
 import type { SourceManifest } from "../sources/manifest-types.js";
 import { isExpired } from "../sources/upload-view.js";
@@ -34,7 +26,7 @@ export interface ArchiveReference {
  * submission key finds its job first).
  */
 export async function admitArchiveSource(
-  deps: { storage: Storage; blobs: LocalBlobStore },
+  deps: { storage: Storage; blobs: BlobStore },
   input: {
     tenantId: string;
     repository: string;
@@ -104,7 +96,11 @@ export async function admitArchiveSource(
   return {
     manifest: entries,
     pinned,
-    insert: (db, row) => insertJob(db, row, claim),
+    insert: (db, row, onCreated) =>
+      insertJob(db, row, async (trx, job) => {
+        await claim(trx, job);
+        await onCreated?.(trx, job);
+      }),
   };
 
   async function claim(trx: Db, job: JobRow): Promise<void> {

@@ -1,5 +1,6 @@
-import { insertJob, type LocalBlobStore } from "@kiln/storage";
+import { type BlobStore, type Db, insertJob, recordInlineSourceBytes } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
+import { refuseOverBandwidth } from "../usage/bandwidth-allowance.js";
 import { longSegmentOf, MAX_INVOCATION_STRING_BYTES, nulIn } from "./host-safe-strings.js";
 
 export interface InlineFile {
@@ -165,8 +166,9 @@ export interface AdmittedSource {
   readonly manifest: readonly SourceManifestEntry[];
   readonly pinned: string | null;
   /**
-   * Inserts the job (storage insertJob); a streamed archive's also claims its upload in the
-   * same transaction.
+   * Inserts the job (storage insertJob); a streamed archive's also claims its upload, an inline
+   * source's records its bytes (inline_source_bytes), in the same transaction, before the
+   * caller's own `onCreated`.
    */
   readonly insert: typeof insertJob;
 }
@@ -182,20 +184,63 @@ export type SourceManifestEntry =
     }
   | { path: string; sha256: string; bytes: number; executable: boolean; kind: "symlink"; target: string };
 
-/** The legacy inline source: its rules, then its bytes into the blob store file by file. */
+/**
+ * The legacy inline source: its rules, then the tenant's bandwidth allowance, then its bytes into
+ * the blob store file by file.
+ *
+ * Its files' bytes are source bytes received like an uploaded part's: refused by the same check
+ * (refuseOverBandwidth, `conflict` with the retry time) before anything is stored, and recorded
+ * in the job's insert transaction (inline_source_bytes), where the bandwidth consumption and
+ * usage's bytes uploaded count them. A replay of the submission never reaches here (the
+ * submission key finds its job first), and of two racing ones only the one that inserts the job
+ * records, so a submission's bytes count once. As for parts, concurrent submissions are not
+ * serialised against the allowance: they can pass it by what is in flight at once.
+ */
 export async function admitInlineSource(
-  blobs: LocalBlobStore,
-  files: readonly InlineFile[],
-  invocation: Parameters<typeof admitInvocation>[0],
+  deps: { db: Db; blobs: BlobStore },
+  input: {
+    tenantId: string;
+    files: readonly InlineFile[];
+    invocation: Parameters<typeof admitInvocation>[0];
+    now: Date;
+  },
 ): Promise<AdmittedSource> {
+  const { files, invocation } = input;
   admitInlineFiles(files);
   admitInvocation(invocation, files);
+  const sourceBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
+  // An empty source transfers nothing, so it is neither checked nor recorded.
+  if (sourceBytes > 0) {
+    await refuseOverBandwidth(deps.db, {
+      tenantId: input.tenantId,
+      incomingBytes: sourceBytes,
+      now: input.now,
+      operation: "jobs.submit with an inline source",
+    });
+  }
   const manifest: SourceManifestEntry[] = [];
   for (const file of files) {
-    const stored = await blobs.put(Uint8Array.from(file.bytes));
+    const stored = await deps.blobs.put(Uint8Array.from(file.bytes));
     manifest.push({ path: file.path, sha256: stored.sha256, bytes: stored.bytes, executable: file.executable });
   }
-  return { manifest, pinned: pinnedToolchain(files, invocation.working_directory ?? "."), insert: insertJob };
+  return {
+    manifest,
+    pinned: pinnedToolchain(files, invocation.working_directory ?? "."),
+    insert: (db, row, onCreated) =>
+      insertJob(db, row, async (trx, job) => {
+        if (sourceBytes > 0) {
+          await recordInlineSourceBytes(trx, {
+            jobId: job.id,
+            tenantId: job.tenant_id,
+            repository: job.repository,
+            submittedBy: job.submitted_by,
+            bytes: sourceBytes,
+            receivedAt: job.accepted_at,
+          });
+        }
+        await onCreated?.(trx, job);
+      }),
+  };
 }
 
 /**
@@ -221,7 +266,7 @@ export function profileOf(args: readonly string[]): string {
  * One regular file of a job's source manifest, read back: its own blob (inline sources) or the
  * slices of the part blobs it was uploaded in (streamed archives).
  */
-export async function readSourceFile(blobs: LocalBlobStore, entry: SourceManifestEntry): Promise<Buffer> {
+export async function readSourceFile(blobs: BlobStore, entry: SourceManifestEntry): Promise<Buffer> {
   if ("kind" in entry) throw new Error(`${entry.path} is a symlink`);
   if (entry.segments === undefined) return blobs.get(entry.sha256);
   const pieces: Buffer[] = [];

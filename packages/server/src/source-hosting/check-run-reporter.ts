@@ -1,8 +1,8 @@
 import { type Clock, type Logger, type PeriodicLoop, startPeriodicLoop } from "@kiln/contract";
 import {
+  type BlobStore,
   type DueCheckRun,
   findInstallationOfRepository,
-  type LocalBlobStore,
   leaseCheckRun,
   listDueCheckRuns,
   readJob,
@@ -26,7 +26,7 @@ export type CheckRunEvent =
 
 export interface CheckRunReporterDeps {
   readonly storage: Storage;
-  readonly blobs: LocalBlobStore;
+  readonly blobs: BlobStore;
   readonly app: GitHubApp;
   readonly clock: Clock;
   readonly log: Logger;

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { LocalBlobStore } from "@kiln/storage";
+import type { BlobStore } from "@kiln/storage";
 import type { ManifestFile, SourceManifest } from "./manifest-types.js";
 import type { SegmentDigests } from "./segment-digests.js";
 
@@ -23,7 +23,7 @@ export type VerificationOutcome =
  * the upload, naming its path.
  */
 export async function verifyUpload(
-  blobs: LocalBlobStore,
+  blobs: BlobStore,
   manifest: SourceManifest,
   heldParts: ReadonlyMap<number, { readonly sha256: string; readonly bytes: number }>,
   segments?: SegmentDigests,

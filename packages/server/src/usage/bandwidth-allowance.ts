@@ -14,8 +14,9 @@ export function bandwidthPeriodOf(now: Date): { start: Date; next: Date; period:
  * (operator.tenants.controls `bandwidth_bytes_per_month`, the platform default otherwise):
  * `conflict` naming the allowance and what is used, with `retry_after_seconds` and `reset_at` at
  * the start of the next calendar month (UTC), when the allowance starts again. `incomingBytes` is
- * what this request would add (a part's bytes at sources.chunk.put; 0 at sources.reserve, which is
- * refused only once the allowance is used up, since the parts it declares may turn out reused).
+ * what this request would add (a part's bytes at sources.chunk.put, an inline source's file bytes
+ * at jobs.submit; 0 at sources.reserve, which is refused only once the allowance is used up, since
+ * the parts it declares may turn out reused).
  *
  * Checked before anything is stored, so a refused part leaves no partial state: the client sends
  * it again after the reset (the upload's own lifetime permitting). Used is counted from what

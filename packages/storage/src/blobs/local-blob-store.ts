@@ -1,8 +1,20 @@
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, renameSync, write, writeSync } from "node:fs";
-import { readFile, stat } from "node:fs/promises";
+import {
+  closeSync,
+  createReadStream,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  write,
+  writeSync,
+} from "node:fs";
+import { access, constants, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { assertSha256, type BlobReadStream, type BlobStore, type StoredBlob } from "./blob-store.js";
 
 const writeAsync = promisify(write);
 
@@ -17,14 +29,19 @@ const SYNCHRONOUS_READ_BYTES = 8 * 1024 * 1024;
  * temporary file and renamed into place, so a reader never sees a partial blob and
  * two writers of the same bytes converge on one file.
  */
-export class LocalBlobStore {
+export class LocalBlobStore implements BlobStore {
   /** Shard directories known to exist: each is created once per process, not once per write. */
   readonly #shards = new Set<string>();
 
   constructor(readonly root: string) {}
 
+  get location(): string {
+    return this.root;
+  }
+
+  /** The blob's file: for this store and its tests only; callers go through `BlobStore`. */
   pathOf(sha256: string): string {
-    if (!/^[0-9a-f]{64}$/.test(sha256)) throw new Error(`not a sha256 digest: ${sha256}`);
+    assertSha256(sha256);
     return join(this.root, sha256.slice(0, 2), sha256);
   }
 
@@ -41,7 +58,7 @@ export class LocalBlobStore {
    * 4 MiB synchronously made big parts slower, stalling the socket reads it used to overlap.
    * Both open the file in a shard created once per process (`#create`) and rename it into place.
    */
-  async put(bytes: Uint8Array, verifiedSha256?: string): Promise<{ sha256: string; bytes: number }> {
+  async put(bytes: Uint8Array, verifiedSha256?: string): Promise<StoredBlob> {
     const sha256 = verifiedSha256 ?? createHash("sha256").update(bytes).digest("hex");
     const path = this.pathOf(sha256);
     if (!existsSync(path)) {
@@ -111,5 +128,28 @@ export class LocalBlobStore {
     } catch {
       return false;
     }
+  }
+
+  /** The file opened for streaming; its length from the same descriptor, so the two agree. */
+  async openRead(sha256: string): Promise<BlobReadStream | undefined> {
+    const path = this.pathOf(sha256);
+    let fd: number;
+    try {
+      fd = openSync(path, "r");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+    try {
+      return { bytes: fstatSync(fd).size, stream: createReadStream(path, { fd }) };
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+  }
+
+  /** access(2) on the root: no write, so the readiness probe stays cheap. */
+  async probeWritable(): Promise<void> {
+    await access(this.root, constants.W_OK);
   }
 }

@@ -21,6 +21,7 @@ import { hostFleet } from "./0018-host-fleet.js";
 import { usageLedger } from "./0019-usage-ledger.js";
 import { webhookDeliveries } from "./0020-webhook-deliveries.js";
 import { hostActivations } from "./0021-host-activations.js";
+import { inlineSourceBytes } from "./0022-inline-source-bytes.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -53,6 +54,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0019-usage-ledger": usageLedger(),
     "0020-webhook-deliveries": webhookDeliveries(),
     "0021-host-activations": hostActivations(),
+    "0022-inline-source-bytes": inlineSourceBytes(),
   };
 }
 

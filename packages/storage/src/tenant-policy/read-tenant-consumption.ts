@@ -7,7 +7,10 @@ export interface TenantConsumption {
   readonly runningJobs: number;
   /** Bytes the tenant's live lineages hold (what the storage quota counts). */
   readonly storageBytes: number;
-  /** Source bytes uploaded (not reused) since the start of the calendar month (UTC) of `now`. */
+  /**
+   * Source bytes uploaded since the start of the calendar month (UTC) of `now`: streamed parts
+   * (not reused) and inline sources' files (sumUploadedBytes).
+   */
   readonly bandwidthBytesThisMonth: number;
 }
 

@@ -1,3 +1,4 @@
+export { type S3TestServer, startS3TestServer } from "./s3-test-server.js";
 export {
   createPostgresTestDatabase,
   DIALECTS,

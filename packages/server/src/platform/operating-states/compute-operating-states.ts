@@ -1,4 +1,4 @@
-import { type LocalBlobStore, listCanaryOutcomes, readHostCapacity, type Storage } from "@kiln/storage";
+import { type BlobStore, listCanaryOutcomes, readHostCapacity, type Storage } from "@kiln/storage";
 import type { CanarySettings } from "../canaries/canary-settings.js";
 import { executionCapacity } from "./execution-capacity.js";
 import { managementReadiness } from "./management-readiness.js";
@@ -15,7 +15,7 @@ const CANARIES_PER_HOST = 4;
  * answer is never older than the request (bench/operating-states.mjs measures it).
  */
 export async function computeOperatingStates(
-  deps: { storage: Storage; blobs: LocalBlobStore; canaries: CanarySettings; version: string },
+  deps: { storage: Storage; blobs: BlobStore; canaries: CanarySettings; version: string },
   now: Date,
 ): Promise<OperatingStatesDocument> {
   const since = new Date(

@@ -1,15 +1,15 @@
-import { access, constants } from "node:fs/promises";
 import { messageOf } from "@kiln/contract";
-import { type LocalBlobStore, readMigrationState, type Storage } from "@kiln/storage";
+import { type BlobStore, readMigrationState, type Storage } from "@kiln/storage";
 import { ESCALATION_SECONDS, operatingState } from "./operating-state.js";
 
 /**
  * Management readiness from three cheap probes, each a measurement rather than an assumption:
  * the database answers (one indexed read of the migration table), its schema is at the newest
- * migration this build carries, and the blob store's root is writable by this process
- * (access(2), no write: the probe runs on every states read and must stay cheap).
+ * migration this build carries, and the blob store is writable by this process (its own
+ * probe, without a write: access(2) on a directory, HeadBucket on a bucket; the probe runs on
+ * every states read and must stay cheap).
  */
-export async function managementReadiness(deps: { storage: Storage; blobs: LocalBlobStore }, now: Date) {
+export async function managementReadiness(deps: { storage: Storage; blobs: BlobStore }, now: Date) {
   const refusing = new Date(now.getTime() + ESCALATION_SECONDS * 1000);
   let migrations: Awaited<ReturnType<typeof readMigrationState>>;
   try {
@@ -31,12 +31,12 @@ export async function managementReadiness(deps: { storage: Storage; blobs: Local
     });
   }
   try {
-    await access(deps.blobs.root, constants.W_OK);
+    await deps.blobs.probeWritable();
   } catch (error) {
     return operatingState("management_readiness", {
       now,
       code: "blob_store_unwritable",
-      detail: `the blob store at ${deps.blobs.root} is not writable: ${messageOf(error)}`,
+      detail: `the blob store at ${deps.blobs.location} is not writable: ${messageOf(error)}`,
       refusingUntil: refusing,
     });
   }
