@@ -13,6 +13,8 @@ export interface ServerProcess {
   child: ChildProcess;
   /** What the process wrote on stdout and stderr, for failure messages. */
   output(): string;
+  /** The data directory made for it (startSharedDatabaseServer), for its caller to remove. */
+  dataDir?: string;
 }
 
 /**
@@ -56,12 +58,14 @@ export async function startServerProcess(env: Record<string, string | undefined>
 }
 
 /** A control-plane-only server on a shared PostgreSQL database (no local host, its own data dir). */
-export function startSharedDatabaseServer(databaseUrl: string): Promise<ServerProcess> {
-  return startServerProcess({
+export async function startSharedDatabaseServer(databaseUrl: string): Promise<ServerProcess> {
+  const dataDir = mkdtempSync(join(tmpdir(), "kiln-proc-"));
+  const server = await startServerProcess({
     KILN_DATABASE_URL: databaseUrl,
     KILN_LOCAL_HOST: "off",
-    KILN_DATA_DIR: mkdtempSync(join(tmpdir(), "kiln-proc-")),
+    KILN_DATA_DIR: dataDir,
   });
+  return { ...server, dataDir };
 }
 
 export async function stopServerProcess(
