@@ -46,6 +46,7 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
   let server: Server;
   let base: string;
   let provider: LocalOidc.LocalOidcProvider;
+  let oidc: typeof LocalOidc;
   let embedded: Awaited<ReturnType<Awaited<ReturnType<typeof serverE2e>>["startEmbedded"]>>;
   let browser: Browser;
   let page: Page;
@@ -89,15 +90,13 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
   };
 
   before(async () => {
-    const { startLocalOidcProvider } = (await import(
-      join(REPO_ROOT, "packages/server/dist/test/local-oidc-provider.js")
-    )) as typeof LocalOidc;
+    oidc = (await import(join(REPO_ROOT, "packages/server/dist/test/local-oidc-provider.js"))) as typeof LocalOidc;
     const { startEmbedded } = await serverE2e();
     // The browser's origin must be known before the app is built (callback URL, Origin checks).
     server = createServer();
     await new Promise<void>((ready) => server.listen(0, "127.0.0.1", ready));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    provider = await startLocalOidcProvider(`${base}${CALLBACK_PATH}`, accounts);
+    provider = await oidc.startLocalOidcProvider(`${base}${CALLBACK_PATH}`, accounts);
     embedded = await startEmbedded({
       publicOrigin: base,
       holdHost: true,
@@ -137,12 +136,7 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
   it("signs in at the identity provider as an admin of the tenant", async () => {
     await page.goto(`${base}/jobs`);
     await page.click("#sign-in-oidc");
-    await page.waitForURL(`${provider.issuer}/interaction/**`);
-    await page.fill('input[name="login"]', "ann");
-    await page.fill('input[name="password"]', "any password");
-    await page.click('button[type="submit"]');
-    await page.waitForSelector('input[name="prompt"][value="consent"]', { state: "attached" });
-    await page.click('button[type="submit"]');
+    await oidc.signInAtProvider(page, provider.issuer, "ann");
     await page.waitForURL(`${base}/jobs`);
     assert.match((await page.textContent("#signed-in-as")) ?? "", /^Ann Example · admin of /);
   });

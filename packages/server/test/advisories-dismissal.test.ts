@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "./harness.js";
-import { inlineSubmission } from "./job-fixtures.js";
+import { finishColdJob } from "./cold-job-fixture.js";
+import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 
 /**
  * Dismissals through the API on both engines, with attempt reports a test host files through
@@ -42,46 +42,9 @@ for (const dialect of DIALECTS) {
     };
     /** A job of `repository` whose attempt reports its lineage cold for `reason`. */
     const coldJob = async (repository: string, reason: string) => {
-      const protocol = hostProtocolOf(t.deps);
-      const res = await t.app.inject({
-        method: "POST",
-        url: "/api/v4/jobs",
-        headers: { ...bearer(owner.token), "idempotency-key": `job-${++keys}` },
-        payload: inlineSubmission(repository, "build"),
-      });
-      assert.equal(res.statusCode, 200, res.body);
-      await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
-      const placement = await protocol.claim("local", 16);
-      assert.ok(placement !== null);
-      t.clock.advance(60);
       generation += 1;
       const lineage = `lin_${repository.replace("/", "_")}`;
-      const finished = await protocol.finish(placement, {
-        outcome: "passed",
-        exitCode: 0,
-        failure: null,
-        report: {
-          phases: [],
-          crates: [],
-          tests: [],
-          unit: null,
-          caches: [
-            {
-              lineage,
-              class: "build/dev/stable",
-              outcome: "cold",
-              reason,
-              restored_bytes: 0,
-              saved_bytes: 1000,
-              saved_generation: generation,
-              root_generation: generation,
-            },
-          ],
-        },
-        cargoOutput: null,
-        artifacts: [],
-      });
-      assert.equal(finished, "finished");
+      await finishColdJob(t, { token: owner.token, repository, lineage, reason, savedBytes: 1000, generation });
     };
     const coldAdvisories = async (repository: string) =>
       ((await get(`/api/repositories/${repository}`)).advisories as { key: string; id: string }[]).filter(

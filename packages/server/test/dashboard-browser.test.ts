@@ -16,7 +16,7 @@ import { OIDC_CALLBACK_PATH } from "../src/pages/oidc-sign-in.js";
 import { type SeededJobs, seedDashboardJobs } from "./dashboard-fixtures.js";
 import { TestClock, testBlobs } from "./harness.js";
 import { acceptJob, appendLines, claimJob, finishJob } from "./job-fixtures.js";
-import { type LocalOidcProvider, startLocalOidcProvider } from "./local-oidc-provider.js";
+import { type LocalOidcProvider, signInAtProvider, startLocalOidcProvider } from "./local-oidc-provider.js";
 
 /** Debian's chromium (scripts/ensure-setup.mjs installs it for `npm test`). */
 const CHROMIUM = "/usr/bin/chromium";
@@ -105,12 +105,7 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
     await page.click("#sign-in-oidc");
 
     // The provider's own login page, then its consent page.
-    await page.waitForURL(`${provider.issuer}/interaction/**`);
-    await page.fill('input[name="login"]', "ann");
-    await page.fill('input[name="password"]', "any password");
-    await page.click('button[type="submit"]');
-    await page.waitForSelector('input[name="prompt"][value="consent"]', { state: "attached" });
-    await page.click('button[type="submit"]');
+    await signInAtProvider(page, provider.issuer, "ann");
 
     await page.waitForURL(`${base}/jobs`);
     assert.equal(await page.textContent("#signed-in-as"), "Ann Example · member of Acme Widgets");

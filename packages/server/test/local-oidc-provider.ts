@@ -2,6 +2,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import Provider from "oidc-provider";
+import type { Page } from "playwright-core";
 
 /** A person the local provider knows, by login name (the dev login form accepts any password). */
 export interface ProviderAccount {
@@ -83,4 +84,17 @@ export async function startLocalOidcProvider(
         server.close((error) => (error === undefined ? resolve() : reject(error)));
       }),
   };
+}
+
+/**
+ * Completes a sign-in at the provider for a browser page on its way there: the development login
+ * page as `login` (any password), then the consent page. The page then returns to kiln's callback.
+ */
+export async function signInAtProvider(page: Page, issuer: string, login: string): Promise<void> {
+  await page.waitForURL(`${issuer}/interaction/**`);
+  await page.fill('input[name="login"]', login);
+  await page.fill('input[name="password"]', "any password");
+  await page.click('button[type="submit"]');
+  await page.waitForSelector('input[name="prompt"][value="consent"]', { state: "attached" });
+  await page.click('button[type="submit"]');
 }

@@ -3,8 +3,8 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "./harness.js";
-import { inlineSubmission } from "./job-fixtures.js";
+import { finishColdJob } from "./cold-job-fixture.js";
+import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { signIn } from "./sign-in.js";
 
 const ORIGIN = "http://kiln.test";
@@ -29,50 +29,18 @@ for (const dialect of DIALECTS) {
     let owner: Awaited<ReturnType<typeof personWithToken>>;
     let adminCookie: string;
     let viewerCookie: string;
-    let keys = 0;
     let generation = 0;
 
-    /** A job of the repository whose attempt reports its lineage cold (no cargo: a test host files it). */
     const coldJob = async () => {
-      const protocol = hostProtocolOf(t.deps);
-      const res = await t.app.inject({
-        method: "POST",
-        url: "/api/v4/jobs",
-        headers: { ...bearer(owner.token), "idempotency-key": `job-${++keys}` },
-        payload: inlineSubmission(REPOSITORY, "build"),
-      });
-      assert.equal(res.statusCode, 200, res.body);
-      await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
-      const placement = await protocol.claim("local", 16);
-      assert.ok(placement !== null);
-      t.clock.advance(60);
       generation += 1;
-      const finished = await protocol.finish(placement, {
-        outcome: "passed",
-        exitCode: 0,
-        failure: null,
-        report: {
-          phases: [],
-          crates: [],
-          tests: [],
-          unit: null,
-          caches: [
-            {
-              lineage: LINEAGE,
-              class: "build/dev/stable",
-              outcome: "cold",
-              reason: "evicted",
-              restored_bytes: 0,
-              saved_bytes: 3 * 1024 * 1024,
-              saved_generation: generation,
-              root_generation: generation,
-            },
-          ],
-        },
-        cargoOutput: null,
-        artifacts: [],
+      await finishColdJob(t, {
+        token: owner.token,
+        repository: REPOSITORY,
+        lineage: LINEAGE,
+        reason: "evicted",
+        savedBytes: 3 * 1024 * 1024,
+        generation,
       });
-      assert.equal(finished, "finished");
     };
 
     before(async () => {

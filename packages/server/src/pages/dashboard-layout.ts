@@ -1,20 +1,9 @@
 import type { Principal } from "../auth/principal.js";
 import { ANSI_STYLE } from "./ansi-log.js";
 import { escapeHtml } from "./html.js";
+import { BASE_STYLE } from "./page-style.js";
 
-const STYLE = `*{box-sizing:border-box}body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
-header{display:flex;align-items:center;gap:1.5rem;padding:.6rem 1.5rem;background:#1d1d1f;color:#fff}
-header a{color:#fff;text-decoration:none}header nav{display:flex;gap:1rem;flex-wrap:wrap}header .brand{font-weight:700;font-size:1.1rem}
-header .who{margin-left:auto;display:flex;gap:.8rem;align-items:center;font-size:.9rem;color:#ccc}
-header form{margin:0}header button{font:inherit;font-size:.85rem;padding:.2rem .7rem;cursor:pointer}
-main{max-width:72rem;margin:1.5rem auto;padding:0 1.5rem}h1{font-size:1.5rem;margin:.2rem 0 1rem}
-h2{font-size:1.15rem;margin:1.8rem 0 .6rem}a{color:#0645ad}
-table{border-collapse:collapse;width:100%;background:#fff;font-size:.92rem}
-th,td{text-align:left;padding:.4rem .6rem;border-bottom:1px solid #e5e5e5;vertical-align:top}
-th{background:#f0f0f0;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
-code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.88em}
-.status{display:inline-block;padding:.05rem .5rem;border-radius:999px;font-size:.8rem;font-weight:600;background:#e5e5e5}
-.status-passed{background:#d1f2d9;color:#135c25}.status-failed{background:#fbd5d5;color:#8a1111}
+const STYLE = `${BASE_STYLE}.status-passed{background:#d1f2d9;color:#135c25}.status-failed{background:#fbd5d5;color:#8a1111}
 .status-running,.status-cancellation_requested{background:#d6e6ff;color:#0b3d91}
 .status-queued{background:#fff1c2;color:#6b4e00}.status-cancelled,.status-ignored,.status-skipped{background:#e5e5e5;color:#444}
 .summary{display:flex;gap:.8rem;margin:0 0 1rem;flex-wrap:wrap}
@@ -23,12 +12,10 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.88
 form.filters{display:flex;gap:.6rem;flex-wrap:wrap;align-items:end;margin:0 0 1rem}
 form.filters label{display:flex;flex-direction:column;font-size:.8rem;color:#555}
 form.filters input,form.filters select,form.filters button{font:inherit;padding:.25rem .4rem}
-dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:0}dl.facts dt{color:#555}dl.facts dd{margin:0}
 .failure{background:#fff4f4;border:1px solid #f3c2c2;padding:.6rem .8rem;border-radius:6px;margin:1rem 0}
-.notice{background:#fff8e1;border:1px solid #f0dca0;padding:.6rem .8rem;border-radius:6px}
 pre.log{background:#111;color:#ddd;padding:.8rem;overflow:auto;max-height:32rem;font-size:.82rem;line-height:1.35;margin:0}
 pre.log .stderr{color:#f7b1b1}pre.log .system{color:#9cc9ff}pre.log .seq{color:#666;user-select:none}
-.muted{color:#666}pre.log .line.found{outline:2px solid #e5c15c}
+pre.log .line.found{outline:2px solid #e5c15c}
 pre.log .chunk{display:block;content-visibility:auto}div.filters{display:flex;gap:1rem;align-items:center;margin:.4rem 0}
 td.timeline,th.timeline{width:40%}.bar{height:.8rem;border-radius:3px;background:#9cc4ff}.bar-passed{background:#6bd66b}
 .bar-failed{background:#ff6b6b}.bar-cancelled,.bar-skipped{background:#bbb}.actions{display:flex;gap:.6rem;margin:1rem 0}
