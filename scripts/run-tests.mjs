@@ -9,6 +9,9 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startThrowawayCluster } from "./postgres-cluster.mjs";
 
+/** Thirty minutes: a bound on one test that hangs, never a measure of speed. */
+const TEST_TIMEOUT_MS = 30 * 60 * 1000;
+
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const only = process.argv.slice(2);
 
@@ -47,11 +50,18 @@ try {
           env: { ...process.env, KILN_TEST_POSTGRES_URL: cluster.url },
         }).status
       : 0;
-  const result = spawnSync(process.execPath, ["--test", "--test-concurrency=2", ...files], {
-    cwd: root,
-    stdio: "inherit",
-    env: { ...process.env, KILN_TEST_POSTGRES_URL: cluster.url },
-  });
+  // A test that never settles (a wait on a condition that cannot come) fails by name after
+  // TEST_TIMEOUT_MS instead of holding the whole run until CI's own limit; no verdict rests on it,
+  // the slowest test (real builds on a loaded machine) takes a fraction of it.
+  const result = spawnSync(
+    process.execPath,
+    ["--test", "--test-concurrency=2", `--test-timeout=${TEST_TIMEOUT_MS}`, ...files],
+    {
+      cwd: root,
+      stdio: "inherit",
+      env: { ...process.env, KILN_TEST_POSTGRES_URL: cluster.url },
+    },
+  );
   status = result.status === 0 && trials === 0 ? 0 : 1;
 } finally {
   await cluster.stop();

@@ -29,8 +29,12 @@ export async function awaitHostAnswer(
   },
 ): Promise<Exclude<HostReadAnswerState, { kind: "pending" }>> {
   const id = `read-${randomUUID()}`;
-  await requestHostRead(deps.storage, { ...request, id, now: deps.clock.now() });
-  const deadline = new Date(deps.clock.now().getTime() + HOST_ANSWER_WAIT_SECONDS * 1000);
+  // The wait is counted from the request, fixed before it is recorded: the host may answer (and
+  // the clock move on) before this continues after the insert, and a deadline read after that
+  // would move with it.
+  const requestedAt = deps.clock.now();
+  const deadline = new Date(requestedAt.getTime() + HOST_ANSWER_WAIT_SECONDS * 1000);
+  await requestHostRead(deps.storage, { ...request, id, now: requestedAt });
   for (;;) {
     const state = await takeHostReadAnswer(deps.storage, { id, now: deps.clock.now(), deadline });
     if (state.kind !== "pending") return state;
