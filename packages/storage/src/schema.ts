@@ -26,6 +26,7 @@ export interface Database {
   attempts: AttemptsTable;
   log_records: LogRecordsTable;
   job_events: JobEventsTable;
+  job_event_counters: JobEventCountersTable;
   artifacts: ArtifactsTable;
   lineages: LineagesTable;
   repository_settings: RepositorySettingsTable;
@@ -268,6 +269,12 @@ export interface LogRecordsTable {
 }
 
 export interface JobEventsTable {
+  /** The row's platform-wide identity: never shown (it would count other tenants' moves). */
+  id: Generated<number>;
+  /**
+   * The tenant's own sequence, numbered by the database (migration 0030's trigger, from
+   * job_event_counters): the id cli.events sends and resumes from. Every committed event has one.
+   */
   sequence: Generated<number>;
   tenant_id: string;
   job_id: string;
@@ -275,6 +282,12 @@ export interface JobEventsTable {
   status: string;
   previous_status: string | null;
   at: string;
+}
+
+/** Each tenant's last job event sequence (migration 0030). */
+export interface JobEventCountersTable {
+  tenant_id: string;
+  last_sequence: number;
 }
 
 export interface ArtifactsTable {

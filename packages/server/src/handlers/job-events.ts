@@ -56,7 +56,8 @@ function lastEventIdOf(ctx: BaseContext): number | undefined {
 export const cliEvents: Handler<"cli.events"> = async (ctx) => {
   const tenantId = principalOf(ctx).tenantId;
   const query = ctx.query.after;
-  const after = lastEventIdOf(ctx) ?? (query === undefined ? await latestJobEventSequence(ctx.deps.storage) : query);
+  const after =
+    lastEventIdOf(ctx) ?? (query === undefined ? await latestJobEventSequence(ctx.deps.storage, tenantId) : query);
   return serveEventStream(ctx, (stream) => relayJobEvents(ctx, stream, tenantId, after));
 };
 
@@ -67,6 +68,6 @@ export const cliEvents: Handler<"cli.events"> = async (ctx) => {
  */
 export const dashboardEvents: Handler<"events.stream"> = async (ctx) => {
   const tenantId = principalOf(ctx).tenantId;
-  const after = await latestJobEventSequence(ctx.deps.storage);
+  const after = await latestJobEventSequence(ctx.deps.storage, tenantId);
   return serveEventStream(ctx, (stream) => relayJobEvents(ctx, stream, tenantId, after));
 };

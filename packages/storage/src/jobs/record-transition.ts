@@ -5,7 +5,8 @@ import { formatTimestamp } from "../timestamps.js";
 /**
  * Appends one status move to the job's transitions and to the tenant's job events
  * (the durable sequence cli.events resumes from). Always called inside the
- * transaction that changed jobs.status, so the three never disagree.
+ * transaction that changed jobs.status, so the three never disagree. The event's
+ * sequence is the tenant's own, numbered by the database in commit order (migration 0030).
  */
 export async function recordTransition(
   trx: Kysely<Database>,
