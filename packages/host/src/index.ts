@@ -53,6 +53,7 @@ export * from "./executor/executor.js";
 export { reapStaleAttempts } from "./executor/reap-stale-attempts.js";
 export { removeJobDirectories } from "./executor/remove-job-directories.js";
 export { createSandboxExecutor, type SandboxExecutorOptions } from "./executor/sandbox-executor.js";
+export { type CachedCrate, CrateCache } from "./gateway/crate-cache.js";
 export {
   cratesIoIndexOf,
   DEFAULT_CRATE_CACHE_BYTES,

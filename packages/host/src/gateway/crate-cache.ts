@@ -20,7 +20,11 @@ export type CacheScope = string;
  * is never downloaded again, whoever asks. crates.io's crates live in one public scope; a
  * private registry's crates in their tenant's scope, so another tenant's job never gets them
  * (it has to fetch them, with its own credential). Concurrent jobs needing the same crate
- * share one download. The cache is bounded: past `maxBytes` the least recently used entries
+ * share one download: the same checksum asked for as the same crate (`what`: name, version
+ * and registry). A fetch asked for as another crate is not shared, because it can fail where
+ * the real one would not — a lock naming crate X under crate Y's checksum fails its check —
+ * and a job joining it would fail with it and read, in its error, what the other job's lock
+ * names (found by reliability trial T3). The cache is bounded: past `maxBytes` the least recently used entries
  * (by mtime, touched on every hit) are removed.
  */
 export class CrateCache {
@@ -54,8 +58,8 @@ export class CrateCache {
   }
 
   /**
-   * The crate from the cache, or from `fetch` once per scope and checksum however many
-   * callers ask at the same time. Bytes that do not hash to `sha256` are refused and nothing
+   * The crate from the cache, or from `fetch` once per scope, checksum and crate (`what`)
+   * however many callers ask at the same time. Bytes that do not hash to `sha256` are refused and nothing
    * is stored. `fetched` tells the caller whether this call downloaded it.
    */
   async obtain(
@@ -66,7 +70,7 @@ export class CrateCache {
   ): Promise<CachedCrate & { fetched: boolean }> {
     const hit = await this.lookup(scope, sha256);
     if (hit !== null) return { ...hit, fetched: false };
-    const key = `${scope}/${sha256}`;
+    const key = `${scope}/${sha256}/${what}`;
     let pending = this.#inFlight.get(key);
     let mine = false;
     if (pending === undefined) {
