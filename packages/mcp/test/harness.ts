@@ -46,10 +46,11 @@ let counter = 0;
 /**
  * A real kiln server on a real port (SQLite, local blobs, responses checked against the
  * contract), with a tenant whose owner holds a CLI token. With `localHost`, the embedded
- * host runs jobs in its sandbox.
+ * host runs jobs in its sandbox. `storage` (closed with the server) replaces the fresh SQLite
+ * database, e.g. with a PostgreSQL one (DIALECTS).
  */
-export async function startKiln(options: { localHost?: boolean } = {}): Promise<KilnUnderTest> {
-  const storage = await openSqliteForTest();
+export async function startKiln(options: { localHost?: boolean; storage?: Storage } = {}): Promise<KilnUnderTest> {
+  const storage = options.storage ?? (await openSqliteForTest());
   const blobs = new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-mcp-blobs-")));
   let wake = () => {};
   const app = buildApp({

@@ -228,9 +228,11 @@ export async function startEmbedded(
     holdHost?: boolean;
     /** The blob store app and host share (default: local files in a fresh directory). */
     blobs?: BlobStore;
+    /** The database (closed with the rest; default: a fresh SQLite one), e.g. a DIALECTS PostgreSQL one. */
+    storage?: Storage;
   } = {},
 ): Promise<Embedded> {
-  const storage = await openSqliteForTest();
+  const storage = options.storage ?? (await openSqliteForTest());
   const blobs = options.blobs ?? testBlobs();
   const ownWorkRoot = options.workRoot === undefined;
   const workRoot = options.workRoot ?? mkdtempSync(join(tmpdir(), "kiln-e2e-attempts-"));

@@ -74,6 +74,12 @@ for (const dialect of DIALECTS) {
       assert.ok(!byStatus.body.includes(`data-job="${jobs.passed}"`));
       assert.ok(!byStatus.body.includes(`data-job="${jobs.queued}"`));
 
+      const byBranchAndClass = await get("/jobs?branch=main&class=test%3Astable%3Akiln2-cpu");
+      for (const id of Object.values(jobs))
+        assert.ok(byBranchAndClass.body.includes(`data-job="${id}"`), `lists ${id}`);
+      const otherClass = await get("/jobs?class=build%3Astable%3Akiln2-cpu");
+      for (const id of Object.values(jobs)) assert.ok(!otherClass.body.includes(`data-job="${id}"`), `omits ${id}`);
+
       const none = await get("/jobs?branch=release&class=test%3Astable%3Akiln2-cpu");
       assert.equal(none.statusCode, 200);
       assert.match(none.body, /No jobs match these filters/);
@@ -97,6 +103,11 @@ for (const dialect of DIALECTS) {
       assert.ok(failed > 0 && failed < tests.indexOf("tests::adds"), "the failed test comes first");
       assert.ok(tests.indexOf("tests::adds") < tests.indexOf("tests::slow"), "then passed, then ignored");
       assert.match(res.body, /2 failed · 1 passed · 1 ignored/);
+      // Each test with its binary and duration.
+      assert.match(
+        res.body,
+        /<td class="mono">widget::integration<\/td><td class="mono">parses_empty_input.*<td class="num">31 ms<\/td><\/tr>/,
+      );
       // The log's and the test names' markup renders as text; colour codes become classes.
       assert.ok(res.body.includes("assertion failed &lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
       assert.ok(res.body.includes("shows_&lt;script&gt;alert(&#39;t&#39;)&lt;/script&gt;"));

@@ -3,7 +3,9 @@ import { after, before, describe, it } from "node:test";
 import { createAgentCredential, listAuditEntries, listOperatorAuditEntries, onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { hashToken, mintToken } from "../src/auth/token-format.js";
+import { ARTIFACT_RETENTION_SECONDS } from "../src/jobs/platform-limits.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { acceptJob, claimJob, finishJob } from "./job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 const COMMIT = "0123456789abcdef0123456789abcdef01234567";
@@ -254,6 +256,59 @@ for (const dialect of DIALECTS) {
       assert.equal(lifted.status, 200);
       assert.equal(lifted.body.suspension.since, null);
       assert.equal((await call("POST", "/api/v4/jobs", submission(), member.token)).status, 200);
+    });
+
+    it("artifact retention: artifacts are served for the tenant's days from publication, then gone", async () => {
+      const own = await personWithToken(t.storage, { role: "admin", now: t.clock.now() });
+      /** A job of `own`'s tenant that publishes one artifact now; its inventory. */
+      const publish = async () => {
+        const job = await acceptJob(t.storage, { tenant: own.tenant, now: t.clock.now(), repository: "acme/widget" });
+        const lease = await claimJob(t.storage, job.id, t.clock.now());
+        await finishJob(t.storage, t.deps.blobs, lease, {
+          now: t.clock.now(),
+          artifacts: [{ path: "target/release/widget", bytes: Buffer.from("widget") }],
+          retentionSeconds: ARTIFACT_RETENTION_SECONDS,
+        });
+        const inventory = await call("GET", `/api/jobs/${job.id}/artifacts`, undefined, own.token);
+        assert.equal(inventory.status, 200, JSON.stringify(inventory.body));
+        return { id: job.id, publishedAt: t.clock.now().getTime(), expiresAt: Date.parse(inventory.body.expires_at) };
+      };
+      const setting = async () =>
+        settingOf((await call("GET", "/api/tenant/settings", undefined, own.token)).body, "artifact_retention_days") as
+          | Record<string, unknown>
+          | undefined;
+
+      // Never written: the platform's retention, applied.
+      assert.deepEqual(await setting(), {
+        name: "artifact_retention_days",
+        value: ARTIFACT_RETENTION_SECONDS / 86_400,
+        origin: "platform default",
+        status: "applied",
+      });
+      const before = await publish();
+      assert.equal(before.expiresAt - before.publishedAt, ARTIFACT_RETENTION_SECONDS * 1000);
+
+      const written = await write(0, { artifact_retention_days: 2 }, own.token);
+      assert.equal(written.status, 200, JSON.stringify(written.body));
+      assert.deepEqual(written.body.not_applied, [], "the write says it applies");
+      assert.equal((await setting())?.status, "applied");
+      t.clock.advance(60);
+      const after = await publish();
+      assert.equal(after.expiresAt - after.publishedAt, 2 * 86_400 * 1000, "published after the write: 2 days");
+
+      // Past its two days the later job's artifacts are gone, its file too; the earlier job keeps
+      // the retention it was published under (retention is never changed after publication).
+      t.clock.advance(2 * 86_400);
+      const gone = await call("GET", `/api/jobs/${after.id}/artifacts`, undefined, own.token);
+      assert.equal(gone.status, 410, JSON.stringify(gone.body));
+      assert.equal(gone.body.code, "gone");
+      const file = await t.app.inject({
+        method: "GET",
+        url: `/api/jobs/${after.id}/artifacts/1/0`,
+        headers: bearer(own.token),
+      });
+      assert.equal(file.statusCode, 410);
+      assert.equal((await call("GET", `/api/jobs/${before.id}/artifacts`, undefined, own.token)).status, 200);
     });
   });
 }

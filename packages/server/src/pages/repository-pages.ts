@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { AppDeps } from "../deps.js";
 import type { HandlerTable } from "../handlers/handler.js";
 import { Refusal } from "../http/refusal.js";
+import { advisoryGuidePath, registerAdvisoryGuidePage } from "./advisory-guide-page.js";
 import { formatTime } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";
 import { dashboardPages, formFields, formKey, registerFormRoutes } from "./open-page.js";
@@ -76,7 +77,7 @@ function renderAdvisories(repo: Repository, path: string, mayDismiss: boolean): 
     .map(
       (a) => `<li data-advisory="${escapeHtml(a.id)}"><strong>${escapeHtml(a.recommendation)}</strong>
 <div>Measured: <span class="mono">${escapeHtml(a.measured_value)}</span> <span class="muted">(basis ${escapeHtml(a.basis_signature)})</span>
-· <a href="${escapeHtml(a.remediation_href)}" rel="noopener noreferrer">how to act on it</a></div>${
+· <a class="advisory-guide" href="${escapeHtml(advisoryGuidePath(a.remediation_href))}">how to act on it</a></div>${
         mayDismiss
           ? postButton(`${path}/advisories/${encodeURIComponent(a.id)}/dismissal`, "Dismiss", ` class="dismiss"`)
           : ""
@@ -122,6 +123,7 @@ function settingsChanges(fields: URLSearchParams, current: Settings): Record<str
 export function registerRepositoryPages(app: FastifyInstance, deps: AppDeps, handlers: HandlerTable): void {
   const pages = dashboardPages(deps, handlers);
   const back = { href: "/repositories", label: "All repositories" };
+  registerAdvisoryGuidePage(app, deps, handlers);
 
   app.get("/repositories", async (request, reply) => {
     const ctx = await pages.open(request, reply);

@@ -48,11 +48,7 @@ export function admissionPolicyOf(stored: StoredTenantSettings | undefined): Ten
 const origin = (written: unknown) => (written === null ? ("platform default" as const) : ("tenant setting" as const));
 
 /** Settings this runtime records but does not apply yet (the receipt's `not_applied`). */
-export const TENANT_SETTINGS_NOT_APPLIED: readonly string[] = [
-  "default_toolchain",
-  "artifact_retention_days",
-  "log_retention_days",
-];
+export const TENANT_SETTINGS_NOT_APPLIED: readonly string[] = ["default_toolchain", "log_retention_days"];
 
 const detailOf = (name: string): { detail: string } | Record<string, never> =>
   TENANT_SETTINGS_NOT_APPLIED.includes(name) ? { detail: "Recorded; this runtime does not apply it yet." } : {};

@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import type { Storage } from "../dialect.js";
 import type { Database } from "../schema.js";
+import { readTenantSettings } from "../tenant-policy/read-tenant-settings.js";
 import { formatTimestamp } from "../timestamps.js";
 import type { AttemptRow } from "./claim-next-job.js";
 import type { JobRow } from "./insert-job.js";
@@ -15,6 +16,7 @@ export interface AttemptCompletion {
   readonly report: string;
   readonly cargoOutput: { sha256: string; bytes: number } | null;
   readonly artifacts: readonly { path: string; bytes: number; sha256: string }[];
+  /** How long published artifacts are served when the job's tenant set no artifact retention of its own. */
   readonly artifactRetentionSeconds: number;
 }
 
@@ -110,7 +112,11 @@ export async function finishAttempt(
             : `attempt ${input.attempt} failed: ${r.failure?.cause ?? "unknown"}`,
     });
     if (r.artifacts.length > 0) {
-      const expires = formatTimestamp(new Date(input.now.getTime() + r.artifactRetentionSeconds * 1000));
+      // The tenant's artifact_retention_days when it set one, read in this transaction: artifacts
+      // are kept as long as the retention in force when they are published says.
+      const tenantDays = (await readTenantSettings(trx, { tenantId: job.tenant_id }))?.artifactRetentionDays ?? null;
+      const retentionSeconds = tenantDays === null ? r.artifactRetentionSeconds : tenantDays * 86_400;
+      const expires = formatTimestamp(new Date(input.now.getTime() + retentionSeconds * 1000));
       await trx
         .insertInto("artifacts")
         .values(
