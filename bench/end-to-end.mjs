@@ -40,10 +40,10 @@ if (!existsSync(dist("src/build-app.js")) || !existsSync(dist("test/debian-crate
   process.exit(1);
 }
 
-const { LocalBlobStore, onboardRepository, openStorage, systemClock } = await import("@kiln/storage");
+const { LocalBlobStore, onboardRepository, openStorage, startJobNotifications } = await import("@kiln/storage");
+const { silentLogger, systemClock } = await import("@kiln/contract");
 const { admitToolchain, createSandboxExecutor } = await import("@kiln/host");
 const { buildApp } = await import(dist("src/build-app.js"));
-const { jobActivity } = await import(dist("src/jobs/job-activity.js"));
 const { startLocalHost } = await import(dist("src/local-host.js"));
 const { testedCrate } = await import(dist("test/crates.js"));
 const { debianCrate, debianCrateInstalled, directCargoTest, directTestCounts, materialize } = await import(
@@ -170,6 +170,7 @@ async function startKiln() {
   const storage = await openStorage({ dataDir });
   const blobs = new LocalBlobStore(join(dataDir, "blobs"));
   let wake = () => {};
+  const notifications = startJobNotifications(storage, { clock: systemClock, log: silentLogger });
   const app = buildApp({
     storage,
     blobs,
@@ -177,13 +178,14 @@ async function startKiln() {
     version: "bench",
     publicOrigin: "http://kiln.bench",
     wakeScheduler: () => wake(),
+    notifications,
     logger: false,
   });
   await app.ready();
   mkdirSync(join(dataDir, "attempts"));
   const lineageRoot = join(dataDir, "lineages");
   const host = await startLocalHost(
-    { storage, blobs, clock: systemClock },
+    { storage, blobs, clock: systemClock, notifications },
     {
       workRoot: join(dataDir, "attempts"),
       lineageRoot,
@@ -255,11 +257,11 @@ async function startKiln() {
     const id = res.json();
     const accepted = process.hrtime.bigint();
     let job;
-    // Woken by the in-process activity hint the way `kiln cargo`'s log stream is (a poll every
-    // POLL_MS stays as the fallback), so the time is not inflated by up to one poll interval.
+    // Woken by the job's notices the way `kiln cargo`'s log stream is (a poll every POLL_MS stays
+    // as the fallback), so the time is not inflated by up to one poll interval.
     let changed = false;
     let wake = () => {};
-    const unsubscribe = jobActivity.subscribe(id, () => {
+    const unsubscribe = notifications.onJob(id, () => {
       changed = true;
       wake();
     });
@@ -369,6 +371,7 @@ async function startKiln() {
     stop: async () => {
       await host.stop();
       await app.close();
+      await notifications.stop();
       await storage.close();
     },
   };

@@ -1,9 +1,11 @@
 import fastifyCookie from "@fastify/cookie";
+import { startJobNotifications } from "@kiln/storage";
 import Fastify, { type FastifyInstance } from "fastify";
 import { LastUsedRecorder } from "./auth/last-used-recorder.js";
 import type { AppDeps } from "./deps.js";
 import { defaultHandlers } from "./handlers/default-handlers.js";
 import type { HandlerTable } from "./handlers/handler.js";
+import { endStreamsOf } from "./handlers/sse-stream.js";
 import { registerHostProtocolRoutes } from "./host-protocol/http-host-routes.js";
 import { bindCatalogueRoutes } from "./http/bind-catalogue-routes.js";
 import { installBodyParsers } from "./http/body-parsers.js";
@@ -50,13 +52,22 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
     clientErrorHandler,
     return503OnClosing: true,
   });
+  const notifications =
+    given.notifications ?? startJobNotifications(given.storage, { clock: given.clock, log: app.log });
+  const ownNotifications = given.notifications === undefined ? notifications : null;
   const deps: AppDeps = {
     ...given,
     lastUsed: given.lastUsed ?? new LastUsedRecorder(given.storage, { clock: given.clock, log: app.log }),
+    notifications,
   };
   void app.register(fastifyCookie);
+  // Open event streams end before the server closes, rather than holding it up until their next read.
+  app.addHook("preClose", async () => {
+    endStreamsOf(app.server);
+  });
   app.addHook("onClose", async () => {
     await deps.lastUsed?.close();
+    await ownNotifications?.stop();
   });
   installErrorBoundary(app);
   installRequestValidators(app);

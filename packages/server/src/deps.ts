@@ -1,5 +1,5 @@
 import type { Clock } from "@kiln/contract";
-import type { BlobStore, Storage } from "@kiln/storage";
+import type { BlobStore, JobNotifications, Storage } from "@kiln/storage";
 import type { LastUsedRecorder } from "./auth/last-used-recorder.js";
 import type { OidcSettings } from "./auth/oidc-client.js";
 import type { CanarySettings } from "./platform/canaries/canary-settings.js";
@@ -40,6 +40,12 @@ export interface AppDeps {
    * one-time sign-in links are the only way in.
    */
   readonly oidc?: OidcSettings;
+  /**
+   * What wakes log and event streams when another writer commits (storage notifications: a
+   * LISTEN connection on PostgreSQL, this process's bus on SQLite); buildApp starts one when
+   * absent and stops it on close. main.ts shares one with the local host's claim wait.
+   */
+  readonly notifications?: JobNotifications;
   /** Coalesces last_used_at writes; buildApp makes one when absent. */
   readonly lastUsed?: LastUsedRecorder;
   /** Version string served in the OpenAPI document. */

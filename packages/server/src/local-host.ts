@@ -2,10 +2,9 @@ import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { Clock, Logger, LoopFailure } from "@kiln/contract";
 import { DEFAULT_CRATES_IO_INDEX, type Executor, type HostEvent, startMachineHost } from "@kiln/host";
-import type { BlobStore, Storage } from "@kiln/storage";
+import type { BlobStore, JobNotifications, Storage } from "@kiln/storage";
 import { inProcessHostProtocol } from "./host-protocol/in-process-host-protocol.js";
 import { HostService, type HostServiceEvent } from "./hosts/host-service.js";
-import { jobActivity } from "./jobs/job-activity.js";
 import { startLeaseReaper } from "./scheduler/lease-reaper.js";
 import type { SecretBox } from "./secrets/secret-box.js";
 
@@ -55,11 +54,17 @@ export async function startLocalHost(
     log: Logger;
     storageQuotaBytes?: number;
     secrets?: SecretBox;
+    /**
+     * Wakes the host's claim when a job is queued by any server process (a submission through
+     * another kiln-server, a job handed back by a lease reaper elsewhere); without it, or while
+     * notices do not arrive, the host's own claim poll finds the job.
+     */
+    notifications?: JobNotifications;
   },
   options: LocalHostOptions,
 ): Promise<{ wake: () => void; stop: () => Promise<void> }> {
   const onEvent = options.onEvent ?? (() => {});
-  const service = new HostService({ ...deps, activity: jobActivity, onEvent });
+  const service = new HostService({ ...deps, onEvent });
   const machine = await startMachineHost({
     hostId: options.hostId ?? "local",
     protocol: inProcessHostProtocol(service),
@@ -86,9 +91,11 @@ export async function startLocalHost(
     onReclaimed: () => machine.agent.wake(),
     onFailure: onEvent,
   });
+  const unsubscribeQueued = deps.notifications?.onQueued(() => machine.agent.wake()) ?? (() => {});
   return {
     wake: () => machine.agent.wake(),
     stop: async () => {
+      unsubscribeQueued();
       await reaper.stop();
       await machine.stop();
     },

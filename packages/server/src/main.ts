@@ -2,7 +2,7 @@
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { systemClock } from "@kiln/contract";
-import { LocalBlobStore, openStorage, S3BlobStore } from "@kiln/storage";
+import { LocalBlobStore, openStorage, S3BlobStore, startJobNotifications } from "@kiln/storage";
 import { Command } from "commander";
 import { pino } from "pino";
 import { adminCommand } from "./admin/admin-commands.js";
@@ -13,7 +13,6 @@ import { configFromEnv, type ServerConfig } from "./config.js";
 import { startDogfoodLedgerAudit } from "./dogfood/ledger-audit.js";
 import { ensureFirstStartTenant } from "./first-start.js";
 import { startImpairmentDetector } from "./hosts/impairment/impairment-detector.js";
-import { jobActivity } from "./jobs/job-activity.js";
 import { startLocalHost } from "./local-host.js";
 import { CanaryRunner, startCanaryLoop } from "./platform/canaries/canary-runner.js";
 import { canarySettings } from "./platform/canaries/canary-settings.js";
@@ -64,6 +63,9 @@ program
     const gitHubApp = gitHubConfig === null ? undefined : new GitHubApp(gitHubConfig, log);
     // Workload health judges canaries by these settings even where this process runs no canary loop.
     const canaries = canarySettings({ intervalSeconds: config.canaryIntervalSeconds || undefined });
+    // One listening end per process (storage notifications): log and event streams, the local
+    // host's claim wait and the check run reporter wake on what any server process commits.
+    const notifications = startJobNotifications(storage, { clock: systemClock, log });
     // The local host starts after the app; submissions before then wait for its first poll.
     let wake = () => {};
     const app = buildApp({
@@ -76,6 +78,7 @@ program
       ...(gitHubApp === undefined ? {} : { gitHubApp }),
       ...(config.oidc === undefined ? {} : { oidc: config.oidc }),
       wakeScheduler: () => wake(),
+      notifications,
       logger: { level: process.env.KILN_LOG_LEVEL ?? "info" },
       canaries,
       ...(config.dogfoodTenant === undefined ? {} : { dogfoodTenant: config.dogfoodTenant }),
@@ -84,7 +87,7 @@ program
     if (process.env.KILN_LOCAL_HOST !== "off") {
       try {
         host = await startLocalHost(
-          { storage, blobs, clock: systemClock, log, secrets },
+          { storage, blobs, clock: systemClock, log, secrets, notifications },
           {
             // Several kiln-servers on one database each run a local host: KILN_LOCAL_HOST_ID names
             // each one's (default "local"), since a host's id is who holds its leases.
@@ -116,14 +119,14 @@ program
         : null;
     // Host impairment: anomalies, incidents, admission closure and automatic recovery (issue 18).
     const impairment = startImpairmentDetector({ storage, clock: systemClock, log });
-    // Check runs for jobs submitted with check.head_sha: a pass on every job change here, and
-    // every 5 s (other processes' changes, retries after provider errors).
+    // Check runs for jobs submitted with check.head_sha: a pass on every job change (any server
+    // process's, through notifications), and every 5 s (retries after provider errors).
     const checkRuns =
       gitHubApp === undefined
         ? null
         : new CheckRunReporter({ storage, blobs, app: gitHubApp, clock: systemClock, log, publicOrigin });
     checkRuns?.start();
-    const unsubscribeChecks = checkRuns === null ? () => {} : jobActivity.subscribeAll(() => checkRuns.nudge());
+    const unsubscribeChecks = checkRuns === null ? () => {} : notifications.onAnyJob(() => checkRuns.nudge());
     // Canaries and tenant anomaly rules start once first start has made its tenant (the canary
     // loop creates the canary tenant, and first start only acts on a database with no tenant).
     let canaryLoop: { stop(): Promise<void> } | null = null;
@@ -140,6 +143,7 @@ program
       await checkRuns?.stop();
       await host?.stop();
       await app.close();
+      await notifications.stop();
       await storage.close();
       process.exit(0);
     };

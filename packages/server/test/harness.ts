@@ -10,7 +10,6 @@ import { buildApp } from "../src/build-app.js";
 import type { AppDeps } from "../src/deps.js";
 import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
 import { HostService } from "../src/hosts/host-service.js";
-import { jobActivity } from "../src/jobs/job-activity.js";
 import { SecretBox } from "../src/secrets/secret-box.js";
 
 /** A blob store in a fresh temporary directory. */
@@ -120,7 +119,6 @@ export function hostProtocolOf(deps: Pick<AppDeps, "storage" | "blobs" | "clock"
       blobs: deps.blobs,
       clock: deps.clock,
       log: silentLogger,
-      activity: jobActivity,
       ...(deps.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: deps.storageQuotaBytes }),
       ...(deps.secrets === undefined ? {} : { secrets: deps.secrets }),
     }),

@@ -18,7 +18,6 @@ import { type BlobStore, createTenant, readJob, requestCancellation, type Storag
 import { DIALECTS } from "@kiln/storage/testing";
 import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
 import { HostService } from "../src/hosts/host-service.js";
-import { jobActivity } from "../src/jobs/job-activity.js";
 import type { LocalHostEvent } from "../src/local-host.js";
 import { startLeaseReaper } from "../src/scheduler/lease-reaper.js";
 import { testBlobs } from "./harness.js";
@@ -56,7 +55,6 @@ async function pair(storage: Storage): Promise<Pairing> {
     blobs,
     clock,
     log: silentLogger,
-    activity: jobActivity,
     onEvent: emit,
   });
   const bound = inProcessHostProtocol(service);

@@ -288,7 +288,7 @@ for (const dialect of DIALECTS) {
     });
 
     it("with this process's host, the stream sends new lines and the end at once, not at its next poll", async () => {
-      // The in-process host protocol nudges the job's streams (job-activity.ts). The stream's
+      // The host service's writes notify the job's streams (storage notifications). The stream's
       // poll runs on the app's clock, held here: no poll ever fires, so the last line and the
       // settled page can reach the reader only through the nudge.
       const protocol = hostProtocolOf({ storage: t.storage, blobs: t.blobs, clock: t.clock });

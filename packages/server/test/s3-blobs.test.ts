@@ -13,7 +13,6 @@ import { onboardRepository, S3BlobStore } from "@kiln/storage";
 import { DIALECTS, type S3TestServer, startS3TestServer } from "@kiln/storage/testing";
 import { configFromEnv } from "../src/config.js";
 import { HostService } from "../src/hosts/host-service.js";
-import { jobActivity } from "../src/jobs/job-activity.js";
 import { type Embedded, explainJob, startEmbedded } from "./e2e-jobs.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { claimJob, finishJob } from "./job-fixtures.js";
@@ -112,7 +111,6 @@ for (const dialect of DIALECTS) {
         blobs,
         clock: t.clock,
         log: silentLogger,
-        activity: jobActivity,
         onEvent: () => {},
       });
       for (const part of archive.parts) assert.ok((await service.fetchBlob(sha256(part))).equals(part));

@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from "kysely";
+import type { NoticeConnection, NoticeHandlers } from "./notifications/notice-connection.js";
 import type { Database } from "./schema.js";
 
 export type DialectName = "sqlite" | "postgres";
@@ -36,7 +37,8 @@ export interface Capabilities {
   readonly multiProcess: boolean;
   /**
    * `LISTEN/NOTIFY` exists, so a process can be woken by another's commit instead of polling.
-   * On SQLite, waiters poll.
+   * On SQLite notices reach only the committing process (`Storage.listen`), so a waiter there
+   * is woken by this process's writes and polls for anyone else's.
    */
   readonly listenNotify: boolean;
 }
@@ -63,6 +65,12 @@ export interface Storage {
    * PostgreSQL: `BEGIN` at READ COMMITTED.
    */
   transaction<T>(fn: (trx: Transaction<Database>) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /**
+   * Opens a listening end for the notices writers commit on `channels` (notifications/): on
+   * PostgreSQL a dedicated connection (not from the pool) that LISTENs; on SQLite this
+   * process's bus for the file. Use one per process through `startJobNotifications`.
+   */
+  listen(channels: readonly string[], handlers: NoticeHandlers): Promise<NoticeConnection>;
   /** Releases the connection(s); the `Storage` is unusable afterwards. */
   close(): Promise<void>;
 }

@@ -203,6 +203,16 @@ export { readRepositoryStorage } from "./lineages/read-repository-storage.js";
 export { type LineageSave, type LineageSaveResult, recordLineageSave } from "./lineages/record-lineage-save.js";
 export { type AppliedMigrations, migrateToLatest } from "./migrations/migrate-to-latest.js";
 export { type MigrationState, readMigrationState } from "./migrations/read-migration-state.js";
+export { JOB_CHANNELS, type JobChannel } from "./notifications/job-notices.js";
+export {
+  type JobNotificationEvent,
+  type JobNotifications,
+  type JobNotificationsOptions,
+  LISTEN_RETRY_MS,
+  startJobNotifications,
+  type Wake,
+} from "./notifications/job-notifications.js";
+export type { NoticeConnection, NoticeHandlers } from "./notifications/notice-connection.js";
 export { type OpenStorageOptions, openStorage } from "./open-storage.js";
 export {
   findCurrentOperatorCredential,

@@ -1,9 +1,13 @@
 import { type JobEventRow, latestJobEventSequence, readJobEvents } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
-import { type BaseContext, type Handler, principalOf } from "./handler.js";
+import { type BaseContext, type Handler, principalOf, type REPLY_SENT } from "./handler.js";
 import { lastEventIdHeader, type SseStream, serveEventStream } from "./sse-stream.js";
+import { StreamWakes } from "./stream-wakes.js";
 
-/** How often an open event stream looks for new job events. */
+/**
+ * How often an open event stream looks for new job events while notices are not arriving (the
+ * listening connection is lost); otherwise a notice wakes it (stream-wakes.ts).
+ */
 export const EVENT_POLL_MS = 250;
 
 /** Events read per poll; a full batch is followed at once by the next. */
@@ -22,10 +26,18 @@ function jobEventOf(row: JobEventRow) {
 }
 
 /**
- * Sends the tenant's job events after `after` as SSE events `job` (id: the sequence),
- * polling every EVENT_POLL_MS, until the client disconnects.
+ * Sends the tenant's job events after `after` as SSE events `job` (id: the sequence), read
+ * again whenever one is appended for the tenant on any server process (a notice committed with
+ * it, storage notifications) and as a fallback poll, until the client disconnects.
  */
-async function relayJobEvents(ctx: BaseContext, stream: SseStream, tenantId: string, after: number) {
+async function relayJobEvents(
+  ctx: BaseContext,
+  stream: SseStream,
+  wakes: StreamWakes,
+  tenantId: string,
+  after: number,
+) {
+  wakes.attach(stream);
   let position = after;
   while (!stream.closed) {
     const events = await readJobEvents(ctx.deps.storage, { tenantId, afterSequence: position, limit: EVENT_BATCH });
@@ -33,7 +45,25 @@ async function relayJobEvents(ctx: BaseContext, stream: SseStream, tenantId: str
       await stream.send({ event: "job", id: String(row.sequence), data: jobEventOf(row) });
       position = row.sequence;
     }
-    if (events.length < EVENT_BATCH) await stream.wait(EVENT_POLL_MS);
+    if (events.length < EVENT_BATCH) await stream.wait(wakes.pollMs(EVENT_POLL_MS));
+  }
+}
+
+/**
+ * Serves the tenant's job events after the position `start` reads, subscribed before that read
+ * (so an event appended after it wakes the stream).
+ */
+async function serveJobEvents(
+  ctx: BaseContext,
+  tenantId: string,
+  start: () => Promise<number>,
+): Promise<typeof REPLY_SENT> {
+  const wakes = await StreamWakes.open(ctx.deps, (notifications, wake) => notifications.onJobEvents(tenantId, wake));
+  try {
+    const after = await start();
+    return await serveEventStream(ctx, (stream) => relayJobEvents(ctx, stream, wakes, tenantId, after));
+  } finally {
+    wakes.close();
   }
 }
 
@@ -56,9 +86,12 @@ function lastEventIdOf(ctx: BaseContext): number | undefined {
 export const cliEvents: Handler<"cli.events"> = async (ctx) => {
   const tenantId = principalOf(ctx).tenantId;
   const query = ctx.query.after;
-  const after =
-    lastEventIdOf(ctx) ?? (query === undefined ? await latestJobEventSequence(ctx.deps.storage, tenantId) : query);
-  return serveEventStream(ctx, (stream) => relayJobEvents(ctx, stream, tenantId, after));
+  const resume = lastEventIdOf(ctx) ?? query;
+  return serveJobEvents(
+    ctx,
+    tenantId,
+    async () => resume ?? (await latestJobEventSequence(ctx.deps.storage, tenantId)),
+  );
 };
 
 /**
@@ -68,6 +101,5 @@ export const cliEvents: Handler<"cli.events"> = async (ctx) => {
  */
 export const dashboardEvents: Handler<"events.stream"> = async (ctx) => {
   const tenantId = principalOf(ctx).tenantId;
-  const after = await latestJobEventSequence(ctx.deps.storage, tenantId);
-  return serveEventStream(ctx, (stream) => relayJobEvents(ctx, stream, tenantId, after));
+  return serveJobEvents(ctx, tenantId, () => latestJobEventSequence(ctx.deps.storage, tenantId));
 };

@@ -7,12 +7,16 @@ import {
   readLogRecords,
 } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
-import { jobActivity } from "../jobs/job-activity.js";
 import { TERMINAL_STATUSES } from "../jobs/platform-limits.js";
 import { type BaseContext, type Handler, principalOf } from "./handler.js";
 import { lastEventIdHeader, type SseStream, serveEventStream } from "./sse-stream.js";
+import { StreamWakes } from "./stream-wakes.js";
 
-/** How often an open log stream looks for new records. */
+/**
+ * How often an open log stream looks for new records while notices are not arriving (the
+ * listening connection is lost); otherwise a notice wakes it and it polls only as a fallback
+ * (stream-wakes.ts).
+ */
 export const LOG_POLL_MS = 200;
 
 const DEFAULT_LOG_LIMIT = 100;
@@ -104,38 +108,48 @@ function streamStart(ctx: LogContext): number {
  * jobs.logs_stream: the log as server-sent events `log`, each a JobLogStreamFrame whose
  * `id:` is the cursor after its page, until the settled page has been sent. The first
  * page is sent at once (it carries the watermarks even when empty); afterwards a page is
- * sent only when it has records or settles, polling every LOG_POLL_MS. Resuming from any
- * id sent continues after exactly the records already delivered.
+ * sent only when it has records or settles, read again whenever the job's log or status
+ * changes on any server process (a notice committed with the write, storage notifications)
+ * and as a fallback poll. Resuming from any id sent continues after exactly the records
+ * already delivered.
  */
 export const jobLogsStream: Handler<"jobs.logs_stream"> = async (ctx) => {
   const job = jobOf(ctx);
   const limit = limitOf(ctx);
-  let after = streamStart(ctx);
-  // Refusals (not_found) are answered before the stream opens.
-  let next = await readLogPage(ctx.db, job, after, limit);
-  return serveEventStream(ctx, async (stream) => {
-    // This process's host reports new lines and the end at once (job-activity.ts).
-    const unsubscribe = jobActivity.subscribe(job.jobId, () => stream.nudge());
-    try {
-      await follow(stream);
-    } finally {
-      unsubscribe();
-    }
-  });
-
-  async function follow(stream: SseStream): Promise<void> {
-    let first = true;
-    while (!stream.closed) {
-      const { page, position } = next;
-      if (first || page.records.length > 0 || page.settled) {
-        await stream.send({ event: "log", id: encodeLogCursor(position), data: { job: job.jobId, page } });
-        first = false;
-      }
-      if (page.settled) return;
-      after = position;
-      if (page.records.length < limit) await stream.wait(LOG_POLL_MS);
-      if (stream.closed) return;
-      next = await readLogPage(ctx.deps.storage.db, job, after, limit);
-    }
+  const after = streamStart(ctx);
+  // Subscribed before the first read: a line committed after that read wakes the stream.
+  const wakes = await StreamWakes.open(ctx.deps, (notifications, wake) => notifications.onJob(job.jobId, wake));
+  try {
+    // Refusals (not_found) are answered before the stream opens.
+    const first = await readLogPage(ctx.db, job, after, limit);
+    return await serveEventStream(ctx, async (stream) => {
+      wakes.attach(stream);
+      await followLog(ctx, stream, wakes, { job, limit, first });
+    });
+  } finally {
+    wakes.close();
   }
 };
+
+/** Sends the first page, then each page with records, until the settled one. */
+async function followLog(
+  ctx: LogContext,
+  stream: SseStream,
+  wakes: StreamWakes,
+  input: { job: { tenantId: string; jobId: string }; limit: number; first: LogPage },
+): Promise<void> {
+  const { job, limit } = input;
+  let next = input.first;
+  let first = true;
+  while (!stream.closed) {
+    const { page, position } = next;
+    if (first || page.records.length > 0 || page.settled) {
+      await stream.send({ event: "log", id: encodeLogCursor(position), data: { job: job.jobId, page } });
+      first = false;
+    }
+    if (page.settled) return;
+    if (page.records.length < limit) await stream.wait(wakes.pollMs(LOG_POLL_MS));
+    if (stream.closed) return;
+    next = await readLogPage(ctx.deps.storage.db, job, position, limit);
+  }
+}

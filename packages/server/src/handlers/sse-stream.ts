@@ -3,6 +3,20 @@ import { type BaseContext, REPLY_SENT } from "./handler.js";
 /** A comment line every 15 s keeps proxies and load balancers from closing an idle stream. */
 export const HEARTBEAT_MS = 15_000;
 
+/** The HTTP servers whose app is closing: their streams end at once rather than at their next poll. */
+const closingServers = new WeakSet<object>();
+/** The open streams of each HTTP server, to wake when its app closes. */
+const openStreams = new WeakMap<object, Set<SseStream>>();
+
+/**
+ * Ends every open stream of `server` now (buildApp's preClose hook): a stream otherwise notices
+ * the shutdown only at its next read, and its busy connection holds up the server's close.
+ */
+export function endStreamsOf(server: object): void {
+  closingServers.add(server);
+  for (const stream of openStreams.get(server) ?? []) stream.nudge();
+}
+
 /** One server-sent event: `event:` name, `id:` (what a client resumes from) and JSON data. */
 export interface SseEvent {
   readonly event: string;
@@ -13,8 +27,8 @@ export interface SseEvent {
 /**
  * A server-sent event stream written straight to the socket (the reply is hijacked, so
  * nothing Fastify does after the handler touches it). It counts as closed once the
- * client disconnects, the handler ends it, or the server stopped listening (shutdown:
- * streams end within one poll so closing the server is not held up by them).
+ * client disconnects, the handler ends it, or the server is closing (endStreamsOf wakes it)
+ * or stopped listening, so closing the server is not held up by it.
  */
 export class SseStream {
   private ended = false;
@@ -29,6 +43,12 @@ export class SseStream {
   ) {
     const { reply } = ctx;
     this.wasListening = ctx.request.server.server.listening;
+    let open = openStreams.get(ctx.request.server.server);
+    if (open === undefined) {
+      open = new Set();
+      openStreams.set(ctx.request.server.server, open);
+    }
+    open.add(this);
     reply.hijack();
     const raw = reply.raw;
     raw.writeHead(200, {
@@ -106,7 +126,8 @@ export class SseStream {
   }
 
   private get serverStopped(): boolean {
-    return this.wasListening && !this.ctx.request.server.server.listening;
+    const server = this.ctx.request.server.server;
+    return closingServers.has(server) || (this.wasListening && !server.listening);
   }
 
   private drained(): Promise<void> {
@@ -125,6 +146,7 @@ export class SseStream {
   private markEnded(): void {
     if (this.ended) return;
     this.ended = true;
+    openStreams.get(this.ctx.request.server.server)?.delete(this);
     clearInterval(this.heartbeat);
     this.wake?.();
   }

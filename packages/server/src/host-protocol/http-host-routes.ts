@@ -15,7 +15,6 @@ import type { AppDeps } from "../deps.js";
 import { HostIdentityError, hostOfCredential, redeemHostEnrollment } from "../hosts/host-identities.js";
 import { HostService } from "../hosts/host-service.js";
 import { Refusal } from "../http/refusal.js";
-import { jobActivity } from "../jobs/job-activity.js";
 import { registerHostOperatorRoutes } from "./http-host-operator-routes.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -62,7 +61,6 @@ export function registerHostProtocolRoutes(app: FastifyInstance, deps: AppDeps):
     blobs: deps.blobs,
     clock: deps.clock,
     log: app.log,
-    activity: jobActivity,
     ...(deps.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: deps.storageQuotaBytes }),
     ...(deps.secrets === undefined ? {} : { secrets: deps.secrets }),
   });

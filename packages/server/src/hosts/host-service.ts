@@ -29,7 +29,6 @@ import {
   type Storage,
 } from "@kiln/storage";
 import { Value } from "@sinclair/typebox/value";
-import type { JobActivity } from "../jobs/job-activity.js";
 import { ARTIFACT_RETENTION_SECONDS, VCPUS_OF_SIZE } from "../jobs/platform-limits.js";
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
 import type { SecretBox } from "../secrets/secret-box.js";
@@ -51,8 +50,6 @@ export interface HostServiceDeps {
   readonly blobs: BlobStore;
   readonly clock: Clock;
   readonly log: Logger;
-  /** Nudged when a job's log or status changed here, so this process's streams read at once. */
-  readonly activity: JobActivity;
   readonly storageQuotaBytes?: number;
   /** Opens tenants' sealed registry credentials; without it no attempt receives any. */
   readonly secrets?: SecretBox;
@@ -101,10 +98,8 @@ export class HostService {
           repository: job.repository,
           class: job.class,
         });
-        const placement = assemblePlacement(job, attempt, drop);
-        // The job is running now: streams and the check run reporter look again.
-        this.deps.activity.notify(job.id);
-        return placement;
+        // The job is running now: the claim's transition notified its streams (storage notifications).
+        return assemblePlacement(job, attempt, drop);
       } catch (error) {
         if (!(error instanceof UnplaceableJobError)) throw error;
         const detail = `job ${job.id} cannot be placed: ${error.message}`;
@@ -133,7 +128,6 @@ export class HostService {
       ...ref,
       lines: lines.map((line) => ({ stream: line.stream, at: new Date(line.at), text: line.text })),
     });
-    if (accepted) this.deps.activity.notify(ref.jobId);
     return accepted ? "accepted" : "stale";
   }
 
@@ -208,7 +202,7 @@ export class HostService {
   async #settle(ref: AttemptRef, result: AttemptResult): Promise<FinishAnswer> {
     const now = this.deps.clock.now();
     const saved = savedLineageOf(result.report);
-    const finished = await finishAttempt(this.deps.storage, {
+    return finishAttempt(this.deps.storage, {
       ...ref,
       now,
       result: {
@@ -241,8 +235,6 @@ export class HostService {
         );
       },
     });
-    if (finished === "finished") this.deps.activity.notify(ref.jobId);
-    return finished;
   }
 }
 

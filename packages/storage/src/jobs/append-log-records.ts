@@ -1,4 +1,5 @@
 import type { Storage } from "../dialect.js";
+import { JOB_CHANNELS, notifyAtCommit } from "../notifications/job-notices.js";
 import { formatTimestamp } from "../timestamps.js";
 
 export interface LogLine {
@@ -13,7 +14,8 @@ export interface LogLine {
  * own, assigned here under the same transaction, so they are gap-free and ordered; on
  * PostgreSQL the job's row is locked first so two appends to one job (host lines and a
  * control-plane system line) take turns instead of colliding on the next sequence.
- * SQLite's single writer serializes them already.
+ * SQLite's single writer serializes them already. The job's log streams are notified in the
+ * same transaction (delivered at commit, on every server process: notifications/).
  */
 export async function appendLogRecords(
   storage: Storage,
@@ -54,6 +56,7 @@ export async function appendLogRecords(
         })),
       )
       .execute();
+    await notifyAtCommit(trx, JOB_CHANNELS.job, input.jobId);
     return true;
   });
 }

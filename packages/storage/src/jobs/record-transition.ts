@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { JOB_CHANNELS, notifyAtCommit } from "../notifications/job-notices.js";
 import type { Database } from "../schema.js";
 import { formatTimestamp } from "../timestamps.js";
 
@@ -7,6 +8,9 @@ import { formatTimestamp } from "../timestamps.js";
  * (the durable sequence cli.events resumes from). Always called inside the
  * transaction that changed jobs.status, so the three never disagree. The event's
  * sequence is the tenant's own, numbered by the database in commit order (migration 0030).
+ * The notices that wake the job's log streams, the tenant's event streams and (for a queued job) waiting hosts are
+ * issued in that transaction too, so they are delivered when the move commits and never for
+ * one rolled back.
  */
 export async function recordTransition(
   trx: Kysely<Database>,
@@ -48,4 +52,7 @@ export async function recordTransition(
       at,
     })
     .execute();
+  await notifyAtCommit(trx, JOB_CHANNELS.job, input.jobId);
+  await notifyAtCommit(trx, JOB_CHANNELS.jobEvents, input.tenantId);
+  if (input.to === "queued") await notifyAtCommit(trx, JOB_CHANNELS.queued, input.jobId);
 }

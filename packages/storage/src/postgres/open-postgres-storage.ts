@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import type { Capabilities, Storage } from "../dialect.js";
+import type { NoticeConnection, NoticeHandlers } from "../notifications/notice-connection.js";
 import type { Database } from "../schema.js";
 import { kilnPostgresTypes } from "./postgres-type-parsers.js";
 
@@ -41,6 +42,52 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
         if (options?.durability === "relaxed") await sql`set local synchronous_commit = off`.execute(trx);
         return fn(trx);
       }),
+    listen: (channels, handlers) => listenOnPostgres(options.databaseUrl, channels, handlers),
     close: () => db.destroy(),
+  };
+}
+
+/**
+ * A connection of its own (LISTEN holds a session: a pooled one would be handed to other
+ * queries and released), kept alive by TCP keepalive so a dead peer is found by the kernel.
+ * Its 'error' and 'end' both mean lost (reported once); a notice arrives as the committing
+ * transaction's COMMIT completes, from any process on the database, this one included.
+ */
+async function listenOnPostgres(
+  databaseUrl: string,
+  channels: readonly string[],
+  handlers: NoticeHandlers,
+): Promise<NoticeConnection> {
+  const client = new pg.Client({
+    connectionString: databaseUrl,
+    application_name: "kiln-listen",
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  });
+  let closing = false;
+  let reported = false;
+  const lost = (error: Error) => {
+    if (closing || reported) return;
+    reported = true;
+    handlers.onLost(error);
+  };
+  client.on("error", (error) => lost(error));
+  client.on("end", () => lost(new Error("the listening connection to PostgreSQL ended")));
+  client.on("notification", (message) => handlers.onNotice(message.channel, message.payload ?? ""));
+  try {
+    await client.connect();
+    for (const channel of channels) await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+  } catch (error) {
+    closing = true;
+    await client.end().catch(() => {});
+    throw error;
+  }
+  const backendPid = (client as unknown as { processID?: number }).processID ?? null;
+  return {
+    backendPid,
+    close: async () => {
+      closing = true;
+      await client.end();
+    },
   };
 }

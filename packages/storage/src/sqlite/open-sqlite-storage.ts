@@ -3,6 +3,7 @@ import { join } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import { Kysely, sql } from "kysely";
 import type { Capabilities, Storage } from "../dialect.js";
+import { listenOnBus, publishNotices } from "../notifications/in-process-notice-bus.js";
 import type { Database } from "../schema.js";
 import { retryWhileBusy } from "./retry-while-busy.js";
 import { createSqliteDialect } from "./sqlite-dialect.js";
@@ -28,7 +29,24 @@ export async function openSqliteStorage(dataDir: string): Promise<Storage> {
     database.close();
     throw error;
   }
-  const db = new Kysely<Database>({ dialect: createSqliteDialect(database) });
+  const file = join(dataDir, SQLITE_FILE_NAME);
+  const held: { channel: string; payload: string }[] = [];
+  // notifyAtCommit's statement (notifications/job-notices.ts): PostgreSQL's pg_notify, here a
+  // function of this connection holding the notice until COMMIT (published to this process's
+  // bus), dropping it on ROLLBACK, or publishing it at once outside a transaction.
+  database.function("pg_notify", (channel: unknown, payload: unknown) => {
+    const notice = { channel: String(channel), payload: String(payload) };
+    if (database.inTransaction) held.push(notice);
+    else publishNotices(file, [notice]);
+    return null;
+  });
+  const hooks = {
+    committed: () => publishNotices(file, held.splice(0)),
+    rolledBack: () => {
+      held.length = 0;
+    },
+  };
+  const db = new Kysely<Database>({ dialect: createSqliteDialect(database, hooks) });
   return {
     dialect: "sqlite",
     capabilities: SQLITE_CAPABILITIES,
@@ -46,6 +64,17 @@ export async function openSqliteStorage(dataDir: string): Promise<Storage> {
             }
           })
         : db.transaction().execute(fn),
+    listen: async (channels, handlers) => {
+      const wanted = new Set(channels);
+      // Never lost: the bus is this process's own memory.
+      const stop = listenOnBus(file, (channel, payload) => {
+        if (wanted.has(channel)) handlers.onNotice(channel, payload);
+      });
+      return {
+        backendPid: null,
+        close: async () => stop(),
+      };
+    },
     close: () => db.destroy(),
   };
 }

@@ -40,14 +40,22 @@ import { retryWhileBusy } from "./retry-while-busy.js";
  * `BEGIN IMMEDIATE` transaction, so the write lock doubles as the migration lock when two
  * processes open a fresh file at once.
  */
-export function createSqliteDialect(database: BetterSqlite3.Database): Dialect {
+export function createSqliteDialect(database: BetterSqlite3.Database, hooks: TransactionHooks = NO_HOOKS): Dialect {
   return {
-    createDriver: (): Driver => new ImmediateTransactionSqliteDriver(database),
+    createDriver: (): Driver => new ImmediateTransactionSqliteDriver(database, hooks),
     createQueryCompiler: (): QueryCompiler => new SqliteQueryCompiler(),
     createAdapter: (): DialectAdapter => new TransactionalDdlSqliteAdapter(),
     createIntrospector: (db: Kysely<unknown>): DatabaseIntrospector => new SqliteIntrospector(db),
   };
 }
+
+/** What runs when a transaction ends: the held notices go out after COMMIT, or are dropped (open-sqlite-storage.ts). */
+export interface TransactionHooks {
+  readonly committed: () => void;
+  readonly rolledBack: () => void;
+}
+
+const NO_HOOKS: TransactionHooks = { committed: () => {}, rolledBack: () => {} };
 
 class TransactionalDdlSqliteAdapter extends SqliteAdapter {
   override get supportsTransactionalDdl(): boolean {
@@ -58,9 +66,11 @@ class TransactionalDdlSqliteAdapter extends SqliteAdapter {
 class ImmediateTransactionSqliteDriver implements Driver {
   readonly #connection: SqliteConnection;
   readonly #mutex = new ConnectionMutex();
+  readonly #hooks: TransactionHooks;
 
-  constructor(database: BetterSqlite3.Database) {
+  constructor(database: BetterSqlite3.Database, hooks: TransactionHooks) {
     this.#connection = new SqliteConnection(database);
+    this.#hooks = hooks;
   }
 
   async init(): Promise<void> {}
@@ -77,9 +87,12 @@ class ImmediateTransactionSqliteDriver implements Driver {
 
   async commitTransaction(): Promise<void> {
     await this.#connection.run("commit");
+    this.#hooks.committed();
   }
 
   async rollbackTransaction(): Promise<void> {
+    // Dropped first: whether or not the ROLLBACK statement itself succeeds, nothing committed.
+    this.#hooks.rolledBack();
     await this.#connection.run("rollback");
   }
 
