@@ -53,6 +53,8 @@ export * from "./executor/executor.js";
 export { reapStaleAttempts } from "./executor/reap-stale-attempts.js";
 export { removeJobDirectories } from "./executor/remove-job-directories.js";
 export { createSandboxExecutor, type SandboxExecutorOptions } from "./executor/sandbox-executor.js";
+export { sandboxSeccompProgram } from "./executor/seccomp-filter.js";
+export { TARGET_DISK_FILE, withTargetTree } from "./executor/target-disk.js";
 export { type CachedCrate, CrateCache } from "./gateway/crate-cache.js";
 export {
   cratesIoIndexOf,

@@ -14,8 +14,15 @@ import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { admitToolchain } from "../src/executor/admit-toolchains.js";
-import type { AdmittedToolchain, ExecutionRequest, ExecutionResult, Executor } from "../src/executor/executor.js";
+import {
+  type AdmittedToolchain,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type Executor,
+  NEUTRAL_MOUNTS,
+} from "../src/executor/executor.js";
 import { removeJobDirectories } from "../src/executor/remove-job-directories.js";
+import { withTargetTree } from "../src/executor/target-disk.js";
 import { cgroupDirectoriesNamed } from "../src/testing/index.js";
 
 export interface Job {
@@ -33,7 +40,7 @@ export interface Attempt {
 }
 
 const MiB = 1024 * 1024;
-const DEFAULT_LIMITS = { vcpus: 2, memoryBytes: 2048 * MiB, pids: 512 };
+const DEFAULT_LIMITS = { vcpus: 2, memoryBytes: 2048 * MiB, pids: 512, diskBytes: 4096 * MiB };
 
 /** Creates the three job directories under `root`. */
 export async function makeJob(root: string, name: string): Promise<Job> {
@@ -135,7 +142,8 @@ export function executorSuite(name: string, makeExecutor: () => Executor | Promi
       toolchain = await admitToolchain("stable");
       root = await mkdtemp(join(tmpdir(), `kiln-executor-suite-${name}-`));
       probe = await makeJob(root, "probe");
-      probeBinary = join(probe.targetDir, "debug", "probe");
+      // Where the command sees it: the job directories appear at the neutral mount points.
+      probeBinary = join(NEUTRAL_MOUNTS.target, "debug", "probe");
       await writeCrate(probe, "probe", PROBE_CRATE);
       otherJob = await makeJob(root, "other");
       secretPath = join(otherJob.workspaceDir, "secret.txt");
@@ -183,10 +191,15 @@ export function executorSuite(name: string, makeExecutor: () => Executor | Promi
           environment: { KILN_DECLARED: "declared-value" },
         });
         assert.equal(a.result.exitCode, 0, explain(a));
-        assert.ok(existsSync(probeBinary), "the probe binary was built into the target dir");
+        assert.ok(
+          await withTargetTree(probe.targetDir, async (tree) => existsSync(join(tree, "debug", "probe"))),
+          "the probe binary was built into the target dir",
+        );
         assert.match(a.stderr, /BUILDENV KILN_DECLARED=declared-value/, explain(a));
-        assert.match(a.stderr, new RegExp(`BUILDENV HOME=${probe.homeDir}\\b`));
-        assert.match(a.stderr, new RegExp(`BUILDENV CARGO_HOME=${probe.homeDir}\\b`));
+        assert.match(a.stderr, new RegExp(`BUILDENV HOME=${NEUTRAL_MOUNTS.home}\\b`));
+        assert.match(a.stderr, new RegExp(`BUILDENV CARGO_HOME=${NEUTRAL_MOUNTS.home}\\b`));
+        // Nothing of the host's paths reaches the build script.
+        assert.doesNotMatch(a.stderr, new RegExp(`BUILDENV .*${root}`));
         assert.doesNotMatch(a.stderr, /KILN_HOST_CANARY|leaked-from-host/);
         assert.doesNotMatch(a.stderr, /BUILDENV RUSTUP_TOOLCHAIN=/);
       } finally {
@@ -212,9 +225,9 @@ export function executorSuite(name: string, makeExecutor: () => Executor | Promi
             }),
         );
         assert.equal(env.get("KILN_DECLARED"), "declared-value");
-        assert.equal(env.get("HOME"), probe.homeDir);
-        assert.equal(env.get("CARGO_HOME"), probe.homeDir);
-        assert.equal(env.get("CARGO_TARGET_DIR"), probe.targetDir);
+        assert.equal(env.get("HOME"), NEUTRAL_MOUNTS.home);
+        assert.equal(env.get("CARGO_HOME"), NEUTRAL_MOUNTS.home);
+        assert.equal(env.get("CARGO_TARGET_DIR"), NEUTRAL_MOUNTS.target);
         assert.equal(env.get("CARGO_NET_OFFLINE"), "true");
         const allowed = new Set([
           "KILN_DECLARED",

@@ -37,7 +37,7 @@ describe("sandbox executor specifics", () => {
     const chunks: Buffer[] = [];
     const done = executor.run({
       attemptId,
-      limits: { vcpus: 1.5, memoryBytes: 768 * MiB, pids: 100 },
+      limits: { vcpus: 1.5, memoryBytes: 768 * MiB, pids: 100, diskBytes: 1024 * MiB },
       ...job,
       toolchain,
       workingDirectory: ".",

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { chown, mkdir, mkdtemp, readFile, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -8,6 +8,7 @@ import { admitToolchain } from "../src/executor/admit-toolchains.js";
 import type { AdmittedToolchain, ExecutionRequest, ExecutionResult, MountPoints } from "../src/executor/executor.js";
 import { removeJobDirectories } from "../src/executor/remove-job-directories.js";
 import { createSandboxExecutor } from "../src/executor/sandbox-executor.js";
+import { TARGET_DISK_FILE, withTargetTree } from "../src/executor/target-disk.js";
 import { assertNothingSurvives, type Job, makeJob } from "./executor-suite.js";
 
 /**
@@ -37,7 +38,7 @@ describe("sandbox executor mount points", () => {
     const chunks: Buffer[] = [];
     const result = await executor.run({
       attemptId,
-      limits: { vcpus: 1, memoryBytes: 512 * 2 ** 20, pids: 64 },
+      limits: { vcpus: 1, memoryBytes: 512 * 2 ** 20, pids: 64, diskBytes: 2 ** 30 },
       ...job,
       mounts: MOUNTS,
       toolchain,
@@ -76,7 +77,7 @@ describe("sandbox executor mount points", () => {
     assert.match(a.stdout, /host path hidden/);
     assert.match(a.stdout, /host root hidden/);
     assert.match(a.stdout, /^1$/m, "the sandbox user's passwd home is the home mount point");
-    assert.equal(await readFile(join(job.targetDir, "out.txt"), "utf8"), "built\n");
+    assert.equal(await withTargetTree(job.targetDir, (tree) => readFile(join(tree, "out.txt"), "utf8")), "built\n");
     assert.equal(await readFile(join(job.homeDir, "cache.txt"), "utf8"), "cached\n");
     await assertNothingSurvives(a.attemptId);
   });
@@ -138,29 +139,25 @@ describe("sandbox executor mount points", () => {
     }
   });
 
-  it("hands a warm target dir over without walking it: only its top directory changes owner", async () => {
+  it("keeps a warm target dir on its target disk: the next attempt finds what the last one wrote; the host dir holds only the image", async () => {
     const job = await makeJob(root, "warm");
-    // A first attempt writes the target as the sandbox user, as a lineage's earlier attempt did.
     const first = await run(job, {
       argv: ["sh", "-c", 'mkdir -p "$CARGO_TARGET_DIR/debug" && echo 1 > "$CARGO_TARGET_DIR/debug/unit"'],
     });
     assert.equal(first.result.exitCode, 0, first.result.detail.join("\n"));
-    const sandboxUid = (await stat(join(job.targetDir, "debug", "unit"))).uid;
-    assert.notEqual(sandboxUid, 0);
-    // The agent renames the lineage into place as root: the top directory is root's again.
-    await chown(job.targetDir, 0, 0);
-    // A file that is not the sandbox user's shows whether the tree was walked (a recursive chown would take it).
-    await mkdir(join(job.targetDir, "probe"));
-    await writeFile(join(job.targetDir, "probe", "root-owned"), "x");
+    assert.deepEqual(await readdir(job.targetDir), [TARGET_DISK_FILE]);
+    assert.equal((await stat(join(job.targetDir, TARGET_DISK_FILE))).uid, 0, "the image is root's, never the job's");
     const warm = await run(job, {
       argv: ["sh", "-c", 'echo 2 >> "$CARGO_TARGET_DIR/debug/unit" && touch "$CARGO_TARGET_DIR/new-top-level-file"'],
       warmTarget: true,
     });
     assert.equal(warm.result.exitCode, 0, `${warm.stdout}\n${warm.result.detail.join("\n")}`);
-    assert.equal(await readFile(join(job.targetDir, "debug", "unit"), "utf8"), "1\n2\n");
-    assert.equal((await stat(job.targetDir)).uid, sandboxUid, "the top directory was handed over");
-    assert.equal((await stat(join(job.targetDir, "probe", "root-owned"))).uid, 0, "the tree was not walked");
+    assert.equal(
+      await withTargetTree(job.targetDir, (tree) => readFile(join(tree, "debug", "unit"), "utf8")),
+      "1\n2\n",
+    );
   });
+
   it("shows a read-only bind at its own target path, unwritable, its host path hidden; refuses a target overlapping a job directory", async () => {
     const job = await makeJob(root, "read-only-bind");
     const packages = join(root, "packages-on-host");

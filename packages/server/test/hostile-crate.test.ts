@@ -9,15 +9,18 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statfsSync,
   writeFileSync,
 } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { admitToolchain } from "@kiln/host";
+import { admitToolchain, createSandboxExecutor } from "@kiln/host";
 import { crate, type Doc, type Embedded, explainJob, type Jobs, processesCarrying, startEmbedded } from "./e2e-jobs.js";
 import {
+  DISK_FILL_CRATE,
+  DISK_FILL_GIVE_UP_MIB,
   ESCAPES,
   FORK_BOMB_CRATE,
   HOSTILE_CRATE,
@@ -27,6 +30,27 @@ import {
 } from "./hostile-crates.js";
 
 const GiB = 2 ** 30;
+const MiB = 2 ** 20;
+/** The disk quota this file's host grants (below kiln2-cpu's 16 GiB, so that filling it is quick). */
+const DISK_QUOTA = 512 * MiB;
+
+/** Host paths no job may see (one a line, for the hostile crate's KILN_HOST_PATHS). */
+export function hostPathsFor(e: Embedded, toolchainPath: string): string {
+  const rootDevice = readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .map((l) => l.split(" "))
+    .find((f) => f[4] === "/")
+    ?.at(-2);
+  return [
+    e.workRoot,
+    e.lineageRoot,
+    e.crateRoot,
+    toolchainPath,
+    process.cwd(),
+    "kiln-scratch-",
+    ...(rootDevice?.startsWith("/dev/") ? [rootDevice] : []),
+  ].join("\n");
+}
 /** The processes kiln2-cpu grants an attempt (2 vCPU × 512). */
 const KILN2_PIDS = 1024;
 
@@ -67,7 +91,7 @@ describe("a hostile crate in the sandbox, end to end (SQLite, real cargo, real s
     await new Promise<void>((r) => listener.listen(0, "127.0.0.1", r));
     const address = listener.address();
     port = typeof address === "object" && address !== null ? address.port : 0;
-    e = await startEmbedded({ workRoot });
+    e = await startEmbedded({ workRoot, executor: createSandboxExecutor({ maxDiskBytes: DISK_QUOTA }) });
     // Another job's directory, planted once the host runs (at start a host reaps what its
     // killed predecessor left in its work root — which is what this would look like then).
     const other = join(workRoot, "job_00000000000000000000000000-a1", "src");
@@ -99,6 +123,7 @@ describe("a hostile crate in the sandbox, end to end (SQLite, real cargo, real s
           KILN_OTHER_SECRET: secretPath,
           KILN_WORK_ROOT: workRoot,
           KILN_HOST_CANARY: canary,
+          KILN_HOST_PATHS: hostPathsFor(e, toolchain.path),
         },
       });
       const job = await e.jobs.settle(id, 180_000);
@@ -197,6 +222,46 @@ describe("a hostile crate in the sandbox, end to end (SQLite, real cargo, real s
       "the crate built",
     );
     assert.equal(evidence.job.failure?.cause, "test_failure", JSON.stringify(evidence.job.failure));
+  });
+
+  it("a build script filling its disk stops at the quota: the job fails saying so, the target dir held no more than the quota, the lineage is dropped", async (t) => {
+    const marker = newMarker("diskfill");
+    const freeBefore = statfsSync(workRoot).bavail * statfsSync(workRoot).bsize;
+    const id = await bounded.submit(crate("diskfill", DISK_FILL_CRATE), `submit-${marker}`, {
+      operation: "build",
+      environment: { KILN_MARKER: marker },
+    });
+    const job = await bounded.settle(id, 150_000);
+    const explanation = await explainJob(bounded, id);
+    const evidence = await bounded.evidence(id);
+    const unit = evidence.report.units[0];
+    const log = await bounded.logText(id);
+    const wrote = /kiln-test: wrote (\d+) MiB, then: ([^\n]*)/.exec(log);
+    t.diagnostic(
+      `failure ${JSON.stringify(job.failure)}; unit disk ${unit?.disk_used_bytes}/${unit?.disk_bytes}; ${wrote?.[0]}`,
+    );
+    assert.equal(job.status, "failed", explanation);
+    assert.equal(job.failure?.cause, "build_error", JSON.stringify(job.failure));
+    assert.match(
+      job.failure?.detail ?? "",
+      /filled its disk quota \(512 MiB in its target dir\)/,
+      "the failure names the disk quota",
+    );
+    assert.equal(unit?.disk_quota_exceeded, true, `the unit says the disk quota was hit\n${explanation}`);
+    assert.equal(unit?.disk_bytes, DISK_QUOTA);
+    assert.ok(unit.disk_used_bytes <= DISK_QUOTA + 16 * MiB, `the target dir held ${unit.disk_used_bytes} bytes`);
+    assert.ok(wrote !== null, `the build script said how far it got\n${explanation}`);
+    assert.ok(Number(wrote[1]) < DISK_FILL_GIVE_UP_MIB && Number(wrote[1]) <= 512, `it wrote ${wrote[1]} MiB`);
+    assert.match(wrote[2] ?? "", /No space left on device/);
+    assert.match(log, /the job filled the 512 MiB disk quota of its target dir/);
+    // The host's disk: at most the quota (plus the file system's own blocks) went to the job.
+    const freeAfter = statfsSync(workRoot).bavail * statfsSync(workRoot).bsize;
+    t.diagnostic(`host disk free ${freeBefore} → ${freeAfter}`);
+    // The lineage is dropped: its save says why, and the next job of the class starts cold.
+    const caches = (evidence.report.caches as Doc[]).find((c) => typeof c.lineage === "string");
+    assert.match(String(caches?.save), /filled its disk quota/, JSON.stringify(evidence.report.caches));
+    assert.deepEqual(await processesCarrying(marker), []);
+    assertHostResponsive();
   });
 
   it("a fork bomb is capped at the size's pids limit; the job reports the test; nothing of it remains; the host answers", async (t) => {

@@ -3,6 +3,32 @@
  * name; `Ok` from `attempt` means the sandbox allowed it.
  */
 
+/**
+ * System calls the sandbox's seccomp filter refuses whose unfiltered answer to these arguments
+ * is not EPERM (success, or another error: EINVAL, EFAULT, EBADF, ESRCH, …), so an EPERM shows
+ * the filter, not a capability check, stopped them. (Measured here without the filter, as an
+ * unprivileged user: unshare 0, setns -9, bpf -22, perf_event_open -14, userfaultfd -22, keyctl
+ * -95, add_key -14, io_uring_setup -14, ptrace -3, process_vm_readv 0, name_to_handle_at -14,
+ * personality 0, mount -14, open_tree -14, quotactl -19.)
+ */
+export const SECCOMP_PROBES = [
+  { name: "unshare", nr: 272, args: [0, 0, 0, 0, 0] },
+  { name: "setns", nr: 308, args: [-1, 0, 0, 0, 0] },
+  { name: "bpf", nr: 321, args: [-1, 0, 0, 0, 0] },
+  { name: "perf_event_open", nr: 298, args: [0, 0, -1, -1, 0] },
+  { name: "userfaultfd", nr: 323, args: [-1, 0, 0, 0, 0] },
+  { name: "keyctl", nr: 250, args: [-1, 0, 0, 0, 0] },
+  { name: "add_key", nr: 248, args: [0, 0, 0, 0, 0] },
+  { name: "io_uring_setup", nr: 425, args: [0, 0, 0, 0, 0] },
+  { name: "ptrace", nr: 101, args: [-1, 0, 0, 0, 0] },
+  { name: "process_vm_readv", nr: 310, args: [0, 0, 0, 0, 0] },
+  { name: "name_to_handle_at", nr: 303, args: [-1, 0, 0, 0, 0] },
+  { name: "personality", nr: 135, args: [0x0040000, 0, 0, 0, 0] },
+  { name: "mount", nr: 165, args: [0, 0, 0, 0, 0] },
+  { name: "open_tree", nr: 428, args: [-1, 0, 0, 0, 0] },
+  { name: "quotactl", nr: 179, args: [0, 0, 0, 0, 0] },
+] as const;
+
 /** Every escape the hostile crate tries, by the name its build script logs. */
 export const ESCAPES = [
   "connect 1.1.1.1:53",
@@ -18,6 +44,9 @@ export const ESCAPES = [
   "write /etc",
   "write the toolchain",
   "write another job's directory",
+  "see a host path through /proc or the environment",
+  "run without a seccomp filter",
+  ...SECCOMP_PROBES.map((p) => `make the ${p.name} system call` as const),
 ] as const;
 
 /** The #[test]s of the hostile crate, each asserting that its escapes were denied. */
@@ -32,7 +61,15 @@ export const HOSTILE_TESTS: Record<string, readonly (typeof ESCAPES)[number][]> 
   write_etc_is_denied: ["write /etc"],
   write_toolchain_is_denied: ["write the toolchain"],
   write_other_job_is_denied: ["write another job's directory"],
+  host_paths_are_hidden: ["see a host path through /proc or the environment"],
+  seccomp_filter_is_loaded: ["run without a seccomp filter"],
+  dangerous_syscalls_are_refused: SECCOMP_PROBES.map((p) => `make the ${p.name} system call` as const),
 };
+
+const SECCOMP_ARMS = SECCOMP_PROBES.map(
+  (p) =>
+    `        ${JSON.stringify(`make the ${p.name} system call`)} => syscall_probe(${JSON.stringify(p.name)}, ${p.nr}, [${p.args.join(", ")}]),`,
+).join("\n");
 
 const PROBES_RS = `#![allow(dead_code)]
 //! Escape attempts shared by the build script and the tests. Configuration arrives in the
@@ -73,6 +110,54 @@ fn toolchain_bin() -> String {
         .find(|d| Path::new(d).join("cargo").exists())
         .unwrap_or("/nonexistent")
         .to_string()
+}
+
+/// A raw system call (x86_64): its result, -errno on failure. Raw, so that no libc wrapper
+/// (and no crate) stands between the probe and the kernel's seccomp filter.
+#[cfg(target_arch = "x86_64")]
+fn raw_syscall(nr: i64, a: [i64; 5]) -> i64 {
+    let ret: i64;
+    unsafe {
+        std::arch::asm!("syscall", inlateout("rax") nr => ret, in("rdi") a[0], in("rsi") a[1], in("rdx") a[2],
+            in("r10") a[3], in("r8") a[4], lateout("rcx") _, lateout("r11") _, options(nostack));
+    }
+    ret
+}
+
+/// Allowed unless the kernel answered EPERM (-1): unfiltered, these arguments get another answer.
+fn syscall_probe(name: &str, nr: i64, args: [i64; 5]) -> Result<String, String> {
+    match raw_syscall(nr, args) {
+        -1 => Err(format!("{name}: EPERM")),
+        other => Ok(format!("{name} reached the kernel: {other}")),
+    }
+}
+
+/// Host paths (KILN_HOST_PATHS, one a line) in what the job can read of its own mounts, working
+/// directory, environment and the kernel's view of the host.
+fn host_paths_visible() -> Result<String, String> {
+    let needles: Vec<String> = var("KILN_HOST_PATHS").lines().filter(|l| l.len() > 1).map(String::from).collect();
+    let mut texts: Vec<(String, String)> = Vec::new();
+    for path in ["/proc/self/mountinfo", "/proc/mounts", "/proc/self/mounts", "/proc/cmdline", "/proc/partitions", "/proc/1/mountinfo"] {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            texts.push((path.to_string(), text));
+        }
+    }
+    for link in ["/proc/self/cwd", "/proc/self/exe", "/proc/1/cwd", "/proc/1/root"] {
+        if let Ok(target) = std::fs::read_link(link) {
+            texts.push((link.to_string(), target.display().to_string()));
+        }
+    }
+    // The job's own declared KILN_* variables carry the needles to it; every other one is the sandbox's.
+    let environment: String = std::env::vars().filter(|(k, _)| !k.starts_with("KILN_")).map(|(k, v)| format!("{k}={v}\n")).collect();
+    texts.push(("the environment".into(), environment));
+    for (what, text) in &texts {
+        for needle in &needles {
+            if text.contains(needle.as_str()) {
+                return Ok(format!("{what} shows {needle}"));
+            }
+        }
+    }
+    Err(format!("{} places read, none shows any of {} host paths", texts.len(), needles.len()))
 }
 
 /// Tries one escape; \`Ok\` means it was allowed.
@@ -116,6 +201,15 @@ pub fn attempt(escape: &str, origin: &str) -> Result<String, String> {
         "write /etc" => write(&format!("/etc/{marker}")),
         "write the toolchain" => write(&format!("{}/{marker}", toolchain_bin())),
         "write another job's directory" => write(&format!("{other_dir}/{marker}")),
+        "see a host path through /proc or the environment" => host_paths_visible(),
+        "run without a seccomp filter" => match std::fs::read_to_string("/proc/self/status") {
+            Ok(status) if status.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Seccomp:", "2"]) => {
+                Err("Seccomp: 2 (a filter is loaded)".into())
+            }
+            Ok(status) => Ok(status.lines().find(|l| l.starts_with("Seccomp")).unwrap_or("no Seccomp line").to_string()),
+            Err(e) => Ok(format!("/proc/self/status unreadable: {e}")),
+        },
+${SECCOMP_ARMS}
         other => panic!("unknown escape {other}"),
     }
 }
@@ -346,6 +440,39 @@ fn main() {
     // machine never finish before the ceiling. With -vv cargo streams this line into the log.
     println!("kiln-test: bomb launched as pid {}", bomb.id());
     std::thread::sleep(std::time::Duration::from_secs(600));
+}
+`,
+};
+
+/** Megabytes a build script may write into its OUT_DIR before the trial calls its disk unbounded. */
+export const DISK_FILL_GIVE_UP_MIB = 8192;
+
+/**
+ * A build script that writes 1 MiB blocks into its OUT_DIR (in the target dir) until a write
+ * fails, says how far it got and why, and fails the build — the issue's "4 GiB in 7.8 s".
+ * It gives up (and says CONTAINMENT FAILED) past DISK_FILL_GIVE_UP_MIB.
+ */
+export const DISK_FILL_CRATE: Record<string, string> = {
+  "src/lib.rs": "pub fn nothing() {}\n",
+  "build.rs": `use std::io::Write;
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    let out = std::env::var("OUT_DIR").expect("OUT_DIR");
+    let mut file = std::fs::File::create(format!("{out}/fill")).expect("create the fill file");
+    let block = vec![0x6bu8; 1 << 20];
+    let mut written = 0u64;
+    let error = loop {
+        if written >= ${DISK_FILL_GIVE_UP_MIB} {
+            break "none: CONTAINMENT FAILED".to_string();
+        }
+        match file.write_all(&block).and_then(|_| file.flush()) {
+            Ok(()) => written += 1,
+            Err(e) => break e.to_string(),
+        }
+    };
+    let synced = file.sync_all().map(|_| "synced".to_string()).unwrap_or_else(|e| e.to_string());
+    println!("cargo:warning=kiln-test: wrote {written} MiB, then: {error} ({synced})");
+    panic!("kiln-test: the disk filled after {written} MiB: {error}");
 }
 `,
 };

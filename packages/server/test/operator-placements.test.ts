@@ -291,7 +291,7 @@ for (const dialect of DIALECTS) {
         ownCgroups: await readOwnCgroups(),
         parentName,
         attemptId: orphan.vm_id,
-        limits: { vcpus: 1, memoryBytes: 2 ** 28, pids: 16 },
+        limits: { vcpus: 1, memoryBytes: 2 ** 28, pids: 16, diskBytes: 2 ** 30 },
       });
       const sleeper = spawn("sleep", ["600"], { stdio: "ignore" });
       const exited = once(sleeper, "exit");

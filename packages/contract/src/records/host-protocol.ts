@@ -58,12 +58,16 @@ export const SourceEntry = Type.Object(
 );
 export type SourceEntry = Static<typeof SourceEntry>;
 
-/** vCPUs, memory and process count granted to an attempt (from the job's size). */
+/** vCPUs, memory, process count and disk granted to an attempt (from the job's size). */
 export const ResourceLimits = Type.Object(
   {
     vcpus: Type.Integer({ minimum: 1 }),
     memoryBytes: Type.Integer({ minimum: 1 }),
     pids: Type.Integer({ minimum: 1 }),
+    diskBytes: Type.Integer({
+      minimum: 1,
+      description: "The most bytes the job's target dir may hold (the lineage's restored state included).",
+    }),
   },
   { additionalProperties: false },
 );
@@ -289,6 +293,13 @@ export const UnitItem = Type.Object(
     cpu_seconds: Nullable(Type.Number({ minimum: 0 })),
     peak_memory_bytes: Nullable(Count()),
     oom_killed: Type.Boolean(),
+    disk_bytes: Type.Optional(
+      Nullable(Count(), "The disk quota the attempt ran with; null where the executor enforced none."),
+    ),
+    disk_used_bytes: Type.Optional(Nullable(Count(), "Bytes the target dir held when the attempt ended.")),
+    disk_quota_exceeded: Type.Optional(
+      Type.Boolean({ description: "The job's writes filled its disk quota (a write failed with ENOSPC)." }),
+    ),
   },
   { additionalProperties: true },
 );

@@ -79,7 +79,7 @@ export const CargoInvocation = Type.Object(
       Type.Record(Type.String({ pattern: ENVIRONMENT_NAME_PATTERN }), Type.String({ maxLength: 32768 }), {
         additionalProperties: false,
         description:
-          "Explicit environment for Cargo, NAME → value; names match `^[A-Za-z_][A-Za-z0-9_]*$`. Nothing from the submitting or executing host leaks in. Names that would change the sandbox (CARGO_HOME, CARGO_TARGET_DIR, RUSTUP_HOME, RUSTUP_TOOLCHAIN, PATH, HOME, LD_PRELOAD, LD_LIBRARY_PATH and the like) are refused (invalid_request). Default: empty.",
+          "Explicit environment for Cargo, NAME → value; names match `^[A-Za-z_][A-Za-z0-9_]*$`. Nothing from the submitting or executing host leaks in. Refused (invalid_request naming the variable): names that move what kiln lays out (PATH, HOME, CARGO_HOME, CARGO_TARGET_DIR, CARGO_BUILD_TARGET_DIR, CARGO_BUILD_BUILD_DIR), rustup's (RUSTUP_*), the dynamic linker's (LD_*), and those naming a program cargo would run in place of the toolchain's: CARGO, RUSTC, RUSTDOC, RUSTC_WRAPPER, RUSTC_WORKSPACE_WRAPPER, CARGO_BUILD_RUSTC, CARGO_BUILD_RUSTDOC, CARGO_BUILD_RUSTC_WRAPPER, CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER, CARGO_TARGET_<triple>_LINKER, _RUNNER and _AR, CARGO_HOST_LINKER and _RUNNER, credential providers (CARGO_REGISTRY_CREDENTIAL_PROVIDER, CARGO_REGISTRY_GLOBAL_CREDENTIAL_PROVIDERS, CARGO_REGISTRIES_<name>_CREDENTIAL_PROVIDER), and CARGO_UNSTABLE_* (cargo's -Z). Every other name is the job's (RUSTFLAGS, CC, RUST_LOG, …). Default: empty.",
       }),
     ),
   },

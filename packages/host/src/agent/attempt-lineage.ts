@@ -72,11 +72,15 @@ function parseRecord(value: unknown): LineageRecord | null {
     : { manifest, lockfiles: parseGeneratedLockfiles(v?.lockfiles), tests: parseTestBaseline(v?.tests) };
 }
 
+/** How the attempt's run ended, for the slot: the executor's outcome, or that it filled its disk quota. */
+export type LineageEnding = ExecutionOutcome | "disk_quota_exceeded";
+
 /** Why a slot is not checked in, by how the executor ended (see lineage-store.ts for the rule). */
-const DISCARDED_BECAUSE: Readonly<Record<Exclude<ExecutionOutcome, "exited">, string>> = {
+const DISCARDED_BECAUSE: Readonly<Record<Exclude<LineageEnding, "exited">, string>> = {
   cancelled: "was cancelled while cargo ran",
   wall_clock_ceiling: "was stopped at its wall-clock ceiling while cargo ran",
   infrastructure: "could not be run to its end by the sandbox",
+  disk_quota_exceeded: "filled its disk quota (the next job would start with a full target dir)",
 };
 
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
@@ -160,7 +164,7 @@ export class AttemptLineage {
    * After the run: checks the slot in when cargo ran to its end (pass or fail), else discards
    * it. Returns the log line saying which.
    */
-  async save(outcome: ExecutionOutcome, at: Date): Promise<string> {
+  async save(outcome: LineageEnding, at: Date): Promise<string> {
     try {
       return await this.checkInOrDiscard(outcome, at);
     } catch (error) {
@@ -172,7 +176,7 @@ export class AttemptLineage {
     }
   }
 
-  private async checkInOrDiscard(outcome: ExecutionOutcome, at: Date): Promise<string> {
+  private async checkInOrDiscard(outcome: LineageEnding, at: Date): Promise<string> {
     this.settled = true;
     if (outcome !== "exited") {
       const why = DISCARDED_BECAUSE[outcome];

@@ -79,7 +79,7 @@ export function realInitializationChecks(options: InitializationCheckOptions = {
         ownCgroups: await readOwnCgroups(),
         parentName: options.cgroupParentName ?? "kiln",
         attemptId: probeName,
-        limits: { vcpus: 1, memoryBytes: 256 * 2 ** 20, pids: 64 },
+        limits: { vcpus: 1, memoryBytes: 256 * 2 ** 20, pids: 64, diskBytes: 2 ** 30 },
       });
       const enforced = cgroup.enforced;
       const failures = await cgroup.remove();

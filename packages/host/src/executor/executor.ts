@@ -28,6 +28,9 @@ export interface MountPoints {
   readonly home: string;
 }
 
+/** Where the sandbox shows the job directories when the request names no mount points. */
+export const NEUTRAL_MOUNTS: MountPoints = { workspace: "/kiln/src", target: "/kiln/target", home: "/kiln/home" };
+
 /** A host directory (`source`) shown read-only inside the sandbox at `target`. */
 export interface ReadOnlyBind {
   readonly source: string;
@@ -40,19 +43,24 @@ export interface ExecutionRequest {
   readonly limits: ResourceLimits;
   /** Host path holding the materialized source; the only writable place besides targetDir and homeDir. */
   readonly workspaceDir: string;
-  /** Host path used as CARGO_TARGET_DIR (writable). */
+  /**
+   * Host directory of the attempt's target dir. The sandbox executor keeps in it one file, the
+   * target disk (`target-disk.ts`: an ext4 image it makes, sized by `limits.diskBytes`), whose
+   * file system the sandbox sees as CARGO_TARGET_DIR; read it on the host with
+   * `withTargetTree`. Other executors use the directory itself.
+   */
   readonly targetDir: string;
   /** Host path used as HOME and CARGO_HOME for the attempt (writable, starts empty). */
   readonly homeDir: string;
   /**
    * Where workspaceDir, targetDir and homeDir appear inside (absolute, normalized, disjoint,
-   * never the sandbox's own structure). Default: each at its own host path.
+   * never the sandbox's own structure). Default: `NEUTRAL_MOUNTS`, which name nothing of the host.
    */
   readonly mounts?: MountPoints;
   /**
-   * The target dir is a warm lineage that earlier attempts of this executor wrote: everything
-   * in it already belongs to the sandbox user, so only its top directory is handed over. A
-   * recursive chown would walk the whole lineage and make restoring it grow with its size.
+   * The target dir is a warm lineage that earlier attempts of this executor wrote (its target
+   * disk is reused; a target dir without one holds a layout from before the disk quota and is
+   * emptied). A cold one is expected empty.
    */
   readonly warmTarget?: boolean;
   /**
@@ -91,6 +99,15 @@ export interface ExecutionResult {
   readonly signal: string | null;
   /** The kernel killed a process for exceeding the memory limit. */
   readonly oomKilled: boolean;
+  /**
+   * The job's writes filled its disk quota (the target disk had no block left for it): some
+   * write failed with ENOSPC. The target dir is then full, and a lineage holding it is dropped.
+   */
+  readonly diskQuotaExceeded: boolean;
+  /** The disk quota the attempt ran with (bytes it could hold in its target dir), null where none was enforced. */
+  readonly diskBytes: number | null;
+  /** Bytes the target dir held when the attempt ended, where measured. */
+  readonly diskUsedBytes: number | null;
   readonly startedAt: Date;
   readonly finishedAt: Date;
   /** CPU time the attempt consumed (user + system), where the cgroup reports it. */

@@ -5,9 +5,41 @@
  * non-root agent does not, so on a permission error every directory is made writable and
  * searchable again — walking without following symlinks, so a link planted by the job never
  * redirects the walk outside the directory — and the removal is retried.
+ *
+ * A host agent that died while it read a target disk (target-disk.ts `withTargetTree`) left
+ * that read-only mount below the attempt's directory: mounts below a removed path are detached
+ * first, so the removal neither fails on them nor walks into them.
  */
-import { chmod, lstat, readdir, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { execFile } from "node:child_process";
+import { chmod, lstat, readdir, readFile, rm } from "node:fs/promises";
+import { join, relative } from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+
+/** The kernel escapes space, tab, newline and backslash in mount paths as octal (`\040`). */
+function unescapeMountPath(path: string): string {
+  return path.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
+}
+
+/** Mount points strictly below `path` in this process's mount namespace, deepest first. */
+async function mountsBelow(path: string): Promise<string[]> {
+  const table = await readFile("/proc/self/mountinfo", "utf8").catch(() => "");
+  return table
+    .split("\n")
+    .map((line) => line.split(" ")[4])
+    .filter((point): point is string => point !== undefined)
+    .map(unescapeMountPath)
+    .filter((point) => {
+      const rel = relative(path, point);
+      return rel !== "" && !rel.startsWith("..") && !rel.startsWith("/");
+    })
+    .sort((a, b) => b.length - a.length);
+}
+
+async function detachMountsBelow(path: string): Promise<void> {
+  for (const point of await mountsBelow(path)) await run("umount", ["--lazy", point]).catch(() => undefined);
+}
 
 async function makeTreeRemovable(path: string): Promise<void> {
   let stats: Awaited<ReturnType<typeof lstat>>;
@@ -30,6 +62,7 @@ async function makeTreeRemovable(path: string): Promise<void> {
 export async function removeJobDirectories(paths: readonly string[]): Promise<void> {
   const failures: string[] = [];
   for (const path of paths) {
+    await detachMountsBelow(path);
     try {
       await rm(path, { recursive: true, force: true, maxRetries: 3 });
     } catch (first) {

@@ -9,11 +9,14 @@
  *                       └fork→ bash LAUNCHER  (pid 1 of a fresh pid namespace, private mount namespace)
  *                              1. writes 0 ("myself") into the attempt's cgroup.procs files
  *                              2. closes every file descriptor the agent may have inherited
- *                              3. mounts a private staging tmpfs and bind-mounts the toolchain,
- *                                 the job directories and the read-only binds into it
+ *                              3. mounts a private staging tmpfs and shows the toolchain, the
+ *                                 system directories, the read-only binds and the workspace and
+ *                                 home there through overlays, and the target disk's file system
+ *                                 (target-disk.ts)
  *                              └exec→ [prlimit, only for limits no cgroup could apply]
  *                              └exec→ setpriv: the sandbox user, no groups, no capabilities, no_new_privs
- *                              └exec→ bwrap: new user/mount/pid/net/ipc/uts/cgroup namespaces → the command
+ *                              └exec→ bwrap: new user/mount/pid/net/ipc/uts/cgroup namespaces, the
+ *                                     seccomp filter (seccomp-filter.ts) → the command
  *
  * Why joining the cgroup is race-free: the launcher moves *itself* (pid 0 means "the writer"),
  * as its first action, while it is the only process of the attempt: nothing of the job has run
@@ -33,25 +36,55 @@
  *
  * Why the staging mount: bubblewrap resolves bind sources as the unprivileged user, and the
  * toolchain lives under /root (mode 0700) while job directories may sit under root-only
- * directories. Binding them into a world-searchable tmpfs *inside the private mount namespace*
+ * directories. Mounting them into a world-searchable tmpfs *inside the private mount namespace*
  * makes them reachable to bwrap without copying them or changing any permission on the host,
  * and the mounts vanish with the attempt — nothing is left mounted on the host.
  *
- * Where the job directories appear inside: at the request's mount points (the agent uses
- * fixed ones, /kiln/src, /kiln/target, /kiln/home, so that every attempt of a lineage sees the
- * same paths and cargo's path-hashing fingerprints stay fresh), else at their own host paths.
+ * Why overlays rather than plain binds: the sandbox can read /proc/self/mountinfo (Rust's std
+ * itself reads it), which names each mount's source and the path of its root within that
+ * source's file system. A bind of a host directory would show its host path (the server's data
+ * directory, /root/.rustup/…, the scratch root and the attempt's id) and the host's block device.
+ * An overlay mount is a file system of its own: mountinfo shows `overlay kiln` with root `/`
+ * and the layer paths exactly as given, which the launcher gives relative to the staging
+ * directory (`lowerdir=lower/toolchain:empty`). Read-only sources are the lower layer over an
+ * empty one; the workspace and home are the upper layer over an empty lower one, so every
+ * write lands in the host directory the agent reads afterwards. The target dir is not an
+ * overlay: overlayfs writes with its mounter's (root's) credentials, which ext4's reserved
+ * blocks let through, so it is a plain bind of the target disk's directory (mountinfo: ext4 on
+ * a loop device, root `/target`). docs/sandbox.md lists what stays visible.
+ *
+ * Where the job directories appear inside: at the request's mount points, else at
+ * `NEUTRAL_MOUNTS` (/kiln/src, /kiln/target, /kiln/home) — never at their host paths. The
+ * agent passes the same fixed ones, so that every attempt of a lineage sees the same paths and
+ * cargo's path-hashing fingerprints stay fresh.
  */
 import { execFile, spawn } from "node:child_process";
 import { constants } from "node:fs";
-import { access, lstat, mkdir, readlink, stat } from "node:fs/promises";
-import { isAbsolute, join, relative, resolve } from "node:path";
+import { access, lstat, mkdir, readlink, rm, stat, statfs } from "node:fs/promises";
+import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { AttemptCgroup, CgroupUnavailableError, type EnforcedLimits } from "./attempt-cgroup.js";
 import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "./cgroup-layout.js";
 import { ensureSandboxUser, type SandboxUser } from "./ensure-sandbox-user.js";
-import type { ExecutionOutcome, ExecutionRequest, ExecutionResult, Executor, MountPoints } from "./executor.js";
+import {
+  type ExecutionOutcome,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type Executor,
+  type MountPoints,
+  NEUTRAL_MOUNTS,
+} from "./executor.js";
 import { rlimitFallback } from "./rlimit-fallback.js";
+import { sandboxSeccompProgram } from "./seccomp-filter.js";
+import {
+  type DiskTools,
+  diskTools,
+  type PreparedTargetDisk,
+  prepareTargetDisk,
+  targetDiskOutcome,
+  waitUntilDetached,
+} from "./target-disk.js";
 
 const run = promisify(execFile);
 
@@ -68,6 +101,11 @@ export interface SandboxExecutorOptions {
   readonly toolchainMountPoint?: string;
   /** Overrides detection; `NO_CGROUPS` forces the rlimit fallback. */
   readonly cgroupLayout?: CgroupLayout;
+  /**
+   * The largest disk quota this host grants one attempt (a host whose volume is small, or a
+   * test that fills the quota): a size's larger quota is lowered to it, and the evidence says so.
+   */
+  readonly maxDiskBytes?: number;
 }
 
 const DEFAULTS = {
@@ -82,32 +120,69 @@ const DEFAULTS = {
 const LAUNCHER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
 
 /**
- * `bash -c LAUNCHER kiln-launch STAGE PROCS… -- NAME SOURCE… -- PASSWD GROUP HOSTS COMMAND…`
- * Runs as root, as pid 1 of a fresh pid namespace in a private mount namespace; see the file comment.
+ * `bash -c LAUNCHER kiln-launch STAGE PROCS… -- (NAME SOURCE)… -- (NAME PARENT DIR WORK)… --
+ *  IMAGE OWNER -- PASSWD GROUP HOSTS COMMAND…`
+ * Runs as root, as pid 1 of a fresh pid namespace in a private mount namespace; see the file
+ * comment. In the staging tmpfs (its working directory from then on, so that the overlays'
+ * layer paths are relative and name nothing of the host):
+ *   NAME SOURCE          a read-only SOURCE directory, shown at NAME through an overlay;
+ *   NAME PARENT DIR WORK a writable PARENT/DIR, shown at NAME through an overlay whose upper
+ *                        layer it is (WORK is the overlay's empty work directory beside it);
+ *   IMAGE OWNER          the target disk, mounted at `disk`, its `target` directory made for
+ *                        OWNER on first use ("-" "-" when the request has none);
+ * then the identity files, a copy of the loader cache, and `void` (what masks /proc entries).
  * bash rather than sh because closing descriptors above 9 needs it (dash only redirects 0–9):
  * bwrap hands every open descriptor to the command, so anything the agent inherited without
- * close-on-exec would otherwise reach the sandbox.
+ * close-on-exec would otherwise reach the sandbox. Descriptor 5 is the seccomp program.
  */
 const LAUNCHER = [
   "set -eu",
   "stage=$1; shift",
   'while [ "$1" != "--" ]; do echo 0 > "$1" || exit 121; shift; done; shift',
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
-  'for fd in /proc/self/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 4 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi; done',
-  'mount -t tmpfs -o mode=0755,size=1m,nosuid,nodev,noexec kiln-stage "$stage"',
-  // One mkdir for every mount point (each external command costs a fork and exec, ~1.5 ms).
-  'points=(); while [ "$1" != "--" ]; do points+=("$stage/$1" "$2"); shift 2; done; shift',
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
-  'dirs=(); for ((i = 0; i < ${#points[@]}; i += 2)); do dirs+=("${points[i]}"); done; mkdir "${dirs[@]}"',
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
-  'for ((i = 0; i < ${#points[@]}; i += 2)); do mount --bind "${points[i+1]}" "${points[i]}"; done',
-  'for f in passwd group hosts; do printf "%s" "$1" > "$stage/$f"; shift; done',
+  'for fd in /proc/self/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 5 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi; done',
+  'mount -t tmpfs -o mode=0755,size=4m,nosuid,nodev,noexec kiln-stage "$stage"',
+  'cd "$stage"',
+  "mkdir empty lower upper",
+  'while [ "$1" != "--" ]; do mkdir "lower/$1" "$1"; mount --bind "$2" "lower/$1"; mount -t overlay kiln -o "ro,lowerdir=lower/$1:empty" "$1"; shift 2; done; shift',
+  'while [ "$1" != "--" ]; do mkdir "upper/$1" "$1"; mount --bind "$2" "upper/$1"; mount -t overlay kiln -o "lowerdir=empty,upperdir=upper/$1/$3,workdir=upper/$1/$4" "$1"; shift 4; done; shift',
+  'if [ "$1" != "-" ]; then',
+  "  mkdir disk",
+  '  mount -o loop,nosuid,nodev,noatime,noinit_itable "$1" disk',
+  '  if [ ! -d disk/target ]; then mkdir disk/target; chown "$2" disk/target; fi',
+  "fi",
+  'shift 2; [ "$1" = "--" ]; shift',
+  'for f in passwd group hosts; do printf "%s" "$1" > "$f"; shift; done',
+  "if [ -f /etc/ld.so.cache ]; then cat /etc/ld.so.cache > ld.so.cache; fi",
+  ": > void",
   // From here on stderr is the job's (fd 4); the launcher's own stderr stays a diagnostics channel.
   'exec "$@" 2>&4 4>&-',
 ].join("\n");
 
+/**
+ * /proc entries masked with an empty file or directory: they describe the host rather than the
+ * sandbox (its kernel command line and root device, every block device and its I/O, swap,
+ * other processes' scheduling, the file systems' per-device state). Docker masks the same kind.
+ */
+const MASKED_PROC_FILES = [
+  "/proc/cmdline",
+  "/proc/partitions",
+  "/proc/diskstats",
+  "/proc/swaps",
+  "/proc/sched_debug",
+  "/proc/timer_list",
+  "/proc/kcore",
+  "/proc/keys",
+];
+const MASKED_PROC_DIRECTORIES = ["/proc/fs", "/proc/scsi", "/proc/driver", "/proc/acpi"];
+
 /** Host system directories the toolchain needs, read-only at their own paths (or recreated as the same symlinks). */
-const SYSTEM_PATHS = ["/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc/alternatives", "/etc/ld.so.cache"];
+const SYSTEM_PATHS = ["/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc/alternatives"];
+
+/** How one system path appears: the same symlink, or the directory through a read-only overlay staged as `name`. */
+type SystemPath =
+  | { readonly kind: "symlink"; readonly path: string; readonly target: string }
+  | { readonly kind: "directory"; readonly path: string; readonly name: string };
 
 /** Paths a job directory may not be (or be inside): the sandbox's own structure (plus the staging and toolchain paths). */
 const RESERVED_PATHS = ["/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/dev", "/sys"];
@@ -124,7 +199,12 @@ interface Setup {
   readonly bwrapVersion: string;
   readonly supportsDisableUserns: boolean;
   readonly supportsTmpfsSize: boolean;
-  readonly systemBinds: readonly string[];
+  readonly systemPaths: readonly SystemPath[];
+  /** The masked /proc entries this kernel has (bwrap cannot make a mount point in procfs). */
+  readonly maskedProc: readonly { readonly path: string; readonly directory: boolean }[];
+  /** The compiled seccomp filter bubblewrap loads (seccomp-filter.ts). */
+  readonly seccomp: ReturnType<typeof sandboxSeccompProgram>;
+  readonly disk: DiskTools;
   readonly layout: CgroupLayout;
   readonly ownCgroups: ReadonlyMap<string, string>;
 }
@@ -151,30 +231,74 @@ function versionAtLeast(version: string, major: number, minor: number): boolean 
   return (a ?? 0) > major || ((a ?? 0) === major && (b ?? 0) >= minor);
 }
 
-/** bwrap arguments that make the host's system directories visible read-only, mirroring symlinks (merged /usr). */
-async function systemBindArguments(): Promise<string[]> {
-  const args: string[] = [];
+/** The host's system directories as the sandbox shows them, mirroring symlinks (merged /usr). */
+async function systemPaths(): Promise<SystemPath[]> {
+  const found: SystemPath[] = [];
   for (const path of SYSTEM_PATHS) {
     try {
       const stats = await lstat(path);
-      if (stats.isSymbolicLink()) args.push("--symlink", await readlink(path), path);
-      else args.push("--ro-bind", path, path);
+      if (stats.isSymbolicLink()) found.push({ kind: "symlink", path, target: await readlink(path) });
+      else if (stats.isDirectory()) found.push({ kind: "directory", path, name: `system${path.replaceAll("/", "-")}` });
     } catch {
-      // Absent on this distribution (e.g. no /lib64): nothing to bind.
+      // Absent on this distribution (e.g. no /lib64): nothing to show.
     }
   }
-  return args;
+  return found;
 }
+
+/** The masked /proc entries present here (the sandbox's procfs has the host's kernel's entries). */
+async function maskedProcEntries(): Promise<{ path: string; directory: boolean }[]> {
+  const found: { path: string; directory: boolean }[] = [];
+  for (const [paths, directory] of [
+    [MASKED_PROC_FILES, false],
+    [MASKED_PROC_DIRECTORIES, true],
+  ] as const)
+    for (const path of paths) {
+      try {
+        if ((await lstat(path)).isDirectory() === directory) found.push({ path, directory });
+      } catch {
+        // Not in this kernel: nothing to mask.
+      }
+    }
+  return found;
+}
+
+/** statfs f_type of tmpfs. */
+const TMPFS_MAGIC = 0x01021994;
 
 function within(path: string, parent: string): boolean {
   const rel = relative(parent, path);
   return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
 }
 
-/** Where the job directories appear inside: the request's mount points, else their host paths. */
+/** Where the job directories appear inside: the request's mount points, else neutral ones. */
 function mountPointsOf(request: ExecutionRequest): MountPoints {
-  return request.mounts ?? { workspace: request.workspaceDir, target: request.targetDir, home: request.homeDir };
+  return request.mounts ?? NEUTRAL_MOUNTS;
 }
+
+/** The empty work directory an overlay over the writable `directory` needs, beside it (same file system). */
+function overlayWorkDirectory(directory: string): string {
+  return join(dirname(directory), `.kiln-overlay-${basename(directory)}`);
+}
+
+/**
+ * What bounds the workspace and home, which are not on the target disk: on tmpfs (the agent's
+ * memory-backed scratch root) their pages are charged to the attempt's memory cgroup, so the
+ * memory limit bounds them; on a disk nothing does, and the evidence says so.
+ */
+async function scratchNote(request: ExecutionRequest): Promise<string> {
+  const onTmpfs = async (path: string) => (await statfs(path)).type === TMPFS_MAGIC;
+  const [workspace, home] = await Promise.all([onTmpfs(request.workspaceDir), onTmpfs(request.homeDir)]);
+  return workspace && home
+    ? "disk: the workspace and home are memory-backed (tmpfs): what the job writes there counts against its memory limit"
+    : "disk: the workspace or home is on a disk, outside the quota (set the host's scratch root on tmpfs to bound it)";
+}
+
+/** "16 GiB", "1.5 GiB", "64 MiB". */
+const gib = (bytes: number) =>
+  bytes >= 2 ** 30
+    ? `${(bytes / 2 ** 30).toFixed(bytes % 2 ** 30 === 0 ? 0 : 1)} GiB`
+    : `${(bytes / 2 ** 20).toFixed(bytes % 2 ** 20 === 0 ? 0 : 1)} MiB`;
 
 /** Returns what is wrong with the request, or null. */
 async function requestProblem(request: ExecutionRequest, reserved: readonly string[]): Promise<string | null> {
@@ -183,8 +307,9 @@ async function requestProblem(request: ExecutionRequest, reserved: readonly stri
   if (request.argv.length === 0) return "argv is empty";
   if (request.network !== "offline") return `network policy ${String(request.network)} is not supported`;
   if (!(request.wallClockSeconds > 0)) return "wallClockSeconds must be positive";
-  const { vcpus, memoryBytes, pids } = request.limits;
-  if (!(vcpus > 0) || !(memoryBytes > 0) || !(pids > 0)) return "limits must be positive";
+  const { vcpus, memoryBytes, pids, diskBytes } = request.limits;
+  if (!(vcpus > 0) || !(memoryBytes > 0) || !(pids > 0) || !(diskBytes > 0)) return "limits must be positive";
+  if (request.workspaceDir === "/" || request.homeDir === "/") return "the workspace and home may not be /";
   const directories: [string, string][] = [
     ["workspaceDir", request.workspaceDir],
     ["targetDir", request.targetDir],
@@ -232,7 +357,7 @@ async function requestProblem(request: ExecutionRequest, reserved: readonly stri
 class SandboxExecutor implements Executor {
   readonly isolation = "sandbox" as const;
   private setupPromise: Promise<Setup> | null = null;
-  private readonly options: typeof DEFAULTS & { readonly cgroupLayout?: CgroupLayout };
+  private readonly options: typeof DEFAULTS & { readonly cgroupLayout?: CgroupLayout; readonly maxDiskBytes?: number };
 
   constructor(options: SandboxExecutorOptions) {
     this.options = { ...DEFAULTS, ...options };
@@ -265,13 +390,18 @@ class SandboxExecutor implements Executor {
       ensureSandboxUser(this.options.sandboxUser),
     ]);
     await mkdir(this.options.stagingDirectory, { recursive: true, mode: 0o755 });
+    // Throws on an architecture with no filter: no job runs unfiltered.
+    const seccomp = sandboxSeccompProgram();
     return {
+      seccomp,
+      disk: await diskTools(),
       user,
       tools: { unshare, setpriv, prlimit, bash, chown },
       bwrapVersion,
       supportsDisableUserns: versionAtLeast(bwrapVersion, 0, 8),
       supportsTmpfsSize: versionAtLeast(bwrapVersion, 0, 7),
-      systemBinds: await systemBindArguments(),
+      systemPaths: await systemPaths(),
+      maskedProc: await maskedProcEntries(),
       layout: this.options.cgroupLayout ?? (await detectCgroupLayout()),
       ownCgroups: await readOwnCgroups(),
     };
@@ -285,6 +415,9 @@ class SandboxExecutor implements Executor {
       exitCode: null,
       signal: null,
       oomKilled: false,
+      diskQuotaExceeded: false,
+      diskBytes: null,
+      diskUsedBytes: null,
       cpuSeconds: null,
       peakMemoryBytes: null,
       ...rest,
@@ -314,22 +447,30 @@ class SandboxExecutor implements Executor {
       `isolation: sandbox — bubblewrap ${setup.bwrapVersion}; new user, mount, pid, network (loopback only), ipc, uts and cgroup namespaces${
         setup.supportsDisableUserns ? "; further user namespaces disabled inside" : ""
       }; host uid ${setup.user.uid} (${setup.user.name}), gid ${setup.user.gid}, no capabilities`,
+      `seccomp: bubblewrap loads a ${setup.seccomp.instructions}-instruction filter into the command before it runs (it starts nothing if the kernel refuses it): ${setup.seccomp.denied} system calls answer EPERM, clone with a namespace flag EPERM, clone3 ENOSYS, personality only its ordinary values, other ABIs are killed`,
+      `mounts: the job's directories at ${Object.values(mountPointsOf(request)).join(", ")}, the system and toolchain through overlays; /proc/self/mountinfo names no host path`,
       `toolchain: ${request.toolchain.name} from ${request.toolchain.path}, read-only at ${this.options.toolchainMountPoint}`,
     );
 
     try {
-      // The job directories are the only writable places; the sandbox user must own them.
-      const owner = `${setup.user.uid}:${setup.user.gid}`;
-      // -R without -L never follows a symlink the job planted; --no-dereference changes links themselves.
-      const recursive = request.warmTarget
-        ? [request.workspaceDir, request.homeDir]
-        : [request.workspaceDir, request.targetDir, request.homeDir];
-      await run(setup.tools.chown, ["-R", "--no-dereference", owner, ...recursive]);
-      // A warm target's tree is the sandbox user's already (only it ever wrote there); its top
-      // directory was renamed into place by the agent and is handed over without a walk.
-      if (request.warmTarget) await run(setup.tools.chown, ["--no-dereference", owner, request.targetDir]);
+      await this.handOver(request, setup);
     } catch (error) {
       detail.push(`could not hand the job directories to ${setup.user.name}: ${errorText(error)}`);
+      await this.removeOverlayWork(request);
+      return result("infrastructure");
+    }
+    const quotaBytes = Math.min(request.limits.diskBytes, this.options.maxDiskBytes ?? Number.POSITIVE_INFINITY);
+    let disk: PreparedTargetDisk;
+    try {
+      disk = await prepareTargetDisk(setup.disk, request.targetDir, quotaBytes, `${setup.user.uid}:${setup.user.gid}`);
+      if (quotaBytes < request.limits.diskBytes)
+        detail.push(
+          `disk: this host grants at most ${gib(quotaBytes)} per attempt, below the size's ${gib(request.limits.diskBytes)}`,
+        );
+      detail.push(...disk.notes, await scratchNote(request));
+    } catch (error) {
+      detail.push(`disk: the target disk could not be prepared: ${errorText(error)}`);
+      await this.removeOverlayWork(request);
       return result("infrastructure");
     }
 
@@ -356,13 +497,64 @@ class SandboxExecutor implements Executor {
         detail.push("cancelled before the sandbox started");
         return result("cancelled");
       }
-      return await this.launch(request, setup, cgroup, detail, result);
+      const launched = await this.launch(request, setup, cgroup, detail, result, disk.image);
+      return { ...launched, ...(await this.diskAfter(setup, disk.image, quotaBytes, detail)) };
     } finally {
       if (cgroup !== null) {
         // Normally already done by launch(); this covers an exception thrown half-way.
         await cgroup.killAll();
         await cgroup.remove();
       }
+      await this.removeOverlayWork(request);
+    }
+  }
+
+  /**
+   * The workspace and home become the sandbox user's (the only writable places besides the
+   * target disk, whose root it owns already), each with the empty work directory its overlay
+   * needs beside it, made afresh.
+   */
+  private async handOver(request: ExecutionRequest, setup: Setup): Promise<void> {
+    const owner = `${setup.user.uid}:${setup.user.gid}`;
+    // -R without -L never follows a symlink the job planted; --no-dereference changes links themselves.
+    await run(setup.tools.chown, ["-R", "--no-dereference", owner, request.workspaceDir, request.homeDir]);
+    for (const directory of [request.workspaceDir, request.homeDir]) {
+      const work = overlayWorkDirectory(directory);
+      await rm(work, { recursive: true, force: true });
+      await mkdir(work, { mode: 0o700 });
+    }
+  }
+
+  private async removeOverlayWork(request: ExecutionRequest): Promise<void> {
+    for (const directory of [request.workspaceDir, request.homeDir])
+      await rm(overlayWorkDirectory(directory), { recursive: true, force: true }).catch(() => undefined);
+  }
+
+  /**
+   * After the attempt: waits until the kernel has let go of the target disk (its mount died
+   * with the attempt's namespace), then reads whether the job filled its quota.
+   */
+  private async diskAfter(
+    setup: Setup,
+    image: string,
+    quotaBytes: number,
+    detail: string[],
+  ): Promise<Pick<ExecutionResult, "diskBytes" | "diskUsedBytes" | "diskQuotaExceeded">> {
+    if (!(await waitUntilDetached(setup.disk, image))) {
+      detail.push("cleanup incomplete: the target disk is still attached to a loop device");
+      return { diskBytes: quotaBytes, diskUsedBytes: null, diskQuotaExceeded: false };
+    }
+    try {
+      const after = await targetDiskOutcome(setup.disk, image);
+      detail.push(
+        after.full
+          ? `disk: the job filled the ${gib(quotaBytes)} disk quota of its target dir; writes past it failed with ENOSPC (No space left on device)`
+          : `disk: the target dir holds ${(after.usedBytes / 2 ** 20).toFixed(1)} MiB of its ${gib(quotaBytes)} quota`,
+      );
+      return { diskBytes: quotaBytes, diskUsedBytes: after.usedBytes, diskQuotaExceeded: after.full };
+    } catch (error) {
+      detail.push(`disk: the target disk's usage could not be read: ${errorText(error)}`);
+      return { diskBytes: quotaBytes, diskUsedBytes: null, diskQuotaExceeded: false };
     }
   }
 
@@ -372,6 +564,7 @@ class SandboxExecutor implements Executor {
     cgroup: AttemptCgroup | null,
     detail: string[],
     result: (outcome: ExecutionOutcome, rest?: Partial<ExecutionResult>) => ExecutionResult,
+    image: string,
   ): Promise<ExecutionResult> {
     const noCgroupLimits: EnforcedLimits = { cpu: false, memory: false, pids: false };
     const fallback = rlimitFallback(request.limits, cgroup?.enforced ?? noCgroupLimits);
@@ -389,7 +582,10 @@ class SandboxExecutor implements Executor {
       this.options.stagingDirectory,
       ...(cgroup?.procsFiles ?? []),
       "--",
-      ...this.stagedSources(request),
+      ...this.stagedSources(request, setup),
+      "--",
+      image,
+      `${setup.user.uid}:${setup.user.gid}`,
       "--",
       ...this.identityFiles(request, setup.user),
       ...(fallback.prlimitOptions.length > 0 ? [setup.tools.prlimit, ...fallback.prlimitOptions, "--"] : []),
@@ -424,11 +620,15 @@ class SandboxExecutor implements Executor {
         ...command,
       ],
       {
-        // 0 nothing, 1 the job's stdout, 2 the launcher's diagnostics, 3 bwrap's status, 4 the job's stderr.
-        stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
+        // 0 nothing, 1 the job's stdout, 2 the launcher's diagnostics, 3 bwrap's status, 4 the job's
+        // stderr, 5 the seccomp program (bwrap reads it to its end).
+        stdio: ["ignore", "pipe", "pipe", "pipe", "pipe", "pipe"],
         env: { PATH: LAUNCHER_PATH },
       },
     );
+    const seccompPipe = (child.stdio as unknown as (NodeJS.WritableStream | null)[])[5] ?? null;
+    seccompPipe?.on("error", () => undefined); // a launcher that died early closed it; its exit says why
+    seccompPipe?.end(setup.seccomp.bytes);
     let status = "";
     let stderrTail = "";
     let diagnostics = "";
@@ -527,18 +727,22 @@ class SandboxExecutor implements Executor {
     return result("exited", { ...measured, exitCode: Number(exitCode) });
   }
 
-  /** NAME SOURCE pairs for the launcher's staging mounts. */
-  private stagedSources(request: ExecutionRequest): string[] {
+  /** The launcher's read-only (NAME SOURCE) and writable (NAME PARENT DIR WORK) staging lists. */
+  private stagedSources(request: ExecutionRequest, setup: Setup): string[] {
+    const writable = (name: string, directory: string) => [
+      name,
+      dirname(directory),
+      basename(directory),
+      basename(overlayWorkDirectory(directory)),
+    ];
     return [
       "toolchain",
       request.toolchain.path,
-      "workspace",
-      request.workspaceDir,
-      "target",
-      request.targetDir,
-      "home",
-      request.homeDir,
+      ...setup.systemPaths.flatMap((p) => (p.kind === "directory" ? [p.name, p.path] : [])),
       ...(request.readOnlyBinds ?? []).flatMap((bind, i) => [`ro-${i}`, bind.source]),
+      "--",
+      ...writable("workspace", request.workspaceDir),
+      ...writable("home", request.homeDir),
     ];
   }
 
@@ -588,7 +792,12 @@ class SandboxExecutor implements Executor {
       "3",
       "--clearenv",
       ...environment,
-      ...setup.systemBinds,
+      ...setup.systemPaths.flatMap((p) =>
+        p.kind === "symlink" ? ["--symlink", p.target, p.path] : ["--ro-bind", `${stage}/${p.name}`, p.path],
+      ),
+      "--ro-bind-try",
+      `${stage}/ld.so.cache`,
+      "/etc/ld.so.cache",
       "--ro-bind",
       `${stage}/passwd`,
       "/etc/passwd",
@@ -600,8 +809,15 @@ class SandboxExecutor implements Executor {
       "/etc/hosts",
       "--proc",
       "/proc",
+      ...setup.maskedProc.flatMap(({ path, directory }) => [
+        "--ro-bind",
+        `${stage}/${directory ? "empty" : "void"}`,
+        path,
+      ]),
       "--dev",
       "/dev",
+      "--seccomp",
+      "5",
       // A private /tmp; its pages are charged to the attempt's memory cgroup, and it is capped at the memory size too.
       ...(setup.supportsTmpfsSize ? ["--size", String(request.limits.memoryBytes)] : []),
       "--tmpfs",
@@ -614,7 +830,7 @@ class SandboxExecutor implements Executor {
       `${stage}/workspace`,
       mounts.workspace,
       "--bind",
-      `${stage}/target`,
+      `${stage}/disk/target`,
       mounts.target,
       "--bind",
       `${stage}/home`,

@@ -39,7 +39,12 @@ export function assemblePlacement(job: JobRow, attempt: AttemptRow, drop: Lineag
     attempt: attempt.number,
     leaseToken: attempt.lease_token,
     size: job.size,
-    limits: { vcpus: shape.vcpus, memoryBytes: shape.memoryBytes, pids: shape.vcpus * PIDS_PER_VCPU },
+    limits: {
+      vcpus: shape.vcpus,
+      memoryBytes: shape.memoryBytes,
+      pids: shape.vcpus * PIDS_PER_VCPU,
+      diskBytes: shape.diskBytes,
+    },
     invocation: parseStored(CargoInvocation, "invocation", job.invocation),
     toolchain: admission.toolchain,
     source: parseStored(JobSource, "source manifest", job.source_manifest),

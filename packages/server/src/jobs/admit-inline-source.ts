@@ -2,6 +2,7 @@ import { type BlobStore, type Db, insertJob, recordInlineSourceBytes } from "@ki
 import { refuse } from "../http/refusal.js";
 import { refuseOverBandwidth } from "../usage/bandwidth-allowance.js";
 import { longSegmentOf, MAX_INVOCATION_STRING_BYTES, nulIn } from "./host-safe-strings.js";
+import { refusedEnvironmentReason } from "./refused-environment.js";
 
 export interface InlineFile {
   readonly path: string;
@@ -55,22 +56,6 @@ export function admitInlineFiles(files: readonly InlineFile[]): void {
 }
 
 const REFUSED_ARGUMENTS = [/^--target-dir(=|$)/, /^--config(=|$)/, /^-Z/, /^--manifest-path=(\/|.*\.\.)/];
-const REFUSED_ENVIRONMENT = new Set([
-  "CARGO_HOME",
-  "CARGO_TARGET_DIR",
-  "CARGO_BUILD_TARGET_DIR",
-  "RUSTUP_HOME",
-  "RUSTUP_TOOLCHAIN",
-  "PATH",
-  "HOME",
-  "LD_PRELOAD",
-  "LD_LIBRARY_PATH",
-  "LD_AUDIT",
-  "RUSTC",
-  "RUSTC_WRAPPER",
-  "RUSTC_WORKSPACE_WRAPPER",
-  "CARGO",
-]);
 
 /** Arguments and environment that would step outside the sandbox's contract. */
 export function admitInvocation(
@@ -101,11 +86,9 @@ export function admitInvocation(
     }
   });
   for (const [name, value] of Object.entries(invocation.environment ?? {})) {
-    if (REFUSED_ENVIRONMENT.has(name) || name.startsWith("LD_")) {
-      refuse(
-        "invalid_request",
-        `body.workspace.invocation.environment.${name} would change the sandbox and is not admitted`,
-      );
+    const refused = refusedEnvironmentReason(name);
+    if (refused !== null) {
+      refuse("invalid_request", `body.workspace.invocation.environment.${name} ${refused}; it is not admitted`);
     }
     const nul = nulIn(`body.workspace.invocation.environment.${name}`, value);
     if (nul !== null) refuse("invalid_request", nul);

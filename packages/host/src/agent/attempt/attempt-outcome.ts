@@ -4,6 +4,11 @@ import type { OutputSummary } from "../attempt-evidence.js";
 import type { AttemptFailure, AttemptResult, Placement } from "../host-protocol.js";
 import { cargoStep } from "./run-cargo.js";
 
+/** "16 GiB", "512 MiB". */
+function sizeText(bytes: number): string {
+  return bytes >= 2 ** 30 ? `${Math.round((bytes / 2 ** 30) * 10) / 10} GiB` : `${Math.round(bytes / 2 ** 20)} MiB`;
+}
+
 /** How the attempt ended, from what cargo did (or that it did not run) and whether cancellation arrived. */
 export function attemptOutcome(run: ExecutionResult | null, cancelled: boolean): AttemptResult["outcome"] {
   if (run?.outcome === "cancelled" || cancelled) return "cancelled";
@@ -45,6 +50,14 @@ export function failureOf(
           phase: inTests ? "test" : "build",
           cause: inTests ? "test_failure" : "build_error",
           detail: `a process exceeded the size's memory (${Math.round(placement.limits.memoryBytes / 2 ** 30)} GiB) and was killed`,
+        };
+      }
+      if (run.diskQuotaExceeded && run.exitCode !== 0) {
+        const inTests = step === "test" && summary.buildSucceeded === true;
+        return {
+          phase: inTests ? "test" : "build",
+          cause: inTests ? "test_failure" : "build_error",
+          detail: `the job's writes filled its disk quota (${sizeText(run.diskBytes ?? placement.limits.diskBytes)} in its target dir) and failed with ENOSPC (No space left on device)`,
         };
       }
       const testsFailed = step === "test" && summary.buildSucceeded !== false && summary.failedTests > 0;

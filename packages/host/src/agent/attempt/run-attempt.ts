@@ -108,8 +108,9 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
           invocation: testKey,
         };
       }
-      // Nothing ran, so nothing of the slot changed: it is checked back in as it was.
-      const ended = cargo.run?.outcome ?? "exited";
+      // Nothing ran, so nothing of the slot changed: it is checked back in as it was. A target
+      // dir at its disk quota is dropped like an interrupted one: the next job would start full.
+      const ended = cargo.run?.diskQuotaExceeded ? "disk_quota_exceeded" : (cargo.run?.outcome ?? "exited");
       const saving = lineage;
       attempt.system(`kiln: ${await attempt.phases.run("save", () => saving.save(ended, deps.clock.now()))}`);
     }
@@ -225,6 +226,9 @@ function assembleReport(
             cpu_seconds: run.cpuSeconds,
             peak_memory_bytes: run.peakMemoryBytes,
             oom_killed: run.oomKilled,
+            disk_bytes: run.diskBytes,
+            disk_used_bytes: run.diskUsedBytes,
+            disk_quota_exceeded: run.diskQuotaExceeded,
           },
   };
 }
