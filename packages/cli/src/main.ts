@@ -1,4 +1,18 @@
 #!/usr/bin/env node
-import { buildProgram } from "./program.js";
-
-await buildProgram().parseAsync(process.argv);
+/**
+ * `kiln cargo …` is the inner loop, run after every edit: it loads only its own command. The
+ * full program also loads the MCP server, the operator commands derived from the catalogue and
+ * their libraries, which took about half of the CLI's start (docs/benchmarks.md, issue 21).
+ */
+if (process.argv[2] === "cargo") {
+  const [{ baseProgram }, { registerCargoCommand }] = await Promise.all([
+    import("./program-base.js"),
+    import("./commands/cargo.js"),
+  ]);
+  const program = baseProgram();
+  registerCargoCommand(program);
+  await program.parseAsync(process.argv);
+} else {
+  const { buildProgram } = await import("./program.js");
+  await buildProgram().parseAsync(process.argv);
+}

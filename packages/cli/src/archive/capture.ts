@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { lstatSync, readdirSync, readlinkSync } from "node:fs";
 import { join, posix } from "node:path";
 
@@ -40,14 +40,27 @@ export function insideGitWorkTree(root: string): boolean {
   }
 }
 
-function gitPaths(root: string): string[] {
-  const out = execFileSync("git", ["-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
-    maxBuffer: 1 << 30,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+const LS_FILES = ["ls-files", "-z", "--cached", "--others", "--exclude-standard"];
+
+function pathsOfListing(out: Buffer): string[] {
   const seen = new Set<string>();
   for (const path of out.toString("utf8").split("\0")) if (path !== "") seen.add(path);
   return [...seen];
+}
+
+function gitPaths(root: string): string[] {
+  return pathsOfListing(
+    execFileSync("git", ["-C", root, ...LS_FILES], { maxBuffer: 1 << 30, stdio: ["ignore", "pipe", "pipe"] }),
+  );
+}
+
+/** `git` with its output as bytes, or the failure (git absent, not a work tree …) as null. */
+function gitOutput(root: string, args: readonly string[]): Promise<Buffer | null> {
+  return new Promise((resolve) => {
+    execFile("git", ["-C", root, ...args], { encoding: "buffer", maxBuffer: 1 << 30 }, (error, stdout) =>
+      resolve(error === null ? stdout : null),
+    );
+  });
 }
 
 function walkPaths(root: string, dir = ""): string[] {
@@ -78,7 +91,26 @@ export function linkStaysInside(path: string, target: string): boolean {
  */
 export function captureWorkspace(root: string, options: { git?: boolean } = {}): Capture {
   const useGit = options.git ?? insideGitWorkTree(root);
-  const paths = (useGit ? gitPaths(root) : walkPaths(root)).filter((p) => !excludedAtRoot(p));
+  return captureEntries(root, useGit ? gitPaths(root) : walkPaths(root), useGit ? "git" : "walk");
+}
+
+/**
+ * captureWorkspace with git's two questions (a work tree? its files?) asked at once, in child
+ * processes that run while this one goes on (`kiln cargo` asks git for its facts meanwhile):
+ * the same capture, without waiting for one git process after another.
+ */
+export async function captureWorkspaceConcurrently(root: string): Promise<Capture> {
+  const [inside, listing] = await Promise.all([
+    gitOutput(root, ["rev-parse", "--is-inside-work-tree"]),
+    gitOutput(root, LS_FILES),
+  ]);
+  if (inside?.toString("utf8").trim() !== "true") return captureEntries(root, walkPaths(root), "walk");
+  // Inside a work tree git must list it; a listing that failed there is an error, as in captureWorkspace.
+  return captureEntries(root, listing === null ? gitPaths(root) : pathsOfListing(listing), "git");
+}
+
+function captureEntries(root: string, listed: readonly string[], method: Capture["method"]): Capture {
+  const paths = listed.filter((p) => !excludedAtRoot(p));
   const entries: CapturedEntry[] = [];
   for (const path of paths) {
     const absolute = join(root, path);
@@ -105,5 +137,5 @@ export function captureWorkspace(root: string, options: { git?: boolean } = {}):
     }
   }
   entries.sort((a, b) => byteOrder(a.path, b.path));
-  return { root, entries, method: useGit ? "git" : "walk" };
+  return { root, entries, method };
 }

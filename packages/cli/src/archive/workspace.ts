@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 
@@ -76,9 +76,31 @@ export function uncommittedPaths(root: string): string[] {
 
 /** The `origin` remote as owner/name, HEAD's commit and the current branch, where git knows them. */
 export function gitFacts(root: string): GitFacts {
-  const remote = git(root, ["remote", "get-url", "origin"]);
-  const commit = git(root, ["rev-parse", "--verify", "-q", "HEAD"]);
-  const branch = git(root, ["symbolic-ref", "--short", "-q", "HEAD"]);
+  return factsOf(
+    git(root, ["remote", "get-url", "origin"]),
+    git(root, ["rev-parse", "--verify", "-q", "HEAD"]),
+    git(root, ["symbolic-ref", "--short", "-q", "HEAD"]),
+  );
+}
+
+const gitConcurrently = (root: string, args: string[]): Promise<string | undefined> =>
+  new Promise((resolve) =>
+    execFile("git", ["-C", root, ...args], { encoding: "utf8" }, (error, stdout) =>
+      resolve(error === null ? stdout.trim() : undefined),
+    ),
+  );
+
+/** gitFacts with its three questions asked at once, while this process goes on. */
+export async function gitFactsConcurrently(root: string): Promise<GitFacts> {
+  const [remote, commit, branch] = await Promise.all([
+    gitConcurrently(root, ["remote", "get-url", "origin"]),
+    gitConcurrently(root, ["rev-parse", "--verify", "-q", "HEAD"]),
+    gitConcurrently(root, ["symbolic-ref", "--short", "-q", "HEAD"]),
+  ]);
+  return factsOf(remote, commit, branch);
+}
+
+function factsOf(remote: string | undefined, commit: string | undefined, branch: string | undefined): GitFacts {
   return {
     repository: remote === undefined ? undefined : repositoryFromRemote(remote),
     commit: commit === "" ? undefined : commit,

@@ -4,11 +4,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { InputOf, KilnClient } from "@kiln/client";
 import { CARGO_OPERATIONS, SIZES } from "@kiln/contract";
 import type { Command } from "commander";
-import { captureWorkspace } from "../archive/capture.js";
+import { captureWorkspaceConcurrently } from "../archive/capture.js";
 import { layoutCacheDirectory, layoutCachePath } from "../archive/layout-cache.js";
 import type { UploadSummary } from "../archive/upload.js";
 import { uploadWorkspace } from "../archive/upload-workspace.js";
-import { findWorkspaceRoot, gitFacts, uncommittedPaths, workingDirectory } from "../archive/workspace.js";
+import { findWorkspaceRoot, gitFactsConcurrently, uncommittedPaths, workingDirectory } from "../archive/workspace.js";
 import { ConfigError } from "../config.js";
 import {
   type DownloadedArtifact,
@@ -17,6 +17,7 @@ import {
   exitCodeOf,
   followLogs,
   type Job,
+  type JobEvidence,
   printRecord,
   TERMINAL,
   testSummary,
@@ -154,11 +155,20 @@ function progressBar(): { update(sent: number, total: number): void; done(): voi
   };
 }
 
-async function settled(client: KilnClient, id: string): Promise<Job> {
+/**
+ * The finished job and its evidence. Once the log has settled the job is terminal, so both are
+ * read at once; the evidence is read again only in the unexpected case that it was not yet.
+ */
+async function settledWithEvidence(client: KilnClient, id: string): Promise<{ job: Job; evidence: JobEvidence }> {
+  const [first, evidence] = await Promise.all([
+    client.call("jobs.get", { params: { id } }),
+    client.call("jobs.evidence", { params: { id } }),
+  ]);
+  if (TERMINAL.has(first.status)) return { job: first, evidence };
   for (let delay = 100; ; delay = Math.min(1000, delay * 2)) {
-    const job = await client.call("jobs.get", { params: { id } });
-    if (TERMINAL.has(job.status)) return job;
     await sleep(delay);
+    const job = await client.call("jobs.get", { params: { id } });
+    if (TERMINAL.has(job.status)) return { job, evidence: await client.call("jobs.evidence", { params: { id } }) };
   }
 }
 
@@ -169,7 +179,11 @@ async function runCargo(argv: readonly string[]): Promise<void> {
   const root = findWorkspaceRoot(process.cwd());
   if (root === undefined) throw new ConfigError("no Cargo.toml in this directory or above");
   const { environment, client } = connect();
-  const facts = gitFacts(root);
+  // git lists the workspace's files while it is asked for its facts: both in child processes at once.
+  const capturing = captureWorkspaceConcurrently(root);
+  // Awaited below; a refusal before then must not leave its failure unhandled.
+  capturing.catch(() => {});
+  const facts = await gitFactsConcurrently(root);
   const repository = args.repository ?? environment.config.repository ?? facts.repository;
   if (repository === undefined) {
     throw new ConfigError(
@@ -195,7 +209,7 @@ async function runCargo(argv: readonly string[]): Promise<void> {
   };
   process.on("SIGINT", onInterrupt);
 
-  const capture = captureWorkspace(root);
+  const capture = await capturing;
   const cacheDirectory = layoutCacheDirectory(process.env);
   const bar = process.stderr.isTTY && !args.json ? progressBar() : undefined;
   let summary: UploadSummary;
@@ -262,8 +276,7 @@ async function runCargo(argv: readonly string[]): Promise<void> {
     job,
     args.json ? (record) => emit({ type: "log", ...record }) : (record) => printRecord(record, args.serviceLog),
   );
-  const finished = await settled(client, job);
-  const evidence = await client.call("jobs.evidence", { params: { id: job } });
+  const { job: finished, evidence } = await settledWithEvidence(client, job);
   const code = exitCodeOf(finished, evidence);
   const tests = testSummary(evidence);
   let downloaded: DownloadedArtifact[] = [];
