@@ -4,7 +4,6 @@ import { LastUsedRecorder } from "./auth/last-used-recorder.js";
 import type { AppDeps } from "./deps.js";
 import { defaultHandlers } from "./handlers/default-handlers.js";
 import type { HandlerTable } from "./handlers/handler.js";
-import { registerHostProtocolRoutes } from "./host-protocol/http-host-routes.js";
 import { bindCatalogueRoutes } from "./http/bind-catalogue-routes.js";
 import { installBodyParsers } from "./http/body-parsers.js";
 import { installErrorBoundary } from "./http/error-boundary.js";
@@ -71,7 +70,6 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
   registerTenantPages(app, deps, handlers);
   registerCredentialPages(app, deps, handlers);
   registerUsagePages(app, deps, handlers);
-  registerHostProtocolRoutes(app, deps);
   registerGitHubWebhooks(app, deps, handlers);
   registerGitHubClaim(app, deps);
   return app;
