@@ -27,8 +27,11 @@ import { Nullable } from "./schema-helpers.js";
  * routes (server/src/host-protocol/http-host-routes.ts) and the host's client
  * (host/src/remote/http-host-protocol.ts) are both read from this table and copy nothing.
  * These routes are internal: they are not tenant operations and are not in the catalogue or
- * the OpenAPI document. Every request but the enrollment carries the host's credential
- * (`Authorization: Bearer kiln_host_…`); the enrollment carries the one-time enrollment token.
+ * the OpenAPI document. They are served only on the control plane's host listener, over HTTPS
+ * with mutual TLS: every request but the enrollment and the CA certificate is authenticated by
+ * the host's client certificate, issued by the control plane's own CA; the enrollment carries
+ * the one-time enrollment token (`Authorization: Bearer kiln_enroll_…`) and the host's
+ * certificate signing request.
  */
 export const HOST_PROTOCOL_PREFIX = "/host/v1";
 
@@ -91,17 +94,45 @@ export const HostStoredBlob = Type.Object(
 );
 export type HostStoredBlob = Static<typeof HostStoredBlob>;
 
-/** The answer to a redeemed enrollment token: the host's identity and its credential, shown once. */
-export const HostCredentialIssued = Type.Object(
+/**
+ * A certificate signing request (PKCS #10, PEM) for a key the host made itself, which never
+ * leaves the host: the body of the enrollment and of a renewal.
+ */
+export const HostCertificateRequest = Type.Object(
   {
-    hostId: HostId(),
-    credential: Type.String({ description: "`kiln_host_…`; stored by the control plane only as a digest." }),
+    csr: Type.String({
+      minLength: 1,
+      maxLength: 16384,
+      description: "PEM `CERTIFICATE REQUEST` for an ECDSA P-256 key; its subject is ignored.",
+    }),
   },
   { additionalProperties: false },
 );
-export type HostCredentialIssued = Static<typeof HostCredentialIssued>;
+export type HostCertificateRequest = Static<typeof HostCertificateRequest>;
 
-/** Which host a credential belongs to. */
+/** The host's client certificate, as an enrollment or a renewal answers it, with the CA it pins. */
+export const HostCertificateIssued = Type.Object(
+  {
+    hostId: HostId(),
+    certificate: Type.String({ description: "PEM certificate; subject CN = the host id." }),
+    caCertificate: Type.String({ description: "PEM certificate of the control plane's host CA." }),
+    notAfter: Type.String({ format: "date-time", description: "When the certificate expires." }),
+  },
+  { additionalProperties: false },
+);
+export type HostCertificateIssued = Static<typeof HostCertificateIssued>;
+
+/** The control plane's host CA certificate (public; a host pins it before sending a secret). */
+export const HostCaCertificate = Type.Object(
+  {
+    caCertificate: Type.String({ description: "PEM certificate of the control plane's host CA." }),
+    sha256: Sha256Hex(),
+  },
+  { additionalProperties: false },
+);
+export type HostCaCertificate = Static<typeof HostCaCertificate>;
+
+/** Which host a client certificate belongs to. */
 export const HostIdentity = Type.Object({ hostId: HostId() }, { additionalProperties: false });
 export type HostIdentity = Static<typeof HostIdentity>;
 
@@ -155,13 +186,17 @@ export const HOST_PROTOCOL_ROUTES = {
 /**
  * Blobs travel as raw bytes (`application/octet-stream`), never inside JSON: GET
  * `…/blobs/<sha256>` answers the blob's bytes; PUT `…/blobs` takes them and answers
- * HostStoredBlob. The enrollment (POST, enrollment token, no body) answers
- * HostCredentialIssued; GET `…/identity` answers HostIdentity.
+ * HostStoredBlob. The enrollment (POST, enrollment token, HostCertificateRequest) and the
+ * renewal (POST `…/certificate`, the current client certificate, HostCertificateRequest) answer
+ * HostCertificateIssued; GET `…/ca` (no authentication) answers HostCaCertificate; GET
+ * `…/identity` answers HostIdentity.
  */
 export const HOST_PROTOCOL_PATHS = {
   blob: `${HOST_PROTOCOL_PREFIX}/blobs/:sha256`,
   blobs: `${HOST_PROTOCOL_PREFIX}/blobs`,
   enrollment: `${HOST_PROTOCOL_PREFIX}/enrollment`,
+  certificate: `${HOST_PROTOCOL_PREFIX}/certificate`,
+  ca: `${HOST_PROTOCOL_PREFIX}/ca`,
   identity: `${HOST_PROTOCOL_PREFIX}/identity`,
 } as const;
 

@@ -77,16 +77,33 @@ export { type HostOperatorClient, httpHostOperatorClient } from "./operator/host
 export { LocalRecoveryProvider } from "./operator/local-recovery-provider.js";
 export type { LedgerEntry, RecoveryProvider, RecoveryRequest, StepResult } from "./operator/recovery-provider.js";
 export { ProcessSupervisor, type ServiceSupervisor } from "./operator/service-supervisor.js";
-export { HEALTH_REPORTED_MESSAGE, startHealthReporter } from "./remote/health-reporter.js";
 export {
+  type CertificateRenewal,
+  type RenewalEvent,
+  renewalDueAt,
+  startCertificateRenewal,
+} from "./remote/certificate-renewal.js";
+export { HEALTH_REPORTED_MESSAGE, startHealthReporter } from "./remote/health-reporter.js";
+export { loadHostIdentity } from "./remote/host-enrollment.js";
+export {
+  certificateSha256,
+  type HostTlsFiles,
+  HostTlsIdentity,
+  type HostTlsMaterial,
+  newKeyAndSigningRequest,
+  tlsFilesIn,
+} from "./remote/host-tls-identity.js";
+export {
+  fetchCaCertificate,
   HostProtocolRefusal,
   type HttpHostProtocolOptions,
   hostIdentityOf,
   httpHostProtocol,
-  redeemEnrollmentToken,
+  requestEnrollment,
+  requestRenewal,
 } from "./remote/http-host-protocol.js";
+export { type HostFetch, httpsFetch } from "./remote/https-fetch.js";
 export {
-  hostCredential,
   type KilnHostConfig,
   type KilnHostOverrides,
   kilnHostConfigFromEnv,

@@ -6,7 +6,6 @@ import type { AppDeps } from "./deps.js";
 import { defaultHandlers } from "./handlers/default-handlers.js";
 import type { HandlerTable } from "./handlers/handler.js";
 import { endStreamsOf } from "./handlers/sse-stream.js";
-import { registerHostProtocolRoutes } from "./host-protocol/http-host-routes.js";
 import { bindCatalogueRoutes } from "./http/bind-catalogue-routes.js";
 import { installBodyParsers } from "./http/body-parsers.js";
 import { installErrorBoundary } from "./http/error-boundary.js";
@@ -82,7 +81,6 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
   registerTenantPages(app, deps, handlers);
   registerCredentialPages(app, deps, handlers);
   registerUsagePages(app, deps, handlers);
-  registerHostProtocolRoutes(app, deps);
   registerGitHubWebhooks(app, deps, handlers);
   registerGitHubClaim(app, deps);
   return app;

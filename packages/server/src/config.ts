@@ -38,6 +38,19 @@ export interface ServerConfig {
    * files under KILN_DATA_DIR/blobs (the embedded default).
    */
   readonly blobLocation: S3BlobLocation | undefined;
+  /**
+   * KILN_HOST_LISTEN (host:port): the host protocol's own HTTPS listener for remote kiln-hosts,
+   * mutual TLS with certificates from kiln's CA (host-protocol/host-listener.ts); undefined (the
+   * default) serves no remote host, the embedded default being one in-process host.
+   */
+  readonly hostListen: { host: string; port: number } | undefined;
+  /**
+   * KILN_HOST_TLS_NAMES (comma-separated DNS names and IP addresses): what the host listener's
+   * server certificate is valid for; default the public URL's host, `localhost` and `127.0.0.1`.
+   */
+  readonly hostTlsNames: readonly string[];
+  /** KILN_HOST_CERTIFICATE_SECONDS (default 604800, 7 days): how long a host's client certificate is valid. */
+  readonly hostCertificateSeconds: number;
 }
 
 /** A whole number of seconds from the environment: `fallback` when unset, 0 for off. */
@@ -66,13 +79,23 @@ export function oidcFromEnv(env: NodeJS.ProcessEnv): OidcSettings | undefined {
   return { issuer, clientId, clientSecret, groupsClaim: env.KILN_OIDC_GROUPS_CLAIM?.trim() || "groups" };
 }
 
-export function parseListen(value: string): { host: string; port: number } {
+export function parseListen(value: string, name = "KILN_LISTEN"): { host: string; port: number } {
   const match = /^(\[[0-9a-fA-F:]+\]|[^:]+):(\d{1,5})$/.exec(value.trim());
   const port = Number(match?.[2]);
   if (match?.[1] === undefined || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new Error(`KILN_LISTEN must be host:port, got ${JSON.stringify(value)}`);
+    throw new Error(`${name} must be host:port, got ${JSON.stringify(value)}`);
   }
   return { host: match[1].replace(/^\[|\]$/g, ""), port };
+}
+
+/** The host listener's certificate names: KILN_HOST_TLS_NAMES, else the public URL's host and the loopback names. */
+function hostTlsNamesFromEnv(env: NodeJS.ProcessEnv, publicOrigin: string | undefined): string[] {
+  const configured = env.KILN_HOST_TLS_NAMES?.split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
+  if (configured !== undefined && configured.length > 0) return [...new Set(configured)];
+  const publicHost = publicOrigin === undefined ? [] : [new URL(publicOrigin).hostname.replace(/^\[|\]$/g, "")];
+  return [...new Set([...publicHost, "localhost", "127.0.0.1"])];
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfig {
@@ -104,5 +127,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     dogfoodTenant: env.KILN_DOGFOOD_TENANT?.trim() || undefined,
     dogfoodAuditIntervalSeconds: secondsFromEnv(env, "KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS", 300),
     blobLocation: env.KILN_BLOB_URL?.trim() ? parseS3BlobUrl(env.KILN_BLOB_URL.trim()) : undefined,
+    hostListen: env.KILN_HOST_LISTEN?.trim() ? parseListen(env.KILN_HOST_LISTEN, "KILN_HOST_LISTEN") : undefined,
+    hostTlsNames: hostTlsNamesFromEnv(env, publicOrigin),
+    hostCertificateSeconds: secondsFromEnv(env, "KILN_HOST_CERTIFICATE_SECONDS", 7 * 24 * 3600) || 7 * 24 * 3600,
   };
 }

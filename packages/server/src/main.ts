@@ -12,6 +12,7 @@ import { buildApp } from "./build-app.js";
 import { configFromEnv, type ServerConfig } from "./config.js";
 import { startDogfoodLedgerAudit } from "./dogfood/ledger-audit.js";
 import { ensureFirstStartTenant } from "./first-start.js";
+import { type HostListener, startHostListener } from "./host-protocol/host-listener.js";
 import { startImpairmentDetector } from "./hosts/impairment/impairment-detector.js";
 import { startLocalHost } from "./local-host.js";
 import { CanaryRunner, startCanaryLoop } from "./platform/canaries/canary-runner.js";
@@ -68,7 +69,7 @@ program
     const notifications = startJobNotifications(storage, { clock: systemClock, log });
     // The local host starts after the app; submissions before then wait for its first poll.
     let wake = () => {};
-    const app = buildApp({
+    const deps = {
       storage,
       clock: systemClock,
       version: VERSION,
@@ -82,7 +83,8 @@ program
       logger: { level: process.env.KILN_LOG_LEVEL ?? "info" },
       canaries,
       ...(config.dogfoodTenant === undefined ? {} : { dogfoodTenant: config.dogfoodTenant }),
-    });
+    };
+    const app = buildApp(deps);
     let host: Awaited<ReturnType<typeof startLocalHost>> | null = null;
     if (process.env.KILN_LOCAL_HOST !== "off") {
       try {
@@ -131,6 +133,7 @@ program
     // loop creates the canary tenant, and first start only acts on a database with no tenant).
     let canaryLoop: { stop(): Promise<void> } | null = null;
     let anomalyLoop: { stop(): Promise<void> } | null = null;
+    let hostListener: HostListener | null = null;
     const shutdown = async () => {
       await canaryLoop?.stop();
       await anomalyLoop?.stop();
@@ -142,6 +145,7 @@ program
       unsubscribeChecks();
       await checkRuns?.stop();
       await host?.stop();
+      await hostListener?.close();
       await app.close();
       await notifications.stop();
       await storage.close();
@@ -150,6 +154,16 @@ program
     process.once("SIGINT", shutdown);
     process.once("SIGTERM", shutdown);
     const address = await app.listen({ host: config.host, port });
+    // KILN_HOST_LISTEN: remote kiln-hosts speak the host protocol here, mutual TLS (off by default).
+    hostListener =
+      config.hostListen === undefined
+        ? null
+        : await startHostListener(deps, {
+            ...config.hostListen,
+            names: config.hostTlsNames,
+            certificateLifetimeSeconds: config.hostCertificateSeconds,
+            log,
+          });
     const first = await ensureFirstStartTenant(storage, systemClock.now());
     if (config.canaryIntervalSeconds > 0) {
       // A host's failed or late canary is an impairment of that host.
@@ -175,6 +189,11 @@ program
     const out = (line: string) => process.stdout.write(`${line}\n`);
     out(`kiln ${VERSION} serving ${address} (${where})`);
     out(`  OpenAPI document: ${publicOrigin}/api/openapi.json`);
+    if (hostListener !== null) {
+      out(
+        `  host listener (mutual TLS): ${hostListener.origin} for ${config.hostTlsNames.join(", ")}; host CA sha256 ${hostListener.ca.certificateSha256}`,
+      );
+    }
     if (first !== null) {
       const link = await mintSignInLink(storage, publicOrigin, first.email, first.tenant, systemClock);
       out(`  first start: created tenant ${first.tenant} with owner ${first.email}`);

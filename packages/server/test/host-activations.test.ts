@@ -56,7 +56,7 @@ for (const dialect of DIALECTS) {
           isolation: "sandbox",
           now: t.clock.now(),
         });
-        const credential = await enrolledHost(t, hostId);
+        const identity = await enrolledHost(t, hostId);
 
         // A host no host operator ever started on holds no boot authority: not_found.
         const none = await op.get(`/operator/api/hosts/${hostId}/activations`);
@@ -76,14 +76,14 @@ for (const dialect of DIALECTS) {
           supervisor,
           dataDir: await mkdtemp(join(tmpdir(), "kiln-host-data-")),
         });
-        const first = hostOperatorFor(t, { origin, credential, hostId, provider, boot: "boot-1" });
+        const first = hostOperatorFor(t, { origin, identity, hostId, provider, boot: "boot-1" });
         await first.operator.runOnce();
         await first.operator.runOnce(); // a second pass of the same start records no second activation
 
         // Second start, after a reboot, with no recovery binding loaded.
         t.clock.advance(600);
         const second = new HostOperator({
-          client: httpHostOperatorClient({ endpoint: origin, credential }),
+          client: httpHostOperatorClient({ endpoint: origin, identity }),
           hostId,
           instance: "operator-after-reboot",
           environment: "test",

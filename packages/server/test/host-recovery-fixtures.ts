@@ -1,8 +1,14 @@
-import { silentLogger } from "@kiln/contract";
-import { HostOperator, type HostOperatorEvent, httpHostOperatorClient, type RecoveryProvider } from "@kiln/host";
-import { mintHostEnrollmentToken, redeemHostEnrollment } from "../src/hosts/host-identities.js";
+import { silentLogger, systemClock } from "@kiln/contract";
+import {
+  HostOperator,
+  type HostOperatorEvent,
+  type HostTlsIdentity,
+  httpHostOperatorClient,
+  type RecoveryProvider,
+} from "@kiln/host";
 import { ImpairmentDetector, type ImpairmentEvent } from "../src/hosts/impairment/impairment-detector.js";
 import type { TestApp } from "./harness.js";
+import { listenForHosts, type TestHostListener } from "./host-listener-fixture.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 /** An operator session on a test app: GET and POST as the operator, and the audit's entries. */
@@ -10,26 +16,34 @@ export function operatorSession(t: TestApp): Promise<OperatorClient> {
   return operatorClient(t.app, t.storage, t.clock.now());
 }
 
-/** Enrolls a host id: its credential, as a kiln-host and its host operator present it. */
-export async function enrolledHost(t: TestApp, hostId: string): Promise<string> {
-  const { token } = await mintHostEnrollmentToken(t.storage, { hostId, createdBy: "operator", now: t.clock.now() });
-  return (await redeemHostEnrollment(t.storage, token, t.clock.now())).credential;
+const listeners = new WeakMap<TestApp, TestHostListener>();
+
+/** Enrolls a host id over the app's host listener: its TLS identity, as a kiln-host and its host operator present it. */
+export async function enrolledHost(t: TestApp, hostId: string): Promise<HostTlsIdentity> {
+  const listener = listeners.get(t) ?? (await hostListenerOf(t));
+  return listener.enroll(hostId);
 }
 
-/** The listening app's origin (the host operator speaks HTTP to it, as on a real host). */
+async function hostListenerOf(t: TestApp): Promise<TestHostListener> {
+  // Real kiln-host processes judge their certificates' renewal and expiry by the machine's time.
+  const listener = await listenForHosts(t, { clock: systemClock });
+  listeners.set(t, listener);
+  return listener;
+}
+
+/** The app's host listener's origin (the host operator speaks HTTPS with mutual TLS to it, as on a real host). */
 export async function listeningOrigin(t: TestApp): Promise<string> {
-  const address = await t.app.listen({ host: "127.0.0.1", port: 0 });
-  return address;
+  return (listeners.get(t) ?? (await hostListenerOf(t))).origin;
 }
 
 /** A host operator for `hostId` with `provider`, speaking HTTP to `origin`; its events are collected. */
 export function hostOperatorFor(
   t: TestApp,
-  input: { origin: string; credential: string; hostId: string; provider: RecoveryProvider; boot?: string },
+  input: { origin: string; identity: HostTlsIdentity; hostId: string; provider: RecoveryProvider; boot?: string },
 ) {
   const events: HostOperatorEvent[] = [];
   const operator = new HostOperator({
-    client: httpHostOperatorClient({ endpoint: input.origin, credential: input.credential }),
+    client: httpHostOperatorClient({ endpoint: input.origin, identity: input.identity }),
     hostId: input.hostId,
     instance: `operator-of-${input.hostId}`,
     environment: "test",

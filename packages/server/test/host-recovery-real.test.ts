@@ -5,7 +5,13 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { silentLogger } from "@kiln/contract";
-import { HEALTH_REPORTED_MESSAGE, LocalRecoveryProvider, ProcessSupervisor } from "@kiln/host";
+import {
+  HEALTH_REPORTED_MESSAGE,
+  HostTlsIdentity,
+  LocalRecoveryProvider,
+  ProcessSupervisor,
+  tlsFilesIn,
+} from "@kiln/host";
 import { DIALECTS } from "@kiln/storage/testing";
 import { CanaryRunner } from "../src/platform/canaries/canary-runner.js";
 import { canarySettings } from "../src/platform/canaries/canary-settings.js";
@@ -42,7 +48,8 @@ const KILN_HOST_BIN = fileURLToPath(new URL("../../../host/dist/src/remote/main.
 
 /**
  * A host made impaired for real: a listening control plane on real storage of each dialect, a
- * real `kiln-host` process (the package's bin, enrolled with its own credential, speaking HTTP)
+ * real `kiln-host` process (the package's bin, with its own client certificate, speaking HTTPS
+ * with mutual TLS to the host listener; its host operator enrolled it, as kiln-host-operator does)
  * supervised by the host operator's `local` provider, and the kiln-host process stopped. Time
  * past the heartbeat bound moves on the test's clock and the detector runs once per pass; the
  * host operator runs in this process (as `kiln-host-operator` runs it beside the kiln-host) and
@@ -57,8 +64,10 @@ for (const dialect of DIALECTS) {
       const op = await operatorSession(t);
       const { detector, events: detected } = detectorFor(t);
       const hostId = "metal-1";
-      const credential = await enrolledHost(t, hostId);
+      const identity = await enrolledHost(t, hostId);
       const dataDir = await mkdtemp(join(tmpdir(), "kiln-host-real-"));
+      // The kiln-host finds the identity its host operator keeps in the shared data dir.
+      await HostTlsIdentity.create(identity.material, tlsFilesIn(dataDir));
       const supervisor = new ProcessSupervisor({
         serviceName: "kiln-host",
         command: process.execPath,
@@ -66,7 +75,6 @@ for (const dialect of DIALECTS) {
         env: {
           ...process.env,
           KILN_ENDPOINT: origin,
-          KILN_HOST_CREDENTIAL: credential,
           KILN_HOST_DATA_DIR: dataDir,
           KILN_HOST_VCPUS: "2",
         },
@@ -74,7 +82,7 @@ for (const dialect of DIALECTS) {
       });
       try {
         const provider = new LocalRecoveryProvider({ supervisor, dataDir });
-        const { operator } = hostOperatorFor(t, { origin, credential, hostId, provider });
+        const { operator } = hostOperatorFor(t, { origin, identity, hostId, provider });
         await supervisor.restart(); // the host operator starts its kiln-host, as kiln-host-operator does
         await operator.runOnce();
         const recovery = async () => (await op.get(`/operator/api/hosts/${hostId}/recovery`)).json();

@@ -84,7 +84,7 @@ for (const dialect of DIALECTS) {
           isolation: "sandbox",
           now: t.clock.now(),
         });
-        const credential = await enrolledHost(t, hostId);
+        const identity = await enrolledHost(t, hostId);
         const supervisor = new ProcessSupervisor({
           serviceName: "kiln-host",
           command: process.execPath,
@@ -95,9 +95,9 @@ for (const dialect of DIALECTS) {
         supervisors.push(supervisor);
         const dataDir = await mkdtemp(join(tmpdir(), "kiln-host-data-"));
         const provider = new LocalRecoveryProvider({ supervisor, dataDir });
-        const { operator, events } = hostOperatorFor(t, { origin, credential, hostId, provider });
+        const { operator, events } = hostOperatorFor(t, { origin, identity, hostId, provider });
         await operator.runOnce(); // records its readiness: the host's boot authority
-        return { operator, events, supervisor, credential };
+        return { operator, events, supervisor, identity };
       };
       /** The host asks for work (a real claim), which is its heartbeat; null when nothing placed. */
       const claim = (hostId: string) =>
@@ -322,7 +322,7 @@ for (const dialect of DIALECTS) {
           isolation: "sandbox",
           now: w.t.clock.now(),
         });
-        const credential = await enrolledHost(w.t, hostId);
+        const identity = await enrolledHost(w.t, hostId);
         const client = new BareMetalClient({ endpoint, credential: async () => "robot-user:robot-secret" });
         const provider = new BareMetalRecoveryProvider({
           client,
@@ -333,7 +333,7 @@ for (const dialect of DIALECTS) {
           identityReadable: async () => true,
           hostCameBack: async () => (await client.status("4711")) === "ready",
         });
-        const { operator, events } = hostOperatorFor(w.t, { origin: w.origin, credential, hostId, provider });
+        const { operator, events } = hostOperatorFor(w.t, { origin: w.origin, identity, hostId, provider });
         await operator.runOnce();
         await w.setPolicy(hostId, true);
         await w.claim(hostId);
@@ -532,7 +532,7 @@ for (const dialect of DIALECTS) {
       try {
         const hostId = "disk";
         const host = await w.localHost(hostId);
-        const client = httpHostOperatorClient({ endpoint: w.origin, credential: host.credential });
+        const client = httpHostOperatorClient({ endpoint: w.origin, identity: host.identity });
         await assert.rejects(
           client.health({
             hostId: "someone-else",

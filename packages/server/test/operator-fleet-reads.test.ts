@@ -17,8 +17,8 @@ import { registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import type { LightMyRequestResponse } from "fastify";
 import { HOST_READ_WAIT_SECONDS } from "../src/handlers/operator-host-reads.js";
-import { mintHostEnrollmentToken, redeemHostEnrollment } from "../src/hosts/host-identities.js";
 import { hostProtocolOf, type TestApp, testApp } from "./harness.js";
+import { listenForHosts, type TestHostListener } from "./host-listener-fixture.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 /**
@@ -34,15 +34,12 @@ for (const dialect of DIALECTS) {
     let operator: OperatorClient;
     let embedded: HostProtocol;
     let evidenceRoot: string;
-    let endpoint: string;
+    let hosts: TestHostListener;
     const reporting = { log: silentLogger, emit: (_: HostEvent) => {} };
 
     before(async () => {
       t = await testApp(await dialect.openFresh());
-      await t.app.listen({ host: "127.0.0.1", port: 0 });
-      const address = t.app.server.address();
-      assert.ok(address !== null && typeof address === "object");
-      endpoint = `http://127.0.0.1:${address.port}`;
+      hosts = await listenForHosts(t);
       for (const id of ["local", "quiet"]) {
         await registerHost(t.storage, { id, vcpus: 8, memoryBytes: 2 ** 33, isolation: "sandbox", now: t.clock.now() });
       }
@@ -201,11 +198,8 @@ for (const dialect of DIALECTS) {
       );
     });
 
-    it("a remote host answers over the HTTP host protocol", async () => {
-      const now = t.clock.now();
-      const { token } = await mintHostEnrollmentToken(t.storage, { hostId: "remote-r", createdBy: "test", now });
-      const issued = await redeemHostEnrollment(t.storage, token, now);
-      const remote = httpHostProtocol({ endpoint, credential: issued.credential });
+    it("a remote host answers over the HTTP host protocol (mutual TLS)", async () => {
+      const remote = httpHostProtocol({ endpoint: hosts.origin, identity: await hosts.enroll("remote-r") });
       await remote.enroll({ id: "remote-r", vcpus: 2, memoryBytes: 2 ** 32, isolation: "sandbox" });
       const journal = await readAnswered("/operator/api/hosts/remote-r/journal", channel("remote-r", remote));
       assert.equal(journal.statusCode, 200, journal.body);

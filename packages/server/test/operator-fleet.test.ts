@@ -8,11 +8,11 @@ import {
   httpHostProtocol,
   listAdmittedToolchains,
   realInitializationChecks,
-  redeemEnrollmentToken,
 } from "@kiln/host";
 import { registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { hostProtocolOf, type TestApp, testApp } from "./harness.js";
+import { listenForHosts, type TestHostListener } from "./host-listener-fixture.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 /**
@@ -27,17 +27,14 @@ for (const dialect of DIALECTS) {
   describe(`operator fleet: history, deployment, initialization (${dialect.name})`, { skip: dialect.skip }, () => {
     let t: TestApp;
     let operator: OperatorClient;
-    let endpoint: string;
+    let hosts: TestHostListener;
     let embedded: HostProtocol;
     const events: HostEvent[] = [];
     const reporting = { log: silentLogger, emit: (e: HostEvent) => events.push(e) };
 
     before(async () => {
       t = await testApp(await dialect.openFresh());
-      await t.app.listen({ host: "127.0.0.1", port: 0 });
-      const address = t.app.server.address();
-      assert.ok(address !== null && typeof address === "object");
-      endpoint = `http://127.0.0.1:${address.port}`;
+      hosts = await listenForHosts(t);
       const now = t.clock.now();
       for (const id of ["local", "builder-1"]) {
         await registerHost(t.storage, { id, vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox", now });
@@ -271,7 +268,7 @@ for (const dialect of DIALECTS) {
       assert.equal(history.find((e) => e.host === "local")?.to, "initialization_failed");
     });
 
-    it("a host not yet enrolled gets its one-time bootstrap credential from the start, enrolls with it over HTTP and runs the initialization there", async () => {
+    it("a host not yet enrolled gets its one-time bootstrap credential from the start, enrolls with it over HTTPS (mutual TLS) and runs the initialization there", async () => {
       const bad = await operator.post("/operator/api/hosts/bad:id/initialization", {});
       assert.equal(bad.statusCode, 400);
       assert.equal(bad.json().code, "invalid_request");
@@ -297,9 +294,9 @@ for (const dialect of DIALECTS) {
       const observedBefore = (await operator.get("/operator/api/hosts/builder-9/initialization")).json();
       assert.equal(observedBefore.state, "pending");
 
-      const issued = await redeemEnrollmentToken(endpoint, token);
-      assert.equal(issued.hostId, "builder-9");
-      const remote = httpHostProtocol({ endpoint, credential: issued.credential });
+      const identity = await hosts.enrollWith(token);
+      assert.equal(identity.hostId, "builder-9");
+      const remote = httpHostProtocol({ endpoint: hosts.origin, identity });
       await remote.enroll({ id: "builder-9", vcpus: 2, memoryBytes: 2 ** 32, isolation: "sandbox" });
       assert.equal((await channel("builder-9", remote).runOnce()).initialization, "finished");
       const done = (await operator.get("/operator/api/hosts/builder-9/initialization")).json();
@@ -309,7 +306,7 @@ for (const dialect of DIALECTS) {
       // A host may only speak for itself.
       await assert.rejects(
         remote.reportInitialization({ hostId: "local", operation: done.operation, steps: [] }),
-        /names host local; this credential is builder-9's/,
+        /names host local; this certificate is builder-9's/,
       );
       const none = await operator.get("/operator/api/hosts/builder-1/initialization");
       assert.equal(none.statusCode, 404);

@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
+import { createHash, X509Certificate } from "node:crypto";
 import { after, before, describe, it } from "node:test";
-import { claimNextJob, createTenant, registerHost, revokeHostCredentials } from "@kiln/storage";
+import { newKeyAndSigningRequest } from "@kiln/host";
+import { claimNextJob, createTenant, registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { mintHostEnrollmentToken, redeemHostEnrollment } from "../src/hosts/host-identities.js";
+import { enrollHost, mintHostEnrollmentToken, revokeHost } from "../src/hosts/host-identities.js";
 import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
+import { CertificateAuthority } from "../src/pki/certificate-authority.js";
+import { listenerCertificate } from "../src/pki/listener-certificate.js";
 import { type TestApp, testApp } from "./harness.js";
 import { acceptJob } from "./job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
@@ -17,7 +21,9 @@ for (const dialect of DIALECTS) {
   describe(`operator hosts (${dialect.name})`, { skip: dialect.skip }, () => {
     let t: TestApp;
     let operator: OperatorClient;
+    let certificates: Map<string, string>;
     const tenant = "acme-hosts";
+    const WEEK = 7 * 24 * 3600;
 
     before(async () => {
       t = await testApp(await dialect.openFresh());
@@ -26,14 +32,25 @@ for (const dialect of DIALECTS) {
       for (const id of ["local", "builder-1", "builder-2"]) {
         await registerHost(t.storage, { id, vcpus: 64, memoryBytes: 2 ** 37, isolation: "sandbox", now });
       }
-      // builder-1 enrolled and holds a live credential; builder-2's was revoked; builder-3 has
-      // an outstanding enrollment token only.
+      // builder-1 enrolled and holds a live certificate; builder-2's was revoked; builder-3 has
+      // an outstanding enrollment token only; the host listener's certificate exists.
+      const secrets = t.deps.secrets;
+      assert.ok(secrets !== undefined);
+      const ca = await CertificateAuthority.load(t.storage, secrets, now);
+      certificates = new Map();
       for (const hostId of ["builder-1", "builder-2"]) {
         const { token } = await mintHostEnrollmentToken(t.storage, { hostId, createdBy: "operator", now });
-        await redeemHostEnrollment(t.storage, token, now);
+        const { csrPem } = await newKeyAndSigningRequest();
+        const issued = await enrollHost(t.storage, ca, { token, csrPem, lifetimeSeconds: WEEK, now });
+        certificates.set(hostId, issued.certificatePem);
       }
-      await revokeHostCredentials(t.storage, { hostId: "builder-2", now });
+      await revokeHost(t.storage, { hostId: "builder-2", revokedBy: "operator", now });
       await mintHostEnrollmentToken(t.storage, { hostId: "builder-3", createdBy: "operator", ttlSeconds: 3600, now });
+      await listenerCertificate(t.storage, ca, secrets, {
+        names: ["kiln.test", "127.0.0.1"],
+        lifetimeSeconds: WEEK,
+        now,
+      });
 
       operator = await operatorClient(t.app, t.storage, t.clock.now());
     });
@@ -169,38 +186,86 @@ for (const dialect of DIALECTS) {
       );
     });
 
-    it("identities: each host's credential, outstanding bootstrap credentials, controller and provisioner", async () => {
+    it("identities: each host's certificate, outstanding bootstrap credentials, the CA and host listener, provisioner", async () => {
       const r = await operator.get("/operator/api/identities");
       assert.equal(r.statusCode, 200, r.body);
-      const doc = r.json() as {
-        identities: {
-          role: string;
-          host: string | null;
-          not_after: string | null;
-          remaining_seconds: number | null;
-          remaining_fraction: number | null;
-          no_window_reason: string | null;
-        }[];
+      type Entry = {
+        role: string;
+        host: string | null;
+        subject: string;
+        certificate_sha256: string | null;
+        issuer: string | null;
+        not_before: string | null;
+        not_after: string | null;
+        remaining_seconds: number | null;
+        remaining_fraction: number | null;
+        no_window_reason: string | null;
+        revoked_at?: string | null;
+        certificates_live?: number;
+        credential_sha256?: string;
+        names?: string[];
       };
+      const doc = r.json() as { computed_at: string; identities: Entry[] };
       assert.deepEqual(
-        doc.identities.map((i) => [i.role, i.host]),
+        doc.identities.map((i) => [i.role, i.host, i.subject]),
         [
-          ["host", "builder-1"],
-          ["host", "builder-2"],
-          ["host", "local"],
-          ["bootstrap", "builder-3"],
-          ["controller", null],
-          ["provisioner", null],
+          ["host", "builder-1", "CN=builder-1"],
+          ["host", "builder-2", "CN=builder-2"],
+          ["host", "local", "host:local"],
+          ["bootstrap", "builder-3", "enrollment-token:builder-3"],
+          ["controller", null, "CN=kiln host CA"],
+          ["controller", null, "CN=kiln host listener"],
+          ["provisioner", null, "none"],
         ],
       );
-      const [b1, b2, local, bootstrap] = doc.identities;
-      assert.match(b1?.no_window_reason ?? "", /bearer token/);
-      assert.match(b2?.no_window_reason ?? "", /revoked/);
+      const [b1, b2, local, bootstrap, ca, listener, provisioner] = doc.identities;
+      const now = t.clock.now();
+      // A host's certificate: its DER's digest, its issuer, its window (backdated 300 s for clock
+      // skew), the seconds and fraction of it left.
+      const der = new X509Certificate(certificates.get("builder-1") ?? "").raw;
+      assert.equal(b1?.certificate_sha256, createHash("sha256").update(der).digest("hex"));
+      assert.equal(b1?.issuer, "CN=kiln host CA");
+      assert.equal(b1?.no_window_reason, null);
+      assert.equal(Date.parse(b1?.not_after ?? "") - Date.parse(b1?.not_before ?? ""), (WEEK + 300) * 1000);
+      assert.equal(b1?.remaining_seconds, WEEK);
+      assert.equal(b1?.remaining_fraction, WEEK / (WEEK + 300));
+      assert.equal(b1?.revoked_at, null);
+      assert.equal(b1?.certificates_live, 1);
+      assert.equal(b2?.certificates_live, 0);
+      assert.equal(b2?.revoked_at, now.toISOString(), "builder-2's certificate is shown revoked");
       assert.match(local?.no_window_reason ?? "", /embedded/);
+      assert.equal(local?.certificate_sha256, null);
       assert.equal(bootstrap?.remaining_seconds, 3600);
       assert.equal(bootstrap?.remaining_fraction, 1);
       assert.equal(bootstrap?.no_window_reason, null);
-      assert.doesNotMatch(r.body, /kiln_(host|enroll)_/, "never credential material");
+      assert.match(bootstrap?.credential_sha256 ?? "", /^[0-9a-f]{64}$/, "the bootstrap credential as a digest");
+      assert.equal(ca?.issuer, "CN=kiln host CA", "the CA is self-signed");
+      assert.match(ca?.certificate_sha256 ?? "", /^[0-9a-f]{64}$/);
+      assert.ok((ca?.remaining_seconds ?? 0) > 9 * 365 * 24 * 3600);
+      assert.deepEqual(listener?.names, ["kiln.test", "127.0.0.1"]);
+      assert.equal(listener?.issuer, "CN=kiln host CA");
+      assert.equal(listener?.remaining_seconds, WEEK);
+      assert.match(provisioner?.no_window_reason ?? "", /no provisioner/);
+      assert.doesNotMatch(
+        r.body,
+        /kiln_(host|enroll)_|PRIVATE KEY|BEGIN CERTIFICATE/,
+        "never key or credential material",
+      );
+    });
+
+    it("identities: a host never enrolled is named so", async () => {
+      await registerHost(t.storage, {
+        id: "builder-4",
+        vcpus: 8,
+        memoryBytes: 2 ** 33,
+        isolation: "sandbox",
+        now: t.clock.now(),
+      });
+      const doc = (await operator.get("/operator/api/identities")).json() as {
+        identities: { role: string; host: string | null; no_window_reason: string | null }[];
+      };
+      const entry = doc.identities.find((i) => i.role === "host" && i.host === "builder-4");
+      assert.match(entry?.no_window_reason ?? "", /never enrolled/);
     });
   });
 }

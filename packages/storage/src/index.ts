@@ -125,23 +125,30 @@ export { recordHostRecoveryPlan } from "./host-recovery/record-host-recovery-pla
 export { reopenHostAdmission } from "./host-recovery/reopen-host-admission.js";
 export { type HostRecoveryPolicyChange, setHostRecoveryPolicy } from "./host-recovery/set-host-recovery-policy.js";
 export { answerHostRead } from "./hosts/answer-host-read.js";
+export {
+  type CertificateAuthorityRecord,
+  ensureCertificateAuthority,
+  readCertificateAuthority,
+} from "./hosts/certificate-authority.js";
 export { createHostEnrollmentToken } from "./hosts/create-host-enrollment-token.js";
 export { findAttemptHost } from "./hosts/find-attempt-host.js";
-export { findHostCredentialByHash } from "./hosts/find-host-credential-by-hash.js";
+export { findHostEnrollmentToken } from "./hosts/find-host-enrollment-token.js";
+export { findIssuedCertificate } from "./hosts/find-issued-certificate.js";
 export {
   drainHost,
-  type HostIdentityRecords,
   type HostRecord,
   type HostStateChange,
-  listHostIdentityRecords,
   listHostRecords,
   readHostRecord,
   undrainHost,
 } from "./hosts/host-drain.js";
 export type { HostInitializationRecord, InitializationLedgerStep } from "./hosts/host-initialization-record.js";
+export type { IssuedCertificateInput, IssuedCertificateRecord } from "./hosts/issued-certificate-record.js";
+export { type HostIdentityRecords, listHostIdentityRecords } from "./hosts/list-host-identity-records.js";
 export { type HostReceiptRecord, listHostReceipts } from "./hosts/list-host-receipts.js";
 export { type HostTransitionRecord, listHostTransitions } from "./hosts/list-host-transitions.js";
 export { type HostSandboxReport, type LivePlacementRecord, listLivePlacements } from "./hosts/list-live-placements.js";
+export { findListenerCertificate, recordIssuedCertificate } from "./hosts/listener-certificates.js";
 export { type HostCapacityObservation, readHostCapacity } from "./hosts/read-host-capacity.js";
 export { readHostInitialization } from "./hosts/read-host-initialization.js";
 export { readReapReceipt } from "./hosts/read-reap-receipt.js";
@@ -149,10 +156,11 @@ export { recordHostFleetPoll } from "./hosts/record-host-fleet-poll.js";
 export { type HostReceiptEntry, recordHostReceipt } from "./hosts/record-host-receipt.js";
 export { type EnrollmentRedemption, redeemHostEnrollmentToken } from "./hosts/redeem-host-enrollment-token.js";
 export { registerHostDeployment } from "./hosts/register-host-deployment.js";
+export { type CertificateRenewal, renewHostCertificate } from "./hosts/renew-host-certificate.js";
 export { reportHostInitialization } from "./hosts/report-host-initialization.js";
 export { requestHostRead } from "./hosts/request-host-read.js";
 export { requeueStalePlacement, type StalePlacementRequeue } from "./hosts/requeue-stale-placement.js";
-export { revokeHostCredentials } from "./hosts/revoke-host-credentials.js";
+export { revokeHostCertificates } from "./hosts/revoke-host-certificates.js";
 export { type HostInitializationStart, startHostInitialization } from "./hosts/start-host-initialization.js";
 export { type HostReadAnswerState, takeHostReadAnswer } from "./hosts/take-host-read-answer.js";
 export {

@@ -42,7 +42,8 @@ export interface Database {
   inline_source_bytes: InlineSourceBytesTable;
   lineage_storage_samples: LineageStorageSamplesTable;
   host_enrollment_tokens: HostEnrollmentTokensTable;
-  host_credentials: HostCredentialsTable;
+  certificate_authorities: CertificateAuthoritiesTable;
+  issued_certificates: IssuedCertificatesTable;
   host_health_reports: HostHealthReportsTable;
   host_operator_readiness: HostOperatorReadinessTable;
   host_activations: HostActivationsTable;
@@ -125,11 +126,32 @@ export interface HostEnrollmentTokensTable {
   redeemed_at: string | null;
 }
 
-/** A host's credential for the HTTP host protocol (migration 0012); only its digest is kept. */
-export interface HostCredentialsTable {
-  token_hash: string;
-  host_id: string;
-  enrollment_token_hash: string;
+/** The control plane's CA (migration 0023): its certificate and its key sealed under the master key. */
+export interface CertificateAuthoritiesTable {
+  id: string;
+  certificate_pem: string;
+  certificate_sha256: string;
+  sealed_private_key: string;
+  created_at: string;
+}
+
+/** Every certificate the CA issued (migration 0023): hosts' client and host listeners' server certificates. */
+export interface IssuedCertificatesTable {
+  serial: string;
+  role: "host" | "listener";
+  host_id: string | null;
+  subject: string;
+  /** A listener's names, as a JSON array; null for a host. */
+  names: string | null;
+  certificate_pem: string;
+  certificate_sha256: string;
+  /** A listener's key, sealed under the master key; null for a host (its key never leaves it). */
+  sealed_private_key: string | null;
+  issued_via: "enrollment" | "renewal" | "listener";
+  enrollment_token_hash: string | null;
+  renewed_from: string | null;
+  not_before: string;
+  not_after: string;
   issued_at: string;
   revoked_at: string | null;
 }

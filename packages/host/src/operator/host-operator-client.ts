@@ -9,6 +9,7 @@ import {
   type HostRecoveryStepBegin,
   type HostRecoveryStepEnd,
 } from "@kiln/contract";
+import type { HostTlsIdentity } from "../remote/host-tls-identity.js";
 import { requester } from "../remote/http-host-protocol.js";
 
 /** The host's health and recovery messages, as the host operator and kiln-host send them. */
@@ -23,20 +24,19 @@ export interface HostOperatorClient {
 }
 
 /**
- * Those messages over HTTP (contract/src/host-operator-protocol.ts) with the host's credential;
- * a refusal is thrown as HostProtocolRefusal, as for the rest of the host protocol.
+ * Those messages over HTTPS (contract/src/host-operator-protocol.ts) under the host's client
+ * certificate; a refusal is thrown as HostProtocolRefusal, as for the rest of the host protocol.
  */
 export function httpHostOperatorClient(options: {
   endpoint: string;
-  credential: string;
+  identity: Pick<HostTlsIdentity, "fetch">;
   timeoutMs?: number;
-  fetch?: typeof fetch;
 }): HostOperatorClient {
-  const call = requester(options.endpoint, options.fetch ?? fetch, options.timeoutMs ?? 120_000);
+  const call = requester(options.endpoint, options.identity.fetch, options.timeoutMs ?? 120_000);
   const json = async <T>(route: { path: string }, body: unknown): Promise<T> => {
     const response = await call(route.path, {
       method: "POST",
-      headers: { authorization: `Bearer ${options.credential}`, "content-type": "application/json" },
+      headers: { "content-type": "application/json" },
       body: JSON.stringify(body),
     });
     return (response.status === 204 ? undefined : await response.json()) as T;

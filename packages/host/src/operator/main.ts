@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 import { readFile } from "node:fs/promises";
 import { type Logger, messageOf, systemClock } from "@kiln/contract";
-import { hostIdentityOf } from "../remote/http-host-protocol.js";
-import { hostCredential, kilnHostConfigFromEnv } from "../remote/kiln-host.js";
+import { loadHostIdentity } from "../remote/host-enrollment.js";
+import { kilnHostConfigFromEnv } from "../remote/kiln-host.js";
 import { HostOperator, startHostOperator } from "./host-operator.js";
 import { httpHostOperatorClient } from "./host-operator-client.js";
 import { hostOperatorSetupFromEnv } from "./host-operator-config.js";
@@ -15,20 +15,21 @@ function jsonLinesLogger(): Logger {
 }
 
 /**
- * `kiln-host-operator`: the host operator beside a kiln-host (same KILN_ENDPOINT and host
- * credential). With the `local` provider it starts and supervises the kiln-host itself; it runs
+ * `kiln-host-operator`: the host operator beside a kiln-host (same KILN_ENDPOINT and data dir, so
+ * the same client certificate; it enrolls first when the host has none, and takes the kiln-host's
+ * renewals from the files). With the `local` provider it starts and supervises the kiln-host itself; it runs
  * the host's recoveries as the control plane records them, until SIGINT or SIGTERM.
  */
 async function main(): Promise<void> {
   const log = jsonLinesLogger();
   const config = kilnHostConfigFromEnv();
-  const credential = await hostCredential(config);
-  const hostId = await hostIdentityOf(config.endpoint, credential);
+  const identity = await loadHostIdentity(config, log);
+  const hostId = identity.hostId;
   const setup = await hostOperatorSetupFromEnv();
   const boot = (await readFile("/proc/sys/kernel/random/boot_id", "utf8").catch(() => "unknown")).trim();
   await setup.supervisor?.restart();
   const operator = new HostOperator({
-    client: httpHostOperatorClient({ endpoint: config.endpoint, credential }),
+    client: httpHostOperatorClient({ endpoint: config.endpoint, identity }),
     hostId,
     instance: setup.instance,
     environment: setup.environment,

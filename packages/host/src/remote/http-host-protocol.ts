@@ -1,10 +1,12 @@
 import { createHash } from "node:crypto";
+import { Agent } from "node:https";
 import {
   HOST_PROTOCOL_PATHS,
   HOST_PROTOCOL_ROUTES,
   type HostAppendAnswer,
+  type HostCaCertificate,
+  type HostCertificateIssued,
   type HostClaimAnswer,
-  type HostCredentialIssued,
   type HostFinishAnswer,
   type HostFleetWork,
   type HostHeartbeatAnswer,
@@ -15,6 +17,8 @@ import {
   type HostStoredBlob,
 } from "@kiln/contract";
 import type { HostProtocol } from "../agent/host-protocol.js";
+import type { HostTlsIdentity } from "./host-tls-identity.js";
+import { type HostFetch, httpsFetch } from "./https-fetch.js";
 
 /** A request the control plane answered with a refusal (its Refusal document's code and detail). */
 export class HostProtocolRefusal extends Error {
@@ -29,13 +33,12 @@ export class HostProtocolRefusal extends Error {
 }
 
 export interface HttpHostProtocolOptions {
-  /** The control plane's origin (KILN_ENDPOINT), e.g. `https://kiln.example`. */
+  /** The control plane's host listener (KILN_ENDPOINT), e.g. `https://kiln.example:7443`. */
   readonly endpoint: string;
-  /** The host's credential, `kiln_host_…`. */
-  readonly credential: string;
+  /** The host's key, client certificate and pinned CA: every request is mutual TLS. */
+  readonly identity: Pick<HostTlsIdentity, "fetch">;
   /** Gives up on a request the control plane does not answer within this long (default 120 s). */
   readonly timeoutMs?: number;
-  readonly fetch?: typeof fetch;
 }
 
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -45,18 +48,17 @@ const sha256Of = (bytes: Uint8Array) => createHash("sha256").update(bytes).diges
 /**
  * The host protocol over HTTP (contract/src/host-protocol-http.ts), for a `kiln-host` on
  * another machine than its control plane. Like the in-process binding it only moves messages:
- * each method is one request carrying the host's credential, JSON bodies and answers as the
+ * each method is one mutual-TLS request under the host's certificate, JSON bodies and answers as the
  * contract defines them, blobs as raw bytes — a fetched blob is checked against the digest it
  * was asked by, a put one against the digest the control plane answers. A refusal is thrown
  * as HostProtocolRefusal; the agent reports it as it reports any failed message.
  */
 export function httpHostProtocol(options: HttpHostProtocolOptions): HostProtocol {
-  const call = requester(options.endpoint, options.fetch ?? fetch, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-  const auth = { authorization: `Bearer ${options.credential}` };
+  const call = requester(options.endpoint, options.identity.fetch, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   const json = async <T>(route: { path: string }, body: unknown): Promise<T> => {
     const response = await call(route.path, {
       method: "POST",
-      headers: { ...auth, "content-type": "application/json" },
+      headers: { "content-type": "application/json" },
       body: JSON.stringify(body),
     });
     return (response.status === 204 ? undefined : await response.json()) as T;
@@ -76,7 +78,7 @@ export function httpHostProtocol(options: HttpHostProtocolOptions): HostProtocol
       (await json<HostInitializationReportAnswer>(routes.reportInitialization, report)).answer,
     answerRead: async (answer) => (await json<HostReadAnswerAck>(routes.answerRead, answer)).answer,
     fetchBlob: async (sha256) => {
-      const response = await call(HOST_PROTOCOL_PATHS.blob.replace(":sha256", sha256), { headers: auth });
+      const response = await call(HOST_PROTOCOL_PATHS.blob.replace(":sha256", sha256), {});
       const bytes = Buffer.from(await response.arrayBuffer());
       const got = sha256Of(bytes);
       if (got !== sha256) throw new Error(`blob ${sha256} arrived with the content of ${got}`);
@@ -85,7 +87,7 @@ export function httpHostProtocol(options: HttpHostProtocolOptions): HostProtocol
     putBlob: async (bytes) => {
       const response = await call(HOST_PROTOCOL_PATHS.blobs, {
         method: "PUT",
-        headers: { ...auth, "content-type": "application/octet-stream" },
+        headers: { "content-type": "application/octet-stream" },
         body: bytes,
       });
       const stored = (await response.json()) as HostStoredBlob;
@@ -99,45 +101,85 @@ export function httpHostProtocol(options: HttpHostProtocolOptions): HostProtocol
 }
 
 /**
- * Redeems a one-time enrollment token (`kiln_enroll_…`, minted by `kiln-server admin host
- * enrollment-token`) for this host's identity and credential. The credential is answered once.
+ * The control plane's host CA certificate, read before the host trusts anything: over TLS that
+ * verifies nothing yet (there is nothing to verify against) and carries no secret. The caller
+ * checks it against the operator's pin (KILN_HOST_CA_SHA256) where one is given.
  */
-export async function redeemEnrollmentToken(
-  endpoint: string,
-  token: string,
-  fetchImpl: typeof fetch = fetch,
-): Promise<HostCredentialIssued> {
-  const response = await requester(
-    endpoint,
-    fetchImpl,
-    DEFAULT_TIMEOUT_MS,
-  )(HOST_PROTOCOL_PATHS.enrollment, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}` },
-  });
-  return (await response.json()) as HostCredentialIssued;
+export async function fetchCaCertificate(endpoint: string, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<HostCaCertificate> {
+  const unverified = new Agent({ rejectUnauthorized: false });
+  try {
+    const response = await requester(
+      endpoint,
+      httpsFetch(() => unverified),
+      timeoutMs,
+    )(HOST_PROTOCOL_PATHS.ca, {});
+    return (await response.json()) as HostCaCertificate;
+  } finally {
+    unverified.destroy();
+  }
 }
 
-/** The host a credential belongs to, as the control plane knows it. */
-export async function hostIdentityOf(
+/**
+ * Redeems a one-time enrollment token (`kiln_enroll_…`: `kiln-server admin host enrollment-token`,
+ * or the bootstrap credential operator.hosts.initialization.start answers) with a signing request
+ * for the host's own key, over TLS that trusts only `caCertificatePem` (the pinned CA). Answers
+ * the host's first certificate, once.
+ */
+export async function requestEnrollment(
   endpoint: string,
-  credential: string,
-  fetchImpl: typeof fetch = fetch,
-): Promise<string> {
+  input: { token: string; csrPem: string; caCertificatePem: string },
+  timeoutMs = DEFAULT_TIMEOUT_MS,
+): Promise<HostCertificateIssued> {
+  const pinned = new Agent({ ca: [input.caCertificatePem], minVersion: "TLSv1.2" });
+  try {
+    const response = await requester(
+      endpoint,
+      httpsFetch(() => pinned),
+      timeoutMs,
+    )(HOST_PROTOCOL_PATHS.enrollment, {
+      method: "POST",
+      headers: { authorization: `Bearer ${input.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ csr: input.csrPem }),
+    });
+    return (await response.json()) as HostCertificateIssued;
+  } finally {
+    pinned.destroy();
+  }
+}
+
+/** A new certificate for a new key's signing request, over the host's current certificate. */
+export async function requestRenewal(
+  endpoint: string,
+  identity: Pick<HostTlsIdentity, "fetch">,
+  csrPem: string,
+  timeoutMs = DEFAULT_TIMEOUT_MS,
+): Promise<HostCertificateIssued> {
   const response = await requester(
     endpoint,
-    fetchImpl,
-    DEFAULT_TIMEOUT_MS,
-  )(HOST_PROTOCOL_PATHS.identity, {
-    headers: { authorization: `Bearer ${credential}` },
+    identity.fetch,
+    timeoutMs,
+  )(HOST_PROTOCOL_PATHS.certificate, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ csr: csrPem }),
   });
+  return (await response.json()) as HostCertificateIssued;
+}
+
+/** The host a certificate belongs to, as the control plane knows it (and a check it is still taken). */
+export async function hostIdentityOf(
+  endpoint: string,
+  identity: Pick<HostTlsIdentity, "fetch">,
+  timeoutMs = DEFAULT_TIMEOUT_MS,
+): Promise<string> {
+  const response = await requester(endpoint, identity.fetch, timeoutMs)(HOST_PROTOCOL_PATHS.identity, {});
   return ((await response.json()) as HostIdentity).hostId;
 }
 
 /** One request to the control plane; a non-2xx answer is thrown as a HostProtocolRefusal. */
-export function requester(endpoint: string, fetchImpl: typeof fetch, timeoutMs: number) {
+export function requester(endpoint: string, fetchImpl: HostFetch, timeoutMs: number) {
   const origin = endpoint.replace(/\/+$/, "");
-  return async (path: string, init: RequestInit): Promise<Response> => {
+  return async (path: string, init: NonNullable<Parameters<HostFetch>[1]>): Promise<Response> => {
     const response = await fetchImpl(`${origin}${path}`, { ...init, signal: AbortSignal.timeout(timeoutMs) });
     if (response.ok) return response;
     const text = await response.text();

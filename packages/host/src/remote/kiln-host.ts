@@ -1,6 +1,6 @@
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { availableParallelism } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { type Clock, type Logger, systemClock } from "@kiln/contract";
 import type { AttemptRunnerDeps } from "../agent/attempt/attempt-context.js";
 import type { HostAgent } from "../agent/host-agent.js";
@@ -9,20 +9,30 @@ import { startMachineHost } from "../agent/start-machine-host.js";
 import type { Executor } from "../executor/executor.js";
 import { cratesIoIndexOf } from "../gateway/dependency-gateway.js";
 import { httpHostOperatorClient } from "../operator/host-operator-client.js";
+import { type RenewalEvent, startCertificateRenewal } from "./certificate-renewal.js";
 import { startHealthReporter } from "./health-reporter.js";
-import { hostIdentityOf, httpHostProtocol, redeemEnrollmentToken } from "./http-host-protocol.js";
+import { loadHostIdentity } from "./host-enrollment.js";
+import { type HostTlsFiles, type HostTlsIdentity, tlsFilesIn } from "./host-tls-identity.js";
+import { httpHostProtocol } from "./http-host-protocol.js";
 
 /** What a `kiln-host` needs: where its control plane is, who it is, where it keeps its work. */
 export interface KilnHostConfig {
-  /** KILN_ENDPOINT: the control plane's origin. */
+  /** KILN_ENDPOINT: the control plane's host listener, `https://…` (its KILN_HOST_LISTEN). */
   readonly endpoint: string;
-  /** KILN_HOST_CREDENTIAL: the host's credential; else the one in `credentialFile`. */
-  readonly credential: string | undefined;
-  /** KILN_HOST_ENROLLMENT_TOKEN: redeemed for a credential (kept in `credentialFile`) when there is none. */
+  /**
+   * KILN_HOST_ENROLLMENT_TOKEN: the one-time bootstrap credential, redeemed for the host's first
+   * certificate when it has none (or its certificate was revoked or expired); ignored otherwise.
+   */
   readonly enrollmentToken: string | undefined;
-  /** KILN_HOST_CREDENTIAL_FILE (default `<data dir>/host-credential`, mode 0600). */
-  readonly credentialFile: string;
-  /** KILN_HOST_DATA_DIR (default `./.kiln-host`): attempts/, lineages/ and crates/ live here. */
+  /**
+   * KILN_HOST_CA_SHA256: the SHA-256 of kiln's host CA certificate (as `kiln-server admin host
+   * enrollment-token` prints it); the host refuses to enroll with a control plane presenting
+   * another. Without it the first CA seen is trusted and pinned (logged with its digest).
+   */
+  readonly caSha256: string | undefined;
+  /** `<data dir>/tls/`: the host's key and certificate, and the pinned CA (mode 0600). */
+  readonly tlsFiles: HostTlsFiles;
+  /** KILN_HOST_DATA_DIR (default `./.kiln-host`): attempts/, lineages/, crates/ and tls/ live here. */
   readonly dataDir: string;
   /** KILN_HOST_VCPUS: vCPU slots offered (default: the machine's). */
   readonly vcpus: number;
@@ -34,16 +44,22 @@ export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Kil
   const endpoint = env.KILN_ENDPOINT?.trim();
   if (endpoint === undefined || endpoint === "") throw new Error("KILN_ENDPOINT must name the control plane");
   const url = new URL(endpoint);
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("KILN_ENDPOINT must be http(s)://");
+  if (url.protocol !== "https:") {
+    throw new Error("KILN_ENDPOINT must be https:// (the control plane's host listener, KILN_HOST_LISTEN)");
+  }
+  const caSha256 = env.KILN_HOST_CA_SHA256?.trim().toLowerCase().replaceAll(":", "") || undefined;
+  if (caSha256 !== undefined && !/^[0-9a-f]{64}$/.test(caSha256)) {
+    throw new Error("KILN_HOST_CA_SHA256 must be the CA certificate's SHA-256 in hexadecimal");
+  }
   const dataDir = resolve(env.KILN_HOST_DATA_DIR?.trim() || "./.kiln-host");
   const vcpus = env.KILN_HOST_VCPUS === undefined ? availableParallelism() : Number(env.KILN_HOST_VCPUS);
   if (!Number.isInteger(vcpus) || vcpus < 1) throw new Error("KILN_HOST_VCPUS must be a positive integer");
   const cratesIoIndex = cratesIoIndexOf(env);
   return {
     endpoint: url.origin,
-    credential: env.KILN_HOST_CREDENTIAL?.trim() || undefined,
     enrollmentToken: env.KILN_HOST_ENROLLMENT_TOKEN?.trim() || undefined,
-    credentialFile: resolve(env.KILN_HOST_CREDENTIAL_FILE?.trim() || join(dataDir, "host-credential")),
+    caSha256,
+    tlsFiles: tlsFilesIn(dataDir),
     dataDir,
     vcpus,
     cratesIoIndex,
@@ -60,62 +76,44 @@ export interface KilnHostOverrides {
   readonly lineages?: null;
   /** null: attempts' workspaces stay in their attempt directory. */
   readonly scratchRoot?: string | null;
-  readonly fetch?: typeof fetch;
   readonly onEvent?: (event: HostEvent) => void;
+  readonly onRenewal?: (event: RenewalEvent) => void;
 }
 
 export interface RunningKilnHost {
   readonly hostId: string;
   readonly agent: HostAgent;
+  /** Its TLS identity (the certificate in use changes at each renewal). */
+  readonly identity: HostTlsIdentity;
   stop(): Promise<void>;
 }
 
 /**
- * The host's credential: the configured one, else the one kept in the credential file, else
- * the enrollment token redeemed for one (written to the file, readable by this user only,
- * before anything else happens, so a restart never needs the spent token again).
- */
-export async function hostCredential(config: KilnHostConfig, fetchImpl: typeof fetch = fetch): Promise<string> {
-  if (config.credential !== undefined) return config.credential;
-  const kept = await readFile(config.credentialFile, "utf8").then(
-    (text) => text.trim(),
-    (error: NodeJS.ErrnoException) => {
-      if (error.code === "ENOENT") return "";
-      throw error;
-    },
-  );
-  if (kept !== "") return kept;
-  if (config.enrollmentToken === undefined) {
-    throw new Error(
-      `no host credential: set KILN_HOST_CREDENTIAL, or KILN_HOST_ENROLLMENT_TOKEN (from \`kiln-server admin host enrollment-token <host-id>\`) to enroll; ${config.credentialFile} holds none`,
-    );
-  }
-  const issued = await redeemEnrollmentToken(config.endpoint, config.enrollmentToken, fetchImpl);
-  await mkdir(dirname(config.credentialFile), { recursive: true, mode: 0o700 });
-  await writeFile(config.credentialFile, `${issued.credential}\n`, { mode: 0o600 });
-  await chmod(config.credentialFile, 0o600);
-  return issued.credential;
-}
-
-/**
- * `kiln-host`: the host agent on its own machine, speaking the host protocol over HTTP to a
- * remote control plane with its own credential. It learns its id from the control plane (the
- * credential names it), enrolls, and claims attempts until stopped.
+ * `kiln-host`: the host agent on its own machine, speaking the host protocol over HTTPS with
+ * mutual TLS to a remote control plane. Its identity (host-enrollment.ts) is its client
+ * certificate, which names it; it renews the certificate at two thirds of its lifetime while it
+ * runs, enrolls, and claims attempts until stopped.
  */
 export async function startKilnHost(
   config: KilnHostConfig,
   log: Logger,
   overrides: KilnHostOverrides = {},
 ): Promise<RunningKilnHost> {
-  const fetchImpl = overrides.fetch ?? fetch;
   const clock = overrides.clock ?? systemClock;
-  const credential = await hostCredential(config, fetchImpl);
-  const hostId = await hostIdentityOf(config.endpoint, credential, fetchImpl);
+  const identity = await loadHostIdentity(config, log, clock);
+  const hostId = identity.hostId;
+  const renewal = startCertificateRenewal({
+    endpoint: config.endpoint,
+    identity,
+    clock,
+    log,
+    ...(overrides.onRenewal === undefined ? {} : { onEvent: overrides.onRenewal }),
+  });
   const workRoot = join(config.dataDir, "attempts");
   await mkdir(workRoot, { recursive: true });
   const machine = await startMachineHost({
     hostId,
-    protocol: httpHostProtocol({ endpoint: config.endpoint, credential, fetch: fetchImpl }),
+    protocol: httpHostProtocol({ endpoint: config.endpoint, identity }),
     clock,
     log,
     ...(overrides.onEvent === undefined ? {} : { onEvent: overrides.onEvent }),
@@ -133,7 +131,7 @@ export async function startKilnHost(
   log.info({ hostId, endpoint: config.endpoint }, `kiln-host ${hostId} enrolled with ${config.endpoint}`);
   // Health reports (disk free; also a heartbeat) for the control plane's impairment detector.
   const health = await startHealthReporter({
-    client: httpHostOperatorClient({ endpoint: config.endpoint, credential, fetch: fetchImpl }),
+    client: httpHostOperatorClient({ endpoint: config.endpoint, identity }),
     hostId,
     dataDir: config.dataDir,
     clock,
@@ -142,7 +140,9 @@ export async function startKilnHost(
   return {
     hostId,
     agent: machine.agent,
+    identity,
     stop: async () => {
+      renewal.stop();
       await health.stop();
       await machine.stop();
     },

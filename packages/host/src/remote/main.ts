@@ -14,9 +14,10 @@ function jsonLinesLogger(): Logger {
 }
 
 /**
- * `kiln-host`: runs the host agent against a remote control plane (KILN_ENDPOINT) with its own
- * credential (KILN_HOST_CREDENTIAL, or KILN_HOST_ENROLLMENT_TOKEN once to obtain one), until
- * SIGINT or SIGTERM, when it stops claiming and waits for its running attempts.
+ * `kiln-host`: runs the host agent against a remote control plane's host listener (KILN_ENDPOINT,
+ * https) with its own client certificate (kept under KILN_HOST_DATA_DIR/tls/; obtained once with
+ * KILN_HOST_ENROLLMENT_TOKEN, renewed while it runs), until SIGINT or SIGTERM, when it stops
+ * claiming and waits for its running attempts.
  */
 async function main(): Promise<void> {
   const log = jsonLinesLogger();

@@ -4,6 +4,8 @@ import { Command, Option } from "commander";
 import { masterKey, operatorCredential } from "../auth/operator-credential.js";
 import type { ServerConfig } from "../config.js";
 import { ENROLLMENT_TOKEN_SECONDS, mintHostEnrollmentToken, revokeHost } from "../hosts/host-identities.js";
+import { CertificateAuthority } from "../pki/certificate-authority.js";
+import { SecretBox } from "../secrets/secret-box.js";
 import { mintSignInLink } from "./mint-sign-in-link.js";
 
 const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -124,31 +126,43 @@ export function adminCommand(open: AdminContext): Command {
   const host = admin.command("host").description("remote kiln-host machines");
   host
     .command("enrollment-token <host-id>")
-    .description("mint a one-time token a kiln-host redeems for its credential (KILN_HOST_ENROLLMENT_TOKEN)")
+    .description(
+      "mint a one-time token a kiln-host redeems for its client certificate (KILN_HOST_ENROLLMENT_TOKEN); prints the host CA's SHA-256 to pin (KILN_HOST_CA_SHA256)",
+    )
     .option("--expires-in-seconds <seconds>", "how long it may wait to be redeemed", String(ENROLLMENT_TOKEN_SECONDS))
     .option("--json", "print JSON")
     .action(async (hostId: string, opts: { expiresInSeconds: string; json?: boolean }) => {
       const ttlSeconds = Number(opts.expiresInSeconds);
       if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1)
         throw new Error("--expires-in-seconds must be a positive integer");
-      const minted = await withStorage(open, (s) =>
-        mintHostEnrollmentToken(s, { hostId, createdBy: "admin-cli", ttlSeconds, now: new Date() }),
-      );
+      const { config } = open();
+      const secrets = new SecretBox(masterKey(config.dataDir));
+      const { minted, ca } = await withStorage(open, async (s) => {
+        const now = new Date();
+        // The host pins this CA before it sends the token; made here if no server has made it yet.
+        const ca = await CertificateAuthority.load(s, secrets, now);
+        return { minted: await mintHostEnrollmentToken(s, { hostId, createdBy: "admin-cli", ttlSeconds, now }), ca };
+      });
       print(
         opts.json === true,
-        { host: minted.hostId, enrollment_token: minted.token, expires_at: minted.expiresAt },
-        `${minted.token}\n  enrolls host ${minted.hostId} once, until ${minted.expiresAt}: KILN_HOST_ENROLLMENT_TOKEN=… kiln-host`,
+        {
+          host: minted.hostId,
+          enrollment_token: minted.token,
+          expires_at: minted.expiresAt,
+          ca_sha256: ca.certificateSha256,
+        },
+        `${minted.token}\n  enrolls host ${minted.hostId} once, until ${minted.expiresAt}:\n  KILN_HOST_ENROLLMENT_TOKEN=… KILN_HOST_CA_SHA256=${ca.certificateSha256} kiln-host`,
       );
     });
   host
     .command("revoke <host-id>")
-    .description("revoke every credential of a host: its next request is refused")
+    .description("revoke every certificate of a host: its next request is refused")
     .option("--json", "print JSON")
     .action(async (hostId: string, opts: { json?: boolean }) => {
       const { revoked } = await withStorage(open, (s) =>
         revokeHost(s, { hostId, revokedBy: "admin-cli", now: new Date() }),
       );
-      print(opts.json === true, { host: hostId, revoked }, `${revoked} credential(s) of host ${hostId} revoked`);
+      print(opts.json === true, { host: hostId, revoked }, `${revoked} certificate(s) of host ${hostId} revoked`);
     });
   return admin;
 }

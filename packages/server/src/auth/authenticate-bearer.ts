@@ -12,9 +12,8 @@ import { hashToken, tokenKindOf } from "./token-format.js";
 export async function authenticateBearer(storage: Storage, token: string, now: Date): Promise<Principal> {
   const kind = tokenKindOf(token);
   if (kind === null) refuse("unauthenticated", "the bearer credential is not a well-formed kiln token");
-  // Host credentials and enrollment tokens speak only the host protocol (host-protocol/).
-  if (kind === "host" || kind === "enroll")
-    refuse("unauthenticated", "a host credential authenticates no tenant operation");
+  // Enrollment tokens speak only the host protocol (host-protocol/), once.
+  if (kind === "enroll") refuse("unauthenticated", "a host enrollment token authenticates no tenant operation");
   const hash = hashToken(token);
   if (kind === "cli") {
     const row = await findCliTokenByHash(storage, hash);

@@ -1,13 +1,13 @@
 import { createHash, randomBytes } from "node:crypto";
 
 /**
- * Token values: `kiln_cli_`, `kiln_agent_`, `kiln_host_` (a remote host's credential) or
- * `kiln_enroll_` (a one-time host enrollment token), 32 base62 characters of randomness
+ * Token values: `kiln_cli_`, `kiln_agent_` or `kiln_enroll_` (a one-time host enrollment token,
+ * the bootstrap credential a remote host redeems for its client certificate), 32 base62 characters of randomness
  * (≈190 bits), then a 6-character base62 CRC-32 of everything before it. The
  * checksum lets a malformed or mistyped value be refused before any database
  * lookup, and lets secret scanners recognise kiln tokens without false positives.
  */
-export type TokenKind = "cli" | "agent" | "host" | "enroll";
+export type TokenKind = "cli" | "agent" | "enroll";
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const RANDOM_LENGTH = 32;
@@ -15,10 +15,9 @@ const CHECKSUM_LENGTH = 6;
 const PREFIXES: Record<TokenKind, string> = {
   cli: "kiln_cli_",
   agent: "kiln_agent_",
-  host: "kiln_host_",
   enroll: "kiln_enroll_",
 };
-const SHAPE = /^kiln_(cli|agent|host|enroll)_([0-9A-Za-z]{32})([0-9A-Za-z]{6})$/;
+const SHAPE = /^kiln_(cli|agent|enroll)_([0-9A-Za-z]{32})([0-9A-Za-z]{6})$/;
 
 const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
   let c = n;

@@ -26,7 +26,8 @@ import {
 import { recordIncident, recordIncidentIssue, resolveIncident } from "./operator-dogfood-incidents.js";
 import { hostHistory } from "./operator-host-history.js";
 import { hostEvidence, hostEvidenceExport, hostJournal, hostKernelLog } from "./operator-host-reads.js";
-import { drainHostHandler, getHost, listHosts, listIdentities, undrainHostHandler } from "./operator-hosts.js";
+import { drainHostHandler, getHost, listHosts, undrainHostHandler } from "./operator-hosts.js";
+import { listIdentities } from "./operator-identities.js";
 import { approveHostIncidentStep, closeHostIncidentHandler } from "./operator-incidents.js";
 import { observeInitialization, startInitialization } from "./operator-initialization.js";
 import { listPlacements, placementReceipt, reconcilePlacement } from "./operator-placements.js";

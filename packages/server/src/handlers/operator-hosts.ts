@@ -1,10 +1,8 @@
-import type { ResponseDocumentOf } from "@kiln/contract";
 import {
   appendOperatorAuditEntry,
   drainHost,
   type HostRecord,
   type HostStateChange,
-  listHostIdentityRecords,
   listHostReceipts,
   listHostRecords,
   readHostRecord,
@@ -182,93 +180,4 @@ export const undrainHostHandler: Handler<"operator.hosts.undrain"> = async (ctx)
         : `body.policy_revision ${expected} is not host ${ctx.params.id}'s current policy revision ${r.revision}; re-read and undrain again`;
     },
   );
-};
-
-/**
- * operator.identities.list: per host its credential, each outstanding bootstrap (enrollment)
- * credential with its validity window, and the control plane's own identities. Digests only —
- * and kiln's host credentials are bearer tokens (no certificates yet: mutual TLS is not built),
- * so no certificate digest exists to show, and no credential digest is shown either.
- */
-export const listIdentities: Handler<"operator.identities.list"> = async (ctx) => {
-  const hosts = await listHostRecords(ctx.db);
-  const records = await listHostIdentityRecords(ctx.db, { now: ctx.now });
-  const noWindow = (reason: string) => ({
-    certificate_sha256: null,
-    issuer: null,
-    not_before: null,
-    not_after: null,
-    remaining_seconds: null,
-    remaining_fraction: null,
-    no_window_reason: reason,
-  });
-  const noRecoveryKey = {
-    recovery_key_sha256: null,
-    no_recovery_key_reason: "kiln's enrollment records no recovery key",
-  };
-  const hostIds = [...new Set([...hosts.map((h) => h.id), ...records.credentials.map((c) => c.hostId)])].sort();
-  const identities: ResponseDocumentOf<"operator.identities.list">["identities"] = [];
-  for (const hostId of hostIds) {
-    if (hostId === EMBEDDED_HOST_ID) {
-      identities.push({
-        role: "host",
-        host: hostId,
-        subject: `host:${hostId}`,
-        ...noWindow("the embedded host runs in the control plane's process and presents no credential"),
-        ...noRecoveryKey,
-      });
-      continue;
-    }
-    const credentials = records.credentials.filter((c) => c.hostId === hostId);
-    const live = credentials.filter((c) => c.revokedAt === null);
-    const newest = credentials.at(-1);
-    const entry = {
-      role: "host",
-      host: hostId,
-      subject: `host:${hostId}`,
-      ...noWindow(
-        live.length > 0
-          ? "the host's credential is a bearer token without expiry; no certificate is issued yet (mutual TLS is not built)"
-          : newest === undefined
-            ? "the host holds no credential"
-            : `every credential of the host is revoked (last at ${newest.revokedAt})`,
-      ),
-      ...noRecoveryKey,
-      credentials_live: live.length,
-      credentials_revoked: credentials.length - live.length,
-      ...(newest === undefined ? {} : { credential_issued_at: newest.issuedAt }),
-    };
-    identities.push(entry);
-  }
-  for (const token of records.outstandingEnrollments) {
-    const notBefore = Date.parse(token.createdAt);
-    const notAfter = Date.parse(token.expiresAt);
-    const remaining = Math.floor((notAfter - ctx.now.getTime()) / 1000);
-    const span = (notAfter - notBefore) / 1000;
-    identities.push({
-      role: "bootstrap",
-      host: token.hostId,
-      subject: `enrollment-token:${token.hostId}`,
-      certificate_sha256: null,
-      issuer: `operator ${token.createdBy}`,
-      not_before: token.createdAt,
-      not_after: token.expiresAt,
-      remaining_seconds: remaining,
-      remaining_fraction: span > 0 ? Math.min(1, remaining / span) : 0,
-      no_window_reason: null,
-    });
-  }
-  identities.push({
-    role: "controller",
-    host: null,
-    subject: "kiln-server",
-    ...noWindow("the control plane holds no certificate yet: its own CA and mutual TLS are not built"),
-  });
-  identities.push({
-    role: "provisioner",
-    host: null,
-    subject: "none",
-    ...noWindow("kiln has no provisioner identity: hosts enroll with operator-minted one-time tokens"),
-  });
-  return { computed_at: ctx.now.toISOString(), identities };
 };

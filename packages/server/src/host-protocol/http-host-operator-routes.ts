@@ -2,10 +2,9 @@ import { HOST_OPERATOR_ROUTES } from "@kiln/contract";
 import type { Static } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppDeps } from "../deps.js";
-import { hostOfCredential } from "../hosts/host-identities.js";
 import { HostRecoveryProtocolService } from "../hosts/recovery/host-recovery-protocol-service.js";
 import { Refusal } from "../http/refusal.js";
-import { bearerOf, refusalOf } from "./http-host-routes.js";
+import type { hostAuthenticator } from "./authenticate-host.js";
 
 type Routes = typeof HOST_OPERATOR_ROUTES;
 type Perform = {
@@ -15,22 +14,19 @@ type Perform = {
 /**
  * The host's health and recovery messages over HTTP (contract/src/host-operator-protocol.ts):
  * a kiln-host's health report and the host operator's messages. As for the rest of the host
- * protocol, each body is checked against its schema, each request presents the host's
- * credential, and a message naming a host must name the credential's own; the service records.
+ * protocol, each body is checked against its schema, each request is authenticated by the
+ * host's client certificate, and a message naming a host must name the certificate's own; the
+ * service records.
  */
-export function registerHostOperatorRoutes(app: FastifyInstance, deps: AppDeps): void {
+export function registerHostOperatorRoutes(
+  app: FastifyInstance,
+  deps: AppDeps,
+  auth: Pick<ReturnType<typeof hostAuthenticator>, "authenticate" | "identityOf">,
+): void {
   const service = new HostRecoveryProtocolService({ storage: deps.storage, clock: deps.clock, log: app.log });
-  const hosts = new WeakMap<FastifyRequest, string>();
-  const authenticate = async (request: FastifyRequest) => {
-    try {
-      hosts.set(request, await hostOfCredential(deps.storage, bearerOf(request)));
-    } catch (error) {
-      throw refusalOf(error);
-    }
-  };
   const sameHost = (host: string, named: string) => {
     if (named !== host)
-      throw new Refusal("invalid_request", `body.hostId names host ${named}; this credential is ${host}'s`);
+      throw new Refusal("invalid_request", `body.hostId names host ${named}; this certificate is ${host}'s`);
   };
   // Every host-operator message names its host; the check is made once, below, for all of them.
   const perform: Perform = {
@@ -48,10 +44,9 @@ export function registerHostOperatorRoutes(app: FastifyInstance, deps: AppDeps):
       method: route.method,
       url: route.path,
       schema: { body: route.body },
-      onRequest: authenticate,
-      handler: async (request, reply) => {
-        const host = hosts.get(request);
-        if (host === undefined) throw new Error("a host operator route ran without its host authenticated");
+      onRequest: auth.authenticate,
+      handler: async (request: FastifyRequest, reply) => {
+        const host = auth.identityOf(request).hostId;
         sameHost(host, (request.body as { hostId: string }).hostId);
         await send(reply, await run(host, request.body));
       },

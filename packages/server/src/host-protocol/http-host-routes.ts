@@ -3,6 +3,8 @@ import {
   type AttemptResult,
   HOST_PROTOCOL_PATHS,
   HOST_PROTOCOL_ROUTES,
+  type HostCertificateIssued,
+  HostCertificateRequest,
   MAX_HOST_BLOB_BYTES,
   MAX_HOST_MESSAGE_BYTES,
   Sha256Hex,
@@ -12,9 +14,11 @@ import type { Static } from "@sinclair/typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppDeps } from "../deps.js";
-import { HostIdentityError, hostOfCredential, redeemHostEnrollment } from "../hosts/host-identities.js";
+import { enrollHost, type IssuedHostCertificate, renewHost } from "../hosts/host-identities.js";
 import { HostService } from "../hosts/host-service.js";
 import { Refusal } from "../http/refusal.js";
+import { CertificateRequestError } from "../pki/certificate-authority.js";
+import { bearerOf, type HostPki, hostAuthenticator, refusalOf } from "./authenticate-host.js";
 import { registerHostOperatorRoutes } from "./http-host-operator-routes.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -24,38 +28,21 @@ type Perform = {
   [K in keyof Routes]: (hostId: string, body: Static<Routes[K]["body"]>) => Promise<unknown>;
 };
 
-/** The bearer value of `Authorization`, or a refusal naming what is missing. */
-export function bearerOf(request: FastifyRequest): string {
-  const header = request.headers.authorization;
-  const match = typeof header === "string" ? /^Bearer ([^\s]+)$/.exec(header) : null;
-  if (match?.[1] === undefined) throw new Refusal("unauthenticated", "the host protocol needs a bearer credential");
-  return match[1];
-}
-
-/** A HostIdentityError as the refusal the host hears. */
-export function refusalOf(error: unknown): unknown {
-  if (!(error instanceof HostIdentityError)) return error;
-  if (error.reason === "revoked" && error.at !== undefined) {
-    return new Refusal("credential_revoked", error.message, { revoked_at: error.at });
-  }
-  if (error.reason === "expired" && error.at !== undefined) {
-    return new Refusal("credential_expired", error.message, { expired_at: error.at });
-  }
-  return new Refusal("unauthenticated", error.message);
-}
-
 /**
  * The host protocol over HTTP (contract/src/host-protocol-http.ts), for remote `kiln-host`s.
  * Like the in-process binding it only moves messages to the host service, which holds all of
  * the logic; what it adds is the transport's own checks: each body against its contract schema
- * (Fastify's ajv, as for the public API), and who is speaking. Every request but the
- * enrollment presents a host credential, resolved before the body is parsed; a message naming
- * a host names the credential's own, and a report on an attempt is taken only from the host
- * the attempt was placed on (an attempt's host never changes; the lease token still fences
- * the report itself). Not tenant operations: not in the catalogue or the OpenAPI document.
+ * (Fastify's ajv, as for the public API), and who is speaking. Registered on the host listener
+ * (host-listener.ts), whose connections are mutual TLS: every request but the enrollment and
+ * the CA certificate is authenticated by the host's client certificate, before the body is
+ * parsed; a message naming a host names the certificate's own, and a report on an attempt is
+ * taken only from the host the attempt was placed on (an attempt's host never changes; the
+ * lease token still fences the report itself). Not tenant operations: not in the catalogue or
+ * the OpenAPI document.
  */
-export function registerHostProtocolRoutes(app: FastifyInstance, deps: AppDeps): void {
-  registerHostOperatorRoutes(app, deps);
+export function registerHostProtocolRoutes(app: FastifyInstance, deps: AppDeps, pki: HostPki): void {
+  const { authenticate, identityOf } = hostAuthenticator(deps.storage, pki);
+  registerHostOperatorRoutes(app, deps, { authenticate, identityOf });
   const service = new HostService({
     storage: deps.storage,
     blobs: deps.blobs,
@@ -64,24 +51,20 @@ export function registerHostProtocolRoutes(app: FastifyInstance, deps: AppDeps):
     ...(deps.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: deps.storageQuotaBytes }),
     ...(deps.secrets === undefined ? {} : { secrets: deps.secrets }),
   });
-  const hosts = new WeakMap<FastifyRequest, string>();
-
-  const authenticate = async (request: FastifyRequest) => {
-    try {
-      hosts.set(request, await hostOfCredential(deps.storage, bearerOf(request)));
-    } catch (error) {
-      throw refusalOf(error);
-    }
-  };
-  const hostOf = (request: FastifyRequest): string => {
-    const host = hosts.get(request);
-    if (host === undefined) throw new Error("a host protocol route ran without its host authenticated");
-    return host;
-  };
+  const hostOf = (request: FastifyRequest): string => identityOf(request).hostId;
   const sameHost = (host: string, named: string, field: string) => {
     if (named !== host)
-      throw new Refusal("invalid_request", `${field} names host ${named}; this credential is ${host}'s`);
+      throw new Refusal("invalid_request", `${field} names host ${named}; this certificate is ${host}'s`);
   };
+  const issuedAnswer = (issued: IssuedHostCertificate): HostCertificateIssued => ({
+    hostId: issued.hostId,
+    certificate: issued.certificatePem,
+    caCertificate: pki.ca.certificatePem,
+    notAfter: issued.notAfter,
+  });
+  // A signing request the CA will not sign is the caller's mistake, named; the rest as identities.
+  const asRefusal = (error: unknown) =>
+    error instanceof CertificateRequestError ? new Refusal("invalid_request", error.message) : refusalOf(error);
   const holds = async (host: string, ref: AttemptRef) => {
     const placedOn = await findAttemptHost(deps.storage, ref);
     if (placedOn !== undefined && placedOn !== host) {
@@ -187,13 +170,57 @@ export function registerHostProtocolRoutes(app: FastifyInstance, deps: AppDeps):
   });
 
   app.route({
+    method: "GET",
+    url: HOST_PROTOCOL_PATHS.ca,
+    handler: async (_request, reply) =>
+      sendAnswer(reply, { caCertificate: pki.ca.certificatePem, sha256: pki.ca.certificateSha256 }),
+  });
+
+  // The enrollment: the one-time bootstrap credential and the host's signing request, no client
+  // certificate (the host has none yet).
+  app.route({
     method: "POST",
     url: HOST_PROTOCOL_PATHS.enrollment,
+    schema: { body: HostCertificateRequest },
+    onRequest: async (request) => {
+      bearerOf(request);
+    },
     handler: async (request, reply) => {
+      const { csr } = request.body as HostCertificateRequest;
       try {
-        await sendAnswer(reply, await redeemHostEnrollment(deps.storage, bearerOf(request), deps.clock.now()));
+        const issued = await enrollHost(deps.storage, pki.ca, {
+          token: bearerOf(request),
+          csrPem: csr,
+          lifetimeSeconds: pki.certificateLifetimeSeconds,
+          now: pki.clock.now(),
+        });
+        await sendAnswer(reply, issuedAnswer(issued));
       } catch (error) {
-        throw refusalOf(error);
+        throw asRefusal(error);
+      }
+    },
+  });
+
+  // The renewal, over the host's current (unrevoked, unexpired) certificate.
+  app.route({
+    method: "POST",
+    url: HOST_PROTOCOL_PATHS.certificate,
+    schema: { body: HostCertificateRequest },
+    onRequest: authenticate,
+    handler: async (request, reply) => {
+      const { hostId, serial } = identityOf(request);
+      const { csr } = request.body as HostCertificateRequest;
+      try {
+        const issued = await renewHost(deps.storage, pki.ca, {
+          hostId,
+          serial,
+          csrPem: csr,
+          lifetimeSeconds: pki.certificateLifetimeSeconds,
+          now: pki.clock.now(),
+        });
+        await sendAnswer(reply, issuedAnswer(issued));
+      } catch (error) {
+        throw asRefusal(error);
       }
     },
   });

@@ -1,14 +1,15 @@
-import type { HostCredentialIssued } from "@kiln/contract";
 import {
   appendOperatorAuditEntry,
   createHostEnrollmentToken,
-  findHostCredentialByHash,
+  findHostEnrollmentToken,
   redeemHostEnrollmentToken,
-  revokeHostCredentials,
+  renewHostCertificate,
+  revokeHostCertificates,
   type Storage,
 } from "@kiln/storage";
 import { hashToken, mintToken, tokenKindOf } from "../auth/token-format.js";
 import { operatorAuditValue } from "../handlers/operator-audit.js";
+import type { CertificateAuthority } from "../pki/certificate-authority.js";
 
 /** A host id: what HostEnrollment.id admits, restricted to characters safe in logs and paths. */
 export const HOST_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -22,7 +23,15 @@ export const ENROLLMENT_TOKEN_SECONDS = 24 * 3600;
 /** Why a host's request was not authenticated, in words the refusal carries. */
 export class HostIdentityError extends Error {
   constructor(
-    readonly reason: "malformed" | "unknown" | "revoked" | "redeemed" | "expired",
+    readonly reason:
+      | "malformed"
+      | "unknown"
+      | "revoked"
+      | "redeemed"
+      | "expired"
+      | "no_certificate"
+      | "foreign"
+      | "not_yet_valid",
     message: string,
     readonly at?: string,
   ) {
@@ -70,18 +79,36 @@ export async function mintHostEnrollmentToken(
   return { hostId: input.hostId, token, expiresAt };
 }
 
+/** A host's certificate as the enrollment and the renewal answer it. */
+export interface IssuedHostCertificate {
+  readonly hostId: string;
+  readonly certificatePem: string;
+  readonly notAfter: string;
+}
+
 /**
- * Redeems an enrollment token for the host's credential (`kiln_host_…`), exactly once: a
- * redeemed, expired or unknown token is refused. The credential is stored as a digest only.
+ * Redeems an enrollment token (the one-time bootstrap credential) for the host's first client
+ * certificate, signed from the host's own certificate signing request: exactly once across
+ * processes (a conditional write); a redeemed, expired or unknown token is refused. Audited.
  */
-export async function redeemHostEnrollment(storage: Storage, token: string, now: Date): Promise<HostCredentialIssued> {
-  if (tokenKindOf(token) !== "enroll") throw new HostIdentityError("malformed", "not a kiln host enrollment token");
-  const credential = mintToken("host");
-  const redeemed = await redeemHostEnrollmentToken(storage, {
-    tokenHash: hashToken(token),
-    credentialHash: hashToken(credential),
-    now,
+export async function enrollHost(
+  storage: Storage,
+  ca: CertificateAuthority,
+  input: { token: string; csrPem: string; lifetimeSeconds: number; now: Date },
+): Promise<IssuedHostCertificate> {
+  if (tokenKindOf(input.token) !== "enroll")
+    throw new HostIdentityError("malformed", "not a kiln host enrollment token");
+  const tokenHash = hashToken(input.token);
+  const token = await findHostEnrollmentToken(storage, tokenHash);
+  if (token === undefined) throw new HostIdentityError("unknown", "the enrollment token did not verify");
+  const certificate = await ca.issueHostCertificate({
+    hostId: token.hostId,
+    csrPem: input.csrPem,
+    lifetimeSeconds: input.lifetimeSeconds,
+    now: input.now,
+    via: "enrollment",
   });
+  const redeemed = await redeemHostEnrollmentToken(storage, { tokenHash, certificate, now: input.now });
   switch (redeemed.kind) {
     case "unknown":
       throw new HostIdentityError("unknown", "the enrollment token did not verify");
@@ -103,39 +130,78 @@ export async function redeemHostEnrollment(storage: Storage, token: string, now:
         {
           actor: `host:${redeemed.hostId}`,
           target: `host:${redeemed.hostId}`,
-          value: operatorAuditValue("host.enroll", "performed", "enrollment token redeemed for a host credential"),
-          changedAt: now,
+          value: operatorAuditValue(
+            "host.enroll",
+            "performed",
+            `enrollment token redeemed for certificate ${certificate.serial} (sha256 ${certificate.certificateSha256}), valid until ${certificate.notAfter}`,
+          ),
+          changedAt: input.now,
         },
-        now,
+        input.now,
       );
-      return { hostId: redeemed.hostId, credential };
+      return { hostId: redeemed.hostId, certificatePem: certificate.certificatePem, notAfter: certificate.notAfter };
   }
 }
 
-/** The host a credential names, or a HostIdentityError saying why it does not authenticate. */
-export async function hostOfCredential(storage: Storage, credential: string): Promise<string> {
-  if (tokenKindOf(credential) !== "host") throw new HostIdentityError("malformed", "not a kiln host credential");
-  const row = await findHostCredentialByHash(storage, hashToken(credential));
-  if (row === undefined) throw new HostIdentityError("unknown", "the host credential did not verify");
-  if (row.revokedAt !== null) {
-    throw new HostIdentityError("revoked", `the host credential was revoked at ${row.revokedAt}`, row.revokedAt);
+/**
+ * A new certificate for an authenticated host, over its current one (`serial`), for the key of
+ * its new signing request. Refused when the current one was revoked meanwhile. Audited.
+ */
+export async function renewHost(
+  storage: Storage,
+  ca: CertificateAuthority,
+  input: { hostId: string; serial: string; csrPem: string; lifetimeSeconds: number; now: Date },
+): Promise<IssuedHostCertificate> {
+  const certificate = await ca.issueHostCertificate({
+    hostId: input.hostId,
+    csrPem: input.csrPem,
+    lifetimeSeconds: input.lifetimeSeconds,
+    now: input.now,
+    via: "renewal",
+  });
+  const renewed = await renewHostCertificate(storage, { renewedFrom: input.serial, certificate, now: input.now });
+  if (renewed.kind === "revoked") {
+    throw new HostIdentityError(
+      "revoked",
+      `the host certificate was revoked at ${renewed.revokedAt}`,
+      renewed.revokedAt,
+    );
   }
-  return row.hostId;
+  if (renewed.kind === "unknown") throw new HostIdentityError("unknown", "the host certificate did not verify");
+  await appendOperatorAuditEntry(
+    storage,
+    {
+      actor: `host:${input.hostId}`,
+      target: `host:${input.hostId}`,
+      value: operatorAuditValue(
+        "host.certificate.renew",
+        "performed",
+        `certificate ${certificate.serial} (sha256 ${certificate.certificateSha256}) over ${input.serial}, valid until ${certificate.notAfter}`,
+      ),
+      changedAt: input.now,
+    },
+    input.now,
+  );
+  return { hostId: input.hostId, certificatePem: certificate.certificatePem, notAfter: certificate.notAfter };
 }
 
-/** Revokes every credential of a host (an operator act); its next request is refused. Audited. */
+/** Revokes every certificate of a host (an operator act); its next request is refused. Audited. */
 export async function revokeHost(
   storage: Storage,
   input: { hostId: string; revokedBy: string; now: Date },
 ): Promise<{ revoked: number }> {
   return storage.transaction(async (trx) => {
-    const revoked = await revokeHostCredentials(trx, { hostId: input.hostId, now: input.now });
+    const revoked = await revokeHostCertificates(trx, {
+      hostId: input.hostId,
+      now: input.now,
+      rowLocks: storage.capabilities.rowLocks,
+    });
     await appendOperatorAuditEntry(
       trx,
       {
         actor: input.revokedBy,
         target: `host:${input.hostId}`,
-        value: operatorAuditValue("host.credentials.revoke", "performed", `${revoked} credential(s) revoked`),
+        value: operatorAuditValue("host.credentials.revoke", "performed", `${revoked} certificate(s) revoked`),
         changedAt: input.now,
       },
       input.now,

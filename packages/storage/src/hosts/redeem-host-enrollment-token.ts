@@ -1,5 +1,6 @@
 import type { Storage } from "../dialect.js";
 import { formatTimestamp } from "../timestamps.js";
+import { type IssuedCertificateInput, issuedCertificateRow } from "./issued-certificate-record.js";
 
 export type EnrollmentRedemption =
   | { kind: "issued"; hostId: string }
@@ -8,13 +9,15 @@ export type EnrollmentRedemption =
   | { kind: "expired"; expiredAt: string };
 
 /**
- * Redeems a one-time enrollment token for a host credential, in one transaction: the token is
- * marked redeemed by a conditional write (unredeemed and unexpired), so across processes it
- * gives exactly one credential, and the credential's digest is stored with it.
+ * Redeems a one-time enrollment token for the host's first certificate, in one transaction: the
+ * token is marked redeemed by a conditional write (unredeemed and unexpired), so across processes
+ * it gives exactly one certificate, and the certificate is recorded with it. The caller issued
+ * the certificate for the host the token names (findHostEnrollmentToken); a certificate naming
+ * another host is an error, never stored.
  */
 export async function redeemHostEnrollmentToken(
   storage: Storage,
-  input: { tokenHash: string; credentialHash: string; now: Date },
+  input: { tokenHash: string; certificate: IssuedCertificateInput; now: Date },
 ): Promise<EnrollmentRedemption> {
   const now = formatTimestamp(input.now);
   return storage.transaction(async (trx) => {
@@ -36,15 +39,14 @@ export async function redeemHostEnrollmentToken(
       if (row.redeemed_at !== null) return { kind: "redeemed", redeemedAt: row.redeemed_at };
       return { kind: "expired", expiredAt: row.expires_at };
     }
+    if (input.certificate.hostId !== redeemed.host_id) {
+      throw new Error(
+        `a certificate for host ${input.certificate.hostId} cannot redeem host ${redeemed.host_id}'s token`,
+      );
+    }
     await trx
-      .insertInto("host_credentials")
-      .values({
-        token_hash: input.credentialHash,
-        host_id: redeemed.host_id,
-        enrollment_token_hash: input.tokenHash,
-        issued_at: now,
-        revoked_at: null,
-      })
+      .insertInto("issued_certificates")
+      .values(issuedCertificateRow({ ...input.certificate, enrollmentTokenHash: input.tokenHash }, now))
       .execute();
     return { kind: "issued", hostId: redeemed.host_id };
   });

@@ -22,6 +22,7 @@ import { usageLedger } from "./0019-usage-ledger.js";
 import { webhookDeliveries } from "./0020-webhook-deliveries.js";
 import { hostActivations } from "./0021-host-activations.js";
 import { inlineSourceBytes } from "./0022-inline-source-bytes.js";
+import { hostCertificates } from "./0023-host-certificates.js";
 import { jobEventTenantSequence } from "./0030-job-event-tenant-sequence.js";
 
 /**
@@ -56,6 +57,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0020-webhook-deliveries": webhookDeliveries(),
     "0021-host-activations": hostActivations(),
     "0022-inline-source-bytes": inlineSourceBytes(),
+    "0023-host-certificates": hostCertificates(),
     "0030-job-event-tenant-sequence": jobEventTenantSequence(dialect),
   };
 }

@@ -1,0 +1,44 @@
+import { type Agent, request as httpsRequest } from "node:https";
+
+/** The part of `fetch` the host protocol uses: a method, headers, a body, a signal. */
+export type HostFetch = (
+  url: string,
+  init?: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array; signal?: AbortSignal },
+) => Promise<Response>;
+
+/**
+ * `fetch` over node:https with a given agent (its key, certificate and pinned CA): Node's global
+ * fetch takes no client certificate without a dispatcher from a separately installed undici,
+ * and node:https takes them directly. The answer is a standard Response with the whole body
+ * read, as the host protocol reads every answer whole.
+ */
+export function httpsFetch(agent: () => Agent): HostFetch {
+  return (url, init = {}) =>
+    new Promise<Response>((resolve, reject) => {
+      const outgoing = httpsRequest(
+        url,
+        {
+          method: init.method ?? "GET",
+          headers: init.headers ?? {},
+          agent: agent(),
+          ...(init.signal === undefined ? {} : { signal: init.signal }),
+        },
+        (incoming) => {
+          const chunks: Buffer[] = [];
+          incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
+          incoming.on("error", reject);
+          incoming.on("end", () => {
+            const status = incoming.statusCode ?? 502;
+            const headers = new Headers();
+            for (let i = 0; i + 1 < incoming.rawHeaders.length; i += 2) {
+              headers.append(incoming.rawHeaders[i] as string, incoming.rawHeaders[i + 1] as string);
+            }
+            const body = status === 204 || status === 304 ? null : new Uint8Array(Buffer.concat(chunks));
+            resolve(new Response(body, { status, headers }));
+          });
+        },
+      );
+      outgoing.on("error", reject);
+      outgoing.end(init.body);
+    });
+}
