@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import { cratesIoIndexOf } from "@kiln/host";
 import { parseS3BlobUrl, type S3BlobLocation } from "@kiln/storage";
 import type { OidcSettings } from "./auth/oidc-client.js";
+import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "./hosts/lineage-affinity.js";
 
 /** The harness contract of DESIGN.md §7: KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL. */
 export interface ServerConfig {
@@ -26,6 +27,17 @@ export interface ServerConfig {
    * a canary is due on every serving host once per interval (platform/canaries/).
    */
   readonly canaryIntervalSeconds: number;
+  /**
+   * KILN_LINEAGE_AFFINITY_SECONDS (default DEFAULT_LINEAGE_AFFINITY_SECONDS, 45; 0 never waits):
+   * how long a queued job waits for the live host holding its lineage before any host takes it.
+   */
+  readonly lineageAffinitySeconds: number;
+  /**
+   * KILN_NOTIFICATIONS (default on): streams and the local host's claim wait are woken by
+   * LISTEN/NOTIFY; `off` makes them poll (a connection pooler in transaction mode cannot hold a
+   * LISTEN session).
+   */
+  readonly notifications: boolean;
   /** KILN_ANOMALY_INTERVAL_SECONDS (default 300; 0 off): how often the tenant anomaly rules run. */
   readonly anomalyIntervalSeconds: number;
   /** KILN_DOGFOOD_TENANT: the tenant the dogfood trial observes (default DEFAULT_DOGFOOD_TENANT). */
@@ -60,6 +72,14 @@ function secondsFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number):
   const value = Number(text);
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a whole number of seconds, got ${text}`);
   return value;
+}
+
+function onOffFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const text = env[name]?.trim().toLowerCase();
+  if (text === undefined || text === "") return fallback;
+  if (text === "on") return true;
+  if (text === "off") return false;
+  throw new Error(`${name} must be on or off, got ${text}`);
 }
 
 /** The identity provider from the environment: all of issuer, client id and secret, or none. */
@@ -124,6 +144,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     oidc: oidcFromEnv(env),
     canaryIntervalSeconds: secondsFromEnv(env, "KILN_CANARY_INTERVAL_SECONDS", 300),
     anomalyIntervalSeconds: secondsFromEnv(env, "KILN_ANOMALY_INTERVAL_SECONDS", 300),
+    lineageAffinitySeconds: secondsFromEnv(env, "KILN_LINEAGE_AFFINITY_SECONDS", DEFAULT_LINEAGE_AFFINITY_SECONDS),
+    notifications: onOffFromEnv(env, "KILN_NOTIFICATIONS", true),
     dogfoodTenant: env.KILN_DOGFOOD_TENANT?.trim() || undefined,
     dogfoodAuditIntervalSeconds: secondsFromEnv(env, "KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS", 300),
     blobLocation: env.KILN_BLOB_URL?.trim() ? parseS3BlobUrl(env.KILN_BLOB_URL.trim()) : undefined,

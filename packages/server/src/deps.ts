@@ -21,6 +21,12 @@ export interface AppDeps {
    * repositories/storage-quota.ts). Give the local host the same value.
    */
   readonly storageQuotaBytes?: number;
+  /**
+   * How long a queued job waits for the live host holding its lineage before any host takes it
+   * (KILN_LINEAGE_AFFINITY_SECONDS; default DEFAULT_LINEAGE_AFFINITY_SECONDS in hosts/host-service.ts).
+   * Give the local host the same value.
+   */
+  readonly lineageAffinitySeconds?: number;
   /** Nudges the scheduler after a submission or cancellation (the local host polls otherwise). */
   readonly wakeScheduler?: () => void;
   /** The clock every part of the app reads time from and schedules on. */

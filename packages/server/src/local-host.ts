@@ -54,6 +54,7 @@ export async function startLocalHost(
     log: Logger;
     storageQuotaBytes?: number;
     secrets?: SecretBox;
+    lineageAffinitySeconds?: number;
     /**
      * Wakes the host's claim when a job is queued by any server process (a submission through
      * another kiln-server, a job handed back by a lease reaper elsewhere); without it, or while

@@ -66,7 +66,11 @@ program
     const canaries = canarySettings({ intervalSeconds: config.canaryIntervalSeconds || undefined });
     // One listening end per process (storage notifications): log and event streams, the local
     // host's claim wait and the check run reporter wake on what any server process commits.
-    const notifications = startJobNotifications(storage, { clock: systemClock, log });
+    const notifications = startJobNotifications(storage, {
+      clock: systemClock,
+      log,
+      enabled: config.notifications,
+    });
     // The local host starts after the app; submissions before then wait for its first poll.
     let wake = () => {};
     const deps = {
@@ -80,6 +84,7 @@ program
       ...(config.oidc === undefined ? {} : { oidc: config.oidc }),
       wakeScheduler: () => wake(),
       notifications,
+      lineageAffinitySeconds: config.lineageAffinitySeconds,
       logger: { level: process.env.KILN_LOG_LEVEL ?? "info" },
       canaries,
       ...(config.dogfoodTenant === undefined ? {} : { dogfoodTenant: config.dogfoodTenant }),
@@ -89,7 +94,15 @@ program
     if (process.env.KILN_LOCAL_HOST !== "off") {
       try {
         host = await startLocalHost(
-          { storage, blobs, clock: systemClock, log, secrets, notifications },
+          {
+            storage,
+            blobs,
+            clock: systemClock,
+            log,
+            secrets,
+            notifications,
+            lineageAffinitySeconds: config.lineageAffinitySeconds,
+          },
           {
             // Several kiln-servers on one database each run a local host: KILN_LOCAL_HOST_ID names
             // each one's (default "local"), since a host's id is who holds its leases.

@@ -177,7 +177,7 @@ export {
   reserveIdempotencyKey,
 } from "./idempotency/reserve-idempotency-key.js";
 export { appendLogRecords, type LogLine } from "./jobs/append-log-records.js";
-export { type AttemptRow, claimNextJob, HOST_SEEN_EVERY_SECONDS } from "./jobs/claim-next-job.js";
+export { type AttemptRow, claimNextJob, HOST_SEEN_EVERY_SECONDS, type LineageAffinity } from "./jobs/claim-next-job.js";
 export { findJobBySubmissionKey } from "./jobs/find-job-by-submission-key.js";
 export { findLeasedAttempt } from "./jobs/find-leased-attempt.js";
 export {

@@ -49,6 +49,7 @@ export function registerHostProtocolRoutes(app: FastifyInstance, deps: AppDeps, 
     clock: deps.clock,
     log: app.log,
     ...(deps.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: deps.storageQuotaBytes }),
+    ...(deps.lineageAffinitySeconds === undefined ? {} : { lineageAffinitySeconds: deps.lineageAffinitySeconds }),
     ...(deps.secrets === undefined ? {} : { secrets: deps.secrets }),
   });
   const hostOf = (request: FastifyRequest): string => identityOf(request).hostId;

@@ -30,10 +30,12 @@ import {
 } from "@kiln/storage";
 import { Value } from "@sinclair/typebox/value";
 import { ARTIFACT_RETENTION_SECONDS, VCPUS_OF_SIZE } from "../jobs/platform-limits.js";
+import { HOST_FRESH_SECONDS } from "../platform/operating-states/host-serving.js";
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
 import type { SecretBox } from "../secrets/secret-box.js";
 import { assemblePlacement, UnplaceableJobError } from "./assemble-placement.js";
 import { HostFleetService } from "./fleet/host-fleet-service.js";
+import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "./lineage-affinity.js";
 import { meterAttempt } from "./meter-attempt.js";
 
 /** How long a lease lives without a heartbeat; hosts renew every few seconds. */
@@ -51,6 +53,8 @@ export interface HostServiceDeps {
   readonly clock: Clock;
   readonly log: Logger;
   readonly storageQuotaBytes?: number;
+  /** How long a job waits for its lineage's host (default DEFAULT_LINEAGE_AFFINITY_SECONDS; 0 never waits). */
+  readonly lineageAffinitySeconds?: number;
   /** Opens tenants' sealed registry credentials; without it no attempt receives any. */
   readonly secrets?: SecretBox;
   readonly onEvent?: (event: HostServiceEvent) => void;
@@ -77,7 +81,9 @@ export class HostService {
   }
 
   /**
-   * The next queued job that fits, as a leased attempt. A job whose stored record cannot be
+   * The next queued job that fits, as a leased attempt — preferring jobs whose lineage this host
+   * holds, and leaving a job whose lineage another live host holds to that host for a bounded
+   * time (claim-next-job.ts, placement by lineage). A job whose stored record cannot be
    * placed (it does not match its schema) fails at once with that cause, naming it, rather than
    * holding the head of the queue; the claim then goes on to the next job.
    */
@@ -89,6 +95,10 @@ export class HostService {
         vcpusOfSize: VCPUS_OF_SIZE,
         leaseSeconds: LEASE_SECONDS,
         now: this.deps.clock.now(),
+        lineageAffinity: {
+          waitSeconds: this.deps.lineageAffinitySeconds ?? DEFAULT_LINEAGE_AFFINITY_SECONDS,
+          hostFreshSeconds: HOST_FRESH_SECONDS,
+        },
       });
       if (placed === undefined) return null;
       const { job, attempt } = placed;

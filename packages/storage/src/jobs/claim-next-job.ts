@@ -1,6 +1,6 @@
-import type { Selectable } from "kysely";
+import { type ExpressionBuilder, type Selectable, sql } from "kysely";
 import type { Storage } from "../dialect.js";
-import type { AttemptsTable } from "../schema.js";
+import type { AttemptsTable, Database } from "../schema.js";
 import {
   annotateTenantQueue,
   refreshTenantQueueAnnotation,
@@ -13,6 +13,20 @@ import { newLeaseToken } from "./job-ids.js";
 import { recordTransition } from "./record-transition.js";
 
 export type AttemptRow = Selectable<AttemptsTable>;
+
+/**
+ * Placement by lineage: a lineage's warm state lives on the host that saved it
+ * (`lineages.host`), so a job whose lineage is there runs warm there and cold anywhere else.
+ */
+export interface LineageAffinity {
+  /**
+   * How long a queued job waits (from `queued_at`) for the live, admitting host that holds its
+   * lineage before any host may take it, cold.
+   */
+  readonly waitSeconds: number;
+  /** A host not seen (claim, health report) for longer than this, with no live lease, is gone. */
+  readonly hostFreshSeconds: number;
+}
 
 /**
  * Places the oldest queued job that fits the host's free vCPUs as a new leased attempt — none on
@@ -49,6 +63,21 @@ export type AttemptRow = Selectable<AttemptsTable>;
  * by another). No lock is added for it: the pin is written with the job and never changes, so
  * the same row locks and conditional status write decide placement as for any job.
  *
+ * Placement by lineage (`lineageAffinity`): a host prefers the queued jobs whose live lineage it
+ * holds (`lineages.host`) — they go before older jobs, in the peek and in the tenant's pick alike
+ * — and passes over a job whose lineage another host holds while that host is live and admitting
+ * (serving, admission open, seen within `hostFreshSeconds` or holding an unexpired lease, with
+ * enough vCPUs in all for the job's size) and the job has been queued for less than `waitSeconds`.
+ * After that any host takes it, cold. A job whose lineage host is drained, closed on an
+ * impairment, gone, or too small is taken at once. Locking: the lineage and its host are read
+ * without locks, in the statements that peek and pick (each a fresh snapshot at READ COMMITTED).
+ * They only choose which job to try; placement itself is still decided by the job row's lock and
+ * the conditional status write, so a stale read can misplace a preference (one claim skips a job
+ * whose host was drained a moment ago, and the next claim, within its poll, takes it) but can
+ * never place a job twice or hold one past the bound. No lock is taken on lineages or hosts here,
+ * so the lock order above (host row shared, controls row, job rows) is unchanged and cannot
+ * deadlock with a drain, a lineage save or a purge.
+ *
  * A claim is also the host's sign of life: `hosts.last_heartbeat_at` is moved to the claim's
  * instant when it is older than HOST_SEEN_EVERY_SECONDS (read first, so most claims write
  * nothing), outside the claim's transaction — on PostgreSQL that transaction holds the host row
@@ -62,6 +91,8 @@ export async function claimNextJob(
     vcpusOfSize: Readonly<Record<string, number>>;
     leaseSeconds: number;
     now: Date;
+    /** Prefer and wait for lineage hosts (see above); without it jobs go oldest first to any host. */
+    lineageAffinity?: LineageAffinity;
   },
 ): Promise<{ job: JobRow; attempt: AttemptRow } | undefined> {
   await recordHostSeen(storage, input.hostId, input.now);
@@ -69,6 +100,7 @@ export async function claimNextJob(
     .filter(([, vcpus]) => vcpus <= input.freeVcpus)
     .map(([size]) => size);
   if (fitting.length === 0) return undefined;
+  const affinity = input.lineageAffinity === undefined ? null : lineagePlacement(input, input.lineageAffinity);
   return storage.transaction(async (trx) => {
     // A draining host gets no new job (operator.hosts.drain); its running attempts go on. On
     // PostgreSQL the row is read FOR SHARE, so a drain committing meanwhile waits for this claim,
@@ -114,9 +146,9 @@ export async function claimNextJob(
             ),
           ),
         )
-        .orderBy("jobs.queued_at")
-        .orderBy("jobs.id")
         .limit(1);
+      if (affinity !== null) peek = peek.where((eb) => eb.not(affinity.waitsForItsHost(eb))).orderBy(affinity.heldHere);
+      peek = peek.orderBy("jobs.queued_at").orderBy("jobs.id");
       if (passedOver.length > 0) peek = peek.where("jobs.tenant_id", "not in", passedOver);
       const head = await peek.executeTakeFirst();
       if (head === undefined) return undefined;
@@ -140,13 +172,13 @@ export async function claimNextJob(
       let pick = trx
         .selectFrom("jobs")
         .selectAll()
-        .where("tenant_id", "=", tenantId)
-        .where("status", "=", "queued")
-        .where("size", "in", fitting)
-        .where((eb) => eb.or([eb("pinned_host", "is", null), eb("pinned_host", "=", input.hostId)]))
-        .orderBy("queued_at")
-        .orderBy("id")
+        .where("jobs.tenant_id", "=", tenantId)
+        .where("jobs.status", "=", "queued")
+        .where("jobs.size", "in", fitting)
+        .where((eb) => eb.or([eb("jobs.pinned_host", "is", null), eb("jobs.pinned_host", "=", input.hostId)]))
         .limit(1);
+      if (affinity !== null) pick = pick.where((eb) => eb.not(affinity.waitsForItsHost(eb))).orderBy(affinity.heldHere);
+      pick = pick.orderBy("jobs.queued_at").orderBy("jobs.id");
       if (storage.capabilities.skipLocked) pick = pick.forUpdate().skipLocked();
       job = await pick.executeTakeFirst();
       if (job !== undefined) break;
@@ -198,6 +230,68 @@ export async function claimNextJob(
     });
     return { job: { ...job, status: "running", attempts_started: attempt.number }, attempt };
   });
+}
+
+/**
+ * The two conditions placement by lineage adds to the peek and the pick, over the outer `jobs`
+ * row: whether the claiming host holds the job's live lineage (an ORDER BY key, 0 first), and
+ * whether the job still waits for another live, admitting host that holds it.
+ */
+function lineagePlacement(
+  input: { hostId: string; vcpusOfSize: Readonly<Record<string, number>>; now: Date },
+  affinity: LineageAffinity,
+) {
+  const now = formatTimestamp(input.now);
+  const seenSince = formatTimestamp(addSeconds(input.now, -affinity.hostFreshSeconds));
+  const waitingSince = formatTimestamp(addSeconds(input.now, -affinity.waitSeconds));
+  const sizes = Object.entries(input.vcpusOfSize);
+  // The job's vCPUs from its size (sizes this table does not know need more than any host has).
+  // (Numbers as literals: a bound parameter in CASE … THEN would be typed text on PostgreSQL.)
+  const never = sql.lit(Number.MAX_SAFE_INTEGER);
+  const vcpusOfJob =
+    sizes.length === 0
+      ? sql<number>`${never}`
+      : sql<number>`case ${sql.ref("jobs.size")} ${sql.join(
+          sizes.map(([size, vcpus]) => sql`when ${size} then ${sql.lit(Math.trunc(vcpus))}`),
+          sql` `,
+        )} else ${never} end`;
+  const heldHere = sql<number>`case when exists (
+      select 1 from lineages as held
+      where held.tenant_id = jobs.tenant_id and held.repository = jobs.repository
+        and held.class = jobs.class and held.state = 'live' and held.host = ${input.hostId}
+    ) then 0 else 1 end`;
+  const waitsForItsHost = (eb: ExpressionBuilder<Database, "jobs">) =>
+    eb.and([
+      eb("jobs.queued_at", ">", waitingSince),
+      eb.exists(
+        eb
+          .selectFrom("lineages as l")
+          .innerJoin("hosts as h", "h.id", "l.host")
+          .select("l.lineage")
+          .whereRef("l.tenant_id", "=", "jobs.tenant_id")
+          .whereRef("l.repository", "=", "jobs.repository")
+          .whereRef("l.class", "=", "jobs.class")
+          .where("l.state", "=", "live")
+          .where("l.host", "<>", input.hostId)
+          .where("h.state", "=", "serving")
+          .where("h.admission_closed_at", "is", null)
+          .where("h.vcpus", ">=", vcpusOfJob)
+          .where((live) =>
+            live.or([
+              live("h.last_heartbeat_at", ">", seenSince),
+              live.exists(
+                live
+                  .selectFrom("attempts as leased")
+                  .select("leased.job_id")
+                  .whereRef("leased.host_id", "=", "h.id")
+                  .where("leased.state", "=", "running")
+                  .where("leased.lease_expires_at", ">", now),
+              ),
+            ]),
+          ),
+      ),
+    ]);
+  return { heldHere, waitsForItsHost };
 }
 
 /** How stale `hosts.last_heartbeat_at` may get before a claim records the host as seen again. */

@@ -49,6 +49,12 @@ export interface JobNotificationsOptions {
   readonly onEvent?: (event: JobNotificationEvent) => void;
   /** How long to wait between attempts to listen again after one failed (default 5 s). */
   readonly retryMs?: number;
+  /**
+   * false: never listen, so every waiter polls at its fast rate (KILN_NOTIFICATIONS=off, for a
+   * connection pooler that cannot hold a LISTEN session, and the polling baseline of
+   * bench/stream-latency.mjs). Default true.
+   */
+  readonly enabled?: boolean;
 }
 
 /** Between listen attempts after a failure: short enough that streams are back to waking soon. */
@@ -93,7 +99,7 @@ class ListeningPort implements JobNotifications {
   }
 
   ready(): Promise<void> {
-    if (this.#state === "idle") this.#listen();
+    this.#started();
     return this.#attempt ?? Promise.resolve();
   }
 
@@ -131,7 +137,7 @@ class ListeningPort implements JobNotifications {
   }
 
   #started(): void {
-    if (this.#state === "idle") this.#listen();
+    if (this.#state === "idle" && this.#options.enabled !== false) this.#listen();
   }
 
   #add(map: Map<string, Set<Wake>>, key: string, wake: Wake): () => void {
