@@ -10,7 +10,7 @@
  * - seeing host paths through /proc (mountinfo, mounts, cwd, exe, cmdline, partitions) or the
  *   environment, running without a seccomp filter, and 15 system calls the filter refuses
  *   (raw `syscall` instructions whose unfiltered answer here is not EPERM);
- * - a fork bomb (counted by its own refused forks and the processes it saw, never by time),
+ * - a fork bomb (counted by the kernel's refusals at pids.max, pids.events, never by time),
  *   a test allocating 6 GiB on a 4 GiB size, and a build script filling its disk.
  *
  * Broken: any escape allowed (a build probe ALLOWED or a hostile test failing), a connection
@@ -159,12 +159,12 @@ runTrial("T1", "hostile crate", async () => {
     );
 
     // Release the victim; its secret must be as it was.
-    writeFileSync(join(victimSource, "release-me"), "go\n");
+    writeFileSync(join(victimSource, "release.txt"), "go\n");
     const victimJob = await jobs.settle(victim, 600_000);
     if (victimJob.status !== "passed") broken.push(`the victim job ${victimJob.status}`);
     if (secretBefore !== "the victim job's secret\n") broken.push("the victim's secret changed while it ran");
 
-    // The fork bomb: counted by its own refused forks and the processes it saw.
+    // The fork bomb: the kernel's own count of forks refused at pids.max (pids.events), never a sample.
     const bombMarker = newMarker("forkbomb");
     const bomb = await jobs.submit(crate("forkbomb", FORK_BOMB_CRATE), `t1-${bombMarker}`, {
       arguments: ["--", "--nocapture"],
@@ -172,14 +172,18 @@ runTrial("T1", "hostile crate", async () => {
     });
     attemptIds.push(`${bomb}-a1`);
     const bombJob = await jobs.settle(bomb, 900_000);
-    const bombLine = /baseline (\d+), (\d+) forks of the bomb refused, (\d+) processes seen at most, (\d+) left/.exec(
-      await jobs.logText(bomb),
+    const bombLog = await jobs.logText(bomb);
+    const kernelRefused = /pids: the kernel refused (\d+) forks at the attempt's limit of (\d+) processes/.exec(
+      bombLog,
     );
-    if (bombJob.status !== "passed" || bombLine === null)
-      broken.push(`the fork bomb job ${bombJob.status}: ${JSON.stringify(bombJob.failure)}`);
+    const bombLine = /(\d+) forks of the bomb refused/.exec(bombLog);
+    if (bombJob.status !== "passed" || kernelRefused === null)
+      broken.push(
+        `the fork bomb job ${bombJob.status} (${JSON.stringify(bombJob.failure)}); the kernel's refusals: ${kernelRefused?.[1] ?? "none reported"}`,
+      );
     else
       figure.push(
-        `fork bomb: ${count(Number(bombLine[2]))} forks refused, at most ${bombLine[3]} processes (pids.max ${KILN2_PIDS})`,
+        `fork bomb: the kernel refused ${count(Number(kernelRefused[1]))} forks at pids.max ${kernelRefused[2]} (the bomb itself saw ${count(Number(bombLine?.[1] ?? 0))} refused), its tests passed`,
       );
 
     // Memory: 6 GiB touched on a 4 GiB size.

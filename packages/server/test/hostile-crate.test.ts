@@ -264,6 +264,11 @@ describe("a hostile crate in the sandbox, end to end (SQLite, real cargo, real s
       assert.equal(test.outcome, "passed", `${name}: contained by the pids limit\n${explanation}`);
     }
     assert.equal(job.status, "passed", explanation);
+    // The kernel's own count of forks refused at pids.max (pids.events), whatever the load.
+    assert.match(
+      await bounded.logText(id),
+      new RegExp(`pids: the kernel refused [1-9]\\d* forks at the attempt's limit of ${KILN2_PIDS} processes`),
+    );
     assert.deepEqual(await processesCarrying(marker), [], "a process of the attempt remains");
     assert.match(await bounded.logText(id), /cleanup: no process of the attempt remains; its cgroup was removed/);
     assertHostResponsive();

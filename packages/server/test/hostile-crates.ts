@@ -500,16 +500,20 @@ fn main() {
 
 /**
  * A job that stays running until the host releases it: its build script writes `started` into
- * its workspace (which the host sees) and waits for `release-me` there. Its source holds
- * `secret.txt`, which another job must not read while it runs.
+ * its workspace (which the host sees) and waits until `release.txt` there says `go`. The host
+ * rewrites that file in place: the workspace is an overlay whose upper layer is the host's
+ * directory, and a file the host *adds* behind a mounted overlay may stay hidden behind the
+ * overlay's cached lookup, while the content of one already there is read through. Its source
+ * holds `secret.txt`, which another job must not read while it runs.
  */
 export const VICTIM_CRATE: Record<string, string> = {
+  "release.txt": "wait\n",
   "secret.txt": "the victim job's secret\n",
   "src/lib.rs": "pub fn nothing() {}\n",
   "build.rs": `fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     std::fs::write("started", b"started\\n").expect("say started");
-    while !std::path::Path::new("release-me").exists() {
+    while std::fs::read_to_string("release.txt").map(|t| !t.starts_with("go")).unwrap_or(true) {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
