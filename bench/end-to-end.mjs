@@ -389,7 +389,7 @@ async function sandboxFixedCost(runs) {
     const started = process.hrtime.bigint();
     const result = await executor.run({
       attemptId: `bench-true-${process.pid}-${i}`,
-      limits: { vcpus: VCPUS, memoryBytes: 4 * 2 ** 30, pids: 1024 },
+      limits: { vcpus: VCPUS, memoryBytes: 4 * 2 ** 30, pids: 1024, diskBytes: 16 * 2 ** 30 },
       workspaceDir: dirs[0],
       targetDir: dirs[1],
       homeDir: dirs[2],

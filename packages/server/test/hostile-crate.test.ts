@@ -25,6 +25,7 @@ import {
   FORK_BOMB_CRATE,
   HOSTILE_CRATE,
   HOSTILE_TESTS,
+  hostPathsFor,
   MEMORY_HOG_CRATE,
   UNSTOPPABLE_BOMB_CRATE,
 } from "./hostile-crates.js";
@@ -34,23 +35,6 @@ const MiB = 2 ** 20;
 /** The disk quota this file's host grants (below kiln2-cpu's 16 GiB, so that filling it is quick). */
 const DISK_QUOTA = 512 * MiB;
 
-/** Host paths no job may see (one a line, for the hostile crate's KILN_HOST_PATHS). */
-export function hostPathsFor(e: Embedded, toolchainPath: string): string {
-  const rootDevice = readFileSync("/proc/self/mountinfo", "utf8")
-    .split("\n")
-    .map((l) => l.split(" "))
-    .find((f) => f[4] === "/")
-    ?.at(-2);
-  return [
-    e.workRoot,
-    e.lineageRoot,
-    e.crateRoot,
-    toolchainPath,
-    process.cwd(),
-    "kiln-scratch-",
-    ...(rootDevice?.startsWith("/dev/") ? [rootDevice] : []),
-  ].join("\n");
-}
 /** The processes kiln2-cpu grants an attempt (2 vCPU × 512). */
 const KILN2_PIDS = 1024;
 
@@ -120,10 +104,11 @@ describe("a hostile crate in the sandbox, end to end (SQLite, real cargo, real s
         environment: {
           KILN_MARKER: marker,
           KILN_HOST_PORT: String(port),
+          KILN_UPSTREAM_ADDR: `127.0.0.1:${port}`,
           KILN_OTHER_SECRET: secretPath,
           KILN_WORK_ROOT: workRoot,
           KILN_HOST_CANARY: canary,
-          KILN_HOST_PATHS: hostPathsFor(e, toolchain.path),
+          KILN_HOST_PATHS: hostPathsFor([workRoot, e.lineageRoot, e.crateRoot, toolchain.path]),
         },
       });
       const job = await e.jobs.settle(id, 180_000);
@@ -279,6 +264,11 @@ describe("a hostile crate in the sandbox, end to end (SQLite, real cargo, real s
       assert.equal(test.outcome, "passed", `${name}: contained by the pids limit\n${explanation}`);
     }
     assert.equal(job.status, "passed", explanation);
+    // The kernel's own count of forks refused at pids.max (pids.events), whatever the load.
+    assert.match(
+      await bounded.logText(id),
+      new RegExp(`pids: the kernel refused [1-9]\\d* forks at the attempt's limit of ${KILN2_PIDS} processes`),
+    );
     assert.deepEqual(await processesCarrying(marker), [], "a process of the attempt remains");
     assert.match(await bounded.logText(id), /cleanup: no process of the attempt remains; its cgroup was removed/);
     assertHostResponsive();

@@ -3,6 +3,24 @@
  * name; `Ok` from `attempt` means the sandbox allowed it.
  */
 
+import { readFileSync } from "node:fs";
+
+/**
+ * Host paths no job may see, one a line (the hostile crate's KILN_HOST_PATHS): the given ones
+ * (work root, lineages, toolchain, …), the server's working directory, the scratch root's name
+ * and the host's root block device.
+ */
+export function hostPathsFor(paths: readonly string[]): string {
+  const rootDevice = readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .map((l) => l.split(" "))
+    .find((f) => f[4] === "/")
+    ?.at(-2);
+  return [...paths, process.cwd(), "kiln-scratch-", ...(rootDevice?.startsWith("/dev/") ? [rootDevice] : [])].join(
+    "\n",
+  );
+}
+
 /**
  * System calls the sandbox's seccomp filter refuses whose unfiltered answer to these arguments
  * is not EPERM (success, or another error: EINVAL, EFAULT, EBADF, ESRCH, …), so an EPERM shows
@@ -34,6 +52,7 @@ export const ESCAPES = [
   "connect 1.1.1.1:53",
   "connect 169.254.169.254:80",
   "connect the host's loopback API",
+  "connect the dependency gateway's upstream",
   "list /root",
   "read /root/.bashrc",
   "list /root/.rustup",
@@ -54,6 +73,7 @@ export const HOSTILE_TESTS: Record<string, readonly (typeof ESCAPES)[number][]> 
   connect_public_dns_is_denied: ["connect 1.1.1.1:53"],
   connect_cloud_metadata_is_denied: ["connect 169.254.169.254:80"],
   connect_host_loopback_api_is_denied: ["connect the host's loopback API"],
+  connect_gateway_upstream_is_denied: ["connect the dependency gateway's upstream"],
   read_root_home_is_denied: ["list /root", "read /root/.bashrc", "list /root/.rustup"],
   read_other_job_is_denied: ["read another job's file", "list another job's directory"],
   work_root_shows_no_other_attempt: ["list the work root beyond its own attempt"],
@@ -73,8 +93,8 @@ const SECCOMP_ARMS = SECCOMP_PROBES.map(
 
 const PROBES_RS = `#![allow(dead_code)]
 //! Escape attempts shared by the build script and the tests. Configuration arrives in the
-//! job's declared environment: KILN_MARKER, KILN_HOST_PORT, KILN_OTHER_SECRET, KILN_WORK_ROOT,
-//! KILN_HOST_CANARY.
+//! job's declared environment: KILN_MARKER, KILN_HOST_PORT, KILN_UPSTREAM_ADDR, KILN_OTHER_SECRET,
+//! KILN_WORK_ROOT, KILN_HOST_CANARY, KILN_HOST_PATHS.
 use std::io;
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
@@ -170,6 +190,7 @@ pub fn attempt(escape: &str, origin: &str) -> Result<String, String> {
         "connect 1.1.1.1:53" => connect("1.1.1.1:53"),
         "connect 169.254.169.254:80" => connect("169.254.169.254:80"),
         "connect the host's loopback API" => connect(&format!("127.0.0.1:{}", var("KILN_HOST_PORT"))),
+        "connect the dependency gateway's upstream" => connect(&var("KILN_UPSTREAM_ADDR")),
         "list /root" => shown(list("/root")),
         "read /root/.bashrc" => shown(std::fs::read("/root/.bashrc").map(|b| b.len())),
         "list /root/.rustup" => shown(list("/root/.rustup")),
@@ -473,6 +494,28 @@ fn main() {
     let synced = file.sync_all().map(|_| "synced".to_string()).unwrap_or_else(|e| e.to_string());
     println!("cargo:warning=kiln-test: wrote {written} MiB, then: {error} ({synced})");
     panic!("kiln-test: the disk filled after {written} MiB: {error}");
+}
+`,
+};
+
+/**
+ * A job that stays running until the host releases it: its build script writes `started` into
+ * its workspace (which the host sees) and waits until `release.txt` there says `go`. The host
+ * rewrites that file in place: the workspace is an overlay whose upper layer is the host's
+ * directory, and a file the host *adds* behind a mounted overlay may stay hidden behind the
+ * overlay's cached lookup, while the content of one already there is read through. Its source
+ * holds `secret.txt`, which another job must not read while it runs.
+ */
+export const VICTIM_CRATE: Record<string, string> = {
+  "release.txt": "wait\n",
+  "secret.txt": "the victim job's secret\n",
+  "src/lib.rs": "pub fn nothing() {}\n",
+  "build.rs": `fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    std::fs::write("started", b"started\\n").expect("say started");
+    while std::fs::read_to_string("release.txt").map(|t| !t.starts_with("go")).unwrap_or(true) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 `,
 };

@@ -55,6 +55,13 @@ export interface CgroupUsage {
   readonly cpuSeconds: number | null;
   readonly peakMemoryBytes: number | null;
   readonly oomKilled: boolean;
+  /**
+   * Forks and clones the pids controller refused at pids.max (`pids.events` "max", v1 and v2):
+   * the kernel's own count, so a fork bomb's containment is read, not sampled.
+   */
+  readonly pidsRefused: number | null;
+  /** The most processes the attempt held at once (`pids.peak`, where the kernel keeps it). */
+  readonly pidsPeak: number | null;
 }
 
 export interface AttemptCgroupOptions {
@@ -407,7 +414,9 @@ export class AttemptCgroup {
   }
 
   async usage(): Promise<CgroupUsage> {
-    const { cpuacct, memory, unified } = this.roles;
+    const { cpuacct, memory, unified, pids } = this.roles;
+    const pidsRefused = pids === null ? null : statField(await readText(join(pids.directory, "pids.events")), "max");
+    const pidsPeak = pids === null ? null : numberIn(await readText(join(pids.directory, "pids.peak")));
     let cpuSeconds: number | null = null;
     if (unified !== null) {
       const usec = statField(await readText(join(unified, "cpu.stat")), "usage_usec");
@@ -431,7 +440,7 @@ export class AttemptCgroup {
           kills !== null ? kills > 0 : (numberIn(await readText(join(memory.directory, "memory.failcnt"))) ?? 0) > 0;
       }
     }
-    return { cpuSeconds, peakMemoryBytes, oomKilled };
+    return { cpuSeconds, peakMemoryBytes, oomKilled, pidsRefused, pidsPeak };
   }
 
   private async setFrozen(frozen: boolean): Promise<void> {

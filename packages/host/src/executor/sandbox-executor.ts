@@ -711,6 +711,12 @@ class SandboxExecutor implements Executor {
       peakMemoryBytes: usage?.peakMemoryBytes ?? null,
     };
     if (usage?.oomKilled) detail.push("memory: the kernel OOM-killed a process at the attempt's memory limit");
+    if ((usage?.pidsRefused ?? 0) > 0)
+      detail.push(
+        `pids: the kernel refused ${usage?.pidsRefused} forks at the attempt's limit of ${request.limits.pids} processes${
+          usage?.pidsPeak === null || usage?.pidsPeak === undefined ? "" : ` (at most ${usage.pidsPeak} at once)`
+        }`,
+      );
     if (exit.error !== undefined) {
       detail.push(`could not start the launcher: ${exit.error.message}`);
       return result("infrastructure", measured);

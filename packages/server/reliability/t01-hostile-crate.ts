@@ -1,0 +1,275 @@
+/**
+ * T1 hostile crate, through the embedded server and host (SQLite: the promise is the host's
+ * sandbox, not the database's), real cargo in the real sandbox. While a victim job runs (its
+ * build script waits to be released, its source holds a secret), hostile jobs try:
+ *
+ * - network: a public address, 169.254.169.254, the server's own API port, the dependency
+ *   gateway's upstream (a listener standing for the registry), each from the build script and a test;
+ * - reading /root, the running victim's files and directory (by their host paths), the work root;
+ * - writing /usr, /etc, the toolchain, the victim's directory, the host's /tmp;
+ * - seeing host paths through /proc (mountinfo, mounts, cwd, exe, cmdline, partitions) or the
+ *   environment, running without a seccomp filter, and 15 system calls the filter refuses
+ *   (raw `syscall` instructions whose unfiltered answer here is not EPERM);
+ * - a fork bomb (counted by the kernel's refusals at pids.max, pids.events, never by time),
+ *   a test allocating 6 GiB on a 4 GiB size, and a build script filling its disk.
+ *
+ * Broken: any escape allowed (a build probe ALLOWED or a hostile test failing), a connection
+ * reaching a listener, the victim's file changed or a marker file outside the jobs' directories,
+ * the fork bomb never refused or seen above pids.max, the memory job not OOM-killed, the disk
+ * job not stopped at its quota with the typed cause (or its lineage kept); and afterwards any
+ * process carrying a marker, any attempt cgroup, any mount or loop device of an attempt, or any
+ * attempt directory left.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { admitToolchain, chooseScratchRoot, createSandboxExecutor } from "@kiln/host";
+import { cgroupDirectoriesNamed } from "@kiln/host/testing";
+import { crate, type Doc, type Embedded, type Jobs, processesCarrying, startEmbedded } from "../test/e2e-jobs.js";
+import {
+  DISK_FILL_CRATE,
+  ESCAPES,
+  FORK_BOMB_CRATE,
+  HOSTILE_CRATE,
+  HOSTILE_TESTS,
+  hostPathsFor,
+  MEMORY_HOG_CRATE,
+  VICTIM_CRATE,
+} from "../test/hostile-crates.js";
+import { count, runTrial } from "./trial.js";
+
+const MiB = 2 ** 20;
+/** The disk quota the trial's host grants (kiln2-cpu's is 16 GiB; filling 512 MiB proves the same bound in seconds). */
+const DISK_QUOTA = 512 * MiB;
+const KILN2_PIDS = 1024;
+
+/** A loopback listener that counts connections (and accepts none). */
+async function countingListener(): Promise<{ server: Server; port: number; connections: () => number }> {
+  let connections = 0;
+  const server = createServer((socket) => {
+    connections++;
+    socket.destroy();
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const address = server.address();
+  return {
+    server,
+    port: typeof address === "object" && address !== null ? address.port : 0,
+    connections: () => connections,
+  };
+}
+
+/** Waits for a condition, however slowly the machine runs; the bound only ends a wait for what never comes. */
+async function until(what: string, check: () => boolean | Promise<boolean>, boundMs = 600_000): Promise<void> {
+  const deadline = Date.now() + boundMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+runTrial("T1", "hostile crate", async () => {
+  const broken: string[] = [];
+  const workRoot = mkdtempSync(join(tmpdir(), "kiln-t1-attempts-"));
+  const upstream = await countingListener();
+  const e: Embedded = await startEmbedded({
+    workRoot,
+    wallClockSeconds: 300,
+    executor: createSandboxExecutor({ maxDiskBytes: DISK_QUOTA }),
+    cratesIoIndex: `sparse+http://127.0.0.1:${upstream.port}/index/`,
+  });
+  // The server's real API port, listening on loopback as `kiln-server serve` does.
+  let apiConnections = 0;
+  e.app.server.on("connection", () => apiConnections++);
+  await e.app.listen({ port: 0, host: "127.0.0.1" });
+  const apiAddress = e.app.server.address();
+  const apiPort = typeof apiAddress === "object" && apiAddress !== null ? apiAddress.port : 0;
+  const scratchRoot = chooseScratchRoot(workRoot);
+  const markers: string[] = [];
+  const attemptIds: string[] = [];
+  const newMarker = (what: string) => {
+    const marker = `kiln-t1-${what}-${randomBytes(6).toString("hex")}`;
+    markers.push(marker);
+    return marker;
+  };
+  const jobs: Jobs = e.jobs;
+  const toolchain = await admitToolchain("stable");
+  const canary = join("/tmp", `${newMarker("canary")}-host-canary`);
+  writeFileSync(canary, "the host's /tmp\n");
+  let escapes = 0;
+  let probes = 0;
+  const figure: string[] = [];
+  try {
+    // The victim: running (its build script waits) while the hostile job probes its directories.
+    const victim = await jobs.submit(crate("victim", VICTIM_CRATE), `t1-${newMarker("victim")}`, {
+      operation: "build",
+    });
+    attemptIds.push(`${victim}-a1`);
+    const victimSource = join(scratchRoot ?? workRoot, `${victim}-a1`, "src");
+    await until("the victim's build script to start", () => existsSync(join(victimSource, "started")));
+    const secretPath = join(victimSource, "secret.txt");
+    const secretBefore = readFileSync(secretPath, "utf8");
+
+    const marker = newMarker("hostile");
+    const hostile = await jobs.submit(crate("hostile", HOSTILE_CRATE), `t1-${marker}`, {
+      environment: {
+        KILN_MARKER: marker,
+        KILN_HOST_PORT: String(apiPort),
+        KILN_UPSTREAM_ADDR: `127.0.0.1:${upstream.port}`,
+        KILN_OTHER_SECRET: secretPath,
+        KILN_WORK_ROOT: workRoot,
+        KILN_HOST_CANARY: canary,
+        KILN_HOST_PATHS: hostPathsFor([workRoot, e.lineageRoot, e.crateRoot, toolchain.path]),
+      },
+    });
+    attemptIds.push(`${hostile}-a1`);
+    const hostileJob = await jobs.settle(hostile, 900_000);
+    const hostileLog = await jobs.logText(hostile);
+    const hostileEvidence = await jobs.evidence(hostile);
+    const buildProbes = [...hostileLog.matchAll(/BUILD-PROBE (.*) (ALLOWED|DENIED)/g)];
+    probes += buildProbes.length;
+    for (const [, attempted, verdict] of buildProbes)
+      if (verdict === "ALLOWED") {
+        escapes++;
+        broken.push(`the build script's "${attempted}" was allowed`);
+      }
+    const expectedBuildProbes = ESCAPES.length + 1;
+    if (buildProbes.length !== expectedBuildProbes)
+      broken.push(`the build script reported ${buildProbes.length} of ${expectedBuildProbes} probes`);
+    const tests = hostileEvidence.report.tests as Doc[];
+    for (const name of [...Object.keys(HOSTILE_TESTS), "host_tmp_is_private"]) {
+      const test = tests.find((t) => t.name === `tests::${name}`);
+      const asserted = name === "host_tmp_is_private" ? 1 : (HOSTILE_TESTS[name]?.length ?? 0);
+      probes += asserted;
+      if (test?.outcome !== "passed") {
+        escapes += asserted;
+        broken.push(`the test ${name} ${test === undefined ? "did not run" : test.outcome}`);
+      }
+    }
+    if (hostileJob.status !== "passed")
+      broken.push(`the hostile job ${hostileJob.status}: ${JSON.stringify(hostileJob.failure)}`);
+    if (apiConnections > 0) broken.push(`${apiConnections} connections reached the API port`);
+    if (upstream.connections() > 0) broken.push(`${upstream.connections()} connections reached the gateway's upstream`);
+    figure.push(
+      `${count(probes)} escape attempts from the build script and tests (network ×4, /root, a running job's files, the work root, writes outside, host paths in /proc, no seccomp, 15 filtered system calls): ${escapes} escapes`,
+    );
+
+    // Release the victim; its secret must be as it was.
+    writeFileSync(join(victimSource, "release.txt"), "go\n");
+    const victimJob = await jobs.settle(victim, 600_000);
+    if (victimJob.status !== "passed") broken.push(`the victim job ${victimJob.status}`);
+    if (secretBefore !== "the victim job's secret\n") broken.push("the victim's secret changed while it ran");
+
+    // The fork bomb: the kernel's own count of forks refused at pids.max (pids.events), never a sample.
+    const bombMarker = newMarker("forkbomb");
+    const bomb = await jobs.submit(crate("forkbomb", FORK_BOMB_CRATE), `t1-${bombMarker}`, {
+      arguments: ["--", "--nocapture"],
+      environment: { KILN_MARKER: bombMarker, KILN_PIDS_MAX: String(KILN2_PIDS) },
+    });
+    attemptIds.push(`${bomb}-a1`);
+    const bombJob = await jobs.settle(bomb, 900_000);
+    const bombLog = await jobs.logText(bomb);
+    const kernelRefused = /pids: the kernel refused (\d+) forks at the attempt's limit of (\d+) processes/.exec(
+      bombLog,
+    );
+    const bombLine = /(\d+) forks of the bomb refused/.exec(bombLog);
+    if (bombJob.status !== "passed" || kernelRefused === null)
+      broken.push(
+        `the fork bomb job ${bombJob.status} (${JSON.stringify(bombJob.failure)}); the kernel's refusals: ${kernelRefused?.[1] ?? "none reported"}`,
+      );
+    else
+      figure.push(
+        `fork bomb: the kernel refused ${count(Number(kernelRefused[1]))} forks at pids.max ${kernelRefused[2]} (the bomb itself saw ${count(Number(bombLine?.[1] ?? 0))} refused), its tests passed`,
+      );
+
+    // Memory: 6 GiB touched on a 4 GiB size.
+    const memory = await jobs.submit(crate("memoryhog", MEMORY_HOG_CRATE), `t1-${newMarker("memory")}`);
+    attemptIds.push(`${memory}-a1`);
+    const memoryJob = await jobs.settle(memory, 900_000);
+    const memoryUnit = (await jobs.evidence(memory)).report.units[0];
+    if (memoryJob.status !== "failed" || memoryUnit?.oom_killed !== true)
+      broken.push(`the memory hog: ${memoryJob.status}, oom_killed ${memoryUnit?.oom_killed}`);
+    else figure.push(`memory: OOM-killed at 4 GiB (${memoryJob.failure?.cause})`);
+
+    // Disk: a build script writing until its writes fail.
+    const disk = await jobs.submit(crate("diskfill", DISK_FILL_CRATE), `t1-${newMarker("disk")}`, {
+      operation: "build",
+    });
+    attemptIds.push(`${disk}-a1`);
+    const diskJob = await jobs.settle(disk, 900_000);
+    const diskEvidence = await jobs.evidence(disk);
+    const diskUnit = diskEvidence.report.units[0];
+    const wrote = /kiln-test: wrote (\d+) MiB, then: ([^\n]*)/.exec(await jobs.logText(disk));
+    const dropped = (diskEvidence.report.caches as Doc[]).some((c) => /filled its disk quota/.test(String(c.save)));
+    if (
+      diskJob.status !== "failed" ||
+      diskUnit?.disk_quota_exceeded !== true ||
+      !/filled its disk quota/.test(diskJob.failure?.detail ?? "") ||
+      wrote === null ||
+      Number(wrote[1]) > DISK_QUOTA / MiB ||
+      !dropped
+    )
+      broken.push(
+        `the disk fill: ${diskJob.status} ${JSON.stringify(diskJob.failure)}, disk_quota_exceeded ${diskUnit?.disk_quota_exceeded}, ${wrote?.[0]}, lineage dropped ${dropped}`,
+      );
+    else
+      figure.push(
+        `disk fill: stopped at ${wrote[1]} MiB of a ${DISK_QUOTA / MiB} MiB quota (${wrote[2]?.replace(/ \(os error \d+\).*/, "")}), ${diskJob.failure?.cause} naming the quota, lineage dropped`,
+      );
+
+    // Afterwards: the host clean.
+    await until("the host to remove the attempts' directories", () =>
+      attemptIds.every((id) => !existsSync(join(workRoot, id)) && !existsSync(join(scratchRoot ?? workRoot, id))),
+    );
+    let leftovers = 0;
+    for (const m of markers) {
+      const processes = await processesCarrying(m);
+      leftovers += processes.length;
+      if (processes.length > 0)
+        broken.push(`processes carrying ${m} remain: ${processes.map((p) => p.pid).join(", ")}`);
+    }
+    let cgroups = 0;
+    for (const id of attemptIds) {
+      const left = await cgroupDirectoriesNamed(id);
+      cgroups += left.length;
+      if (left.length > 0) broken.push(`cgroups of ${id} remain: ${left.join(", ")}`);
+    }
+    const mountinfo = await readFile("/proc/self/mountinfo", "utf8");
+    const mounts = mountinfo
+      .split("\n")
+      .filter((l) => l.includes(workRoot) || (scratchRoot !== undefined && l.includes(scratchRoot)));
+    if (mounts.length > 0) broken.push(`mounts remain: ${mounts.join(" | ")}`);
+    const loops = readdirSync("/sys/block")
+      .filter((d) => d.startsWith("loop"))
+      .map((d) => {
+        try {
+          return readFileSync(`/sys/block/${d}/loop/backing_file`, "utf8").trim();
+        } catch {
+          return "";
+        }
+      })
+      .filter((f) => f.startsWith(workRoot) || f.startsWith(e.lineageRoot));
+    if (loops.length > 0) broken.push(`loop devices remain on ${loops.join(", ")}`);
+    const stray = [
+      ...["/tmp", "/usr", "/etc", join(toolchain.path, "bin"), workRoot].flatMap((dir) =>
+        readdirSync(dir)
+          .filter((f) => markers.some((m) => f.includes(m)) && join(dir, f) !== canary)
+          .map((f) => join(dir, f)),
+      ),
+    ];
+    if (stray.length > 0) broken.push(`files outside the jobs' directories: ${stray.join(", ")}`);
+    figure.push(
+      `host afterwards: ${leftovers} processes, ${cgroups} cgroups, ${mounts.length} mounts, ${loops.length} loop devices, ${stray.length} stray files`,
+    );
+    return { figure: figure.join("; "), broken };
+  } finally {
+    rmSync(canary, { force: true });
+    upstream.server.close();
+    await e.close();
+    rmSync(workRoot, { recursive: true, force: true });
+  }
+});
