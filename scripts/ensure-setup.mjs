@@ -62,6 +62,17 @@ const DEBIAN = {
     { pkg: "librust-itoa-dev", proof: "/usr/share/cargo/registry/itoa-1.0.1/Cargo.toml" },
     { pkg: "librust-serde-json-dev", proof: "/usr/share/cargo/registry/serde_json-1.0.87/Cargo.toml" },
     { pkg: "librust-tokio-dev", proof: "/usr/share/cargo/registry/tokio-1.24.2/Cargo.toml" },
+    // bench/inner-loop.mjs: serde_json's dev-dependencies (cargo test resolves them), and the
+    // 7-crate workspace of pest's four crates and three unic crates.
+    { pkg: "librust-automod-dev", proof: "/usr/share/cargo/registry/automod-1.0.3/Cargo.toml" },
+    { pkg: "librust-ref-cast-dev", proof: "/usr/share/cargo/registry/ref-cast-1.0.3/Cargo.toml" },
+    { pkg: "librust-rustversion-dev", proof: "/usr/share/cargo/registry/rustversion-1.0.6/Cargo.toml" },
+    { pkg: "librust-serde-bytes-dev", proof: "/usr/share/cargo/registry/serde_bytes-0.11.5/Cargo.toml" },
+    { pkg: "librust-serde-stacker-dev", proof: "/usr/share/cargo/registry/serde_stacker-0.1.4/Cargo.toml" },
+    { pkg: "librust-trybuild-dev", proof: "/usr/share/cargo/registry/trybuild-1.0.76/Cargo.toml" },
+    { pkg: "librust-pest-derive-dev", proof: "/usr/share/cargo/registry/pest_derive-2.5.2/Cargo.toml" },
+    { pkg: "librust-unic-ucd-version-dev", proof: "/usr/share/cargo/registry/unic-ucd-version-0.9.0/Cargo.toml" },
+    { pkg: "librust-unic-char-range-dev", proof: "/usr/share/cargo/registry/unic-char-range-0.9.0/Cargo.toml" },
   ],
 };
 
@@ -108,6 +119,8 @@ function ensureNpmPackages() {
 
 function build() {
   run(join(root, "node_modules", ".bin", "tsc"), ["-b", ...PACKAGES.map((p) => `packages/${p}`)]);
+  // The `kiln` bin ships bundled (packages/cli/bundle.mjs says why).
+  run(process.execPath, [join(root, "packages", "cli", "bundle.mjs")]);
 }
 
 /**

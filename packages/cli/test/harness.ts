@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readdirSync, statSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -11,8 +11,35 @@ import type * as SignIn from "../../server/test/sign-in.js";
 const here = dirname(fileURLToPath(import.meta.url));
 /** The repository root (this file runs from packages/cli/dist/test). */
 export const REPO_ROOT = resolve(here, "../../../..");
-/** The built `kiln` bin. */
-export const KILN_BIN = join(REPO_ROOT, "packages/cli/dist/src/main.js");
+/** The built `kiln` bin as it ships: tsc's output bundled (packages/cli/bundle.mjs). */
+export const KILN_BIN = join(REPO_ROOT, "packages/cli/dist/bundle/main.js");
+assertBundleFresh();
+
+/**
+ * The tests run the bundle, not tsc's output it is made from: a bundle older than that output
+ * (a build by `tsc -b` alone) would test yesterday's CLI, so it is refused, naming the fix.
+ */
+function assertBundleFresh(): void {
+  const newest = (dir: string): number =>
+    Math.max(
+      0,
+      ...readdirSync(dir, { withFileTypes: true }).map((e) =>
+        e.isDirectory() ? newest(join(dir, e.name)) : e.name.endsWith(".js") ? statSync(join(dir, e.name)).mtimeMs : 0,
+      ),
+    );
+  const sources = newest(join(REPO_ROOT, "packages/cli/dist/src"));
+  let bundled = 0;
+  try {
+    bundled = statSync(KILN_BIN).mtimeMs;
+  } catch {
+    // absent: refused below
+  }
+  if (bundled < sources) {
+    throw new Error(
+      `${KILN_BIN} is missing or older than packages/cli/dist/src: run npm run build (it bundles the CLI)`,
+    );
+  }
+}
 
 /** The server's own test helpers (real app, real storage), loaded from its build. */
 const serverTest = async <T>(name: string): Promise<T> =>

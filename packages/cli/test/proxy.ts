@@ -9,6 +9,8 @@ import { setTimeout as sleep } from "node:timers/promises";
  */
 export class RecordingProxy {
   readonly puts: { upload: string; part: number; status: number }[] = [];
+  /** Every request forwarded: method and path (with its query). */
+  readonly requests: { method: string; path: string }[] = [];
   putDelayMs = 0;
   private server: Server | undefined;
   /** Requests taken but not yet answered by the server (or failed), and who waits for none. */
@@ -22,6 +24,7 @@ export class RecordingProxy {
     const target = new URL(this.target);
     this.server = createServer((req, res) => {
       const put = req.method === "POST" ? /^\/api\/sources\/([^/]+)\/chunks\/(\d+)/.exec(req.url ?? "") : null;
+      this.requests.push({ method: req.method ?? "", path: req.url ?? "" });
       this.inFlight += 1;
       let ended = false;
       const end = () => {

@@ -24,7 +24,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** The repository root (this file runs from packages/mcp/dist/test). */
 export const REPO_ROOT = resolve(here, "../../../..");
 /** The built `kiln` bin. */
-export const KILN_BIN = join(REPO_ROOT, "packages/cli/dist/src/main.js");
+/** The `kiln` bin as it ships (packages/cli/bundle.mjs; packages/cli's test harness checks it is fresh). */
+export const KILN_BIN = join(REPO_ROOT, "packages/cli/dist/bundle/main.js");
 /** The MCP Inspector's CLI (0.15). */
 export const INSPECTOR_CLI = join(REPO_ROOT, "node_modules/@modelcontextprotocol/inspector/cli/build/cli.js");
 

@@ -53,3 +53,28 @@ export function writeLayoutCache(path: string, layout: PreviousLayout): void {
   writeFileSync(temporary, JSON.stringify({ version: 1, packs: layout.packs }), { mode: 0o600 });
   renameSync(temporary, path);
 }
+
+/**
+ * Beside the layout: the generation of the newest upload of a layout that a submitted job
+ * claimed. An upload sources one job, so an unchanged tree's next run needs the generation
+ * after it; starting there reserves once, instead of once per earlier run of the same bytes.
+ */
+const claimedPath = (path: string) => path.replace(/\.json$/, ".claimed.json");
+
+/** The generation a job claimed of this layout, or undefined (another layout, or nothing kept). */
+export function readClaimedGeneration(path: string, layoutSha256: string): number | undefined {
+  try {
+    const parsed = JSON.parse(readFileSync(claimedPath(path), "utf8")) as { layout?: unknown; generation?: unknown };
+    return parsed.layout === layoutSha256 && isCount(parsed.generation) ? (parsed.generation as number) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function writeClaimedGeneration(path: string, layoutSha256: string, generation: number): void {
+  mkdirSync(join(path, ".."), { recursive: true, mode: 0o700 });
+  const target = claimedPath(path);
+  const temporary = `${target}.${process.pid}.tmp`;
+  writeFileSync(temporary, JSON.stringify({ layout: layoutSha256, generation }), { mode: 0o600 });
+  renameSync(temporary, target);
+}

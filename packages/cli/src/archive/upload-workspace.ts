@@ -1,7 +1,7 @@
 import type { KilnClient } from "@kiln/client";
 import type { Capture } from "./capture.js";
 import { type Archive, buildArchive } from "./layout.js";
-import { readLayoutCache, writeLayoutCache } from "./layout-cache.js";
+import { readClaimedGeneration, readLayoutCache, writeLayoutCache } from "./layout-cache.js";
 import { StaleLayoutError, type UploadOptions, type UploadSummary, uploadArchive } from "./upload.js";
 
 export interface WorkspaceUploadOptions extends Omit<UploadOptions, "archive"> {
@@ -26,9 +26,15 @@ export async function uploadWorkspace(
   const previous = layoutCache === undefined ? undefined : readLayoutCache(layoutCache);
   let archive = buildArchive(capture, previous);
   onArchive?.(archive);
+  // The generation after the one the last job of these very bytes claimed (see layout-cache.ts).
+  const claimed = layoutCache === undefined ? undefined : readClaimedGeneration(layoutCache, archive.layoutSha256);
   let summary: UploadSummary;
   try {
-    summary = await uploadArchive(client, { ...upload, archive });
+    summary = await uploadArchive(client, {
+      ...upload,
+      archive,
+      ...(claimed === undefined ? {} : { firstGeneration: claimed + 1 }),
+    });
   } catch (error) {
     if (!(error instanceof StaleLayoutError)) throw error;
     archive = buildArchive(capture);

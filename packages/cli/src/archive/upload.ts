@@ -4,6 +4,8 @@ import { type Archive, FORMAT_VERSION, PART_BYTES, readPart, uploadIdOf } from "
 
 export interface UploadSummary {
   upload: string;
+  /** The upload id's generation (uploadIdOf): which upload of these bytes this is. */
+  generation: number;
   manifest_sha256: string;
   parts_total: number;
   /** Parts sent with sources.chunk.put in this run. */
@@ -22,6 +24,8 @@ export interface UploadOptions {
   readonly concurrency?: number;
   /** Called after every part held: bytes sent so far out of the bytes this run has to send at most. */
   readonly onProgress?: (sent: number, toSend: number) => void;
+  /** The generation to try first (default 0); the ones before it were claimed by earlier jobs. */
+  readonly firstGeneration?: number;
   /** Called with the reserved upload before any part is sent. */
   readonly onReserved?: (upload: string, missingParts: number) => void;
 }
@@ -89,7 +93,8 @@ export async function uploadArchive(client: KilnClient, options: UploadOptions):
     manifest: archive.manifest,
   };
   let reserved: SourceUpload | undefined;
-  for (let generation = 0; generation < MAX_GENERATIONS && reserved === undefined; generation++) {
+  let generation = options.firstGeneration ?? 0;
+  for (const last = generation + MAX_GENERATIONS; generation < last; generation++) {
     const id = uploadIdOf(repository, archive, generation);
     let upload: SourceUpload;
     try {
@@ -100,6 +105,7 @@ export async function uploadArchive(client: KilnClient, options: UploadOptions):
     }
     if (upload.admission.claimed || upload.state === "rejected" || upload.state === "expired") continue;
     reserved = upload;
+    break;
   }
   if (reserved === undefined) throw new UploadError(`no fresh upload id after ${MAX_GENERATIONS} generations`);
   const upload = reserved.upload;
@@ -158,6 +164,7 @@ export async function uploadArchive(client: KilnClient, options: UploadOptions):
   }
   return {
     upload,
+    generation,
     manifest_sha256: archive.manifestSha256,
     parts_total: archive.sources.length,
     parts_sent: partsSent,

@@ -5,7 +5,8 @@ import type { InputOf, KilnClient } from "@kiln/client";
 import { CARGO_OPERATIONS, SIZES } from "@kiln/contract";
 import type { Command } from "commander";
 import { captureWorkspaceConcurrently } from "../archive/capture.js";
-import { layoutCacheDirectory, layoutCachePath } from "../archive/layout-cache.js";
+import type { Archive } from "../archive/layout.js";
+import { layoutCacheDirectory, layoutCachePath, writeClaimedGeneration } from "../archive/layout-cache.js";
 import type { UploadSummary } from "../archive/upload.js";
 import { uploadWorkspace } from "../archive/upload-workspace.js";
 import { findWorkspaceRoot, gitFactsConcurrently, uncommittedPaths, workingDirectory } from "../archive/workspace.js";
@@ -211,15 +212,17 @@ async function runCargo(argv: readonly string[]): Promise<void> {
 
   const capture = await capturing;
   const cacheDirectory = layoutCacheDirectory(process.env);
+  const layoutCache =
+    cacheDirectory === undefined ? undefined : layoutCachePath(cacheDirectory, environment.endpoint, repository);
   const bar = process.stderr.isTTY && !args.json ? progressBar() : undefined;
   let summary: UploadSummary;
+  let layoutSha256: string;
   try {
-    ({ summary } = await uploadWorkspace(client, {
+    let archive: Archive;
+    ({ summary, archive } = await uploadWorkspace(client, {
       repository,
       capture,
-      ...(cacheDirectory === undefined
-        ? {}
-        : { layoutCache: layoutCachePath(cacheDirectory, environment.endpoint, repository) }),
+      ...(layoutCache === undefined ? {} : { layoutCache }),
       onArchive: (archive) =>
         say(
           `${repository}: ${archive.totals.entries} files (${(archive.totals.file_bytes / MB).toFixed(1)} MiB, ${capture.method}) in ${archive.totals.parts} parts${archive.reusedPacks > 0 ? ` (${archive.reusedPacks} packs of the last upload reused)` : ""}`,
@@ -227,6 +230,7 @@ async function runCargo(argv: readonly string[]): Promise<void> {
       ...(args.concurrency === undefined ? {} : { concurrency: args.concurrency }),
       ...(bar === undefined ? {} : { onProgress: (sent, total) => bar.update(sent, total) }),
     }));
+    layoutSha256 = archive.layoutSha256;
   } finally {
     bar?.done();
   }
@@ -257,6 +261,13 @@ async function runCargo(argv: readonly string[]): Promise<void> {
   };
   const key = `cargo-${createHash("sha256").update(JSON.stringify(body)).digest("hex").slice(0, 40)}`;
   job = await client.call("jobs.submit", { body, idempotencyKey: key });
+  if (layoutCache !== undefined) {
+    try {
+      writeClaimedGeneration(layoutCache, layoutSha256, summary.generation);
+    } catch {
+      // Not kept: the next run of these bytes walks past the claimed uploads again.
+    }
+  }
   emit({
     type: "job",
     job,
