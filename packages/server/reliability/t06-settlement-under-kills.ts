@@ -3,7 +3,8 @@
  *
  * PostgreSQL (the scale-out engine, where a server and a host are separate processes). A real
  * `kiln-server serve` (no local host) on a fixed loopback port, and a real remote `kiln-host`
- * (the package's bin: the sandbox executor, real cargo, its own credential) speaking HTTP to it.
+ * (the package's bin: the sandbox executor, real cargo, its own certificate) speaking the host
+ * protocol to its host listener over mutual TLS.
  * One tenant submits KILN_T6_JOBS (50) jobs of a small real crate — `cargo test` and `cargo
  * build` — and cancels a few at seeded moments (queued ones, and running ones). At KILN_T6_KILLS
  * (6) seeded points of the run (after a seeded number of jobs ended, once some job is running,
@@ -31,7 +32,7 @@ import { fileURLToPath } from "node:url";
 import { HEALTH_REPORTED_MESSAGE } from "@kiln/host";
 import { onboardRepository, openStorage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { mintHostEnrollmentToken, redeemHostEnrollment } from "../src/hosts/host-identities.js";
+import { mintHostEnrollmentToken } from "../src/hosts/host-identities.js";
 import { personWithToken } from "../test/harness.js";
 import { inlineSubmission } from "../test/job-fixtures.js";
 import { type ServerProcess, startServerProcess, stopServerProcess } from "../test/server-process.js";
@@ -142,22 +143,25 @@ await runTrial("T6", "settlement under kills", async () => {
   const hostDir = mkdtempSync(join(tmpdir(), "kiln-t6-host-"));
   const storage = await openStorage(database.options);
   const port = await freePort();
+  // Remote hosts speak the host protocol over mutual TLS on the host listener (docs/scale-out.md).
+  const hostPort = await freePort();
   const serverEnv = {
     KILN_DATABASE_URL: databaseUrl,
     KILN_DATA_DIR: serverDir,
     KILN_LOCAL_HOST: "off",
     KILN_LISTEN: `127.0.0.1:${port}`,
+    KILN_HOST_LISTEN: `127.0.0.1:${hostPort}`,
   };
   const origin = `http://127.0.0.1:${port}`;
   let server: ServerProcess | undefined;
   const owner = await personWithToken(storage, { role: "owner", now: new Date() });
   await onboardRepository(storage, { tenantId: owner.tenant, name: REPOSITORY, onboardedBy: "t6" }, new Date());
   const { token } = await mintHostEnrollmentToken(storage, { hostId: "t6-host", createdBy: "t6", now: new Date() });
-  const { credential } = await redeemHostEnrollment(storage, token, new Date());
   const host = new HostProcess({
     ...process.env,
-    KILN_ENDPOINT: origin,
-    KILN_HOST_CREDENTIAL: credential,
+    KILN_ENDPOINT: `https://127.0.0.1:${hostPort}`,
+    // Enrolls once (its certificate is kept in its data dir and survives its kills).
+    KILN_HOST_ENROLLMENT_TOKEN: token,
     KILN_HOST_DATA_DIR: hostDir,
     KILN_HOST_VCPUS: "2",
   });
