@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // usage.export of 100,000 metering records streams in bounded memory (issue 16).
 //
-//   npm run build && [KILN_DATABASE_URL=postgres://…] node bench/usage-export.mjs [--records 100000] [--limit 1000] [--json FILE]
+//   npm run build && [KILN_DATABASE_URL=postgres://…] node bench/usage-export.mjs [--records 100000] [--limit 1000]
+//     [--heap-cap MiB] [--json FILE]
 //
 // Setup (this process): a fresh data dir (SQLite, or the PostgreSQL named by KILN_DATABASE_URL),
 // one tenant, one job settled through the real storage verbs (acceptJob → claimNextJob →
@@ -38,6 +39,14 @@ function option(name, fallback) {
 const RECORDS = Number(option("records", "100000"));
 const LIMIT = Number(option("limit", "1000"));
 const JSON_OUT = option("json", null);
+/** `--heap-cap MiB`: each mode's V8 old space is capped (--max-old-space-size), so a mode that held what it read would fail. */
+const HEAP_CAP = option("heap-cap", null);
+/**
+ * `--sqlite-cache-kib K`: on SQLite, each mode sets its connection's page cache, and the temp
+ * database's (where DISTINCT and ORDER BY build their b-trees), to K KiB. better-sqlite3 builds
+ * SQLite with SQLITE_DEFAULT_CACHE_SIZE=-16000: up to 16,000 KiB for each.
+ */
+const SQLITE_CACHE_KIB = option("sqlite-cache-kib", null);
 const MODE = option("mode", "setup");
 const AS_OF = new Date("2026-12-01T00:00:00.000Z");
 
@@ -107,28 +116,59 @@ if (MODE === "setup") {
 
   const results = {};
   for (const mode of ["baseline", "export", "report"]) {
-    const child = spawnSync(process.execPath, ["--expose-gc", here, "--mode", mode, "--limit", String(LIMIT)], {
-      env: { ...process.env, BENCH_DATA_DIR: dataDir, BENCH_TOKEN: person.token, BENCH_TENANT: person.tenant },
-      encoding: "utf8",
-      maxBuffer: 16 * 2 ** 20,
-    });
+    const child = spawnSync(
+      process.execPath,
+      [
+        "--expose-gc",
+        ...(HEAP_CAP === null ? [] : [`--max-old-space-size=${HEAP_CAP}`]),
+        here,
+        "--mode",
+        mode,
+        "--limit",
+        String(LIMIT),
+        "--records",
+        String(RECORDS),
+        ...(SQLITE_CACHE_KIB === null ? [] : ["--sqlite-cache-kib", SQLITE_CACHE_KIB]),
+      ],
+      {
+        env: { ...process.env, BENCH_DATA_DIR: dataDir, BENCH_TOKEN: person.token, BENCH_TENANT: person.tenant },
+        encoding: "utf8",
+        maxBuffer: 16 * 2 ** 20,
+      },
+    );
+    // Under --heap-cap a mode that holds what it reads runs out of heap: that is the finding, not an error.
+    if (child.status !== 0 && HEAP_CAP !== null && /heap out of memory/.test(child.stderr)) {
+      results[mode] = { outOfMemory: true };
+      continue;
+    }
     if (child.status !== 0) throw new Error(`${mode} failed: ${child.stderr}`);
     if (process.env.BENCH_TRACE) process.stderr.write(child.stderr);
     results[mode] = JSON.parse(child.stdout.trim().split("\n").at(-1));
   }
   console.log("");
   console.log(
-    "| mode | records | pages | time (s) | RSS before (MiB) | peak RSS (MiB) | RSS growth (MiB) | live heap growth (MiB) |",
+    "| mode | records | pages | time (s) | RSS before (MiB) | peak RSS (MiB) | RSS growth (MiB) | live heap growth (MiB) | V8 heap committed growth (MiB) | RSS outside V8 heap growth (MiB) |",
   );
-  console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
+  console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
   for (const [mode, r] of Object.entries(results)) {
+    if (r.outOfMemory) {
+      console.log(`| ${mode} | — | — | — | — | — | — | out of heap at --max-old-space-size=${HEAP_CAP} | — | — |`);
+      continue;
+    }
     console.log(
       `| ${mode} | ${r.records} | ${r.pages} | ${r.seconds.toFixed(2)} | ${r.floorRssMiB.toFixed(0)} | ` +
-        `${r.peakRssMiB.toFixed(0)} | ${(r.peakRssMiB - r.floorRssMiB).toFixed(0)} | ${(r.maxHeapMiB - r.floorHeapMiB).toFixed(1)} |`,
+        `${r.peakRssMiB.toFixed(0)} | ${(r.peakRssMiB - r.floorRssMiB).toFixed(0)} | ${(r.maxHeapMiB - r.floorHeapMiB).toFixed(1)} | ` +
+        `${(r.maxHeapTotalMiB - r.floorHeapTotalMiB).toFixed(0)} | ${(r.maxOutsideHeapMiB - r.floorOutsideHeapMiB).toFixed(0)} |`,
     );
   }
-  if (results.export.records !== RECORDS || results.baseline.records !== RECORDS) {
+  if (HEAP_CAP !== null) console.log(`\n(each mode ran with --max-old-space-size=${HEAP_CAP})`);
+  console.log(`(SQLite page cache, main and temp: ${results.export.sqliteCache ?? "n/a"})`);
+  const ran = Object.values(results).filter((r) => !r.outOfMemory);
+  if (ran.some((r) => r.records !== RECORDS)) {
     throw new Error(`expected ${RECORDS} records in every mode, got ${JSON.stringify(results)}`);
+  }
+  if (results.export.outOfMemory || results.report.outOfMemory) {
+    throw new Error(`the export or the report ran out of heap: ${JSON.stringify(results)}`);
   }
   if (results.export.vcpuSeconds !== results.report.vcpuSeconds) {
     throw new Error(`export totals ${results.export.vcpuSeconds} ≠ report ${results.report.vcpuSeconds}`);
@@ -138,6 +178,18 @@ if (MODE === "setup") {
 } else {
   const dataDir = process.env.BENCH_DATA_DIR;
   const storage = await openStorage({ dataDir, databaseUrl: process.env.KILN_DATABASE_URL });
+  let sqliteCache = null;
+  if (storage.dialect === "sqlite") {
+    const { sql } = await import("kysely");
+    if (SQLITE_CACHE_KIB !== null) {
+      // One connection (the SQLite storage holds one), so the pragmas hold for every request.
+      await sql.raw(`pragma cache_size = -${Number(SQLITE_CACHE_KIB)}`).execute(storage.db);
+      await sql.raw(`pragma temp.cache_size = -${Number(SQLITE_CACHE_KIB)}`).execute(storage.db);
+    }
+    const main = (await sql.raw("pragma cache_size").execute(storage.db)).rows[0];
+    const temp = (await sql.raw("pragma temp.cache_size").execute(storage.db)).rows[0];
+    sqliteCache = `main ${JSON.stringify(main)}, temp ${JSON.stringify(temp)}`;
+  }
   // Every mode loads and readies the same app first, so the peaks differ by what each mode reads.
   const { buildApp } = await import(dist("src/build-app.js"));
   const { LocalBlobStore } = await import("@kiln/storage");
@@ -152,6 +204,19 @@ if (MODE === "setup") {
     logger: false,
   });
   await app.ready();
+  /**
+   * process.memoryUsage() split: V8's committed heap (heapTotal: live objects and garbage not yet
+   * collected) and the rest of RSS (native memory: SQLite's page cache, libpq and socket buffers,
+   * malloc, code). Sampled after every response (a request on SQLite never yields, so a timer could
+   * not sample during one); the high-water marks are kept.
+   */
+  let maxHeapTotalMiB = 0;
+  let maxOutsideHeapMiB = 0;
+  const sampleMemory = () => {
+    const m = process.memoryUsage();
+    maxHeapTotalMiB = Math.max(maxHeapTotalMiB, m.heapTotal / 2 ** 20);
+    maxOutsideHeapMiB = Math.max(maxOutsideHeapMiB, (m.rss - m.heapTotal) / 2 ** 20);
+  };
   const get = async (url) => {
     const res = await app.inject({
       method: "GET",
@@ -165,12 +230,16 @@ if (MODE === "setup") {
     // SQLite every statement completes in microtasks, so a loop of injects that never yields
     // never reaches the check phase and keeps every page's payload (0.27 MiB a page) alive.
     await new Promise((resolve) => setImmediate(resolve));
+    sampleMemory();
     return body;
   };
   // Warm the request path once (route compilation, first statements) outside the measurement.
   await get("/api/usage/export?period=2026-10&limit=1");
   const floorRssMiB = peakRssMiB();
   const floorHeapMiB = liveHeapMiB();
+  const floor = process.memoryUsage();
+  const floorHeapTotalMiB = floor.heapTotal / 2 ** 20;
+  const floorOutsideHeapMiB = (floor.rss - floor.heapTotal) / 2 ** 20;
   let maxHeapMiB = floorHeapMiB;
   const began = performance.now();
   let result;
@@ -182,6 +251,7 @@ if (MODE === "setup") {
       settledBy: AS_OF.toISOString(),
       limit: RECORDS + 1,
     });
+    sampleMemory();
     maxHeapMiB = Math.max(maxHeapMiB, liveHeapMiB());
     result = { records: page.rows.length, pages: 1, vcpuSeconds: null };
   } else if (MODE === "export") {
@@ -212,5 +282,19 @@ if (MODE === "setup") {
   const peak = peakRssMiB();
   await app.close();
   await storage.close();
-  console.log(JSON.stringify({ ...result, seconds, floorRssMiB, peakRssMiB: peak, floorHeapMiB, maxHeapMiB }));
+  console.log(
+    JSON.stringify({
+      ...result,
+      seconds,
+      floorRssMiB,
+      peakRssMiB: peak,
+      floorHeapMiB,
+      maxHeapMiB,
+      floorHeapTotalMiB,
+      maxHeapTotalMiB: Math.max(maxHeapTotalMiB, floorHeapTotalMiB),
+      floorOutsideHeapMiB,
+      maxOutsideHeapMiB: Math.max(maxOutsideHeapMiB, floorOutsideHeapMiB),
+      sqliteCache,
+    }),
+  );
 }
