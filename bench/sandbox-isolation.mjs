@@ -2,7 +2,12 @@
 // What the sandbox's disk quota, seccomp filter and overlays cost (docs/sandbox.md), measured in
 // one run against baselines measured in the same run, interleaved:
 //
-//   npm run build && node bench/sandbox-isolation.mjs [--runs N] [--json FILE]
+//   npm run build && node bench/sandbox-isolation.mjs [--runs N] [--json FILE] [--baseline-host DIR]
+//
+// --baseline-host names the built packages/host of another checkout (e.g. the commit before the
+// disk quota, seccomp filter and overlays: `git worktree add /tmp/old <commit>`, then
+// `npx tsc -b packages/contract packages/storage packages/host` there): its sandbox executor
+// runs the same `true` and builds, interleaved, as the same-run baseline of what changed.
 //
 // 1. target disk, by itself: making a cold one (sparse file + mkfs.ext4) and preparing a warm
 //    one (superblock read + reserve write), as prepareTargetDisk does before every attempt;
@@ -55,12 +60,19 @@ const record = (name, value) => {
 };
 
 const executor = createSandboxExecutor({ cgroupParentName: CGROUP_PARENT });
+const BASELINE = option("baseline-host", null);
+const baselineExecutor =
+  BASELINE === null
+    ? null
+    : (await import(join(BASELINE, "dist", "src", "executor", "sandbox-executor.js"))).createSandboxExecutor({
+        cgroupParentName: CGROUP_PARENT,
+      });
 const toolchain = await admitToolchain("stable");
 const tools = await diskTools();
 
-async function sandboxed(dirs, argv, warm) {
+async function sandboxed(dirs, argv, warm, runner = executor) {
   const started = process.hrtime.bigint();
-  const result = await executor.run({
+  const result = await runner.run({
     attemptId: `bench-iso-${process.pid}-${Math.random().toString(16).slice(2, 10)}`,
     limits: { vcpus: 2, memoryBytes: 4 * 2 ** 30, pids: 1024, diskBytes: QUOTA },
     workspaceDir: dirs.src,
@@ -105,8 +117,8 @@ for (let i = 0; i < RUNS; i++) {
   await prepareTargetDisk(tools, diskDir, QUOTA, OWNER);
   record("disk: warm (superblock read + reserve write)", seconds(start));
   start = process.hrtime.bigint();
-  await waitUntilDetached(tools, join(diskDir, "kiln-target.ext4"));
-  record("disk: detached check (losetup)", seconds(start));
+  await waitUntilDetached(join(diskDir, "kiln-target.ext4"));
+  record("disk: detached check (sysfs)", seconds(start));
   rmSync(diskDir, { recursive: true, force: true });
 
   // 2. The fixed cost.
@@ -117,6 +129,12 @@ for (let i = 0; i < RUNS; i++) {
   record("true: sandbox, cold target disk", await sandboxed(dirs, ["true"], false));
   record("true: sandbox, warm target disk", await sandboxed(dirs, ["true"], true));
   rmSync(dirs.base, { recursive: true, force: true });
+  if (baselineExecutor !== null) {
+    const before = jobDirs("kiln-bench-iso-before-");
+    record("true: sandbox before (baseline host)", await sandboxed(before, ["true"], false, baselineExecutor));
+    record("true: sandbox before, warm (baseline host)", await sandboxed(before, ["true"], true, baselineExecutor));
+    rmSync(before.base, { recursive: true, force: true });
+  }
 }
 
 // 3. A real build, bare and sandboxed, interleaved.
@@ -140,6 +158,20 @@ else
     record("semver build: sandbox, cold", await sandboxed(boxed, ["cargo", "build", "--offline"], false));
     record("semver build: sandbox, no-op", await sandboxed(boxed, ["cargo", "build", "--offline"], true));
     rmSync(boxed.base, { recursive: true, force: true });
+    if (baselineExecutor !== null) {
+      const before = jobDirs("kiln-bench-iso-before-");
+      materialize(crate, before.src);
+      const build = ["cargo", "build", "--offline"];
+      record(
+        "semver build: sandbox before, cold (baseline host)",
+        await sandboxed(before, build, false, baselineExecutor),
+      );
+      record(
+        "semver build: sandbox before, no-op (baseline host)",
+        await sandboxed(before, build, true, baselineExecutor),
+      );
+      rmSync(before.base, { recursive: true, force: true });
+    }
   }
 
 const m = (name) => median(samples[name] ?? []);
@@ -151,4 +183,11 @@ console.log(
     `semver cold sandbox/bare ${(m("semver build: sandbox, cold") / m("semver build: bare, cold")).toFixed(2)}; ` +
     `no-op sandbox/bare ${(m("semver build: sandbox, no-op") / m("semver build: bare, no-op")).toFixed(2)}`,
 );
+if (baselineExecutor !== null)
+  console.log(
+    `  against the baseline host: true warm ${(m("true: sandbox, warm target disk") / m("true: sandbox before, warm (baseline host)")).toFixed(2)}, ` +
+      `true cold ${(m("true: sandbox, cold target disk") / m("true: sandbox before (baseline host)")).toFixed(2)}, ` +
+      `semver cold ${(m("semver build: sandbox, cold") / m("semver build: sandbox before, cold (baseline host)")).toFixed(2)}, ` +
+      `no-op ${(m("semver build: sandbox, no-op") / m("semver build: sandbox before, no-op (baseline host)")).toFixed(2)}`,
+  );
 if (JSON_FILE !== null) writeFileSync(JSON_FILE, JSON.stringify(samples, null, 2));

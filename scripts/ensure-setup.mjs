@@ -23,11 +23,16 @@ const purpose = process.argv.includes("--for") ? process.argv[process.argv.index
 
 /** Debian packages each purpose needs, with a file that proves each is installed. */
 const DEBIAN = {
-  // bubblewrap: the `sandbox` executor (packages/host) runs every attempt in it.
-  start: [{ pkg: "bubblewrap", proof: "/usr/bin/bwrap" }],
+  // bubblewrap: the `sandbox` executor (packages/host) runs every attempt in it; e2fsprogs makes
+  // and sizes each attempt's target disk (mkfs.ext4, dumpe2fs, debugfs: target-disk.ts).
+  start: [
+    { pkg: "bubblewrap", proof: "/usr/bin/bwrap" },
+    { pkg: "e2fsprogs", proof: "/usr/sbin/debugfs" },
+  ],
   test: [
     { pkg: "postgresql-15", proof: "/usr/lib/postgresql/15/bin/initdb" },
     { pkg: "bubblewrap", proof: "/usr/bin/bwrap" },
+    { pkg: "e2fsprogs", proof: "/usr/sbin/debugfs" },
     // A real crate for the end-to-end test and bench/ (Debian's crate sources form an offline
     // directory source); serde only because cargo resolves semver's optional dependency.
     { pkg: "librust-semver-dev", proof: "/usr/share/cargo/registry/semver-1.0.14/Cargo.toml" },
@@ -53,6 +58,7 @@ const DEBIAN = {
   bench: [
     { pkg: "postgresql-15", proof: "/usr/lib/postgresql/15/bin/initdb" },
     { pkg: "bubblewrap", proof: "/usr/bin/bwrap" },
+    { pkg: "e2fsprogs", proof: "/usr/sbin/debugfs" },
     { pkg: "librust-semver-dev", proof: "/usr/share/cargo/registry/semver-1.0.14/Cargo.toml" },
     { pkg: "librust-serde-dev", proof: "/usr/share/cargo/registry/serde-1.0.152/Cargo.toml" },
     { pkg: "librust-regex-dev", proof: "/usr/share/cargo/registry/regex-1.7.1/Cargo.toml" },

@@ -10,9 +10,10 @@ import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, relative } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createClient, type KilnClient } from "@kiln/client";
+import { TARGET_DISK_FILE, withTargetTree } from "@kiln/host";
 import { type SparseRegistry, startSparseRegistry } from "@kiln/host/testing";
 import { onboardRepository } from "@kiln/storage";
 import type { Embedded } from "../../server/test/e2e-jobs.js";
@@ -47,10 +48,20 @@ function filesUnder(root: string): string[] {
   return found;
 }
 
-/** Files under `root` whose path or content holds `needle`. */
-function filesHolding(root: string, needle: string): string[] {
+/**
+ * Files under `root` whose path or content holds `needle`. A lineage's target disk (a sparse
+ * ext4 image, target-disk.ts) is searched as the tree it holds, mounted read-only.
+ */
+async function filesHolding(root: string, needle: string): Promise<string[]> {
   const bytes = Buffer.from(needle);
-  return filesUnder(root).filter((path) => path.includes(needle) || readFileSync(path).includes(bytes));
+  const found: string[] = [];
+  for (const path of filesUnder(root)) {
+    if (basename(path) === TARGET_DISK_FILE) {
+      const inside = await withTargetTree(dirname(path), async (tree) => filesHolding(tree, needle));
+      found.push(...inside.map((p) => `${path}:${p}`));
+    } else if (path.includes(needle) || readFileSync(path).includes(bytes)) found.push(path);
+  }
+  return found;
 }
 
 /** The mask the Rust sources decode the secret with: its text is then in no file of the workspace. */
@@ -451,8 +462,8 @@ credential-provider = ["/bin/sh", "-c", ${JSON.stringify(`echo ran >> '${provide
       "the registry credential receipt": JSON.stringify(receipt),
     });
     // What the host keeps after the job: the crate cache and the warm lineages.
-    assert.deepEqual(filesHolding(embedded.crateRoot, secret), []);
-    assert.deepEqual(filesHolding(embedded.lineageRoot, secret), []);
+    assert.deepEqual(await filesHolding(embedded.crateRoot, secret), []);
+    assert.deepEqual(await filesHolding(embedded.lineageRoot, secret), []);
     assert.equal(existsSync(providerMarker), false, "the workspace's credential-provider ran on the host");
   });
 

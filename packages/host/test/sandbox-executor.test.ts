@@ -54,12 +54,17 @@ describe("sandbox executor specifics", () => {
   it("applies the size's limits to the attempt cgroup and runs it as the unprivileged sandbox uid", async () => {
     const executor = createSandboxExecutor();
     const run = start(executor, { argv: ["sleep", "3"] });
+    let finished = false;
+    void run.done.finally(() => {
+      finished = true;
+    });
+    // Waits for the state, not for a time: the cgroup exists and holds bwrap and the command
+    // (the command sleeps 3 s once started, however long the start took on a loaded machine).
     let directories: string[] = [];
-    for (let i = 0; i < 50 && directories.length === 0; i++) {
+    while (!finished && ((await hostProcessesMatching(run.attemptId, true)).length < 2 || directories.length === 0)) {
       await sleep(50);
       directories = await cgroupDirectoriesNamed(run.attemptId);
     }
-    await sleep(300);
     const files = new Map<string, string>();
     for (const dir of directories)
       for (const name of [

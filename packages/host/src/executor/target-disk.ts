@@ -31,7 +31,7 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
-import { access, mkdir, open, readdir, rm, rmdir, stat } from "node:fs/promises";
+import { access, mkdir, open, readdir, readFile, realpath, rm, rmdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
@@ -85,7 +85,6 @@ export interface DiskTools {
   readonly mkfs: string;
   readonly dumpe2fs: string;
   readonly debugfs: string;
-  readonly losetup: string;
   readonly mount: string;
   readonly umount: string;
 }
@@ -109,10 +108,10 @@ let resolvedTools: Promise<DiskTools> | null = null;
 /** The tools, found once per process (a failure is retried on the next call). */
 export function diskTools(): Promise<DiskTools> {
   resolvedTools ??= (async () => {
-    const [mkfs, dumpe2fs, debugfs, losetup, mount, umount] = await Promise.all(
-      ["mkfs.ext4", "dumpe2fs", "debugfs", "losetup", "mount", "umount"].map(findTool),
+    const [mkfs, dumpe2fs, debugfs, mount, umount] = await Promise.all(
+      ["mkfs.ext4", "dumpe2fs", "debugfs", "mount", "umount"].map(findTool),
     );
-    return { mkfs, dumpe2fs, debugfs, losetup, mount, umount } as DiskTools;
+    return { mkfs, dumpe2fs, debugfs, mount, umount } as DiskTools;
   })();
   resolvedTools.catch(() => {
     resolvedTools = null;
@@ -138,13 +137,25 @@ export async function readGeometry(tools: DiskTools, image: string): Promise<Dis
   };
 }
 
-/** The loop devices backing `image` (util-linux compares device and inode, so a renamed image is still found). */
-async function attachedLoopDevices(tools: DiskTools, image: string): Promise<string[]> {
-  const { stdout } = await run(tools.losetup, ["--associated", image, "--noheadings", "--output", "NAME"]);
-  return stdout
-    .split("\n")
-    .map((l) => l.trim())
-    .filter((l) => l !== "");
+/**
+ * The loop devices backing `image`, from sysfs (`/sys/block/loopN/loop/backing_file` exists
+ * only while the device is attached, and names its file's current path): no process to start,
+ * so the check before and after every attempt costs well under a millisecond.
+ */
+async function attachedLoopDevices(path: string): Promise<string[]> {
+  // sysfs names the file by its resolved path.
+  const image = await realpath(path).catch(() => path);
+  const devices = (await readdir("/sys/block").catch(() => [] as string[])).filter((d) => d.startsWith("loop"));
+  const attached: string[] = [];
+  for (const device of devices) {
+    try {
+      const backing = (await readFile(join("/sys/block", device, "loop", "backing_file"), "utf8")).trim();
+      if (backing === image || backing === `${image} (deleted)`) attached.push(device);
+    } catch {
+      // Not attached (no loop/ directory), or detached while we looked.
+    }
+  }
+  return attached;
 }
 
 /**
@@ -152,10 +163,10 @@ async function attachedLoopDevices(tools: DiskTools, image: string): Promise<str
  * kernel's deferred work, then its autoclear loop device. Returns false (and leaves it) if it
  * is still held after `timeoutMs` — a kernel that never lets go, not a slow one.
  */
-export async function waitUntilDetached(tools: DiskTools, image: string, timeoutMs = 60_000): Promise<boolean> {
+export async function waitUntilDetached(image: string, timeoutMs = 60_000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (let delay = 2; ; delay = Math.min(delay * 2, 100)) {
-    if ((await attachedLoopDevices(tools, image)).length === 0) return true;
+    if ((await attachedLoopDevices(image)).length === 0) return true;
     if (Date.now() > deadline) return false;
     await sleep(delay);
   }
@@ -237,7 +248,7 @@ export async function prepareTargetDisk(
       await Promise.all(entries.map((e) => rm(join(targetDir, e), { recursive: true, force: true })));
     }
     fresh = true;
-  } else if (!(await waitUntilDetached(tools, image))) {
+  } else if (!(await waitUntilDetached(image))) {
     throw new Error(`the target disk ${image} is still attached to a loop device from an earlier attempt`);
   }
   const virtualBytes = Math.max(TARGET_DISK_VIRTUAL_BYTES, 2 * quotaBytes);
@@ -287,8 +298,7 @@ export async function withTargetTree<T>(targetDir: string, read: (tree: string) 
   const image = join(targetDir, TARGET_DISK_FILE);
   if (!(await exists(image))) return read(targetDir);
   const tools = await diskTools();
-  if (!(await waitUntilDetached(tools, image)))
-    throw new Error(`the target disk ${image} is still attached to a loop device`);
+  if (!(await waitUntilDetached(image))) throw new Error(`the target disk ${image} is still attached to a loop device`);
   const view = join(targetDir, `kiln-target.view-${randomBytes(4).toString("hex")}`);
   await mkdir(view, { mode: 0o700 });
   try {
