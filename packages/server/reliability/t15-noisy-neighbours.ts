@@ -8,10 +8,12 @@
  *
  * - a noisy agent credential (its limit KILN_T15_LIMIT = 120 requests a minute) sends jobs.get at
  *   ten times that rate;
- * - the noisy tenant's workers send, back to back: sources.reserve with a manifest of 40,000
- *   files (about 7 MB of JSON), jobs.submit with an inline source of 15 MB of JSON (valid) and one
- *   of 17 MiB (past the operation's 16 MiB limit), and sources.chunk.put of 4 MiB parts of a
- *   reserved 16 GiB upload until its allowance refuses.
+ * - the noisy tenant's three workers, in a child process of their own (so the quiet tenant's
+ *   latencies are the server's, not this process's), send back to back: sources.reserve with a
+ *   manifest of 40,000 files (about 7 MB of JSON); jobs.submit with an inline source of 15 MB of
+ *   JSON (valid) and one of 17 MiB (past the operation's 16 MiB limit); and sources.chunk.put of
+ *   4 MiB parts of 1 GiB uploads (an upload's regular-file budget), one upload after another
+ *   until the tenant's 32 unclaimed uploads or 16 GiB of reservations refuse.
  *
  * Broken: in any 60 s window (by the client's clock, at each answer) the noisy credential had more
  * requests accepted than its limit + 5 %; a quiet request answered other than 200; and, as a
