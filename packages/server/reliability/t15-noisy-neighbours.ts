@@ -8,10 +8,12 @@
  *
  * - a noisy agent credential (its limit KILN_T15_LIMIT = 120 requests a minute) sends jobs.get at
  *   ten times that rate;
- * - the noisy tenant's workers send, back to back: sources.reserve with a manifest of 40,000
- *   files (about 7 MB of JSON), jobs.submit with an inline source of 15 MB of JSON (valid) and one
- *   of 17 MiB (past the operation's 16 MiB limit), and sources.chunk.put of 4 MiB parts of a
- *   reserved 16 GiB upload until its allowance refuses.
+ * - the noisy tenant's three workers, in a child process of their own (so the quiet tenant's
+ *   latencies are the server's, not this process's), send back to back: sources.reserve with a
+ *   manifest of 40,000 files (about 7 MB of JSON); jobs.submit with an inline source of 15 MB of
+ *   JSON (valid) and one of 17 MiB (past the operation's 16 MiB limit); and sources.chunk.put of
+ *   4 MiB parts of 1 GiB uploads (an upload's regular-file budget), one upload after another
+ *   until the tenant's 32 unclaimed uploads or 16 GiB of reservations refuse.
  *
  * Broken: in any 60 s window (by the client's clock, at each answer) the noisy credential had more
  * requests accepted than its limit + 5 %; a quiet request answered other than 200; and, as a
@@ -20,9 +22,11 @@
  * other work) it measures the machine, so this trial runs alone on a quiet machine, under
  * `npm run reliability -- t15`, never in `npm test`.
  */
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { onboardRepository, openStorage } from "@kiln/storage";
 import { personWithToken } from "../test/harness.js";
 import { inlineSubmission } from "../test/job-fixtures.js";
@@ -73,6 +77,170 @@ async function quietLoad(base: string, tokens: readonly string[], jobId: string,
     await sleep(Math.max(0, next - Date.now()));
   }
   await Promise.all(pending);
+}
+
+interface NoisyTally {
+  manifests: number;
+  bodies: number;
+  parts: number;
+  partsRefused: number;
+  reservationsRefused: number;
+  failed: number;
+  broken: string[];
+}
+
+/** The noisy tenant's load (in a child process): huge manifests, huge bodies, its disk allowance filled. */
+async function noisyTenantRequests(config: { base: string; token: string; until: number }): Promise<NoisyTally> {
+  const { base, until } = config;
+  const noisy: NoisyTally = {
+    manifests: 0,
+    bodies: 0,
+    parts: 0,
+    partsRefused: 0,
+    reservationsRefused: 0,
+    failed: 0,
+    broken: [],
+  };
+  const fail = (what: string) => noisy.broken.push(what);
+  const noisyTenant = { token: config.token };
+  let keys = 0;
+  const post = (token: string, path: string, body: string | Buffer, type = "application/json") =>
+    fetch(`${base}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": type, "idempotency-key": `t15-noisy-${++keys}` },
+      body,
+    });
+  const bigManifest = JSON.stringify(
+    archiveOf(
+      Array.from({ length: 40_000 }, (_, i) => ({ path: `src/m${i}/f.rs`, content: `// ${i}\n` })),
+      [],
+      { repository: REPOSITORY },
+    ).reservation,
+  );
+  const counted = (work: Promise<void>) =>
+    work.catch(() => {
+      noisy.failed += 1;
+    });
+  const manifests = (async () => {
+    while (Date.now() < until) {
+      const res = await post(noisyTenant.token, "/api/sources", bigManifest);
+      await res.arrayBuffer();
+      noisy.manifests += 1;
+    }
+  })();
+  const bigSource = (bytes: number) => {
+    const body = inlineSubmission(REPOSITORY);
+    body.workspace.source.files.push({ path: "src/huge.rs", bytes: Array(bytes).fill(48), executable: false });
+    body.workspace.source.files.sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
+    return JSON.stringify(body);
+  };
+  const hugeValid = bigSource(5_000_000); // about 15 MB of JSON
+  const tooLarge = `${hugeValid.slice(0, -1)}${" ".repeat(17 * 2 ** 20 - hugeValid.length)}}`;
+  const bodies = (async () => {
+    for (let n = 0; Date.now() < until; n++) {
+      const res = await post(noisyTenant.token, "/api/v4/jobs", n % 2 === 0 ? hugeValid : tooLarge);
+      await res.arrayBuffer();
+      noisy.bodies += 1;
+    }
+  })();
+  const part = Buffer.alloc(4 * 2 ** 20, 7);
+  const partCount = 256; // one upload: one file of 1 GiB, an upload's regular-file budget
+  const partDigest = sha256(part);
+  const diskFill = (async () => {
+    // Uploads of one 1 GiB file each (256 parts of 4 MiB), one after another until refused:
+    // the tenant's 32 unclaimed uploads and 16 GiB of reservations are its disk allowance.
+    const perFile = 256;
+    const files = Array.from({ length: partCount / perFile }, (_, f) => ({
+      kind: "file",
+      path: `src/fill${String(f).padStart(2, "0")}.bin`,
+      executable: false,
+      size: part.length * perFile,
+      sha256: "0".repeat(64),
+      segments: Array.from({ length: perFile }, (_, i) => ({
+        part: f * perFile + i + 1,
+        offset: 0,
+        length: part.length,
+      })),
+    }));
+    const reservation = {
+      repository: REPOSITORY,
+      format_version: 1,
+      totals: {
+        file_bytes: part.length * partCount,
+        entries: files.length,
+        directories: 1,
+        metadata_bytes: files.reduce(
+          (n, f) => n + Buffer.byteLength(`file\t0\t${f.size}\t${f.sha256}\t${f.path}\n`),
+          0,
+        ),
+        parts: partCount,
+        part_bytes: part.length * partCount,
+      },
+      manifest: {
+        entries: files,
+        parts: Array.from({ length: partCount }, (_, i) => ({ part: i + 1, sha256: partDigest, bytes: part.length })),
+      },
+    };
+    for (let k = 0; Date.now() < until; k++) {
+      const reserved = await post(noisyTenant.token, "/api/sources", JSON.stringify(reservation));
+      if (reserved.status !== 200) {
+        noisy.reservationsRefused += 1;
+        if (k === 0) fail(`the disk-filling reservation was refused: ${(await reserved.text()).slice(0, 200)}`);
+        else await reserved.arrayBuffer();
+        return;
+      }
+      const upload = ((await reserved.json()) as { upload: string }).upload;
+      for (let n = 1; Date.now() < until && n <= partCount; n++) {
+        const res = await fetch(
+          `${base}/api/sources/${upload}/chunks/${n}?repository=${encodeURIComponent(REPOSITORY)}`,
+          {
+            method: "POST",
+            headers: {
+              authorization: `Bearer ${noisyTenant.token}`,
+              "content-type": "application/octet-stream",
+              "idempotency-key": upload,
+            },
+            body: part,
+          },
+        );
+        await res.arrayBuffer();
+        if (res.status === 204) noisy.parts += 1;
+        else noisy.partsRefused += 1;
+      }
+    }
+  })();
+  await Promise.all([counted(manifests), counted(bodies), counted(diskFill)]);
+  return noisy;
+}
+
+/** Runs noisyTenantRequests in a child process (this file, with NOISY_CONFIG) and resolves with its tally. */
+function runNoisyTenant(config: { base: string; token: string; until: number }): Promise<NoisyTally> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [fileURLToPath(import.meta.url)], {
+      env: { ...process.env, [NOISY_CONFIG]: JSON.stringify(config) },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk: string) => {
+      out += chunk;
+    });
+    child.once("exit", (code) => {
+      try {
+        resolve(JSON.parse(out) as NoisyTally);
+      } catch {
+        reject(new Error(`the noisy tenant's process exited ${code}: ${out.slice(0, 400)}`));
+      }
+    });
+  });
+}
+
+const NOISY_CONFIG = "KILN_T15_NOISY_TENANT";
+
+const noisyConfig = process.env[NOISY_CONFIG];
+if (noisyConfig !== undefined) {
+  process.stdout.write(JSON.stringify(await noisyTenantRequests(JSON.parse(noisyConfig))));
+  process.exit(0);
 }
 
 await runTrial("T15", "noisy neighbours", async () => {
@@ -133,6 +301,7 @@ await runTrial("T15", "noisy neighbours", async () => {
       parts: 0,
       partsRefused: 0,
       reservationsRefused: 0,
+      failed: 0,
     };
     const noisyAgentLoad = (async () => {
       const pending: Promise<void>[] = [];
@@ -148,113 +317,25 @@ await runTrial("T15", "noisy neighbours", async () => {
               else if (res.status === 429) noisy.refused += 1;
               else noisy.other += 1;
             },
+            () => {
+              noisy.failed += 1;
+            },
           ),
         );
         await sleep(Math.max(0, start + (n * 1000) / rate - Date.now()));
       }
       await Promise.all(pending);
     })();
-    const bigManifest = JSON.stringify(
-      archiveOf(
-        Array.from({ length: 40_000 }, (_, i) => ({ path: `src/m${i}/f.rs`, content: `// ${i}\n` })),
-        [],
-        { repository: REPOSITORY },
-      ).reservation,
-    );
-    const manifests = (async () => {
-      while (Date.now() < until) {
-        const res = await post(noisyTenant.token, "/api/sources", bigManifest);
-        await res.arrayBuffer();
-        noisy.manifests += 1;
-      }
-    })();
-    const bigSource = (bytes: number) => {
-      const body = inlineSubmission(REPOSITORY);
-      body.workspace.source.files.push({ path: "src/huge.rs", bytes: Array(bytes).fill(48), executable: false });
-      body.workspace.source.files.sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
-      return JSON.stringify(body);
-    };
-    const hugeValid = bigSource(5_000_000); // about 15 MB of JSON
-    const tooLarge = `${hugeValid.slice(0, -1)}${" ".repeat(17 * 2 ** 20 - hugeValid.length)}}`;
-    const bodies = (async () => {
-      for (let n = 0; Date.now() < until; n++) {
-        const res = await post(noisyTenant.token, "/api/v4/jobs", n % 2 === 0 ? hugeValid : tooLarge);
-        await res.arrayBuffer();
-        noisy.bodies += 1;
-      }
-    })();
-    const part = Buffer.alloc(4 * 2 ** 20, 7);
-    const partCount = 256; // one upload: one file of 1 GiB, an upload's regular-file budget
-    const partDigest = sha256(part);
-    const diskFill = (async () => {
-      // Uploads of one 1 GiB file each (256 parts of 4 MiB), one after another until refused:
-      // the tenant's 32 unclaimed uploads and 16 GiB of reservations are its disk allowance.
-      const perFile = 256;
-      const files = Array.from({ length: partCount / perFile }, (_, f) => ({
-        kind: "file",
-        path: `src/fill${String(f).padStart(2, "0")}.bin`,
-        executable: false,
-        size: part.length * perFile,
-        sha256: "0".repeat(64),
-        segments: Array.from({ length: perFile }, (_, i) => ({
-          part: f * perFile + i + 1,
-          offset: 0,
-          length: part.length,
-        })),
-      }));
-      const reservation = {
-        repository: REPOSITORY,
-        format_version: 1,
-        totals: {
-          file_bytes: part.length * partCount,
-          entries: files.length,
-          directories: 1,
-          metadata_bytes: files.reduce(
-            (n, f) => n + Buffer.byteLength(`file\t0\t${f.size}\t${f.sha256}\t${f.path}\n`),
-            0,
-          ),
-          parts: partCount,
-          part_bytes: part.length * partCount,
-        },
-        manifest: {
-          entries: files,
-          parts: Array.from({ length: partCount }, (_, i) => ({ part: i + 1, sha256: partDigest, bytes: part.length })),
-        },
-      };
-      for (let k = 0; Date.now() < until; k++) {
-        const reserved = await post(noisyTenant.token, "/api/sources", JSON.stringify(reservation));
-        if (reserved.status !== 200) {
-          noisy.reservationsRefused += 1;
-          if (k === 0) fail(`the disk-filling reservation was refused: ${(await reserved.text()).slice(0, 200)}`);
-          else await reserved.arrayBuffer();
-          return;
-        }
-        const upload = ((await reserved.json()) as { upload: string }).upload;
-        for (let n = 1; Date.now() < until && n <= partCount; n++) {
-          const res = await fetch(
-            `${base}/api/sources/${upload}/chunks/${n}?repository=${encodeURIComponent(REPOSITORY)}`,
-            {
-              method: "POST",
-              headers: {
-                authorization: `Bearer ${noisyTenant.token}`,
-                "content-type": "application/octet-stream",
-                "idempotency-key": upload,
-              },
-              body: part,
-            },
-          );
-          await res.arrayBuffer();
-          if (res.status === 204) noisy.parts += 1;
-          else noisy.partsRefused += 1;
-        }
-      }
-    })();
+    // The noisy tenant's requests come from a process of their own, so that the quiet tenant's
+    // latencies are the server's and not this process's, busy sending 15 MB bodies.
+    const noisyTenantLoad = runNoisyTenant({ base, token: noisyTenant.token, until });
     await Promise.all([
       quietLoad(base, quietTokens, jobId, until, beside),
       noisyAgentLoad,
-      manifests,
-      bodies,
-      diskFill,
+      noisyTenantLoad.then(({ broken: theirs, ...tally }) => {
+        Object.assign(noisy, tally);
+        for (const line of theirs) fail(`noisy tenant: ${line}`);
+      }),
     ]);
 
     // ---- verdicts.
@@ -282,7 +363,7 @@ await runTrial("T15", "noisy neighbours", async () => {
         `${worstWindow} accepted in any 60 s window (≤ ${Math.floor(LIMIT * 1.05)} allowed), ${count(noisy.refused)} ` +
         `rate_limited, ${noisy.other} other; noisy tenant: ${noisy.manifests} 40,000-file manifests, ${noisy.bodies} ` +
         `15–17 MiB submissions, ${noisy.parts} 4 MiB parts stored (${noisy.partsRefused} refused, ` +
-        `${noisy.reservationsRefused} reservations refused); quiet tenant ` +
+        `${noisy.reservationsRefused} reservations refused), ${noisy.failed} noisy connections failed; quiet tenant ` +
         `(jobs.get and jobs.list at ${QUIET_RATE}/s): p50 ${percentile(alone.latencies, 50).toFixed(1)} → ` +
         `${percentile(beside.latencies, 50).toFixed(1)} ms, p99 ${p99Alone.toFixed(1)} ms alone → ` +
         `${p99Beside.toFixed(1)} ms beside the noise (× ${ratio.toFixed(2)}; ≤ ${RATIO} promised), ` +
