@@ -52,7 +52,8 @@ export interface LineageAffinity {
  * at commit. At its limit after all, the tenant is passed over (its queued jobs annotated) and
  * the claim peeks again without it. Otherwise the claim takes the tenant's oldest queued job
  * `FOR UPDATE SKIP LOCKED`: because no claim locks a held tenant's job before holding its
- * controls row, that is the tenant's oldest, so a held tenant's jobs start in queue order. The
+ * controls row, that is the tenant's oldest, so a held tenant's jobs start in queue order (with
+ * placement by lineage, in queue order among those this host may take, its lineages' first). The
  * controls row is also locked by operator.tenants.controls.set, which waits on no job row;
  * annotating other queued jobs skips rows another transaction holds rather than waiting
  * (annotate-tenant-queue.ts), so the order controls row → job rows cannot deadlock. On SQLite
