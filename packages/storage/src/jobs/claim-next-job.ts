@@ -67,8 +67,9 @@ export interface LineageAffinity {
  * Placement by lineage (`lineageAffinity`): a host prefers the queued jobs whose live lineage it
  * holds (`lineages.host`) — they go before older jobs, in the peek and in the tenant's pick alike
  * — and passes over a job whose lineage another host holds while that host is live and admitting
- * (serving, admission open, seen within `hostFreshSeconds` or holding an unexpired lease, with
- * enough vCPUs in all for the job's size) and the job has been queued for less than `waitSeconds`.
+ * (serving, admission open, seen within `hostFreshSeconds` or holding an unexpired lease, no
+ * lease of it lapsed since it was last seen, enough vCPUs in all for the job's size) and the job
+ * has been queued for less than `waitSeconds`.
  * After that any host takes it, cold. A job whose lineage host is drained, closed on an
  * impairment, gone, or too small is taken at once. Locking: the lineage and its host are read
  * without locks, in the statements that peek and pick (each a fresh snapshot at READ COMMITTED).
@@ -289,6 +290,26 @@ function lineagePlacement(
                   .where("leased.lease_expires_at", ">", now),
               ),
             ]),
+          )
+          // A host one of whose leases lapsed (an attempt recorded lost) since it was last seen
+          // stopped renewing: gone, though its last sign of life is recent (a killed host's
+          // requeued job does not wait for it).
+          .where((live) =>
+            live.not(
+              live.exists(
+                live
+                  .selectFrom("attempts as lapsed")
+                  .select("lapsed.job_id")
+                  .whereRef("lapsed.host_id", "=", "h.id")
+                  .where("lapsed.state", "=", "lost")
+                  .where((since) =>
+                    since.or([
+                      since("h.last_heartbeat_at", "is", null),
+                      since("lapsed.finished_at", ">", since.ref("h.last_heartbeat_at")),
+                    ]),
+                  ),
+              ),
+            ),
           ),
       ),
     ]);
