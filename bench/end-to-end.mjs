@@ -216,7 +216,7 @@ async function startKiln() {
 
   /** A repository of its own per measurement round: its first job is a genuinely cold lineage. */
   async function onboard(name) {
-    await onboardRepository(storage, { tenantId: member.tenant, name, onboardedBy: "bench" });
+    await onboardRepository(storage, { tenantId: member.tenant, name, onboardedBy: "bench" }, new Date());
     return name;
   }
 

@@ -8,6 +8,7 @@ import {
   insertJob,
   type LineageAffinity,
   raiseHostImpairment,
+  reclaimExpiredLeases,
   recordLineageSave,
   registerHost,
   type Storage,
@@ -170,6 +171,43 @@ for (const dialect of DIALECTS) {
         await enqueue(a, "job_widget", clock);
         assert.equal(await claim(b, "host-b", clock), undefined);
         assert.equal((await claim(a, "host-a", clock))?.job.id, "job_widget");
+      });
+    });
+
+    it("a job whose lineage host let a lease lapse since it was last seen is taken at once, though it was seen lately", async () => {
+      await withHosts(dialect, async (a, b, clock) => {
+        // host-a runs two attempts: one leased for 20 s, one for an hour.
+        for (const [id, leaseSeconds] of [
+          ["job_short", 20],
+          ["job_long", 3600],
+        ] as const) {
+          await enqueue(a, id, clock, `acme/${id}`);
+          const placed = await claimNextJob(a, {
+            hostId: "host-a",
+            freeVcpus: 16,
+            vcpusOfSize: VCPUS_OF_SIZE,
+            leaseSeconds,
+            now: clock.now(),
+            lineageAffinity: AFFINITY,
+          });
+          assert.equal(placed?.job.id, id);
+        }
+        await clock.advance(21_000);
+        await enqueue(a, "job_widget", clock);
+        assert.equal(await claim(b, "host-b", clock), undefined, "seen 21 s ago: live, the job waits");
+        // The short lease lapsed: the reaper records the attempt lost.
+        assert.deepEqual(
+          (await reclaimExpiredLeases(a, clock.now())).map((r) => r.jobId),
+          ["job_short"],
+        );
+        const placed = await claim(b, "host-b", clock);
+        assert.ok(placed && ["job_widget", "job_short"].includes(placed.job.id));
+        const next = await claim(b, "host-b", clock);
+        assert.deepEqual(
+          [placed.job.id, next?.job.id].sort(),
+          ["job_short", "job_widget"],
+          "host-a stopped renewing: neither waits for it",
+        );
       });
     });
 

@@ -52,7 +52,8 @@ export interface LineageAffinity {
  * at commit. At its limit after all, the tenant is passed over (its queued jobs annotated) and
  * the claim peeks again without it. Otherwise the claim takes the tenant's oldest queued job
  * `FOR UPDATE SKIP LOCKED`: because no claim locks a held tenant's job before holding its
- * controls row, that is the tenant's oldest, so a held tenant's jobs start in queue order. The
+ * controls row, that is the tenant's oldest, so a held tenant's jobs start in queue order (with
+ * placement by lineage, in queue order among those this host may take, its lineages' first). The
  * controls row is also locked by operator.tenants.controls.set, which waits on no job row;
  * annotating other queued jobs skips rows another transaction holds rather than waiting
  * (annotate-tenant-queue.ts), so the order controls row → job rows cannot deadlock. On SQLite
@@ -66,8 +67,9 @@ export interface LineageAffinity {
  * Placement by lineage (`lineageAffinity`): a host prefers the queued jobs whose live lineage it
  * holds (`lineages.host`) — they go before older jobs, in the peek and in the tenant's pick alike
  * — and passes over a job whose lineage another host holds while that host is live and admitting
- * (serving, admission open, seen within `hostFreshSeconds` or holding an unexpired lease, with
- * enough vCPUs in all for the job's size) and the job has been queued for less than `waitSeconds`.
+ * (serving, admission open, seen within `hostFreshSeconds` or holding an unexpired lease, no
+ * lease of it lapsed since it was last seen, enough vCPUs in all for the job's size) and the job
+ * has been queued for less than `waitSeconds`.
  * After that any host takes it, cold. A job whose lineage host is drained, closed on an
  * impairment, gone, or too small is taken at once. Locking: the lineage and its host are read
  * without locks, in the statements that peek and pick (each a fresh snapshot at READ COMMITTED).
@@ -288,6 +290,26 @@ function lineagePlacement(
                   .where("leased.lease_expires_at", ">", now),
               ),
             ]),
+          )
+          // A host one of whose leases lapsed (an attempt recorded lost) since it was last seen
+          // stopped renewing: gone, though its last sign of life is recent (a killed host's
+          // requeued job does not wait for it).
+          .where((live) =>
+            live.not(
+              live.exists(
+                live
+                  .selectFrom("attempts as lapsed")
+                  .select("lapsed.job_id")
+                  .whereRef("lapsed.host_id", "=", "h.id")
+                  .where("lapsed.state", "=", "lost")
+                  .where((since) =>
+                    since.or([
+                      since("h.last_heartbeat_at", "is", null),
+                      since("lapsed.finished_at", ">", since.ref("h.last_heartbeat_at")),
+                    ]),
+                  ),
+              ),
+            ),
           ),
       ),
     ]);
