@@ -40,7 +40,8 @@ if (!existsSync(dist("src/build-app.js")) || !existsSync(dist("test/debian-crate
   process.exit(1);
 }
 
-const { LocalBlobStore, onboardRepository, openStorage, systemClock } = await import("@kiln/storage");
+const { LocalBlobStore, onboardRepository, openStorage } = await import("@kiln/storage");
+const { systemClock } = await import("@kiln/contract");
 const { admitToolchain, createSandboxExecutor } = await import("@kiln/host");
 const { buildApp } = await import(dist("src/build-app.js"));
 const { jobActivity } = await import(dist("src/jobs/job-activity.js"));
@@ -162,6 +163,13 @@ async function bare(workspace, targetDir) {
   };
 }
 
+function silentLogger() {
+  const noop = () => {};
+  const logger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, fatal: noop };
+  logger.child = () => logger;
+  return logger;
+}
+
 // ---------------------------------------------------------------------------------------------
 // kiln, wired like `kiln-server serve`
 
@@ -183,7 +191,7 @@ async function startKiln() {
   mkdirSync(join(dataDir, "attempts"));
   const lineageRoot = join(dataDir, "lineages");
   const host = await startLocalHost(
-    { storage, blobs, clock: systemClock },
+    { storage, blobs, clock: systemClock, log: silentLogger() },
     {
       workRoot: join(dataDir, "attempts"),
       lineageRoot,
@@ -214,7 +222,7 @@ async function startKiln() {
 
   /** A repository of its own per measurement round: its first job is a genuinely cold lineage. */
   async function onboard(name) {
-    await onboardRepository(storage, { tenantId: member.tenant, name, onboardedBy: "bench" });
+    await onboardRepository(storage, { tenantId: member.tenant, name, onboardedBy: "bench" }, new Date());
     return name;
   }
 
