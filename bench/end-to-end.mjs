@@ -185,7 +185,7 @@ async function startKiln() {
   mkdirSync(join(dataDir, "attempts"));
   const lineageRoot = join(dataDir, "lineages");
   const host = await startLocalHost(
-    { storage, blobs, clock: systemClock, notifications },
+    { storage, blobs, clock: systemClock, log: silentLogger, notifications },
     {
       workRoot: join(dataDir, "attempts"),
       lineageRoot,
