@@ -44,6 +44,8 @@ export interface ServerConfig {
   readonly dogfoodTenant: string | undefined;
   /** KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS (default 300; 0 off): how often the trial's ledger audit runs. */
   readonly dogfoodAuditIntervalSeconds: number;
+  /** KILN_RETENTION_SWEEP_SECONDS (default 3600; 0 off): how often expired artifacts' bytes are deleted. */
+  readonly retentionSweepSeconds: number;
   /**
    * KILN_BLOB_URL (`s3://bucket/prefix?endpoint=…&region=…&force_path_style=true`): blobs in
    * S3-compatible object storage, credentials from the AWS SDK chain; undefined keeps them as
@@ -148,6 +150,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     notifications: onOffFromEnv(env, "KILN_NOTIFICATIONS", true),
     dogfoodTenant: env.KILN_DOGFOOD_TENANT?.trim() || undefined,
     dogfoodAuditIntervalSeconds: secondsFromEnv(env, "KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS", 300),
+    retentionSweepSeconds: secondsFromEnv(env, "KILN_RETENTION_SWEEP_SECONDS", 3600),
     blobLocation: env.KILN_BLOB_URL?.trim() ? parseS3BlobUrl(env.KILN_BLOB_URL.trim()) : undefined,
     hostListen: env.KILN_HOST_LISTEN?.trim() ? parseListen(env.KILN_HOST_LISTEN, "KILN_HOST_LISTEN") : undefined,
     hostTlsNames: hostTlsNamesFromEnv(env, publicOrigin),

@@ -2,7 +2,7 @@
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { systemClock } from "@kiln/contract";
-import { LocalBlobStore, openStorage, S3BlobStore, startJobNotifications } from "@kiln/storage";
+import { LocalBlobStore, openStorage, S3BlobStore, SweepFencedBlobStore, startJobNotifications } from "@kiln/storage";
 import { Command } from "commander";
 import { pino } from "pino";
 import { adminCommand } from "./admin/admin-commands.js";
@@ -14,6 +14,7 @@ import { startDogfoodLedgerAudit } from "./dogfood/ledger-audit.js";
 import { ensureFirstStartTenant } from "./first-start.js";
 import { type HostListener, startHostListener } from "./host-protocol/host-listener.js";
 import { startImpairmentDetector } from "./hosts/impairment/impairment-detector.js";
+import { startArtifactSweeper } from "./jobs/artifact-sweeper.js";
 import { startLocalHost } from "./local-host.js";
 import { CanaryRunner, startCanaryLoop } from "./platform/canaries/canary-runner.js";
 import { canarySettings } from "./platform/canaries/canary-settings.js";
@@ -51,11 +52,14 @@ program
     const publicOrigin = config.publicOrigin ?? `http://${config.host}:${port}`;
     const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
     // KILN_BLOB_URL puts blobs in S3-compatible object storage (several servers share them);
-    // without it they stay files under the data directory.
-    const blobs =
+    // without it they stay files under the data directory. Every put is cleared against the
+    // artifact retention sweep first (storage's artifact-blobs/).
+    const blobs = new SweepFencedBlobStore(
       config.blobLocation === undefined
         ? new LocalBlobStore(join(config.dataDir, "blobs"))
-        : S3BlobStore.at(config.blobLocation);
+        : S3BlobStore.at(config.blobLocation),
+      { storage, clock: systemClock },
+    );
     // Background work (the local host, the lease reaper, the upload sweeper) logs here.
     const log = pino({ level: process.env.KILN_LOG_LEVEL ?? "info" });
     const secrets = new SecretBox(masterKey(config.dataDir));
@@ -132,6 +136,11 @@ program
             config.dogfoodAuditIntervalSeconds * 1000,
           )
         : null;
+    // Expired artifacts' bytes deleted (KILN_RETENTION_SWEEP_SECONDS; any number of servers may sweep).
+    const artifactSweeper =
+      config.retentionSweepSeconds > 0
+        ? startArtifactSweeper({ storage, blobs, clock: systemClock, log }, config.retentionSweepSeconds * 1000)
+        : null;
     // Host impairment: anomalies, incidents, admission closure and automatic recovery (issue 18).
     const impairment = startImpairmentDetector({ storage, clock: systemClock, log });
     // Check runs for jobs submitted with check.head_sha: a pass on every job change (any server
@@ -153,6 +162,7 @@ program
       await sweeper.stop();
       await storageSampler.stop();
       await dogfoodAudit?.stop();
+      await artifactSweeper?.stop();
       await impairment.loop.stop();
       await reaper?.stop();
       unsubscribeChecks();

@@ -1,6 +1,14 @@
 export type { Kysely } from "kysely";
 export { dismissAdvisory } from "./advisories/dismiss-advisory.js";
 export { type AdvisoryDismissal, listDismissals } from "./advisories/list-dismissals.js";
+export {
+  ARTIFACT_BLOB_GRACE_SECONDS,
+  ARTIFACT_BLOB_MARK_LEASE_SECONDS,
+} from "./artifact-blobs/artifact-blob-timing.js";
+export { clearBlobForPut, type PutClearance, type PutTicket } from "./artifact-blobs/clear-blob-for-put.js";
+export { confirmBlobPut } from "./artifact-blobs/confirm-blob-put.js";
+export { recordPublishedBlobs } from "./artifact-blobs/record-published-blobs.js";
+export { type ArtifactBlobSweep, sweepArtifactBlobs } from "./artifact-blobs/sweep-artifact-blobs.js";
 export { appendAuditEntry } from "./audit/append-audit-entry.js";
 export { appendOperatorAuditEntry } from "./audit/append-operator-audit-entry.js";
 export type { AppendAuditEntryInput, AuditEntry, AuditPage } from "./audit/audit-entry.js";
@@ -17,6 +25,7 @@ export {
 export { LocalBlobStore } from "./blobs/local-blob-store.js";
 export { S3BlobStore, type S3BlobStoreOptions } from "./blobs/s3-blob-store.js";
 export { parseS3BlobUrl, type S3BlobLocation } from "./blobs/s3-blob-url.js";
+export { SweepFencedBlobStore } from "./blobs/sweep-fenced-blob-store.js";
 export type { CanaryRecord } from "./canaries/canary-record.js";
 export { findCanaryByJob } from "./canaries/find-canary-by-job.js";
 export { listCanaryOutcomes } from "./canaries/list-canary-outcomes.js";

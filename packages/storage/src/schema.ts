@@ -28,6 +28,7 @@ export interface Database {
   job_events: JobEventsTable;
   job_event_counters: JobEventCountersTable;
   artifacts: ArtifactsTable;
+  artifact_blobs: ArtifactBlobsTable;
   lineages: LineagesTable;
   repository_settings: RepositorySettingsTable;
   source_uploads: SourceUploadsTable;
@@ -321,6 +322,24 @@ export interface ArtifactsTable {
   sha256: string;
   published_at: string;
   expires_at: string;
+}
+
+export type ArtifactBlobState = "held" | "shared" | "deleting" | "deleted";
+
+/**
+ * One digest ever published as an artifact (migration 0035): what publication, blob writers and
+ * the retention sweep lock to agree on whether its bytes may be deleted (artifact-blobs/).
+ */
+export interface ArtifactBlobsTable {
+  sha256: string;
+  state: ArtifactBlobState;
+  bytes: number;
+  /** The last publication or put naming the digest; the sweep's grace period counts from it. */
+  touched_at: string;
+  /** While `deleting`: when the sweep holding `mark_token` marked it. */
+  marked_at: string | null;
+  mark_token: string | null;
+  deleted_at: string | null;
 }
 
 /** A dashboard (`person`) or operator (`operator`) session; the cookie value is only hashed here. */

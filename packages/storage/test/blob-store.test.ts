@@ -128,10 +128,29 @@ for (const under of [local, onS3rver]) {
       assert.equal(await blobs.openRead(missing), undefined);
     });
 
+    it("deletes a blob, and deleting one it does not hold is no error", async () => {
+      const blobs = under.store();
+      const bytes = randomBytes(20_000);
+      const kept = await blobs.put(randomBytes(500));
+      const stored = await blobs.put(bytes);
+      await blobs.delete(stored.sha256);
+      assert.equal(await under.heldAt(stored.sha256), false, "gone from where the naming rule puts it");
+      assert.equal(await blobs.has(stored.sha256), false);
+      await assert.rejects(blobs.get(stored.sha256), (error) => isBlobNotFound(error));
+      assert.equal(await blobs.openRead(stored.sha256), undefined);
+      await blobs.delete(stored.sha256);
+      await blobs.delete(sha256(randomBytes(32)));
+      assert.ok(await under.heldAt(kept.sha256), "another blob is untouched");
+      // Put again after a delete: written anew, not skipped as already held.
+      await blobs.put(bytes);
+      assert.ok((await blobs.get(stored.sha256)).equals(bytes));
+    });
+
     it("refuses a name that is not a digest", async () => {
       const blobs = under.store();
       await assert.rejects(blobs.get("../../etc/passwd"), /not a sha256 digest/);
       await assert.rejects(blobs.put(new Uint8Array(1), "ABC"), /not a sha256 digest/);
+      await assert.rejects(blobs.delete("../../etc/passwd"), /not a sha256 digest/);
     });
 
     it("converges when several writers put the same bytes at once", async () => {
@@ -192,6 +211,13 @@ describe("S3BlobStore specifics (s3rver)", () => {
       ["HeadObjectCommand"],
       "an object already held is not uploaded again",
     );
+  });
+
+  it("deletes with one DeleteObject", async () => {
+    const blobs = store();
+    const stored = await blobs.put(randomBytes(1000));
+    assert.deepEqual(await sent(() => blobs.delete(stored.sha256)), ["DeleteObjectCommand"]);
+    assert.equal(await blobs.has(stored.sha256), false);
   });
 
   it("uploads above the threshold in parts", async () => {

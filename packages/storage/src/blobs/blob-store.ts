@@ -13,10 +13,12 @@ export interface BlobReadStream {
 }
 
 /**
- * Content-addressed bytes: source parts, retained Cargo output, artifacts. A blob is named by
- * the SHA-256 of its bytes, so two writers of the same bytes write the same blob, a blob never
- * changes once written, and no store needs conditional writes or a lock to stay correct: every
- * compare-and-set about which blobs a job or upload owns lives in the database.
+ * Content-addressed bytes: source parts, inline source files, retained Cargo output, artifacts,
+ * all in one namespace. A blob is named by the SHA-256 of its bytes, so two writers of the same
+ * bytes write the same blob, a blob never changes once written, and no store needs conditional
+ * writes or a lock to stay correct: every compare-and-set about which blobs a job or upload owns
+ * lives in the database. Only the artifact retention sweep deletes a blob, and it and every
+ * writer coordinate through a per-digest row (`SweepFencedBlobStore`, artifact-blobs/).
  *
  * Implementations: `LocalBlobStore` (files under the data directory, the embedded default) and
  * `S3BlobStore` (S3-compatible object storage, KILN_BLOB_URL).
@@ -34,6 +36,13 @@ export interface BlobStore {
   has(sha256: string): Promise<boolean>;
   /** The blob as a stream for a reply, with its length; undefined when it is not held. */
   openRead(sha256: string): Promise<BlobReadStream | undefined>;
+  /**
+   * Removes the blob; removing one that is not held is not an error (two sweeps may both try).
+   * Only the artifact retention sweep calls it, after its per-digest mark committed: a blob is
+   * shared by every record naming its digest, so no other caller can know it is unreferenced
+   * (artifact-blobs/sweep-artifact-blobs.ts).
+   */
+  delete(sha256: string): Promise<void>;
   /**
    * Rejects when this process cannot store blobs (a directory it may not write, a bucket it
    * cannot reach). Cheap and without writing: readiness probes call it on every states read.

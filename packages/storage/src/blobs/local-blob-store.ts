@@ -11,7 +11,7 @@ import {
   write,
   writeSync,
 } from "node:fs";
-import { access, constants, readFile, stat } from "node:fs/promises";
+import { access, constants, readFile, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { assertSha256, type BlobReadStream, type BlobStore, type StoredBlob } from "./blob-store.js";
@@ -145,6 +145,15 @@ export class LocalBlobStore implements BlobStore {
     } catch (error) {
       closeSync(fd);
       throw error;
+    }
+  }
+
+  /** unlink(2): a reader with the file open keeps its bytes until it closes; a missing file is fine. */
+  async delete(sha256: string): Promise<void> {
+    try {
+      await unlink(this.pathOf(sha256));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
     }
   }
 

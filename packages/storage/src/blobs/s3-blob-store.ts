@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { Readable, Transform } from "node:stream";
 import {
+  DeleteObjectCommand,
   GetObjectCommand,
   type GetObjectCommandOutput,
   HeadBucketCommand,
@@ -162,6 +163,18 @@ export class S3BlobStore implements BlobStore {
     body.on("error", (error) => checked.destroy(error));
     checked.on("close", () => body.destroy());
     return { bytes: response.ContentLength, stream: body.pipe(checked) };
+  }
+
+  /**
+   * DeleteObject. S3 answers a key it does not hold with success too; a NoSuchKey from a
+   * stricter S3-compatible server is taken the same way, so deleting a missing blob is no error.
+   */
+  async delete(sha256: string): Promise<void> {
+    try {
+      await this.#client.send(new DeleteObjectCommand({ Bucket: this.#bucket, Key: this.keyOf(sha256) }));
+    } catch (error) {
+      if (!isMissing(error)) throw error;
+    }
   }
 
   /** HeadBucket: the bucket exists and these credentials reach it, without writing anything. */

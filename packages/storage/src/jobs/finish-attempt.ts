@@ -1,4 +1,6 @@
 import type { Kysely } from "kysely";
+import { loseAttemptToSweep } from "../artifact-blobs/lose-attempt-to-sweep.js";
+import { recordPublishedBlobs } from "../artifact-blobs/record-published-blobs.js";
 import type { Storage } from "../dialect.js";
 import type { Database } from "../schema.js";
 import { readTenantSettings } from "../tenant-policy/read-tenant-settings.js";
@@ -67,6 +69,20 @@ export async function finishAttempt(
       .where("state", "=", "running")
       .executeTakeFirst();
     if (leased === undefined) return "stale";
+    // Before anything is settled: the artifact digests' rows (locked, shared with the retention
+    // sweep, artifact-blobs/). Bytes swept after the host stored them are never published: the
+    // attempt is lost instead and the job tries again.
+    const swept = await recordPublishedBlobs(trx, {
+      artifacts: r.artifacts,
+      retained: r.cargoOutput === null ? [] : [r.cargoOutput.sha256],
+      now: input.now,
+      rowLocks: storage.capabilities.rowLocks,
+    });
+    if (swept.length > 0) {
+      const { jobId, attempt, leaseToken } = input;
+      const rowLocks = storage.capabilities.rowLocks;
+      return loseAttemptToSweep(trx, { jobId, attempt, leaseToken, now: input.now, rowLocks, swept });
+    }
     const fenced = await trx
       .updateTable("attempts")
       .set({

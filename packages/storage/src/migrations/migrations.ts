@@ -24,6 +24,7 @@ import { hostActivations } from "./0021-host-activations.js";
 import { inlineSourceBytes } from "./0022-inline-source-bytes.js";
 import { hostCertificates } from "./0023-host-certificates.js";
 import { jobEventTenantSequence } from "./0030-job-event-tenant-sequence.js";
+import { artifactBlobs } from "./0035-artifact-blobs.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -59,6 +60,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0022-inline-source-bytes": inlineSourceBytes(),
     "0023-host-certificates": hostCertificates(),
     "0030-job-event-tenant-sequence": jobEventTenantSequence(dialect),
+    "0035-artifact-blobs": artifactBlobs(),
   };
 }
 
