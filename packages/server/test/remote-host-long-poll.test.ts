@@ -4,7 +4,8 @@
  * plane's clock and the hosts' clocks are ManualClocks that no test advances: no wait on either
  * side can end, nor any poll fire, by time — a host that takes a job submitted after it began
  * waiting can only have been woken by the storage notice the submission committed. Each test
- * waits for conditions (the service's events, a promise), never for a duration.
+ * waits for conditions (the service's events, a promise), never for a duration. Last, the
+ * host service's release of a placement whose answer could not be written, per dialect.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -25,11 +26,11 @@ import {
 import { InMemoryExecutor } from "@kiln/host/testing";
 import { drainHost, onboardRepository, readJob, type Storage, undrainHost, writeTenantControls } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import type { HostServiceEvent } from "../src/hosts/host-service.js";
+import { HostService, type HostServiceEvent } from "../src/hosts/host-service.js";
 import { SecretBox } from "../src/secrets/secret-box.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { bearer, personWithToken, type TestApp, testApp, testBlobs } from "./harness.js";
 import { listenForHosts, type TestHostListener } from "./host-listener-fixture.js";
-import { eventually, inlineSubmission } from "./job-fixtures.js";
+import { acceptJob, eventually, inlineSubmission } from "./job-fixtures.js";
 
 const REPOSITORY = "acme/widget";
 /** Conditions are waited for, not timed: generous, for a machine loaded far past its cores. */
@@ -348,3 +349,78 @@ describe("long-poll claims across two servers on one PostgreSQL", { skip: postgr
     }
   });
 });
+
+/**
+ * The host service's side of a claim whose answer could not be written (the binding's `deliver`
+ * says so when the connection closed before the answer was handed to it whole): the placement is
+ * released at once — never left to a lapsed lease — and another host's claim is attempt 1.
+ */
+for (const dialect of DIALECTS) {
+  describe(`an undelivered placement is released (${dialect.name})`, { skip: dialect.skip }, () => {
+    it("the job is queued again in its place, its attempt not counted, and another host takes it", async () => {
+      const storage = await dialect.openFresh();
+      try {
+        const clock = new ManualClock(new Date());
+        const events: HostServiceEvent[] = [];
+        const service = new HostService({
+          storage,
+          blobs: testBlobs(),
+          clock,
+          log: silentLogger,
+          onEvent: (event) => events.push(event),
+        });
+        const owner = await personWithToken(storage);
+        const job = await acceptJob(storage, { tenant: owner.tenant, now: clock.now() });
+        const offered: AttemptClaimAnswer[] = [];
+        const unanswered = await service.answerClaim(
+          { hostId: "gone-f", freeVcpus: 4, waitMs: 25_000 },
+          {
+            signal: new AbortController().signal,
+            deliver: async (answer) => {
+              offered.push(answer);
+              return false;
+            },
+          },
+        );
+        assert.equal(unanswered.placement?.jobId, job.id, "the claim placed the job");
+        assert.deepEqual(offered, [unanswered], "and offered it to the binding once");
+        assert.deepEqual(events.at(-1), {
+          type: "claim:answered",
+          hostId: "gone-f",
+          jobId: job.id,
+          idle: null,
+          delivered: false,
+          release: "released",
+        });
+        const released = await readJob(storage.db, { tenantId: owner.tenant, jobId: job.id });
+        assert.ok(released !== undefined);
+        assert.deepEqual([released.job.status, released.attempts.length], ["queued", 0]);
+
+        const taken = await service.answerClaim(
+          { hostId: "present-f", freeVcpus: 4 },
+          { signal: new AbortController().signal, deliver: async () => true },
+        );
+        assert.deepEqual([taken.placement?.jobId, taken.placement?.attempt], [job.id, 1]);
+        const record = await readJob(storage.db, { tenantId: owner.tenant, jobId: job.id });
+        assert.deepEqual(
+          record?.attempts.map((a) => [a.number, a.host_id, a.state]),
+          [[1, "present-f", "running"]],
+        );
+
+        // A host already gone when its claim comes up is placed nothing at all.
+        const second = await acceptJob(storage, { tenant: owner.tenant, now: clock.now() });
+        const gone = new AbortController();
+        gone.abort();
+        const nothing = await service.answerClaim(
+          { hostId: "gone-f", freeVcpus: 4, waitMs: 25_000 },
+          { signal: gone.signal, deliver: async () => false },
+        );
+        assert.deepEqual(nothing, { placement: null, idle: "not_waiting" });
+        const untouched = await readJob(storage.db, { tenantId: owner.tenant, jobId: second.id });
+        assert.deepEqual([untouched?.job.status, untouched?.attempts.length], ["queued", 0]);
+      } finally {
+        await storage.close();
+      }
+    });
+  });
+}
