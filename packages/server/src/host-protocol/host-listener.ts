@@ -108,7 +108,7 @@ export async function startHostListener(deps: AppDeps, options: HostListenerOpti
     plain,
     { ...deps, ...(own === null ? {} : { notifications: own }) },
     { ca, clock, certificateLifetimeSeconds: options.certificateLifetimeSeconds },
-    options.onEvent === undefined ? {} : { onEvent: options.onEvent },
+    { log: options.log, ...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }) },
   );
   // Waiting claims end (answered nothing) before the server closes, rather than holding it up.
   plain.addHook("preClose", async () => {

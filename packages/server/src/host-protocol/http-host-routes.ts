@@ -6,6 +6,7 @@ import {
   HOST_PROTOCOL_ROUTES,
   type HostCertificateIssued,
   HostCertificateRequest,
+  type Logger,
   MAX_HOST_BLOB_BYTES,
   MAX_HOST_MESSAGE_BYTES,
   Sha256Hex,
@@ -47,7 +48,11 @@ export function registerHostProtocolRoutes(
   app: FastifyInstance,
   deps: AppDeps,
   pki: HostPki,
-  options: { readonly onEvent?: (event: HostServiceEvent) => void } = {},
+  options: {
+    /** Where the host service logs (a listener's Fastify logs nothing: it is made with logger off). */
+    readonly log?: Logger;
+    readonly onEvent?: (event: HostServiceEvent) => void;
+  } = {},
 ): HostService {
   const { authenticate, identityOf } = hostAuthenticator(deps.storage, pki);
   registerHostOperatorRoutes(app, deps, { authenticate, identityOf });
@@ -55,7 +60,7 @@ export function registerHostProtocolRoutes(
     storage: deps.storage,
     blobs: deps.blobs,
     clock: deps.clock,
-    log: app.log,
+    log: options.log ?? app.log,
     ...(deps.notifications === undefined ? {} : { notifications: deps.notifications }),
     ...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }),
     ...(deps.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: deps.storageQuotaBytes }),

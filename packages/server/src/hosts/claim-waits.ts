@@ -4,7 +4,9 @@ import type { JobNotifications } from "@kiln/storage";
 /**
  * How often a waiting claim reads the queue again without a notice while notices arrive: only
  * for what no notice announces — time passing (a job's wait for its lineage's host ends, that
- * host stops being seen) and a notice lost without the connection being seen lost.
+ * host stops being seen) and a notice lost without the connection being seen lost. Each read is
+ * a claim, which also records the waiting host as seen (claim-next-job.ts), well within
+ * HOST_FRESH_SECONDS: an idle host waiting here stays a live lineage host.
  */
 export const CLAIM_RECHECK_MS = 5_000;
 
