@@ -9,7 +9,8 @@ import {
 } from "./records/host-fleet-protocol.js";
 import {
   AppendAnswer,
-  AttemptPlacement,
+  AttemptClaim,
+  AttemptClaimAnswer,
   AttemptRef,
   FinishAnswer,
   HeartbeatAnswer,
@@ -19,7 +20,6 @@ import {
   RegistryCredentialGrant,
 } from "./records/host-protocol.js";
 import { Sha256Hex } from "./records/sources.js";
-import { Nullable } from "./schema-helpers.js";
 
 /**
  * The host protocol over HTTP, for a remote `kiln-host`: one route per message, each body and
@@ -37,17 +37,12 @@ export const HOST_PROTOCOL_PREFIX = "/host/v1";
 
 const HostId = () => Type.String({ minLength: 1, maxLength: 128, description: "The host's identity." });
 
-export const HostClaimRequest = Type.Object(
-  { hostId: HostId(), freeVcpus: Type.Integer({ minimum: 1 }) },
-  { additionalProperties: false },
-);
-export type HostClaimRequest = Static<typeof HostClaimRequest>;
+/** The claim's body and answer are the protocol's own records (records/host-protocol.ts), unwrapped. */
+export const HostClaimRequest = AttemptClaim;
+export type HostClaimRequest = AttemptClaim;
 
-export const HostClaimAnswer = Type.Object(
-  { placement: Nullable(AttemptPlacement, "The attempt leased to this host, or null when nothing fits.") },
-  { additionalProperties: false },
-);
-export type HostClaimAnswer = Static<typeof HostClaimAnswer>;
+export const HostClaimAnswer = AttemptClaimAnswer;
+export type HostClaimAnswer = AttemptClaimAnswer;
 
 export const HostHeartbeatAnswer = Type.Object({ answer: HeartbeatAnswer }, { additionalProperties: false });
 export type HostHeartbeatAnswer = Static<typeof HostHeartbeatAnswer>;

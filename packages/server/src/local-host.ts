@@ -56,9 +56,10 @@ export async function startLocalHost(
     secrets?: SecretBox;
     lineageAffinitySeconds?: number;
     /**
-     * Wakes the host's claim when a job is queued by any server process (a submission through
-     * another kiln-server, a job handed back by a lease reaper elsewhere); without it, or while
-     * notices do not arrive, the host's own claim poll finds the job.
+     * Wakes the host's claim when a job becomes claimable through any server process (a
+     * submission through another kiln-server, a job handed back by a lease reaper elsewhere, a
+     * tenant's slot freed, a drain lifted); without it, or while notices do not arrive, the host's
+     * own claim poll finds the job.
      */
     notifications?: JobNotifications;
   },
@@ -92,7 +93,8 @@ export async function startLocalHost(
     onReclaimed: () => machine.agent.wake(),
     onFailure: onEvent,
   });
-  const unsubscribeQueued = deps.notifications?.onQueued(() => machine.agent.wake()) ?? (() => {});
+  // A job queued, a tenant's slot freed, a drain lifted — by any server process — claims at once.
+  const unsubscribeQueued = deps.notifications?.onClaimable(() => machine.agent.wake()) ?? (() => {});
   return {
     wake: () => machine.agent.wake(),
     stop: async () => {

@@ -2,6 +2,7 @@ import { type Clock, silentLogger, systemClock } from "@kiln/contract";
 import { HostTlsIdentity, newKeyAndSigningRequest, requestEnrollment } from "@kiln/host";
 import { type HostListener, startHostListener } from "../src/host-protocol/host-listener.js";
 import { mintHostEnrollmentToken } from "../src/hosts/host-identities.js";
+import type { HostServiceEvent } from "../src/hosts/host-service.js";
 import type { TestApp } from "./harness.js";
 
 /** A week: the default client certificate lifetime (KILN_HOST_CERTIFICATE_SECONDS). */
@@ -27,7 +28,7 @@ export interface TestHostListener {
  */
 export async function listenForHosts(
   t: TestApp,
-  options: { clock?: Clock; certificateLifetimeSeconds?: number } = {},
+  options: { clock?: Clock; certificateLifetimeSeconds?: number; onEvent?: (event: HostServiceEvent) => void } = {},
 ): Promise<TestHostListener> {
   const clock = options.clock ?? t.clock;
   const listener = await startHostListener(t.deps, {
@@ -38,6 +39,7 @@ export async function listenForHosts(
     clock,
     serverCertificateClock: systemClock,
     log: silentLogger,
+    ...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }),
   });
   const closeApp = t.close;
   t.close = async () => {

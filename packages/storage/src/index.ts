@@ -158,6 +158,7 @@ export { type HostReceiptRecord, listHostReceipts } from "./hosts/list-host-rece
 export { type HostTransitionRecord, listHostTransitions } from "./hosts/list-host-transitions.js";
 export { type HostSandboxReport, type LivePlacementRecord, listLivePlacements } from "./hosts/list-live-placements.js";
 export { findListenerCertificate, recordIssuedCertificate } from "./hosts/listener-certificates.js";
+export { readHostAdmission } from "./hosts/read-host-admission.js";
 export { type HostCapacityObservation, readHostCapacity } from "./hosts/read-host-capacity.js";
 export { readHostInitialization } from "./hosts/read-host-initialization.js";
 export { readReapReceipt } from "./hosts/read-reap-receipt.js";
@@ -206,6 +207,7 @@ export { decodeLogCursor, encodeLogCursor, readLogRecords } from "./jobs/read-lo
 export { reclaimExpiredLeases } from "./jobs/reclaim-expired-leases.js";
 export { recordTransition } from "./jobs/record-transition.js";
 export { registerHost } from "./jobs/register-host.js";
+export { releaseUndeliveredAttempt, type UndeliveredRelease } from "./jobs/release-undelivered-attempt.js";
 export { type LeaseRenewal, renewAttemptLease } from "./jobs/renew-attempt-lease.js";
 export { type CancellationResult, requestCancellation } from "./jobs/request-cancellation.js";
 export { findLineageDrop, type LineageDrop } from "./lineages/find-lineage-drop.js";
@@ -220,7 +222,12 @@ export { readRepositoryStorage } from "./lineages/read-repository-storage.js";
 export { type LineageSave, type LineageSaveResult, recordLineageSave } from "./lineages/record-lineage-save.js";
 export { type AppliedMigrations, migrateToLatest } from "./migrations/migrate-to-latest.js";
 export { type MigrationState, readMigrationState } from "./migrations/read-migration-state.js";
-export { JOB_CHANNELS, type JobChannel } from "./notifications/job-notices.js";
+export {
+  hostPlacementSubject,
+  JOB_CHANNELS,
+  type JobChannel,
+  tenantPlacementSubject,
+} from "./notifications/job-notices.js";
 export {
   type JobNotificationEvent,
   type JobNotifications,

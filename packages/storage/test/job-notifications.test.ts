@@ -7,14 +7,20 @@ import {
   appendLogRecords,
   claimNextJob,
   createTenant,
+  drainHost,
+  finishAttempt,
   insertJob,
   JOB_CHANNELS,
   type JobNotificationEvent,
   type JobNotifications,
   LISTEN_RETRY_MS,
+  raiseHostImpairment,
   registerHost,
+  reopenHostAdmission,
   type Storage,
   startJobNotifications,
+  undrainHost,
+  writeTenantControls,
 } from "../src/index.js";
 import { notifyAtCommit } from "../src/notifications/job-notices.js";
 import { DIALECTS } from "./dialects.js";
@@ -132,6 +138,127 @@ for (const dialect of DIALECTS) {
             false,
             "a log line (and the claim before it: running, not queued) wakes no host",
           );
+        });
+      },
+    );
+
+    it(
+      "hosts waiting to claim are woken by what can make a job placeable: a drain and its lifting, admission closed and reopened, a controls change, a limited tenant's freed slot",
+      NO_HANG,
+      async () => {
+        await withPort(dialect, async ({ writer, port, wakes }) => {
+          let claimable = 0;
+          port.onClaimable(() => {
+            claimable += 1;
+            wakes.record(`claimable-${claimable}`);
+          });
+          port.onJob("marker", () => wakes.record("marker"));
+          await port.ready();
+          /** Runs `change`, then a marker notice: the wakes between show what the change issued. */
+          const wakesOf = async (change: () => Promise<unknown>): Promise<number> => {
+            const before = claimable;
+            const mark = wakes.seen.length;
+            await change();
+            await writer.transaction((trx) => notifyAtCommit(trx, JOB_CHANNELS.job, "marker"));
+            await wakes.next("marker", mark);
+            return claimable - before;
+          };
+          await registerHost(writer, { id: "host-a", vcpus: 8, memoryBytes: 2 ** 34, isolation: "sandbox", now: T0 });
+          const change = { actor: "op", reason: null, now: T0 };
+          let revision = -1;
+          assert.equal(
+            await wakesOf(async () => {
+              const drained = await writer.transaction((trx) =>
+                drainHost(trx, { hostId: "host-a", action: "operator.hosts.drain", ...change }),
+              );
+              assert.equal(drained.kind, "changed");
+              if (drained.kind === "changed") revision = drained.host.revision;
+            }),
+            1,
+            "a drain",
+          );
+          assert.equal(
+            await wakesOf(() =>
+              writer.transaction((trx) =>
+                undrainHost(trx, {
+                  hostId: "host-a",
+                  expectedRevision: revision,
+                  action: "operator.hosts.undrain",
+                  ...change,
+                }),
+              ),
+            ),
+            1,
+            "lifting the drain",
+          );
+          assert.equal(
+            await wakesOf(() =>
+              writer.transaction((trx) =>
+                raiseHostImpairment(
+                  trx,
+                  { hostId: "host-a", kind: "disk_low", evidence: [{ kind: "disk", detail: "1% free" }], now: T0 },
+                  writer.capabilities.rowLocks,
+                ),
+              ),
+            ),
+            1,
+            "an impairment closing admission",
+          );
+          assert.equal(await wakesOf(() => reopenHostAdmission(writer, { hostId: "host-a" })), 1, "admission reopened");
+
+          // A tenant without a concurrency limit: a job's end frees no slot anyone waits for.
+          const queue = async (id: string) => assert.equal(await wakesOf(() => enqueue(writer, id)), 1, "queued");
+          await queue("job_unlimited");
+          const settle = async () => {
+            const placed = await claimNextJob(writer, {
+              hostId: "host-a",
+              freeVcpus: 8,
+              vcpusOfSize: { "kiln2-cpu": 2 },
+              leaseSeconds: 60,
+              now: T0,
+            });
+            assert.ok(placed);
+            return () =>
+              finishAttempt(writer, {
+                jobId: placed.job.id,
+                attempt: placed.attempt.number,
+                leaseToken: placed.attempt.lease_token,
+                now: T0,
+                result: {
+                  outcome: "passed",
+                  exitCode: 0,
+                  failure: null,
+                  report: "{}",
+                  cargoOutput: null,
+                  artifacts: [],
+                  artifactRetentionSeconds: 3600,
+                },
+                meter: (attempt) => ({ size: attempt.size, seconds: 0, vcpuSeconds: 0 }),
+              });
+          };
+          const finishUnlimited = await settle();
+          assert.equal(await wakesOf(finishUnlimited), 0, "an unlimited tenant's job ending wakes no host");
+
+          assert.equal(
+            await wakesOf(() =>
+              writeTenantControls(writer, {
+                tenantId: TENANT,
+                expectedVersion: 0,
+                changes: { maxRunningJobs: 1 },
+                changedBy: "op",
+                now: T0,
+              }),
+            ),
+            1,
+            "a controls change",
+          );
+          await queue("job_limited");
+          const finishLimited = await settle();
+          assert.equal(await wakesOf(finishLimited), 0, "nothing of the tenant is queued: its slot frees for no one");
+          await queue("job_slot_holder");
+          const finishHolder = await settle();
+          await queue("job_waiting_for_slot");
+          assert.equal(await wakesOf(finishHolder), 1, "a limited tenant's slot freed with a job of its own queued");
         });
       },
     );

@@ -131,6 +131,62 @@ export const AttemptPlacement = Type.Object(
 );
 export type AttemptPlacement = Static<typeof AttemptPlacement>;
 
+// ---------------------------------------------------------------- claim
+
+/**
+ * The longest the control plane holds a claim that asked to wait (the long-poll), whatever
+ * the host asked: below the idle timeouts of the host listener and of any TCP proxy in front of
+ * it (docs/scale-out.md), and well below a host's own request timeout.
+ */
+export const CLAIM_MAX_WAIT_MS = 25_000;
+
+/** A host asking for work: the next attempt that fits its free vCPUs. */
+export const AttemptClaim = Type.Object(
+  {
+    hostId: Type.String({ minLength: 1, maxLength: 128, description: "The host's identity." }),
+    freeVcpus: Type.Integer({ minimum: 1 }),
+    waitMs: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 3_600_000,
+        description:
+          "How long the host will wait for a job to become claimable (the long-poll); the control plane waits at most CLAIM_MAX_WAIT_MS. Absent or 0: answer at once.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type AttemptClaim = Static<typeof AttemptClaim>;
+
+/**
+ * Why a claim was answered with nothing: `wait_ended` — the host waited as long as the control
+ * plane holds a claim and nothing it can take was queued (ask again at once); `not_admitting` —
+ * the host is draining or its admission is closed, so nothing is placed on it (a drain ends a
+ * waiting claim so); `not_waiting` — the claim did not wait (it asked for no wait, or the
+ * control plane is shutting down). After the last two a host asks again after its poll interval.
+ */
+export const AttemptClaimIdle = Type.Union(
+  [Type.Literal("wait_ended"), Type.Literal("not_admitting"), Type.Literal("not_waiting")],
+  { description: "Why nothing was placed; null when an attempt was." },
+);
+export type AttemptClaimIdle = Static<typeof AttemptClaimIdle>;
+
+/**
+ * The answer to a claim: an attempt leased to the host, or nothing and why. A claim that waits
+ * is answered at once when a job is claimable, else when a change that can make one claimable
+ * (a job queued, a tenant's slot freed, the host's drain lifted) lets it take one, or when the
+ * wait ends. The control plane places an attempt only while the host is still there to be
+ * answered, and releases one whose answer could not be written.
+ */
+export const AttemptClaimAnswer = Type.Object(
+  {
+    placement: Nullable(AttemptPlacement, "The attempt leased to this host, or null when nothing fits."),
+    idle: Nullable(AttemptClaimIdle),
+  },
+  { additionalProperties: false },
+);
+export type AttemptClaimAnswer = Static<typeof AttemptClaimAnswer>;
+
 // ---------------------------------------------------------------- reports
 
 export const AttemptRef = Type.Object(

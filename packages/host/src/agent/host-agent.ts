@@ -1,9 +1,10 @@
 import { readdir } from "node:fs/promises";
-import { messageOf, type PeriodicLoop, startPeriodicLoop, type Timer } from "@kiln/contract";
+import { CLAIM_MAX_WAIT_MS, messageOf, type PeriodicLoop, startPeriodicLoop, type Timer } from "@kiln/contract";
 import type { AttemptRunnerDeps } from "./attempt/attempt-context.js";
 import { runAttempt } from "./attempt/run-attempt.js";
 import { CredentialHolds } from "./credential-holds.js";
 import { FleetChannel } from "./fleet-channel.js";
+import type { Placement } from "./host-protocol.js";
 import type { HostReads } from "./host-reads.js";
 import type { InitializationChecks } from "./initialization-checks.js";
 import { realSandboxReaper } from "./reap-sandbox.js";
@@ -16,10 +17,14 @@ const ACKNOWLEDGE_EVERY_MS = 60_000;
 
 /**
  * The host agent loop: enrolls, then claims attempts while it has free vCPUs and runs
- * each one concurrently. `wake()` claims at once (after a submission); otherwise it
- * polls on its clock. `stop()` stops claiming and waits for running attempts. Every failure
- * — a claim the control plane did not answer, an attempt that ended in an error — is logged
- * and emitted through `reporting`; the loop goes on.
+ * each one concurrently. Where the protocol's binding offers the long-poll claim (a remote
+ * host over HTTP), the agent keeps one waiting claim open with the control plane, which answers
+ * it the moment a job it can take is queued — and asks again at once when a wait ends empty; it
+ * falls back to its clock's poll only when told the host takes no work now (drained) or a claim
+ * failed. Otherwise (the embedded host, woken by notifications through `wake()`) it polls on its
+ * clock. `stop()` stops claiming and waits for running attempts. Every failure — a claim the
+ * control plane did not answer, an attempt that ended in an error — is logged and emitted
+ * through `reporting`; the loop goes on.
  */
 export class HostAgent {
   private running = new Set<Promise<void>>();
@@ -27,9 +32,12 @@ export class HostAgent {
   private cleanups = new Set<Promise<void>>();
   private usedVcpus = 0;
   private timer: Timer | null = null;
-  private claiming = false;
+  /** The claim loop under way, if any: one at a time. */
+  private claimRun: Promise<void> | null = null;
   /** A wake that arrived while a claim was under way: that claim may have missed its job. */
   private wokenWhileClaiming = false;
+  /** The long-poll claim waiting now: the free vCPUs it asked for, and how to take it back. */
+  private waiting: { readonly freeVcpus: number; readonly withdraw: AbortController } | null = null;
   private stopped = false;
   private readonly holds: CredentialHolds;
   private acknowledging: PeriodicLoop | null = null;
@@ -42,6 +50,8 @@ export class HostAgent {
       readonly vcpus: number;
       readonly memoryBytes: number;
       readonly pollMs?: number;
+      /** How long a long-poll claim asks the control plane to wait (default CLAIM_MAX_WAIT_MS, its bound). */
+      readonly claimWaitMs?: number;
       /** Removes what attempts of a previous, killed agent left on this host. */
       readonly reapStale?: () => Promise<unknown>;
       /** Runs operator-started initializations on this host (issue 17); absent, the agent polls for none. */
@@ -88,9 +98,21 @@ export class HostAgent {
       this.fleet.start();
     }
     this.schedule();
+    // A long-poll claim waits for work from the start, on no clock of its own.
+    if (this.deps.protocol.claimWaiting !== undefined) void this.claim();
   }
 
+  /**
+   * Claims at once (after a submission, or when an attempt ended and freed vCPUs). While a
+   * long-poll claim waits, the control plane wakes it for new work itself: it is only taken back
+   * (and asked again) when more vCPUs are free than it asked for.
+   */
   wake(): void {
+    const waiting = this.waiting;
+    if (waiting !== null) {
+      if (this.deps.vcpus - this.usedVcpus > waiting.freeVcpus) waiting.withdraw.abort();
+      return;
+    }
     void this.claim();
   }
 
@@ -99,27 +121,67 @@ export class HostAgent {
     return this.usedVcpus;
   }
 
+  /** The poll: a claim every pollMs on the clock, none while one is under way (a long-poll waits). */
   private schedule(): void {
     if (this.stopped) return;
     this.timer?.cancel();
-    this.timer = this.deps.clock.after(this.deps.pollMs ?? 500, () => void this.claim().finally(() => this.schedule()));
+    this.timer = this.deps.clock.after(
+      this.deps.pollMs ?? 500,
+      () => void (this.claimRun ?? this.claim()).finally(() => this.schedule()),
+    );
   }
 
-  private async claim(): Promise<void> {
-    if (this.stopped) return;
-    if (this.claiming) {
+  private claim(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.claimRun !== null) {
       // Not dropped: the claim under way may have read the queue before this job was in it,
       // and the job would then wait for the next poll.
       this.wokenWhileClaiming = true;
-      return;
+      return this.claimRun;
     }
-    this.claiming = true;
     this.wokenWhileClaiming = false;
+    const run = this.claimWhileFree().finally(() => {
+      this.claimRun = null;
+      if (this.wokenWhileClaiming) void this.claim();
+    });
+    this.claimRun = run;
+    return run;
+  }
+
+  /**
+   * The next placement that fits `free` vCPUs: over the long-poll where the binding offers it
+   * ("again": ask again at once — the wait ended empty, or it was taken back for more vCPUs),
+   * else one immediate claim. null: nothing now; the poll asks again.
+   */
+  private async nextPlacement(free: number): Promise<Placement | null | "again"> {
+    const protocol = this.deps.protocol;
+    if (protocol.claimWaiting === undefined) return protocol.claim(this.deps.hostId, free);
+    const withdraw = new AbortController();
+    this.waiting = { freeVcpus: free, withdraw };
+    try {
+      const answer = await protocol.claimWaiting(
+        { hostId: this.deps.hostId, freeVcpus: free, waitMs: this.deps.claimWaitMs ?? CLAIM_MAX_WAIT_MS },
+        withdraw.signal,
+      );
+      if (answer.placement !== null) return answer.placement;
+      // not_admitting (drained) and not_waiting: the poll asks again; an empty wait asks at once.
+      return answer.idle === "wait_ended" ? "again" : null;
+    } catch (error) {
+      // Taken back before any answer began to arrive (more vCPUs freed, or stopping): nothing was placed.
+      if (withdraw.signal.aborted) return "again";
+      throw error;
+    } finally {
+      this.waiting = null;
+    }
+  }
+
+  private async claimWhileFree(): Promise<void> {
     try {
       while (!this.stopped) {
         const free = this.deps.vcpus - this.usedVcpus;
         if (free <= 0) break;
-        const placement = await this.deps.protocol.claim(this.deps.hostId, free);
+        const placement = await this.nextPlacement(free);
+        if (placement === "again") continue;
         if (placement === null) break;
         this.usedVcpus += placement.limits.vcpus;
         const { jobId, attempt } = placement;
@@ -152,10 +214,7 @@ export class HostAgent {
     } catch (error) {
       this.deps.reporting.emit({ type: "claim:error", error });
       this.deps.reporting.log.warn({ host: this.deps.hostId, err: error }, `claim failed: ${messageOf(error)}`);
-    } finally {
-      this.claiming = false;
     }
-    if (this.wokenWhileClaiming) void this.claim();
   }
 
   /**
@@ -176,6 +235,9 @@ export class HostAgent {
   async stop(): Promise<void> {
     this.stopped = true;
     this.timer?.cancel();
+    // A waiting claim is taken back; one whose answer is under way is read, and its attempt run.
+    this.waiting?.withdraw.abort();
+    await this.claimRun;
     await this.acknowledging?.stop();
     await this.fleet?.stop();
     await Promise.all(this.running);

@@ -1,5 +1,7 @@
 import type {
   AppendAnswer,
+  AttemptClaim,
+  AttemptClaimAnswer,
   AttemptRef,
   AttemptResult,
   FinishAnswer,
@@ -20,6 +22,8 @@ import type {
 export type {
   AffectedTestsItem,
   AppendAnswer,
+  AttemptClaim,
+  AttemptClaimAnswer,
   AttemptFailure,
   AttemptPlacement as Placement,
   AttemptRef,
@@ -47,6 +51,15 @@ export interface HostProtocol {
   enroll(host: HostEnrollment): Promise<void>;
   /** The next attempt that fits `freeVcpus`, leased to this host, or null. */
   claim(hostId: string, freeVcpus: number): Promise<Placement | null>;
+  /**
+   * The long-poll claim, where the binding offers it (a remote host's HTTP binding): answered
+   * at once when an attempt is claimable, else when one becomes so or the wait (`waitMs`, bounded
+   * by the control plane) ends — with nothing and why. `withdraw` takes the claim back while no
+   * answer has begun to arrive (an answer under way is read whole and returned: an attempt placed
+   * on the host is never dropped by it); withdrawn, the call rejects. Without it the agent polls
+   * `claim` on its clock.
+   */
+  claimWaiting?(request: AttemptClaim, withdraw: AbortSignal): Promise<AttemptClaimAnswer>;
   /** Renews the lease; `cancel` asks the host to reap; `stale` means another holder owns it now. */
   heartbeat(ref: AttemptRef): Promise<HeartbeatAnswer>;
   appendLogs(ref: AttemptRef, lines: readonly LogLine[]): Promise<AppendAnswer>;

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { Agent } from "node:https";
 import {
+  CLAIM_MAX_WAIT_MS,
   HOST_PROTOCOL_PATHS,
   HOST_PROTOCOL_ROUTES,
   type HostAppendAnswer,
@@ -55,18 +56,33 @@ const sha256Of = (bytes: Uint8Array) => createHash("sha256").update(bytes).diges
  */
 export function httpHostProtocol(options: HttpHostProtocolOptions): HostProtocol {
   const call = requester(options.endpoint, options.identity.fetch, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-  const json = async <T>(route: { path: string }, body: unknown): Promise<T> => {
-    const response = await call(route.path, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
+  const json = async <T>(
+    route: { path: string },
+    body: unknown,
+    more: { withdraw?: AbortSignal; waitMs?: number } = {},
+  ): Promise<T> => {
+    const response = await call(
+      route.path,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+        ...(more.withdraw === undefined ? {} : { withdraw: more.withdraw }),
+      },
+      more.waitMs ?? 0,
+    );
     return (response.status === 204 ? undefined : await response.json()) as T;
   };
   const routes = HOST_PROTOCOL_ROUTES;
   return {
     enroll: (host) => json<void>(routes.enroll, host),
     claim: async (hostId, freeVcpus) => (await json<HostClaimAnswer>(routes.claim, { hostId, freeVcpus })).placement,
+    // The long-poll: the request may be held for the wait, so its timeout is the wait's on top.
+    claimWaiting: (request, withdraw) =>
+      json<HostClaimAnswer>(routes.claim, request, {
+        withdraw,
+        waitMs: Math.min(request.waitMs ?? 0, CLAIM_MAX_WAIT_MS),
+      }),
     heartbeat: async (ref) => (await json<HostHeartbeatAnswer>(routes.heartbeat, ref)).answer,
     appendLogs: async (ref, lines) => (await json<HostAppendAnswer>(routes.appendLogs, { ref, lines })).answer,
     finish: async (ref, result) => (await json<HostFinishAnswer>(routes.finish, { ref, result })).answer,
@@ -176,11 +192,14 @@ export async function hostIdentityOf(
   return ((await response.json()) as HostIdentity).hostId;
 }
 
-/** One request to the control plane; a non-2xx answer is thrown as a HostProtocolRefusal. */
+/**
+ * One request to the control plane; a non-2xx answer is thrown as a HostProtocolRefusal. It gives
+ * up after `timeoutMs`, plus `heldMs` for a request the control plane may hold (a waiting claim).
+ */
 export function requester(endpoint: string, fetchImpl: HostFetch, timeoutMs: number) {
   const origin = endpoint.replace(/\/+$/, "");
-  return async (path: string, init: NonNullable<Parameters<HostFetch>[1]>): Promise<Response> => {
-    const response = await fetchImpl(`${origin}${path}`, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+  return async (path: string, init: NonNullable<Parameters<HostFetch>[1]>, heldMs = 0): Promise<Response> => {
+    const response = await fetchImpl(`${origin}${path}`, { ...init, signal: AbortSignal.timeout(timeoutMs + heldMs) });
     if (response.ok) return response;
     const text = await response.text();
     let code = "unknown";

@@ -1,9 +1,20 @@
 import { type Agent, request as httpsRequest } from "node:https";
 
-/** The part of `fetch` the host protocol uses: a method, headers, a body, a signal. */
+/**
+ * The part of `fetch` the host protocol uses: a method, headers, a body, a signal — and
+ * `withdraw`, which aborts the request only while no answer has begun to arrive (once its status
+ * line is in, the answer is read whole): a long-poll claim taken back must never drop an attempt
+ * the control plane has begun to hand over.
+ */
 export type HostFetch = (
   url: string,
-  init?: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array; signal?: AbortSignal },
+  init?: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string | Uint8Array;
+    signal?: AbortSignal;
+    withdraw?: AbortSignal;
+  },
 ) => Promise<Response>;
 
 /**
@@ -15,6 +26,15 @@ export type HostFetch = (
 export function httpsFetch(agent: () => Agent): HostFetch {
   return (url, init = {}) =>
     new Promise<Response>((resolve, reject) => {
+      const withdraw = init.withdraw;
+      if (withdraw?.aborted) {
+        reject(withdraw.reason);
+        return;
+      }
+      let answering = false;
+      const onWithdraw = () => {
+        if (!answering) outgoing.destroy(withdraw?.reason instanceof Error ? withdraw.reason : new Error("withdrawn"));
+      };
       const outgoing = httpsRequest(
         url,
         {
@@ -24,6 +44,8 @@ export function httpsFetch(agent: () => Agent): HostFetch {
           ...(init.signal === undefined ? {} : { signal: init.signal }),
         },
         (incoming) => {
+          answering = true;
+          withdraw?.removeEventListener("abort", onWithdraw);
           const chunks: Buffer[] = [];
           incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
           incoming.on("error", reject);
@@ -38,7 +60,11 @@ export function httpsFetch(agent: () => Agent): HostFetch {
           });
         },
       );
-      outgoing.on("error", reject);
+      outgoing.on("error", (error) => {
+        withdraw?.removeEventListener("abort", onWithdraw);
+        reject(error);
+      });
+      withdraw?.addEventListener("abort", onWithdraw, { once: true });
       outgoing.end(init.body);
     });
 }

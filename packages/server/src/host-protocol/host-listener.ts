@@ -1,7 +1,9 @@
 import type { Server as HttpsServer } from "node:https";
 import { type Clock, type Logger, type PeriodicLoop, startPeriodicLoop } from "@kiln/contract";
+import { startJobNotifications } from "@kiln/storage";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { AppDeps } from "../deps.js";
+import type { HostServiceEvent } from "../hosts/host-service.js";
 import { installBodyParsers } from "../http/body-parsers.js";
 import { installErrorBoundary } from "../http/error-boundary.js";
 import { clientErrorHandler, frameworkErrors } from "../http/framework-errors.js";
@@ -14,6 +16,14 @@ import { registerHostProtocolRoutes } from "./http-host-routes.js";
 export const LISTENER_CERTIFICATE_SECONDS = 30 * 24 * 3600;
 /** How often the listener checks whether its server certificate is due for renewal. */
 const LISTENER_RENEWAL_CHECK_MS = 3600_000;
+/**
+ * How long an idle kept-alive connection stays open between requests. A waiting claim is a
+ * request in progress (it sends nothing for up to CLAIM_MAX_WAIT_MS), which no timeout of this
+ * listener cuts short: it sets no socket inactivity timeout, since a blob put may also be silent
+ * while its bytes are stored. A TCP proxy in front must allow more idle time than
+ * CLAIM_MAX_WAIT_MS (docs/scale-out.md).
+ */
+export const HOST_LISTENER_KEEP_ALIVE_MS = 72_000;
 
 export interface HostListenerOptions {
   /** KILN_HOST_LISTEN: where it listens (port 0: any free port). */
@@ -35,6 +45,8 @@ export interface HostListenerOptions {
    */
   readonly serverCertificateClock?: Clock;
   readonly log: Logger;
+  /** Hears the host service's events (claims answered and waiting, jobs it could not place). */
+  readonly onEvent?: (event: HostServiceEvent) => void;
 }
 
 export interface HostListener {
@@ -79,15 +91,31 @@ export async function startHostListener(deps: AppDeps, options: HostListenerOpti
     frameworkErrors,
     clientErrorHandler,
     return503OnClosing: true,
+    keepAliveTimeout: HOST_LISTENER_KEEP_ALIVE_MS,
+    connectionTimeout: 0,
   });
   const plain = app as unknown as FastifyInstance;
   installErrorBoundary(plain);
   installRequestValidators(plain);
   installBodyParsers(plain);
-  registerHostProtocolRoutes(plain, deps, {
-    ca,
-    clock,
-    certificateLifetimeSeconds: options.certificateLifetimeSeconds,
+  // Waiting claims wake on storage notifications: the process's own port (main.ts shares one),
+  // else one of the listener's, stopped with it.
+  const own =
+    deps.notifications === undefined
+      ? startJobNotifications(deps.storage, { clock: deps.clock, log: options.log })
+      : null;
+  const service = registerHostProtocolRoutes(
+    plain,
+    { ...deps, ...(own === null ? {} : { notifications: own }) },
+    { ca, clock, certificateLifetimeSeconds: options.certificateLifetimeSeconds },
+    { log: options.log, ...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }) },
+  );
+  // Waiting claims end (answered nothing) before the server closes, rather than holding it up.
+  plain.addHook("preClose", async () => {
+    service.close();
+  });
+  plain.addHook("onClose", async () => {
+    await own?.stop();
   });
   await app.listen({ host: options.host, port: options.port });
   const address = app.server.address();

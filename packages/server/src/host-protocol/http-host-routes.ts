@@ -1,10 +1,12 @@
 import {
+  type AttemptClaim,
   type AttemptRef,
   type AttemptResult,
   HOST_PROTOCOL_PATHS,
   HOST_PROTOCOL_ROUTES,
   type HostCertificateIssued,
   HostCertificateRequest,
+  type Logger,
   MAX_HOST_BLOB_BYTES,
   MAX_HOST_MESSAGE_BYTES,
   Sha256Hex,
@@ -15,7 +17,7 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppDeps } from "../deps.js";
 import { enrollHost, type IssuedHostCertificate, renewHost } from "../hosts/host-identities.js";
-import { HostService } from "../hosts/host-service.js";
+import { HostService, type HostServiceEvent } from "../hosts/host-service.js";
 import { Refusal } from "../http/refusal.js";
 import { CertificateRequestError } from "../pki/certificate-authority.js";
 import { bearerOf, type HostPki, hostAuthenticator, refusalOf } from "./authenticate-host.js";
@@ -24,8 +26,10 @@ import { registerHostOperatorRoutes } from "./http-host-operator-routes.js";
 const JSON_TYPE = "application/json; charset=utf-8";
 
 type Routes = typeof HOST_PROTOCOL_ROUTES;
+/** Every message but the claim, which is answered through its exchange (below). */
+type Forwarded = Exclude<keyof Routes, "claim">;
 type Perform = {
-  [K in keyof Routes]: (hostId: string, body: Static<Routes[K]["body"]>) => Promise<unknown>;
+  [K in Forwarded]: (hostId: string, body: Static<Routes[K]["body"]>) => Promise<unknown>;
 };
 
 /**
@@ -40,14 +44,25 @@ type Perform = {
  * lease token still fences the report itself). Not tenant operations: not in the catalogue or
  * the OpenAPI document.
  */
-export function registerHostProtocolRoutes(app: FastifyInstance, deps: AppDeps, pki: HostPki): void {
+export function registerHostProtocolRoutes(
+  app: FastifyInstance,
+  deps: AppDeps,
+  pki: HostPki,
+  options: {
+    /** Where the host service logs (a listener's Fastify logs nothing: it is made with logger off). */
+    readonly log?: Logger;
+    readonly onEvent?: (event: HostServiceEvent) => void;
+  } = {},
+): HostService {
   const { authenticate, identityOf } = hostAuthenticator(deps.storage, pki);
   registerHostOperatorRoutes(app, deps, { authenticate, identityOf });
   const service = new HostService({
     storage: deps.storage,
     blobs: deps.blobs,
     clock: deps.clock,
-    log: app.log,
+    log: options.log ?? app.log,
+    ...(deps.notifications === undefined ? {} : { notifications: deps.notifications }),
+    ...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }),
     ...(deps.storageQuotaBytes === undefined ? {} : { storageQuotaBytes: deps.storageQuotaBytes }),
     ...(deps.lineageAffinitySeconds === undefined ? {} : { lineageAffinitySeconds: deps.lineageAffinitySeconds }),
     ...(deps.secrets === undefined ? {} : { secrets: deps.secrets }),
@@ -77,10 +92,6 @@ export function registerHostProtocolRoutes(app: FastifyInstance, deps: AppDeps, 
     enroll: async (host, body) => {
       sameHost(host, body.id, "body.id");
       await service.enroll(body);
-    },
-    claim: async (host, body) => {
-      sameHost(host, body.hostId, "body.hostId");
-      return { placement: await service.claim(host, body.freeVcpus) };
     },
     heartbeat: async (host, ref) => {
       await holds(host, ref);
@@ -117,7 +128,41 @@ export function registerHostProtocolRoutes(app: FastifyInstance, deps: AppDeps, 
     },
   };
 
-  for (const [name, route] of Object.entries(HOST_PROTOCOL_ROUTES) as [keyof Routes, Routes[keyof Routes]][]) {
+  // The claim, which may wait (the long-poll): the service decides and places; the binding only
+  // says when the host has gone (its response closed before it was written: the signal) and
+  // writes the answer, telling the service whether it was written whole.
+  app.route({
+    method: HOST_PROTOCOL_ROUTES.claim.method,
+    url: HOST_PROTOCOL_ROUTES.claim.path,
+    schema: { body: HOST_PROTOCOL_ROUTES.claim.body },
+    bodyLimit: MAX_HOST_MESSAGE_BYTES,
+    onRequest: authenticate,
+    handler: async (request, reply) => {
+      const host = hostOf(request);
+      const body = request.body as AttemptClaim;
+      sameHost(host, body.hostId, "body.hostId");
+      const gone = new AbortController();
+      const onClose = () => {
+        if (!reply.raw.writableFinished) gone.abort();
+      };
+      reply.raw.once("close", onClose);
+      if (reply.raw.destroyed) gone.abort();
+      try {
+        await service.answerClaim(
+          { ...body, hostId: host },
+          { signal: gone.signal, deliver: (answer) => deliver(reply, answer) },
+        );
+      } finally {
+        reply.raw.off("close", onClose);
+      }
+      return reply;
+    },
+  });
+
+  for (const [name, route] of Object.entries(HOST_PROTOCOL_ROUTES).filter(([name]) => name !== "claim") as [
+    Forwarded,
+    Routes[Forwarded],
+  ][]) {
     const run = perform[name] as (hostId: string, body: unknown) => Promise<unknown>;
     app.route({
       method: route.method,
@@ -224,6 +269,25 @@ export function registerHostProtocolRoutes(app: FastifyInstance, deps: AppDeps, 
         throw asRefusal(error);
       }
     },
+  });
+  return service;
+}
+
+/**
+ * Writes a claim's answer; resolves true once it was handed whole to the connection ('finish'),
+ * false when the connection closed first or was already gone (nothing is written then, and the
+ * reply is taken from Fastify, which has no one left to answer).
+ */
+function deliver(reply: FastifyReply, answer: unknown): Promise<boolean> {
+  const raw = reply.raw;
+  if (raw.destroyed) {
+    reply.hijack();
+    return Promise.resolve(false);
+  }
+  return new Promise<boolean>((resolve) => {
+    raw.once("finish", () => resolve(true));
+    raw.once("close", () => resolve(raw.writableFinished));
+    void reply.code(200).type(JSON_TYPE).send(JSON.stringify(answer));
   });
 }
 

@@ -1,9 +1,12 @@
 import {
   type AppendAnswer,
+  type AttemptClaim,
+  type AttemptClaimAnswer,
   type AttemptPlacement,
   type AttemptRef,
   type AttemptReport,
   AttemptResult,
+  CLAIM_MAX_WAIT_MS,
   type Clock,
   type FinishAnswer,
   type HeartbeatAnswer,
@@ -11,6 +14,7 @@ import {
   type HostEnrollment,
   type Logger,
   type LogLine,
+  messageOf,
   type RegistryCredentialGrant,
 } from "@kiln/contract";
 import {
@@ -21,12 +25,16 @@ import {
   findLeasedAttempt,
   findLineageDrop,
   finishAttempt,
+  type JobNotifications,
   readCurrentRegistryCredentials,
+  readHostAdmission,
   readTenantControls,
   recordLineageSave,
   registerHost,
+  releaseUndeliveredAttempt,
   renewAttemptLease,
   type Storage,
+  type UndeliveredRelease,
 } from "@kiln/storage";
 import { Value } from "@sinclair/typebox/value";
 import { ARTIFACT_RETENTION_SECONDS, VCPUS_OF_SIZE } from "../jobs/platform-limits.js";
@@ -34,6 +42,7 @@ import { HOST_FRESH_SECONDS } from "../platform/operating-states/host-serving.js
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
 import type { SecretBox } from "../secrets/secret-box.js";
 import { assemblePlacement, UnplaceableJobError } from "./assemble-placement.js";
+import { ClaimWaits } from "./claim-waits.js";
 import { HostFleetService } from "./fleet/host-fleet-service.js";
 import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "./lineage-affinity.js";
 import { meterAttempt } from "./meter-attempt.js";
@@ -45,7 +54,32 @@ export const LEASE_SECONDS = 15;
 export type HostServiceEvent =
   | { readonly type: "placement:unplaceable"; readonly jobId: string; readonly detail: string }
   | { readonly type: "report:invalid"; readonly jobId: string; readonly attempt: number; readonly detail: string }
-  | { readonly type: "credentials:removed"; readonly hostId: string; readonly versions: number };
+  | { readonly type: "credentials:removed"; readonly hostId: string; readonly versions: number }
+  /** A claim found nothing and waits (the long-poll) for a change that can make a job claimable. */
+  | { readonly type: "claim:waiting"; readonly hostId: string }
+  /**
+   * A claim's answer: the attempt placed (or nothing and why), and whether it reached the host.
+   * An undelivered placement was released (`release` says how).
+   */
+  | {
+      readonly type: "claim:answered";
+      readonly hostId: string;
+      readonly jobId: string | null;
+      readonly idle: AttemptClaimAnswer["idle"];
+      readonly delivered: boolean;
+      /** failed: the release itself failed (logged); the unrenewed lease lapses instead. */
+      readonly release: UndeliveredRelease | "failed" | null;
+    };
+
+/**
+ * How a binding answers one claim (HostService.answerClaim): `signal` aborts once the host is no
+ * longer there to be answered (its connection closed), and `deliver` writes the answer, resolving
+ * whether it was written whole (false: the host went away first).
+ */
+export interface ClaimExchange {
+  readonly signal: AbortSignal;
+  deliver(answer: AttemptClaimAnswer): Promise<boolean>;
+}
 
 export interface HostServiceDeps {
   readonly storage: Storage;
@@ -57,6 +91,11 @@ export interface HostServiceDeps {
   readonly lineageAffinitySeconds?: number;
   /** Opens tenants' sealed registry credentials; without it no attempt receives any. */
   readonly secrets?: SecretBox;
+  /**
+   * What wakes a waiting claim (storage notifications); without it a waiting claim reads the
+   * queue every CLAIM_FAST_POLL_MS.
+   */
+  readonly notifications?: JobNotifications;
   readonly onEvent?: (event: HostServiceEvent) => void;
 }
 
@@ -70,10 +109,17 @@ export class HostService {
   readonly #quotaBytes: number;
   /** The fleet messages: operator-started initializations and sandbox reports (hosts/fleet). */
   readonly fleet: HostFleetService;
+  readonly #waits: ClaimWaits;
 
   constructor(private readonly deps: HostServiceDeps) {
     this.#quotaBytes = storageQuotaBytes(deps.storageQuotaBytes);
     this.fleet = new HostFleetService(deps);
+    this.#waits = new ClaimWaits(deps);
+  }
+
+  /** Ends every waiting claim (answered `not_waiting`), and any later one at once: the binding is closing. */
+  close(): void {
+    this.#waits.close();
   }
 
   async enroll(host: HostEnrollment): Promise<void> {
@@ -120,6 +166,92 @@ export class HostService {
           refusedResult({ phase: "provision", cause: "infrastructure", detail }),
         );
       }
+    }
+  }
+
+  /**
+   * A claim that may wait (the long-poll): answered at once when a job is claimable for the host,
+   * else held — up to the host's `waitMs`, at most CLAIM_MAX_WAIT_MS on the control plane's clock
+   * — until a change that can make one claimable (a job queued, a tenant's slot freed or controls
+   * changed, a host's state changed: `onClaimable`) lets it take one, or the wait ends (`wait_ended`).
+   * A host that is draining, or whose admission is closed, is answered `not_admitting` at once,
+   * and a drain during the wait ends it so. Without notices (or while they are lost) the queue is
+   * read every CLAIM_FAST_POLL_MS, and every CLAIM_RECHECK_MS with them, for what time alone
+   * changes (a job's wait for its lineage's host ends).
+   *
+   * Cancellation: an attempt is placed only while the host is still there — `exchange.signal` is
+   * checked before every claim, and a wait ends the moment it aborts. A placement whose answer
+   * could not be written whole (the host left during the claim's own transaction, or while it was
+   * being written) is released at once (releaseUndeliveredAttempt: the attempt removed, the job
+   * queued again in its place, its attempt count unchanged), never left to a lapsed lease. What
+   * no server can see — an answer written whole that the host then never reads — is the lease's
+   * to settle: unrenewed, it lapses in LEASE_SECONDS and the reaper re-queues the job.
+   */
+  async answerClaim(request: AttemptClaim, exchange: ClaimExchange): Promise<AttemptClaimAnswer> {
+    const answer = await this.#claimWaiting(request, exchange.signal);
+    let delivered: boolean;
+    try {
+      delivered = await exchange.deliver(answer);
+    } catch (error) {
+      this.deps.log.warn({ hostId: request.hostId, err: error }, "a claim's answer could not be written");
+      delivered = false;
+    }
+    let release: UndeliveredRelease | "failed" | null = null;
+    if (!delivered && answer.placement !== null) {
+      const { jobId, attempt, leaseToken } = answer.placement;
+      try {
+        release = await releaseUndeliveredAttempt(this.deps.storage, {
+          jobId,
+          attempt,
+          leaseToken,
+          now: this.deps.clock.now(),
+          reason: `attempt ${attempt} placed on ${request.hostId} was released: the host's claim ended before the placement reached it`,
+        });
+        this.deps.log.warn(
+          { hostId: request.hostId, jobId, attempt, release },
+          `attempt ${attempt} of ${jobId} could not be handed to host ${request.hostId} (it left while claiming); released: ${release}`,
+        );
+      } catch (error) {
+        release = "failed";
+        this.deps.log.error(
+          { hostId: request.hostId, jobId, attempt, err: error },
+          `attempt ${attempt} of ${jobId} was not handed to host ${request.hostId} and could not be released (${messageOf(error)}); its lease lapses and the reaper re-queues the job`,
+        );
+      }
+    }
+    this.deps.onEvent?.({
+      type: "claim:answered",
+      hostId: request.hostId,
+      jobId: answer.placement?.jobId ?? null,
+      idle: answer.idle,
+      delivered,
+      release,
+    });
+    return answer;
+  }
+
+  async #claimWaiting(request: AttemptClaim, signal: AbortSignal): Promise<AttemptClaimAnswer> {
+    const { hostId, freeVcpus } = request;
+    const waitMs = Math.min(request.waitMs ?? 0, CLAIM_MAX_WAIT_MS);
+    const deadline = this.deps.clock.now().getTime() + waitMs;
+    // Subscribed before the first read: a job queued after that read always wakes the wait.
+    const waiter = waitMs > 0 ? await this.#waits.open() : null;
+    try {
+      for (;;) {
+        if (signal.aborted || this.#waits.closed) return { placement: null, idle: "not_waiting" };
+        waiter?.reset();
+        const placement = await this.claim(hostId, freeVcpus);
+        if (placement !== null) return { placement, idle: null };
+        const admission = await readHostAdmission(this.deps.storage, { hostId });
+        if (!admission.admitting) return { placement: null, idle: "not_admitting" };
+        if (waiter === null) return { placement: null, idle: "not_waiting" };
+        const left = deadline - this.deps.clock.now().getTime();
+        if (left <= 0) return { placement: null, idle: "wait_ended" };
+        this.deps.onEvent?.({ type: "claim:waiting", hostId });
+        await waiter.next(Math.min(left, waiter.pollMs()), signal);
+      }
+    } finally {
+      waiter?.dispose();
     }
   }
 

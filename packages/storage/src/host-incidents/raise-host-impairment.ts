@@ -1,5 +1,6 @@
 import { type Kysely, sql } from "kysely";
 import { newHostOperationId } from "../host-recovery/host-recovery-records.js";
+import { hostPlacementSubject, JOB_CHANNELS, notifyAtCommit } from "../notifications/job-notices.js";
 import type { Database } from "../schema.js";
 import { formatTimestamp } from "../timestamps.js";
 
@@ -117,6 +118,8 @@ export async function raiseHostImpairment(
       })
       .where("id", "=", input.hostId)
       .execute();
+    // Ends the host's waiting claim, and releases jobs that waited for it as their lineage's host.
+    await notifyAtCommit(trx, JOB_CHANNELS.placement, hostPlacementSubject(input.hostId));
   }
   return { kind: "raised", incidentId, incidentOpened, anomalyId, admissionClosed };
 }

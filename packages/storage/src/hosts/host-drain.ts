@@ -1,5 +1,6 @@
 import { type Kysely, type Selectable, sql } from "kysely";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
+import { hostPlacementSubject, JOB_CHANNELS, notifyAtCommit } from "../notifications/job-notices.js";
 import type { Database, HostsTable } from "../schema.js";
 import { formatTimestamp } from "../timestamps.js";
 import { recordHostTransition } from "./record-host-transition.js";
@@ -125,6 +126,9 @@ export async function drainHost(
       at: input.now,
       revision: Number(moved.revision),
     });
+    // Ends the host's waiting claim (it answers nothing), and releases jobs that waited for it
+    // as their lineage's host, at the drain's commit.
+    await notifyAtCommit(trx, JOB_CHANNELS.placement, hostPlacementSubject(input.hostId));
   }
   return settleHostChange(trx, input.hostId, moved);
 }
@@ -165,6 +169,8 @@ export async function undrainHost(
       at: input.now,
       revision: Number(moved.revision),
     });
+    // The host may take work again: its waiting claim reads the queue at the undrain's commit.
+    await notifyAtCommit(trx, JOB_CHANNELS.placement, hostPlacementSubject(input.hostId));
   }
   return settleHostChange(trx, input.hostId, moved);
 }

@@ -1,5 +1,7 @@
 import type { Kysely, Updateable } from "kysely";
+import { JOB_CHANNELS, notifyAtCommit, tenantPlacementSubject } from "../notifications/job-notices.js";
 import type { Database, JobsTable } from "../schema.js";
+import { SLOT_HOLDING_STATUSES } from "../tenant-policy/read-tenant-consumption.js";
 import { formatTimestamp } from "../timestamps.js";
 import { recordTransition } from "./record-transition.js";
 
@@ -64,5 +66,32 @@ export async function settleJob(
     at: input.at,
     reason: input.reason,
   });
+  if ((SLOT_HOLDING_STATUSES as readonly string[]).includes(input.job.status)) {
+    await announceFreedSlot(trx, input.job.tenant_id);
+  }
   return true;
+}
+
+/**
+ * A job that held one of its tenant's running slots settled: when the tenant has a concurrency
+ * limit and queued jobs (the only case where a freed slot can make one placeable), hosts
+ * waiting to claim are told at this commit. Other settlements notify nothing, so an idle fleet
+ * is not woken by every job's end.
+ */
+async function announceFreedSlot(trx: Kysely<Database>, tenantId: string): Promise<void> {
+  const waiting = await trx
+    .selectFrom("tenant_controls as c")
+    .select("c.tenant_id")
+    .where("c.tenant_id", "=", tenantId)
+    .where("c.max_running_jobs", "is not", null)
+    .where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom("jobs as q")
+          .select("q.id")
+          .whereRef("q.tenant_id", "=", "c.tenant_id")
+          .where("q.status", "=", "queued"),
+      ),
+    )
+    .executeTakeFirst();
+  if (waiting !== undefined) await notifyAtCommit(trx, JOB_CHANNELS.placement, tenantPlacementSubject(tenantId));
 }

@@ -13,7 +13,20 @@ export const JOB_CHANNELS = {
   jobEvents: "kiln_job_events",
   /** A job became queued (submitted or handed back); payload: the job id (hosts waiting to claim). */
   queued: "kiln_job_queued",
+  /**
+   * Something other than a newly queued job may let a queued job be placed: a host's state
+   * changed (drained, undrained, its admission closed or reopened — which also ends that host's
+   * waiting claim, and releases jobs that waited for it as their lineage's host), or a tenant's
+   * running slot freed or its controls changed. Payload: `host:<id>` or `tenant:<id>` (hosts
+   * waiting to claim read the queue again whatever it names).
+   */
+  placement: "kiln_placement",
 } as const;
+
+/** The payload of a placement notice about a host. */
+export const hostPlacementSubject = (hostId: string): string => `host:${hostId}`;
+/** The payload of a placement notice about a tenant. */
+export const tenantPlacementSubject = (tenantId: string): string => `tenant:${tenantId}`;
 
 export type JobChannel = (typeof JOB_CHANNELS)[keyof typeof JOB_CHANNELS];
 

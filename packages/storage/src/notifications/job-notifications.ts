@@ -14,7 +14,8 @@ export type Wake = () => void;
 
 /**
  * This process's subscriptions to what other writers commit (job-notices.ts): log streams wait
- * on a job, event streams on a tenant's job events, a host's claim wait on newly queued jobs.
+ * on a job, event streams on a tenant's job events, a host's claim wait on newly queued jobs
+ * and on whatever else can make a queued job placeable.
  * A notice only wakes; every waiter re-reads the database, and keeps a slow poll of its own
  * for notices that never arrive — those committed while the listening connection was down
  * (between the loss and the new LISTEN nothing is delivered, and PostgreSQL keeps nothing for
@@ -39,6 +40,11 @@ export interface JobNotifications {
   onJobEvents(tenantId: string, wake: Wake): () => void;
   /** Wakes whenever a job becomes queued. */
   onQueued(wake: Wake): () => void;
+  /**
+   * Wakes whenever a queued job may have become placeable: a job queued, or a placement notice
+   * (a host's state, a tenant's slot or controls changed). What hosts waiting to claim wait on.
+   */
+  onClaimable(wake: Wake): () => void;
   /** Stops listening and any reconnection; subscriptions are no longer woken. */
   stop(): Promise<void>;
 }
@@ -82,6 +88,7 @@ class ListeningPort implements JobNotifications {
   readonly #tenants = new Map<string, Set<Wake>>();
   readonly #anyJob = new Set<(jobId: string | null) => void>();
   readonly #queued = new Set<Wake>();
+  readonly #claimable = new Set<Wake>();
   #state: "idle" | "connecting" | "listening" | "lost" | "stopped" = "idle";
   #connection: NoticeConnection | null = null;
   #attempt: Promise<void> | null = null;
@@ -124,6 +131,14 @@ class ListeningPort implements JobNotifications {
     this.#queued.add(wake);
     return () => {
       this.#queued.delete(wake);
+    };
+  }
+
+  onClaimable(wake: Wake): () => void {
+    this.#started();
+    this.#claimable.add(wake);
+    return () => {
+      this.#claimable.delete(wake);
     };
   }
 
@@ -224,6 +239,9 @@ class ListeningPort implements JobNotifications {
       this.#wakeEach(this.#tenants.get(payload));
     } else if (channel === JOB_CHANNELS.queued) {
       this.#wakeEach(this.#queued);
+      this.#wakeEach(this.#claimable);
+    } else if (channel === JOB_CHANNELS.placement) {
+      this.#wakeEach(this.#claimable);
     }
   }
 
@@ -231,6 +249,7 @@ class ListeningPort implements JobNotifications {
     for (const set of this.#jobs.values()) this.#wakeEach(set);
     for (const set of this.#tenants.values()) this.#wakeEach(set);
     this.#wakeEach(this.#queued);
+    this.#wakeEach(this.#claimable);
     for (const wake of [...this.#anyJob]) this.#call(() => wake(null));
   }
 

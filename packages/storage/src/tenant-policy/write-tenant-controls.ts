@@ -1,4 +1,5 @@
 import { executorOf, inTransaction, type StorageOrTransaction } from "../executor.js";
+import { JOB_CHANNELS, notifyAtCommit, tenantPlacementSubject } from "../notifications/job-notices.js";
 import { formatTimestamp } from "../timestamps.js";
 import { compareAndSetTenantRow } from "./compare-and-set-tenant-row.js";
 import { readTenantControls, type StoredRateCard } from "./read-tenant-controls.js";
@@ -67,6 +68,8 @@ export async function writeTenantControls(
       values,
     });
     if (written) {
+      // A suspension lifted or a limit raised may let the tenant's queued jobs be placed now.
+      await notifyAtCommit(executorOf(tx), JOB_CHANNELS.placement, tenantPlacementSubject(input.tenantId));
       if (c.credit !== undefined) {
         await executorOf(tx)
           .insertInto("usage_credits")
