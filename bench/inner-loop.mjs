@@ -316,11 +316,12 @@ async function startKiln() {
     const result = lines.find((l) => l.type === "result");
     if (code !== 0 || result?.status !== "passed")
       throw new Error(`kiln cargo test exited ${code}: ${stderr.slice(-2000)}\n${stdout.slice(-2000)}`);
+    // The CLI's own requests only (the bench's reads below go through the same hooks).
+    const mine = requests.slice(first).filter((r) => r.start >= spawned && r.end <= exited);
     const id = result.job;
     const job = await get(`/api/jobs/${id}`);
     const evidence = await get(`/api/jobs/${id}/evidence`);
     const logText = (await get(`/api/jobs/${id}/logs?limit=1000`)).records.map((r) => r.text).join("\n");
-    const mine = requests.slice(first).filter((r) => r.start >= spawned);
     return {
       seconds: (exited - spawned) / 1000,
       job: id,
