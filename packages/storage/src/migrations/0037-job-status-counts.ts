@@ -30,10 +30,41 @@ import type { DialectName } from "../dialect.js";
  * first's commit to finish, as it already did for its event's number. A rolled-back
  * transaction changes no count. A transaction that lists its own uncommitted moves would not see
  * them counted yet (no verb does).
+ *
+ * The page itself is a keyset read, newest first: unfiltered it walks `jobs_by_tenant` and reads
+ * the rows it returns. A filter walked that same index and skipped every job that did not match,
+ * so a page of a rare status, repository, branch or class (or one that matched nothing) read the
+ * whole tenant. Each filter now has an index of its own in the page's order — (tenant_id, the
+ * filtered column, accepted_at, id) — so a filtered page reads the jobs matching it, in order,
+ * and stops at the page's end. Filters combined are served by the index of one of them (the
+ * database's choice) and the others are checked on the rows it yields: the cost is then bounded
+ * by the jobs matching that one filter, never by the tenant. The status index replaces
+ * `jobs_tenant_status` (tenant_id, status), which it serves as a prefix (claim-next-job.ts counts
+ * a tenant's running jobs over it).
  */
+const LISTED_BY = ["status", "repository", "branch", "class"] as const;
+
+/** The filtered listing's indexes (see above). */
+async function createListingIndexes(db: Kysely<unknown>): Promise<void> {
+  for (const column of LISTED_BY) {
+    await db.schema
+      .createIndex(`jobs_listed_by_${column}`)
+      .on("jobs")
+      .columns(["tenant_id", column, "accepted_at", "id"])
+      .execute();
+  }
+  await db.schema.dropIndex("jobs_tenant_status").execute();
+}
+
+async function dropListingIndexes(db: Kysely<unknown>): Promise<void> {
+  await db.schema.createIndex("jobs_tenant_status").on("jobs").columns(["tenant_id", "status"]).execute();
+  for (const column of LISTED_BY) await db.schema.dropIndex(`jobs_listed_by_${column}`).execute();
+}
+
 export function jobStatusCounts(dialect: DialectName): Migration {
   return {
     async up(db: Kysely<unknown>): Promise<void> {
+      await createListingIndexes(db);
       await db.schema
         .createTable("job_status_counts")
         .addColumn("tenant_id", "text", (c) => c.notNull())
@@ -119,6 +150,7 @@ export function jobStatusCounts(dialect: DialectName): Migration {
         }
       }
       await db.schema.dropTable("job_status_counts").execute();
+      await dropListingIndexes(db);
     },
   };
 }
