@@ -27,6 +27,7 @@ export interface Database {
   log_records: LogRecordsTable;
   job_events: JobEventsTable;
   job_event_counters: JobEventCountersTable;
+  job_status_counts: JobStatusCountsTable;
   artifacts: ArtifactsTable;
   artifact_blobs: ArtifactBlobsTable;
   lineages: LineagesTable;
@@ -311,6 +312,13 @@ export interface JobEventsTable {
 export interface JobEventCountersTable {
   tenant_id: string;
   last_sequence: number;
+}
+
+/** A tenant's jobs in one status, kept by triggers on jobs (migration 0037); never written by a verb. */
+export interface JobStatusCountsTable {
+  tenant_id: string;
+  status: string;
+  jobs: number;
 }
 
 export interface ArtifactsTable {

@@ -39,8 +39,16 @@ export const JOB_LIST_COLUMNS = [
 export type JobListRow = Pick<JobRow, (typeof JOB_LIST_COLUMNS)[number]>;
 
 /**
- * A page of the tenant's jobs, newest first (keyset on accepted_at, id), with the
- * tenant's total before filtering and roll-up counts by status.
+ * A page of the tenant's jobs, newest first (keyset on accepted_at, id), with the tenant's total
+ * before filtering and its jobs by status (jobs.list's JobsPage: `total` counts the tenant's jobs
+ * before filtering, and `summary` is the tenant's as well, whatever the filters).
+ *
+ * Neither is counted here: `job_status_counts` holds the tenant's jobs by status, kept by
+ * triggers on jobs in the transaction of every insert, status change and delete (migration
+ * 0037, which explains its locking), so a page reads its rows and at most one counter row per
+ * status, whatever the tenant's size. The two reads take no lock and wait for no writer; on
+ * PostgreSQL each sees what had committed when it ran (a move committing between them can show
+ * in one and not yet in the other, as it could when both were counts).
  */
 export async function listJobs(
   target: StorageOrTransaction,
@@ -62,16 +70,17 @@ export async function listJobs(
     cursor: input.cursor,
   });
   const counts = await db
-    .selectFrom("jobs")
-    .select(["status", (eb) => eb.fn.countAll().as("n")])
+    .selectFrom("job_status_counts")
+    .select(["status", "jobs"])
     .where("tenant_id", "=", input.tenantId)
-    .groupBy("status")
     .execute();
   const summary: Record<string, number> = {};
   let total = 0;
   for (const row of counts) {
-    summary[row.status] = Number(row.n);
-    total += Number(row.n);
+    const n = Number(row.jobs);
+    if (n === 0) continue;
+    summary[row.status] = n;
+    total += n;
   }
   return { ...page, total, summary };
 }
