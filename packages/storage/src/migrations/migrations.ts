@@ -25,6 +25,7 @@ import { inlineSourceBytes } from "./0022-inline-source-bytes.js";
 import { hostCertificates } from "./0023-host-certificates.js";
 import { jobEventTenantSequence } from "./0030-job-event-tenant-sequence.js";
 import { artifactBlobs } from "./0035-artifact-blobs.js";
+import { sourceReservationsCoveringIndex } from "./0038-source-reservations-covering-index.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -61,6 +62,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0023-host-certificates": hostCertificates(),
     "0030-job-event-tenant-sequence": jobEventTenantSequence(dialect),
     "0035-artifact-blobs": artifactBlobs(),
+    "0038-source-reservations-covering-index": sourceReservationsCoveringIndex(),
   };
 }
 
