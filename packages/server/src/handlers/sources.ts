@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { SOURCE_LIMITS, UPLOAD_ID_PATTERN } from "@kiln/contract";
 import {
   attachHeldChunks,
@@ -15,6 +14,7 @@ import {
   tenantReservations,
 } from "@kiln/storage";
 import { preparedBody, valueOrRefusal } from "../http/body-preparations.js";
+import { bodyDigestOf } from "../http/digesting-body.js";
 import { refuse } from "../http/refusal.js";
 import { requireOnboarded } from "../repositories/require-onboarded.js";
 import { DeclaredPartsCache } from "../sources/declared-parts.js";
@@ -240,7 +240,8 @@ export const putSourceChunk: Handler<"sources.chunk.put"> = async (ctx) => {
   if (!Buffer.isBuffer(bytes))
     return refuse("invalid_request", "body must be the part's raw bytes (application/octet-stream)");
   refuseIfExpired(ctx, upload);
-  const got = createHash("sha256").update(bytes).digest("hex");
+  // Taken as the bytes arrived (http/digesting-body.ts).
+  const got = bodyDigestOf(ctx.request, bytes);
   if (held !== undefined) {
     if (held.sha256 !== got) {
       refuse(
