@@ -13,8 +13,8 @@ import {
   type SourceUploadRow,
   tenantReservations,
 } from "@kiln/storage";
+import { bodyDigestOf } from "../http/body-digest.js";
 import { preparedBody, valueOrRefusal } from "../http/body-preparations.js";
-import { bodyDigestOf } from "../http/digesting-body.js";
 import { refuse } from "../http/refusal.js";
 import { requireOnboarded } from "../repositories/require-onboarded.js";
 import { DeclaredPartsCache } from "../sources/declared-parts.js";
@@ -240,8 +240,8 @@ export const putSourceChunk: Handler<"sources.chunk.put"> = async (ctx) => {
   if (!Buffer.isBuffer(bytes))
     return refuse("invalid_request", "body must be the part's raw bytes (application/octet-stream)");
   refuseIfExpired(ctx, upload);
-  // Taken as the bytes arrived (http/digesting-body.ts).
-  const got = bodyDigestOf(ctx.request, bytes);
+  // Off the event loop (http/body-digest.ts).
+  const got = await bodyDigestOf(bytes);
   if (held !== undefined) {
     if (held.sha256 !== got) {
       refuse(

@@ -5,7 +5,6 @@ import type { AppDeps } from "../deps.js";
 import { type BoundHandler, boundHandlerOf, type HandlerTable, REPLY_SENT } from "../handlers/handler.js";
 import type { LargeBodies } from "./body-parsers.js";
 import { isPreparedOperation } from "./body-preparations.js";
-import { digestingBody } from "./digesting-body.js";
 import { enforceSecurity } from "./enforce-security.js";
 import { idempotencyKeyOf } from "./idempotency-key-header.js";
 import { declaresLargeBody } from "./large-request-admission.js";
@@ -64,12 +63,6 @@ export function bindCatalogueRoutes(
       },
       ...(body?.maxBytes === undefined ? {} : { bodyLimit: body.maxBytes }),
       config: { operation: op },
-      ...(body?.encoding === "bytes"
-        ? {
-            preParsing: async (request: FastifyRequest, _reply: FastifyReply, payload: NodeJS.ReadableStream) =>
-              digestingBody(request, payload),
-          }
-        : {}),
       // Who is calling is settled before the body is even parsed, so an unauthorized
       // caller learns nothing from validation.
       onRequest: async (request, reply) => {
