@@ -2,7 +2,7 @@
 // Large requests and the event loop: how long one tenant-sized request holds the server's one
 // event loop, and what a small request of another tenant waits beside it (issue 22 H2, T15).
 //
-//   npm run build && node bench/large-requests.mjs [--runs 3] [--kind inline|manifest|both]
+//   npm run build && node bench/large-requests.mjs [--runs 3] [--kind inline|manifest|both] [--workers N]
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/large-requests.mjs --runs 1   (a profile)
 //
 // One real app in this process on loopback (SQLite, no host), and for each kind of large
@@ -16,6 +16,8 @@
 // - a quiet tenant's jobs.get sent every 10 ms alongside: its p50 and worst latency.
 //
 // Ratios are against the same quiet jobs.get with no large request, measured in the same run.
+// --workers is the app's body workers (default: the server's default; 0 reads every body on the
+// event loop, as before issue 22 H2's fix).
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -139,7 +141,13 @@ for (const p of [quiet, noisy]) {
   await onboardRepository(storage, { tenantId: p.tenant, name: repository, onboardedBy: "bench" }, new Date());
 }
 const { systemClock } = await import("@kiln/contract");
-const harness = await testApp(storage, { clock: systemClock, checkResponses: false });
+const workers = option("workers", undefined);
+const harness = await testApp(storage, {
+  clock: systemClock,
+  checkResponses: false,
+  ...(workers === undefined ? {} : { bodyWorkers: Number(workers) }),
+});
+log(`body workers: ${workers ?? "default"}`);
 const base = await harness.app.listen({ host: "127.0.0.1", port: 0 });
 const quietJob = await (async () => {
   const res = await fetch(`${base}/api/v4/jobs`, {

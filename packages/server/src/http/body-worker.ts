@@ -10,6 +10,7 @@
  * (json-body-text.ts), the same validators compiled from the same catalogue schemas
  * (request-validators.ts) and the same preparations the event loop uses for small bodies.
  */
+import { getPriority, setPriority } from "node:os";
 import { isMainThread, parentPort } from "node:worker_threads";
 import { CATALOGUE } from "@kiln/contract";
 import { isPreparedOperation, preparationOf } from "./body-preparations.js";
@@ -103,7 +104,23 @@ export function readBody(task: BodyTask): { answer: BodyAnswer; transfer: ArrayB
   return { answer: { id, kind: "valid", body, prepared }, transfer: preparation.transfer(prepared) };
 }
 
+/**
+ * How much lower a body worker's scheduling priority is than the event loop's. On Linux a nice
+ * value is per thread, so lowering this thread's leaves the event loop's alone: when the cores
+ * are busy, the loop serving every tenant runs first and a large body waits, rather than every
+ * small request waiting behind a tenant's large one.
+ */
+const BELOW_THE_EVENT_LOOP = 10;
+
 if (!isMainThread && parentPort !== null) {
+  if (process.platform === "linux") {
+    try {
+      // 0: the calling thread (Linux keeps nice values per thread).
+      setPriority(0, Math.min(19, getPriority(0) + BELOW_THE_EVENT_LOOP));
+    } catch {
+      // A priority that cannot be lowered leaves the worker as fast as the loop; it still runs.
+    }
+  }
   const port = parentPort;
   port.on("message", (task: BodyTask) => {
     let reply: { answer: BodyAnswer; transfer: ArrayBuffer[] };
