@@ -38,6 +38,12 @@ import { count, runTrial } from "./trial.js";
 const LIMIT = Number(process.env.KILN_T15_LIMIT ?? 120);
 const ALONE = Number(process.env.KILN_T15_ALONE_SECONDS ?? 30);
 const BESIDE = Number(process.env.KILN_T15_BESIDE_SECONDS ?? 75);
+/**
+ * Which of the noisy tenant's three kinds of noise run (KILN_T15_NOISE, comma-separated; default
+ * all): `manifests`, `bodies`, `disk` — to tell which one costs the quiet tenant what. The
+ * promise is judged on all three.
+ */
+const NOISE = new Set((process.env.KILN_T15_NOISE ?? "manifests,bodies,disk").split(",").map((s) => s.trim()));
 const QUIET_RATE = 20; // requests per second, open loop
 const RATIO = 1.2;
 
@@ -141,7 +147,7 @@ async function noisyTenantRequests(config: { base: string; token: string; until:
     }
   };
   const manifests = (async () => {
-    while (Date.now() < until) {
+    while (NOISE.has("manifests") && Date.now() < until) {
       if ((await attempt(() => post(noisyTenant.token, "/api/sources", bigManifest))) !== null) noisy.manifests += 1;
     }
   })();
@@ -154,7 +160,7 @@ async function noisyTenantRequests(config: { base: string; token: string; until:
   const hugeValid = bigSource(5_000_000); // about 15 MB of JSON
   const tooLarge = `${hugeValid.slice(0, -1)}${" ".repeat(17 * 2 ** 20 - hugeValid.length)}}`;
   const bodies = (async () => {
-    for (let n = 0; Date.now() < until; n++) {
+    for (let n = 0; NOISE.has("bodies") && Date.now() < until; n++) {
       const body = n % 2 === 0 ? hugeValid : tooLarge;
       if ((await attempt(() => post(noisyTenant.token, "/api/v4/jobs", body))) !== null) noisy.bodies += 1;
     }
@@ -197,7 +203,7 @@ async function noisyTenantRequests(config: { base: string; token: string; until:
         parts: Array.from({ length: partCount }, (_, i) => ({ part: i + 1, sha256: partDigest, bytes: part.length })),
       },
     };
-    for (let k = 0; Date.now() < until; k++) {
+    for (let k = 0; NOISE.has("disk") && Date.now() < until; k++) {
       const reserved = await post(noisyTenant.token, "/api/sources", JSON.stringify(reservation));
       if (reserved.status !== 200) {
         noisy.reservationsRefused += 1;
@@ -363,6 +369,9 @@ await runTrial("T15", "noisy neighbours", async () => {
       fail(`the noisy credential had ${worstWindow} requests accepted in one 60 s window (limit ${LIMIT})`);
     }
     if (BESIDE < 60) fail(`KILN_T15_BESIDE_SECONDS=${BESIDE} is shorter than the 60 s window the limit is over`);
+    const left = ["manifests", "bodies", "disk"].filter((kind) => !NOISE.has(kind));
+    if (left.length > 0)
+      fail(`KILN_T15_NOISE leaves out ${left.join(" and ")}: the promise is judged on all the noise`);
     for (const w of [...alone.wrong, ...beside.wrong].slice(0, 10)) fail(`quiet tenant: ${w}`);
     const p99Alone = percentile(alone.latencies, 99);
     const p99Beside = percentile(beside.latencies, 99);
