@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { CATALOGUE, type Operation } from "@kiln/contract";
 import fc from "fast-check";
 import { masterKey, operatorCredential } from "../src/auth/operator-credential.js";
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "../src/http/body-parsers.js";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "../src/http/json-body-text.js";
 import { bearer, type TestApp, testApp } from "../test/harness.js";
 import { type Answer, judge, validatorOf } from "./answers.js";
 import { populateTenants, REPOSITORY, type TenantWorld } from "./fixtures.js";

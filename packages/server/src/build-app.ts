@@ -7,7 +7,7 @@ import { defaultHandlers } from "./handlers/default-handlers.js";
 import type { HandlerTable } from "./handlers/handler.js";
 import { endStreamsOf } from "./handlers/sse-stream.js";
 import { bindCatalogueRoutes } from "./http/bind-catalogue-routes.js";
-import { installBodyParsers } from "./http/body-parsers.js";
+import { installBodyParsers, largeBodiesOf } from "./http/body-parsers.js";
 import { installErrorBoundary } from "./http/error-boundary.js";
 import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from "./http/framework-errors.js";
 import { installRequestValidators } from "./http/request-validators.js";
@@ -64,15 +64,17 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
   app.addHook("preClose", async () => {
     endStreamsOf(app.server);
   });
+  const large = deps.largeBodies ?? largeBodiesOf(deps);
   app.addHook("onClose", async () => {
+    if (deps.largeBodies === undefined) await large.pool?.close();
     await deps.lastUsed?.close();
     await ownNotifications?.stop();
   });
   installErrorBoundary(app);
   installRequestValidators(app);
-  installBodyParsers(app);
+  installBodyParsers(app, large);
   if (deps.checkResponses === true) installResponseContractCheck(app);
-  bindCatalogueRoutes(app, deps, handlers);
+  bindCatalogueRoutes(app, deps, handlers, large);
   registerPages(app, deps);
   registerOidcSignIn(app, deps);
   registerJobPages(app, deps, handlers);

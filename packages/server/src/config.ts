@@ -46,6 +46,10 @@ export interface ServerConfig {
   readonly dogfoodAuditIntervalSeconds: number;
   /** KILN_RETENTION_SWEEP_SECONDS (default 3600; 0 off): how often expired artifacts' bytes are deleted. */
   readonly retentionSweepSeconds: number;
+  /** KILN_BODY_WORKERS (default one or two: the cores the event loop leaves; 0 none): threads reading large JSON bodies. */
+  readonly bodyWorkers: number | undefined;
+  /** KILN_LARGE_REQUESTS_PER_TENANT (default 2, at least 1): one tenant's large requests in flight in this process. */
+  readonly largeRequestsPerTenant: number | undefined;
   /**
    * KILN_BLOB_URL (`s3://bucket/prefix?endpoint=…&region=…&force_path_style=true`): blobs in
    * S3-compatible object storage, credentials from the AWS SDK chain; undefined keeps them as
@@ -73,6 +77,15 @@ function secondsFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number):
   if (text === undefined || text === "") return fallback;
   const value = Number(text);
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a whole number of seconds, got ${text}`);
+  return value;
+}
+
+function countFromEnv(env: NodeJS.ProcessEnv, name: string, least: number): number | undefined {
+  const text = env[name]?.trim();
+  if (text === undefined || text === "") return undefined;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < least)
+    throw new Error(`${name} must be a whole number of at least ${least}, got ${text}`);
   return value;
 }
 
@@ -151,6 +164,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     dogfoodTenant: env.KILN_DOGFOOD_TENANT?.trim() || undefined,
     dogfoodAuditIntervalSeconds: secondsFromEnv(env, "KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS", 300),
     retentionSweepSeconds: secondsFromEnv(env, "KILN_RETENTION_SWEEP_SECONDS", 3600),
+    bodyWorkers: countFromEnv(env, "KILN_BODY_WORKERS", 0),
+    largeRequestsPerTenant: countFromEnv(env, "KILN_LARGE_REQUESTS_PER_TENANT", 1),
     blobLocation: env.KILN_BLOB_URL?.trim() ? parseS3BlobUrl(env.KILN_BLOB_URL.trim()) : undefined,
     hostListen: env.KILN_HOST_LISTEN?.trim() ? parseListen(env.KILN_HOST_LISTEN, "KILN_HOST_LISTEN") : undefined,
     hostTlsNames: hostTlsNamesFromEnv(env, publicOrigin),

@@ -2,6 +2,7 @@ import type { Clock } from "@kiln/contract";
 import type { BlobStore, JobNotifications, Storage } from "@kiln/storage";
 import type { LastUsedRecorder } from "./auth/last-used-recorder.js";
 import type { OidcSettings } from "./auth/oidc-client.js";
+import type { LargeBodies } from "./http/body-parsers.js";
 import type { CanarySettings } from "./platform/canaries/canary-settings.js";
 import type { SecretBox } from "./secrets/secret-box.js";
 import type { GitHubApp } from "./source-hosting/github-app.js";
@@ -54,6 +55,22 @@ export interface AppDeps {
   readonly notifications?: JobNotifications;
   /** Coalesces last_used_at writes; buildApp makes one when absent. */
   readonly lastUsed?: LastUsedRecorder;
+  /**
+   * Worker threads reading large JSON bodies off the event loop (KILN_BODY_WORKERS; default one
+   * or two, the cores the event loop leaves; 0 reads every body on the event loop): see
+   * http/body-parsers.ts.
+   */
+  readonly bodyWorkers?: number;
+  /**
+   * How many large requests (a body over 256 KiB) one tenant may have in flight in this process
+   * (KILN_LARGE_REQUESTS_PER_TENANT, default 2); more at once are refused rate_limited.
+   */
+  readonly largeRequestsPerTenant?: number;
+  /**
+   * The body workers and per-tenant bound themselves (tests inspect them); buildApp makes them
+   * from bodyWorkers and largeRequestsPerTenant when absent, and closes only what it made.
+   */
+  readonly largeBodies?: LargeBodies;
   /** Version string served in the OpenAPI document. */
   readonly version: string;
   /**

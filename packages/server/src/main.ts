@@ -89,6 +89,8 @@ program
       wakeScheduler: () => wake(),
       notifications,
       lineageAffinitySeconds: config.lineageAffinitySeconds,
+      ...(config.bodyWorkers === undefined ? {} : { bodyWorkers: config.bodyWorkers }),
+      ...(config.largeRequestsPerTenant === undefined ? {} : { largeRequestsPerTenant: config.largeRequestsPerTenant }),
       logger: { level: process.env.KILN_LOG_LEVEL ?? "info" },
       canaries,
       ...(config.dogfoodTenant === undefined ? {} : { dogfoodTenant: config.dogfoodTenant }),

@@ -11,7 +11,7 @@ import {
   readJobRecords,
   requestCancellation,
 } from "@kiln/storage";
-import { requestHashOf } from "../http/perform-keyed.js";
+import { type PreparedSubmission, preparedBody } from "../http/body-preparations.js";
 import { refuse } from "../http/refusal.js";
 import { admitArchiveSource } from "../jobs/admit-archive-source.js";
 import { admitInlineSource, jobClassOf, readSourceFile } from "../jobs/admit-inline-source.js";
@@ -34,7 +34,9 @@ export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
   const principal = principalOf(ctx);
   const body = ctx.body;
   const key = ctx.idempotencyKey ?? refuse("idempotency_key_required", "jobs.submit needs an idempotency-key");
-  const requestHash = requestHashOf("jobs.submit", body);
+  // The body's identity and its inline bytes, prepared off the event loop for a large body.
+  const prepared = preparedBody(ctx, "jobs.submit");
+  const requestHash = prepared.requestHash;
   const existing = await findJobBySubmissionKey(ctx.db, { tenantId: principal.tenantId, key });
   if (existing !== undefined) return replayOrConflict(existing, requestHash, key);
 
@@ -58,7 +60,7 @@ export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
         })
       : await admitInlineSource(
           { db: ctx.db, blobs: ctx.deps.blobs },
-          { tenantId: principal.tenantId, files: source.files, invocation, now: ctx.now },
+          { tenantId: principal.tenantId, ...inlineFilesOf(source.files, prepared), invocation, now: ctx.now },
         );
   const sourceFiles = new Map(manifest.filter((entry) => !("kind" in entry)).map((entry) => [entry.path, entry]));
   const settings = await admitSettings(ctx, {
@@ -124,6 +126,21 @@ export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
   ctx.afterCommit(() => ctx.deps.wakeScheduler?.());
   return job.id;
 };
+
+/** The inline files as bytes (the body's arrays are not read: the preparation decoded them). */
+function inlineFilesOf(files: readonly { path: string; executable: boolean }[], prepared: PreparedSubmission) {
+  const inline = prepared.inline;
+  if (inline === null) throw new Error("an inline source's preparation has no inline files");
+  return {
+    files: files.map((file, index) => ({
+      path: file.path,
+      executable: file.executable,
+      bytes: inline.bytes[index] ?? new Uint8Array(),
+      sha256: inline.sha256[index] ?? "",
+    })),
+    rules: inline.rules,
+  };
+}
 
 /**
  * A new queued job's onCreated: the annotation of why it waits when its tenant is held now

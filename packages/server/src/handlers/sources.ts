@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { SOURCE_LIMITS, UPLOAD_ID_PATTERN } from "@kiln/contract";
 import {
   attachHeldChunks,
@@ -14,13 +13,14 @@ import {
   type SourceUploadRow,
   tenantReservations,
 } from "@kiln/storage";
+import { bodyDigestOf } from "../http/body-digest.js";
+import { preparedBody, valueOrRefusal } from "../http/body-preparations.js";
 import { refuse } from "../http/refusal.js";
 import { requireOnboarded } from "../repositories/require-onboarded.js";
 import { DeclaredPartsCache } from "../sources/declared-parts.js";
 import type { SourceManifest } from "../sources/manifest-types.js";
 import { SegmentDigests } from "../sources/segment-digests.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../sources/upload-view.js";
-import { validateManifest } from "../sources/validate-manifest.js";
 import { verifyUpload } from "../sources/verify-upload.js";
 import { refuseOverBandwidth } from "../usage/bandwidth-allowance.js";
 import { type BaseContext, type Handler, principalOf } from "./handler.js";
@@ -161,8 +161,10 @@ export const reserveSource: Handler<"sources.reserve"> = async (ctx) => {
   const principal = principalOf(ctx);
   const id = uploadKeyOf(ctx);
   const body = ctx.body;
-  // Validated before the key is looked up: the reservation's identity comes out of that pass.
-  const validated = validateManifest(body);
+  // Validated before the key is looked up: the reservation's identity comes out of that pass
+  // (made off the event loop for a large body: body-preparations.ts).
+  const prepared = preparedBody(ctx, "sources.reserve");
+  const validated = valueOrRefusal(prepared.validated);
   const requestHash = validated.reservationSha256;
   const replay = (found: SourceUploadRow) => {
     if (found.request_hash !== requestHash) {
@@ -189,7 +191,7 @@ export const reserveSource: Handler<"sources.reserve"> = async (ctx) => {
     reservedBy: principal.principal,
     requestHash,
     formatVersion: body.format_version,
-    manifest: JSON.stringify(body.manifest),
+    manifest: prepared.manifestJson,
     manifestSha256: validated.manifestSha256,
     totals: JSON.stringify(body.totals),
     partCount: validated.totals.parts,
@@ -238,7 +240,8 @@ export const putSourceChunk: Handler<"sources.chunk.put"> = async (ctx) => {
   if (!Buffer.isBuffer(bytes))
     return refuse("invalid_request", "body must be the part's raw bytes (application/octet-stream)");
   refuseIfExpired(ctx, upload);
-  const got = createHash("sha256").update(bytes).digest("hex");
+  // Off the event loop (http/body-digest.ts).
+  const got = await bodyDigestOf(bytes);
   if (held !== undefined) {
     if (held.sha256 !== got) {
       refuse(

@@ -3,8 +3,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { OperatorPrincipal, Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
 import { type BoundHandler, boundHandlerOf, type HandlerTable, REPLY_SENT } from "../handlers/handler.js";
+import type { LargeBodies } from "./body-parsers.js";
+import { isPreparedOperation } from "./body-preparations.js";
 import { enforceSecurity } from "./enforce-security.js";
 import { idempotencyKeyOf } from "./idempotency-key-header.js";
+import { declaresLargeBody } from "./large-request-admission.js";
 import { performKeyed } from "./perform-keyed.js";
 import { refuse } from "./refusal.js";
 
@@ -36,9 +39,16 @@ async function send(op: Operation, reply: FastifyReply, result: unknown): Promis
 /**
  * Binds every catalogued operation in one loop: validation from its schemas,
  * security from its catalogued security, idempotency from `keyed`. An operation
- * without a handler answers not_implemented (after its security holds).
+ * without a handler answers not_implemented (after its security holds). A large body of an
+ * operation that may carry one is admitted against its tenant's bound once the caller is known
+ * (large-request-admission.ts), before the body is read.
  */
-export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handlers: HandlerTable): void {
+export function bindCatalogueRoutes(
+  app: FastifyInstance,
+  deps: AppDeps,
+  handlers: HandlerTable,
+  large: LargeBodies,
+): void {
   app.decorateRequest("kiln", null as unknown as FastifyRequest["kiln"]);
   for (const op of CATALOGUE) {
     const handler = boundHandlerOf(handlers, op.id) ?? notImplemented;
@@ -55,12 +65,21 @@ export function bindCatalogueRoutes(app: FastifyInstance, deps: AppDeps, handler
       config: { operation: op },
       // Who is calling is settled before the body is even parsed, so an unauthorized
       // caller learns nothing from validation.
-      onRequest: async (request) => {
+      onRequest: async (request, reply) => {
         request.kiln = { principal: null, operator: null, idempotencyKey: null };
         const caller = await enforceSecurity(deps, op, request);
         request.kiln.principal = caller.principal;
         request.kiln.operator = caller.operator;
         if (op.keyed) request.kiln.idempotencyKey = idempotencyKeyOf(request);
+        if (
+          isPreparedOperation(op.id) &&
+          caller.principal !== null &&
+          declaresLargeBody(request, large.thresholdBytes)
+        ) {
+          const release = large.admission.admit(caller.principal.tenantId, deps.clock.now(), op.id);
+          // Until the answer is sent or the connection is gone, whichever comes first.
+          reply.raw.once("close", release);
+        }
       },
       handler: async (request, reply) => {
         const now = deps.clock.now();

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import {
   completeIdempotencyKey,
   type Db,
@@ -7,6 +6,7 @@ import {
   type Storage,
 } from "@kiln/storage";
 import { Refusal, refuse } from "./refusal.js";
+import { requestHashOf } from "./request-hash.js";
 
 export interface KeyedOutcome {
   readonly status: number;
@@ -21,28 +21,6 @@ export function receiptOf(outcome: KeyedOutcome, shownOnce: readonly string[]): 
   const document = JSON.parse(outcome.body) as Record<string, unknown>;
   for (const member of shownOnce) if (member in document) document[member] = SHOWN_ONCE_NOTICE;
   return { status: outcome.status, body: JSON.stringify(document) };
-}
-
-/** Canonical JSON: object keys sorted, so the same request always hashes the same. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) {
-    // An array of plain values (an inline source file's bytes: hundreds of thousands of
-    // integers) has one canonical form, JSON.stringify's, which is many times faster than
-    // joining each element's string.
-    if (value.every((v) => v === null || typeof v !== "object")) return JSON.stringify(value);
-    return `[${value.map(canonical).join(",")}]`;
-  }
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
-
-export function requestHashOf(operation: string, request: unknown): string {
-  return createHash("sha256").update(operation).update("\n").update(canonical(request)).digest("hex");
 }
 
 /**

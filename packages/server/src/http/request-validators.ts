@@ -111,6 +111,61 @@ const API_SCHEMAS = new Set<unknown>(
   ]).filter((schema) => schema !== undefined),
 );
 
+/** What a compiled check answers: whether the value passed, and if not, ajv's errors for it. */
+export interface CheckedValidator {
+  (data: unknown): boolean;
+  errors: FastifySchemaValidationError[] | null;
+}
+
+/** The JSON body Ajv: a body already carries its types, so nothing is converted. */
+export const jsonBodyAjv = () => ajvWith({ coerceTypes: false });
+
+/**
+ * `schema` compiled by `ajv`, followed for a catalogued operation's request by the rule of
+ * unrepresentableValue. The one way a request part is checked, on the event loop (the route's
+ * validator) and in the body worker (body-worker.ts) alike.
+ */
+export function checkedValidatorOf(ajv: Ajv, schema: object): CheckedValidator {
+  const check = ajv.compile(schema);
+  if (!API_SCHEMAS.has(schema)) {
+    const plain = Object.assign(
+      (data: unknown) => {
+        const ok = check(data);
+        plain.errors = ok ? null : ((check.errors ?? null) as FastifySchemaValidationError[] | null);
+        return ok;
+      },
+      { errors: null as FastifySchemaValidationError[] | null },
+    );
+    return plain;
+  }
+  const validate = Object.assign(
+    (data: unknown): boolean => {
+      if (!check(data)) {
+        validate.errors = (check.errors ?? null) as FastifySchemaValidationError[] | null;
+        return false;
+      }
+      const refused = unrepresentableValue(data);
+      validate.errors = refused === null ? null : [refused];
+      return refused === null;
+    },
+    { errors: null as FastifySchemaValidationError[] | null },
+  );
+  return validate;
+}
+
+/**
+ * Bodies already checked off the event loop (a large body parsed and validated in the body
+ * worker), with the verdict: null when valid, else the errors to report. The route's validator
+ * answers that verdict instead of checking the body again, so the refusal of a body checked in
+ * the worker is made exactly where and as a body checked here would be.
+ */
+const CHECKED_ELSEWHERE = new WeakMap<object, FastifySchemaValidationError[] | null>();
+
+export function checkedElsewhere(body: object, errors: FastifySchemaValidationError[] | null): object {
+  CHECKED_ELSEWHERE.set(body, errors);
+  return body;
+}
+
 /**
  * Request validation with one Ajv per kind of input. Path, query and header values arrive
  * as strings (and a repeated query member as an array), so they are converted to the
@@ -121,19 +176,19 @@ const API_SCHEMAS = new Set<unknown>(
  */
 export function installRequestValidators(app: FastifyInstance): void {
   const textual = ajvWith({ coerceTypes: "array" });
-  const json = ajvWith({ coerceTypes: false });
+  const json = jsonBodyAjv();
   app.setValidatorCompiler(({ schema, httpPart }) => {
-    const check = (httpPart === "body" ? json : textual).compile(schema as object);
-    if (!API_SCHEMAS.has(schema)) return check;
+    if (httpPart !== "body") return checkedValidatorOf(textual, schema as object);
+    const check = checkedValidatorOf(json, schema as object);
     const validate = Object.assign(
       (data: unknown): boolean => {
-        if (!check(data)) {
-          validate.errors = check.errors ?? null;
-          return false;
+        if (typeof data === "object" && data !== null && CHECKED_ELSEWHERE.has(data)) {
+          validate.errors = CHECKED_ELSEWHERE.get(data) ?? null;
+          return validate.errors === null;
         }
-        const refused = unrepresentableValue(data);
-        validate.errors = refused === null ? null : [refused];
-        return refused === null;
+        const ok = check(data);
+        validate.errors = check.errors;
+        return ok;
       },
       { errors: null as FastifySchemaValidationError[] | null },
     );

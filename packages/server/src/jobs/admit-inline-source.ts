@@ -1,58 +1,16 @@
 import { type BlobStore, type Db, insertJob, recordInlineSourceBytes } from "@kiln/storage";
+import { type Outcome, valueOrRefusal } from "../http/body-preparations.js";
 import { refuse } from "../http/refusal.js";
 import { refuseOverBandwidth } from "../usage/bandwidth-allowance.js";
-import { longSegmentOf, MAX_INVOCATION_STRING_BYTES, nulIn } from "./host-safe-strings.js";
+import { MAX_INVOCATION_STRING_BYTES, nulIn } from "./host-safe-strings.js";
 import { refusedEnvironmentReason } from "./refused-environment.js";
 
+/** An inline source file with its bytes decoded from the body's array of integers, and their digest. */
 export interface InlineFile {
   readonly path: string;
-  readonly bytes: readonly number[];
+  readonly bytes: Uint8Array;
+  readonly sha256: string;
   readonly executable: boolean;
-}
-
-/**
- * The spec's rules for the legacy inline source beyond its schema: canonical
- * repository-relative paths (no absolute path, no `.` or `..` segment, no empty
- * segment, no backslash, no NUL, no segment longer than a file name, at most 4096 bytes), the
- * complete set sorted by path in byte order with no duplicate, and no file that is also a
- * directory of another. Each refusal names the offending member.
- */
-export function admitInlineFiles(files: readonly InlineFile[]): void {
-  let previous: string | null = null;
-  const paths = new Set<string>();
-  files.forEach((file, index) => {
-    const field = `body.workspace.source.files[${index}].path`;
-    const path = file.path;
-    if (path.startsWith("/")) refuse("invalid_request", `${field} is absolute: ${JSON.stringify(path)}`);
-    if (/[\\\0]/.test(path)) refuse("invalid_request", `${field} contains a backslash or NUL`);
-    for (const segment of path.split("/")) {
-      if (segment === "" || segment === "." || segment === "..") {
-        refuse("invalid_request", `${field} is not canonical (empty, . or .. segment): ${JSON.stringify(path)}`);
-      }
-    }
-    const long = longSegmentOf(field, path);
-    if (long !== null) refuse("invalid_request", long);
-    if (Buffer.byteLength(path) > 4096) refuse("invalid_request", `${field} is longer than 4096 bytes of UTF-8`);
-    if (previous !== null) {
-      const order = Buffer.compare(Buffer.from(previous), Buffer.from(path));
-      if (order === 0) refuse("invalid_request", `${field} duplicates ${JSON.stringify(path)}`);
-      if (order > 0) refuse("invalid_request", `${field} is out of order: files must be sorted by path`);
-    }
-    previous = path;
-    paths.add(path);
-  });
-  for (const [index, file] of files.entries()) {
-    const segments = file.path.split("/");
-    for (let i = 1; i < segments.length; i++) {
-      const parent = segments.slice(0, i).join("/");
-      if (paths.has(parent)) {
-        refuse(
-          "invalid_request",
-          `body.workspace.source.files[${index}].path lies under ${JSON.stringify(parent)}, which is a file`,
-        );
-      }
-    }
-  }
 }
 
 const REFUSED_ARGUMENTS = [/^--target-dir(=|$)/, /^--config(=|$)/, /^-Z/, /^--manifest-path=(\/|.*\.\.)/];
@@ -138,7 +96,9 @@ export function pinnedToolchain(files: readonly InlineFile[], workingDirectory: 
   for (const path of toolchainFileCandidates(workingDirectory)) {
     const file = files.find((f) => f.path === path);
     if (file === undefined) continue;
-    const channel = toolchainChannelOf(Buffer.from(file.bytes).toString("utf8"));
+    const channel = toolchainChannelOf(
+      Buffer.from(file.bytes.buffer, file.bytes.byteOffset, file.bytes.length).toString("utf8"),
+    );
     if (channel !== null) return channel;
   }
   return null;
@@ -168,7 +128,8 @@ export type SourceManifestEntry =
   | { path: string; sha256: string; bytes: number; executable: boolean; kind: "symlink"; target: string };
 
 /**
- * The legacy inline source: its rules, then the tenant's bandwidth allowance, then its bytes into
+ * The legacy inline source: its rules (admitInlineFiles, checked where its body was prepared and
+ * thrown here: body-preparations.ts), then the tenant's bandwidth allowance, then its bytes into
  * the blob store file by file.
  *
  * Its files' bytes are source bytes received like an uploaded part's: refused by the same check
@@ -184,12 +145,14 @@ export async function admitInlineSource(
   input: {
     tenantId: string;
     files: readonly InlineFile[];
+    /** admitInlineFiles's verdict on the files. */
+    rules: Outcome<null>;
     invocation: Parameters<typeof admitInvocation>[0];
     now: Date;
   },
 ): Promise<AdmittedSource> {
   const { files, invocation } = input;
-  admitInlineFiles(files);
+  valueOrRefusal(input.rules);
   admitInvocation(invocation, files);
   const sourceBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
   // An empty source transfers nothing, so it is neither checked nor recorded.
@@ -203,7 +166,7 @@ export async function admitInlineSource(
   }
   const manifest: SourceManifestEntry[] = [];
   for (const file of files) {
-    const stored = await deps.blobs.put(Uint8Array.from(file.bytes));
+    const stored = await deps.blobs.put(file.bytes, file.sha256);
     manifest.push({ path: file.path, sha256: stored.sha256, bytes: stored.bytes, executable: file.executable });
   }
   return {

@@ -26,6 +26,7 @@ import { hostCertificates } from "./0023-host-certificates.js";
 import { jobEventTenantSequence } from "./0030-job-event-tenant-sequence.js";
 import { artifactBlobs } from "./0035-artifact-blobs.js";
 import { jobStatusCounts } from "./0037-job-status-counts.js";
+import { sourceReservationsCoveringIndex } from "./0038-source-reservations-covering-index.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -63,6 +64,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0030-job-event-tenant-sequence": jobEventTenantSequence(dialect),
     "0035-artifact-blobs": artifactBlobs(),
     "0037-job-status-counts": jobStatusCounts(dialect),
+    "0038-source-reservations-covering-index": sourceReservationsCoveringIndex(),
   };
 }
 

@@ -1,0 +1,156 @@
+import { Worker } from "node:worker_threads";
+import type { BodyAnswer, BodyTask } from "./body-worker.js";
+
+interface Waiting {
+  readonly operation: string;
+  readonly bytes: Uint8Array;
+  readonly resolve: (answer: BodyAnswer) => void;
+  readonly reject: (error: Error) => void;
+}
+
+interface Running extends Waiting {
+  readonly id: number;
+}
+
+/**
+ * A few worker threads reading large JSON bodies (body-worker.ts), shared by every tenant of the
+ * process. Bodies wait in one queue per tenant and the workers take them tenant by tenant in
+ * turn, so a tenant sending large bodies back to back delays another tenant's large body by at
+ * most one of its own per worker, not by its whole backlog (and the per-tenant bound of
+ * large-request-admission.ts keeps that backlog short).
+ *
+ * Workers start on the first large body, not with the app, and do not keep the process alive.
+ * A worker that fails (an exception outside a body's reading, or its exit) fails the body it
+ * held — the request is answered `unavailable` and logged by the error boundary — and is
+ * replaced by the next body's.
+ */
+export class BodyWorkerPool {
+  readonly #size: number;
+  readonly #idle: Worker[] = [];
+  readonly #running = new Map<Worker, Running>();
+  /** Tenant → its waiting bodies; Map order is the turn order (a served tenant goes to the back). */
+  readonly #queues = new Map<string, Waiting[]>();
+  #starting = 0;
+  #nextId = 1;
+  #closed = false;
+  /** Bodies read by a worker so far (answered, whatever the verdict). */
+  bodiesRead = 0;
+
+  constructor(size: number) {
+    if (!Number.isInteger(size) || size < 1)
+      throw new Error(`a body worker pool needs at least one worker, got ${size}`);
+    this.#size = size;
+  }
+
+  /** Reads `bytes` as operation `operation`'s JSON body on a worker, in `tenant`'s turn. */
+  read(tenant: string, operation: string, bytes: Buffer): Promise<BodyAnswer> {
+    if (this.#closed) return Promise.reject(new Error("the body worker pool is closed"));
+    // A body that owns its whole memory is handed over; one that shares it (a slice of a larger
+    // buffer) is copied, so nothing else is detached.
+    const owned =
+      bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+        ? new Uint8Array(bytes.buffer, 0, bytes.byteLength)
+        : Uint8Array.prototype.slice.call(bytes);
+    return new Promise<BodyAnswer>((resolve, reject) => {
+      const queue = this.#queues.get(tenant);
+      const waiting = { operation, bytes: owned, resolve, reject };
+      if (queue === undefined) this.#queues.set(tenant, [waiting]);
+      else queue.push(waiting);
+      this.#dispatch();
+    });
+  }
+
+  /** Ends every worker; bodies waiting or being read fail. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const closed = new Error("the body worker pool closed");
+    for (const queue of this.#queues.values()) for (const waiting of queue) waiting.reject(closed);
+    this.#queues.clear();
+    const workers = [...this.#idle, ...this.#running.keys()];
+    for (const running of this.#running.values()) running.reject(closed);
+    this.#running.clear();
+    this.#idle.length = 0;
+    await Promise.all(workers.map((worker) => worker.terminate()));
+  }
+
+  /** The next tenant's next body, taking tenants in turn. */
+  #takeNext(): Waiting | undefined {
+    for (const [tenant, queue] of this.#queues) {
+      const waiting = queue.shift();
+      this.#queues.delete(tenant);
+      if (queue.length > 0) this.#queues.set(tenant, queue);
+      if (waiting !== undefined) return waiting;
+    }
+    return undefined;
+  }
+
+  #dispatch(): void {
+    while (this.#queues.size > 0) {
+      const worker = this.#idle.pop();
+      if (worker === undefined) {
+        if (this.#running.size + this.#idle.length + this.#starting < this.#size) this.#start();
+        return;
+      }
+      const waiting = this.#takeNext();
+      if (waiting === undefined) {
+        this.#idle.push(worker);
+        return;
+      }
+      const running = { ...waiting, id: this.#nextId++ };
+      this.#running.set(worker, running);
+      worker.ref();
+      const task: BodyTask = { id: running.id, operation: running.operation, bytes: running.bytes };
+      worker.postMessage(task, [running.bytes.buffer as ArrayBuffer]);
+    }
+  }
+
+  #start(): void {
+    this.#starting += 1;
+    const worker = new Worker(new URL("./body-worker.js", import.meta.url));
+    worker.unref();
+    let started = false;
+    let online = false;
+    const ready = () => {
+      if (started) return;
+      started = true;
+      this.#starting -= 1;
+    };
+    worker.once("online", () => {
+      online = true;
+      ready();
+      if (this.#closed) return;
+      this.#idle.push(worker);
+      this.#dispatch();
+    });
+    worker.on("message", (answer: BodyAnswer) => {
+      const running = this.#running.get(worker);
+      this.#running.delete(worker);
+      worker.unref();
+      this.bodiesRead += 1;
+      if (running !== undefined && running.id === answer.id) running.resolve(answer);
+      if (this.#closed) return;
+      this.#idle.push(worker);
+      this.#dispatch();
+    });
+    const fail = (error: Error) => {
+      ready();
+      const running = this.#running.get(worker);
+      this.#running.delete(worker);
+      const at = this.#idle.indexOf(worker);
+      if (at >= 0) this.#idle.splice(at, 1);
+      running?.reject(error);
+      if (this.#closed) return;
+      if (online) this.#dispatch();
+      else {
+        // A worker that cannot even start would fail its replacement too: the bodies waiting
+        // fail now (answered unavailable), and the next large body tries a worker again.
+        for (const queue of this.#queues.values()) for (const waiting of queue) waiting.reject(error);
+        this.#queues.clear();
+      }
+    };
+    worker.on("error", fail);
+    worker.on("exit", (code) => {
+      if (!this.#closed) fail(new Error(`a body worker exited (code ${code})`));
+    });
+  }
+}
