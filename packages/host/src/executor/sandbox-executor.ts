@@ -503,7 +503,7 @@ class SandboxExecutor implements Executor {
         return result("cancelled");
       }
       const launched = await this.launch(request, setup, cgroup, detail, result, disk.image);
-      return { ...launched, ...(await this.diskAfter(setup, disk.image, quotaBytes, detail)) };
+      return { ...launched, ...(await this.diskAfter(disk.image, quotaBytes, detail)) };
     } finally {
       if (cgroup !== null) {
         // Normally already done by launch(); this covers an exception thrown half-way.
@@ -540,7 +540,6 @@ class SandboxExecutor implements Executor {
    * with the attempt's namespace), then reads whether the job filled its quota.
    */
   private async diskAfter(
-    setup: Setup,
     image: string,
     quotaBytes: number,
     detail: string[],
@@ -550,7 +549,7 @@ class SandboxExecutor implements Executor {
       return { diskBytes: quotaBytes, diskUsedBytes: null, diskQuotaExceeded: false };
     }
     try {
-      const after = await targetDiskOutcome(setup.disk, image);
+      const after = await targetDiskOutcome(image);
       detail.push(
         after.full
           ? `disk: the job filled the ${gib(quotaBytes)} disk quota of its target dir; writes past it failed with ENOSPC (No space left on device)`
