@@ -120,20 +120,20 @@ const DEFAULTS = {
 const LAUNCHER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
 
 /**
- * `bash -c LAUNCHER kiln-launch STAGE PROCS… -- (NAME SOURCE)… -- (NAME PARENT DIR WORK)… --
- *  IMAGE OWNER -- PASSWD GROUP HOSTS COMMAND…`
+ * `bash -c LAUNCHER kiln-launch STAGE PROCS… -- DIR… -- FSTAB OWNER -- PASSWD GROUP HOSTS COMMAND…`
  * Runs as root, as pid 1 of a fresh pid namespace in a private mount namespace; see the file
  * comment. In the staging tmpfs (its working directory from then on, so that the overlays'
- * layer paths are relative and name nothing of the host):
- *   NAME SOURCE          a read-only SOURCE directory, shown at NAME through an overlay;
- *   NAME PARENT DIR WORK a writable PARENT/DIR, shown at NAME through an overlay whose upper
- *                        layer it is (WORK is the overlay's empty work directory beside it);
- *   IMAGE OWNER          the target disk, mounted at `disk`, its `target` directory made for
- *                        OWNER on first use ("-" "-" when the request has none);
- * then the identity files, a copy of the loader cache, and `void` (what masks /proc entries).
+ * layer paths are relative and name nothing of the host) it makes every DIR with one mkdir,
+ * then mounts every line of FSTAB with one `mount --all` (see `staging`: the read-only sources
+ * and the writable workspace and home through overlays, the target disk at `disk`), makes the
+ * disk's `target` directory for OWNER on first use, writes the identity files and `void` (what
+ * masks /proc entries), and opens the loader cache as descriptor 6 for bwrap to copy. Every
+ * external command costs a fork and an exec, which on a loaded host is where the launcher's
+ * time goes (two mount commands per overlay cost more than the mounts themselves).
  * bash rather than sh because closing descriptors above 9 needs it (dash only redirects 0–9):
  * bwrap hands every open descriptor to the command, so anything the agent inherited without
- * close-on-exec would otherwise reach the sandbox. Descriptor 5 is the seccomp program.
+ * close-on-exec would otherwise reach the sandbox. Descriptor 5 is the seccomp program; bwrap
+ * closes 5 and 6 once it has read them.
  */
 const LAUNCHER = [
   "set -eu",
@@ -143,26 +143,24 @@ const LAUNCHER = [
   'for fd in /proc/self/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 5 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi; done',
   'mount -t tmpfs -o mode=0755,size=4m,nosuid,nodev,noexec kiln-stage "$stage"',
   'cd "$stage"',
-  // Every mount point in one mkdir (each external command costs a fork and an exec).
-  'ro=(); rw=(); while [ "$1" != "--" ]; do ro+=("$1" "$2"); shift 2; done; shift',
-  'while [ "$1" != "--" ]; do rw+=("$1" "$2" "$3" "$4"); shift 4; done; shift',
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not JavaScript templates
-  'dirs=(empty lower upper disk); for ((i = 0; i < ${#ro[@]}; i += 2)); do dirs+=("lower/${ro[i]}" "${ro[i]}"); done; for ((i = 0; i < ${#rw[@]}; i += 4)); do dirs+=("upper/${rw[i]}" "${rw[i]}"); done; mkdir "${dirs[@]}"',
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not JavaScript templates
-  'for ((i = 0; i < ${#ro[@]}; i += 2)); do n=${ro[i]}; mount --bind "${ro[i+1]}" "lower/$n"; mount -t overlay kiln -o "ro,lowerdir=lower/$n:empty" "$n"; done',
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not JavaScript templates
-  'for ((i = 0; i < ${#rw[@]}; i += 4)); do n=${rw[i]}; mount --bind "${rw[i+1]}" "upper/$n"; mount -t overlay kiln -o "lowerdir=empty,upperdir=upper/$n/${rw[i+2]},workdir=upper/$n/${rw[i+3]}" "$n"; done',
-  'if [ "$1" != "-" ]; then',
-  '  mount -o loop,nosuid,nodev,noatime,noinit_itable "$1" disk',
-  '  if [ ! -d disk/target ]; then mkdir disk/target; chown "$2" disk/target; fi',
-  "fi",
+  'dirs=(); while [ "$1" != "--" ]; do dirs+=("$1"); shift; done; shift',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
+  'mkdir "${dirs[@]}"',
+  'printf "%s" "$1" > fstab',
+  "mount --all --fstab fstab",
+  'if [ ! -d disk/target ]; then mkdir disk/target; chown "$2" disk/target; fi',
   'shift 2; [ "$1" = "--" ]; shift',
   'for f in passwd group hosts; do printf "%s" "$1" > "$f"; shift; done',
-  "if [ -f /etc/ld.so.cache ]; then cat /etc/ld.so.cache > ld.so.cache; fi",
+  "if [ -r /etc/ld.so.cache ]; then exec 6</etc/ld.so.cache; else exec 6</dev/null; fi",
   ": > void",
   // From here on stderr is the job's (fd 4); the launcher's own stderr stays a diagnostics channel.
   'exec "$@" 2>&4 4>&-',
 ].join("\n");
+
+/** A field of an fstab line: libmount reads `\ooo` octal escapes, so blanks, `#` and `\` are written as those. */
+function fstabField(value: string): string {
+  return value.replace(/[ \t\n\r\v\f#\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, "0")}`);
+}
 
 /**
  * /proc entries masked with an empty file or directory: they describe the host rather than the
@@ -578,6 +576,7 @@ class SandboxExecutor implements Executor {
         `placement: the launcher wrote its own pid to ${cgroup.procsFiles.length} cgroup.procs file(s) before starting anything`,
       );
 
+    const staging = this.staging(request, setup, image);
     const command = [
       setup.tools.bash,
       "-c",
@@ -586,9 +585,9 @@ class SandboxExecutor implements Executor {
       this.options.stagingDirectory,
       ...(cgroup?.procsFiles ?? []),
       "--",
-      ...this.stagedSources(request, setup),
+      ...staging.dirs,
       "--",
-      image,
+      staging.fstab,
       `${setup.user.uid}:${setup.user.gid}`,
       "--",
       ...this.identityFiles(request, setup.user),
@@ -737,23 +736,44 @@ class SandboxExecutor implements Executor {
     return result("exited", { ...measured, exitCode: Number(exitCode) });
   }
 
-  /** The launcher's read-only (NAME SOURCE) and writable (NAME PARENT DIR WORK) staging lists. */
-  private stagedSources(request: ExecutionRequest, setup: Setup): string[] {
-    const writable = (name: string, directory: string) => [
-      name,
-      dirname(directory),
-      basename(directory),
-      basename(overlayWorkDirectory(directory)),
+  /**
+   * What the launcher stages: the directories it makes (mount points, and `empty`, the lower
+   * layer of the writable overlays and the upper one of the read-only ones) and the fstab it
+   * mounts, in order. A read-only source is bound at lower/NAME and shown at NAME through a
+   * read-only overlay; a writable directory's parent is bound at upper/NAME, and NAME is an
+   * overlay whose upper layer is the directory (its work directory beside it, on the same file
+   * system); the target disk is mounted at `disk`.
+   */
+  private staging(request: ExecutionRequest, setup: Setup, image: string): { dirs: string[]; fstab: string } {
+    const readOnly: [string, string][] = [
+      ["toolchain", request.toolchain.path],
+      ...setup.systemPaths.flatMap((p): [string, string][] => (p.kind === "directory" ? [[p.name, p.path]] : [])),
+      ...(request.readOnlyBinds ?? []).map((bind, i): [string, string] => [`ro-${i}`, bind.source]),
     ];
-    return [
-      "toolchain",
-      request.toolchain.path,
-      ...setup.systemPaths.flatMap((p) => (p.kind === "directory" ? [p.name, p.path] : [])),
-      ...(request.readOnlyBinds ?? []).flatMap((bind, i) => [`ro-${i}`, bind.source]),
-      "--",
-      ...writable("workspace", request.workspaceDir),
-      ...writable("home", request.homeDir),
+    const writable: [string, string][] = [
+      ["workspace", request.workspaceDir],
+      ["home", request.homeDir],
     ];
+    const dirs = ["empty", "lower", "upper", "disk"];
+    const lines: string[][] = [];
+    for (const [name, source] of readOnly) {
+      dirs.push(`lower/${name}`, name);
+      lines.push(
+        [source, `lower/${name}`, "none", "bind"],
+        ["kiln", name, "overlay", `ro,lowerdir=lower/${name}:empty`],
+      );
+    }
+    for (const [name, directory] of writable) {
+      dirs.push(`upper/${name}`, name);
+      const upper = `upper/${name}/${basename(directory)}`;
+      const work = `upper/${name}/${basename(overlayWorkDirectory(directory))}`;
+      lines.push(
+        [dirname(directory), `upper/${name}`, "none", "bind"],
+        ["kiln", name, "overlay", `lowerdir=empty,upperdir=${upper},workdir=${work}`],
+      );
+    }
+    lines.push([image, "disk", "ext4", "loop,nosuid,nodev,noatime,noinit_itable"]);
+    return { dirs, fstab: lines.map((fields) => `${[...fields, "0", "0"].map(fstabField).join(" ")}\n`).join("") };
   }
 
   /** Tiny /etc/passwd, /etc/group and /etc/hosts, so user and "localhost" lookups work without the host's files. */
@@ -805,8 +825,9 @@ class SandboxExecutor implements Executor {
       ...setup.systemPaths.flatMap((p) =>
         p.kind === "symlink" ? ["--symlink", p.target, p.path] : ["--ro-bind", `${stage}/${p.name}`, p.path],
       ),
-      "--ro-bind-try",
-      `${stage}/ld.so.cache`,
+      // The launcher's descriptor 6: the host's loader cache (empty where it has none), copied.
+      "--ro-bind-data",
+      "6",
       "/etc/ld.so.cache",
       "--ro-bind",
       `${stage}/passwd`,
