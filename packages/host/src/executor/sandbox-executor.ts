@@ -77,14 +77,7 @@ import {
 } from "./executor.js";
 import { rlimitFallback } from "./rlimit-fallback.js";
 import { sandboxSeccompProgram } from "./seccomp-filter.js";
-import {
-  type DiskTools,
-  diskTools,
-  type PreparedTargetDisk,
-  prepareTargetDisk,
-  targetDiskOutcome,
-  waitUntilDetached,
-} from "./target-disk.js";
+import { type DiskTools, diskTools, prepareTargetDisk, targetDiskOutcome, waitUntilDetached } from "./target-disk.js";
 
 const run = promisify(execFile);
 
@@ -455,45 +448,50 @@ class SandboxExecutor implements Executor {
       `toolchain: ${request.toolchain.name} from ${request.toolchain.path}, read-only at ${this.options.toolchainMountPoint}`,
     );
 
-    try {
-      await this.handOver(request, setup);
-    } catch (error) {
-      detail.push(`could not hand the job directories to ${setup.user.name}: ${errorText(error)}`);
-      await this.removeOverlayWork(request);
-      return result("infrastructure");
-    }
+    // Three independent preparations, side by side (each is file system or cgroupfs work, and on a
+    // loaded host every wait counts): the job directories handed over, the target disk sized,
+    // the cgroup made. Their outcomes are read in this order, so the evidence reads the same.
     const quotaBytes = Math.min(request.limits.diskBytes, this.options.maxDiskBytes ?? Number.POSITIVE_INFINITY);
-    let disk: PreparedTargetDisk;
-    try {
-      disk = await prepareTargetDisk(setup.disk, request.targetDir, quotaBytes, `${setup.user.uid}:${setup.user.gid}`);
-      if (quotaBytes < request.limits.diskBytes)
-        detail.push(
-          `disk: this host grants at most ${gib(quotaBytes)} per attempt, below the size's ${gib(request.limits.diskBytes)}`,
+    const [handedOver, preparedDisk, createdCgroup] = await Promise.allSettled([
+      this.handOver(request, setup),
+      (async () => {
+        const disk = await prepareTargetDisk(
+          setup.disk,
+          request.targetDir,
+          quotaBytes,
+          `${setup.user.uid}:${setup.user.gid}`,
         );
-      detail.push(...disk.notes, await scratchNote(request));
-    } catch (error) {
-      detail.push(`disk: the target disk could not be prepared: ${errorText(error)}`);
-      await this.removeOverlayWork(request);
-      return result("infrastructure");
-    }
-
-    let cgroup: AttemptCgroup | null = null;
-    try {
-      cgroup = await AttemptCgroup.create({
+        return { disk, scratch: await scratchNote(request) };
+      })(),
+      AttemptCgroup.create({
         layout: setup.layout,
         ownCgroups: setup.ownCgroups,
         parentName: this.options.cgroupParentName,
         attemptId: request.attemptId,
         limits: request.limits,
-      });
-      detail.push(...cgroup.detail);
-    } catch (error) {
-      if (!(error instanceof CgroupUnavailableError)) {
-        detail.push(`cgroup setup failed: ${errorText(error)}`);
-        return result("infrastructure");
-      }
-      detail.push(`cgroups unavailable: ${error.message}; limits fall back to rlimits`);
-    }
+      }),
+    ]);
+    const cgroup: AttemptCgroup | null = createdCgroup.status === "fulfilled" ? createdCgroup.value : null;
+    const failed = async (line: string): Promise<ExecutionResult> => {
+      detail.push(line);
+      if (cgroup !== null) await cgroup.remove();
+      await this.removeOverlayWork(request);
+      return result("infrastructure");
+    };
+    if (handedOver.status === "rejected")
+      return failed(`could not hand the job directories to ${setup.user.name}: ${errorText(handedOver.reason)}`);
+    if (preparedDisk.status === "rejected")
+      return failed(`disk: the target disk could not be prepared: ${errorText(preparedDisk.reason)}`);
+    const { disk } = preparedDisk.value;
+    if (quotaBytes < request.limits.diskBytes)
+      detail.push(
+        `disk: this host grants at most ${gib(quotaBytes)} per attempt, below the size's ${gib(request.limits.diskBytes)}`,
+      );
+    detail.push(...disk.notes, preparedDisk.value.scratch);
+    if (createdCgroup.status === "fulfilled") detail.push(...createdCgroup.value.detail);
+    else if (createdCgroup.reason instanceof CgroupUnavailableError)
+      detail.push(`cgroups unavailable: ${createdCgroup.reason.message}; limits fall back to rlimits`);
+    else return failed(`cgroup setup failed: ${errorText(createdCgroup.reason)}`);
 
     try {
       if (request.signal.aborted) {
