@@ -113,12 +113,13 @@ const DEFAULTS = {
 const LAUNCHER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
 
 /**
- * `bash -c LAUNCHER kiln-launch STAGE PROCS… -- DIR… -- FSTAB OWNER -- PASSWD GROUP HOSTS COMMAND…`
+ * `bash -c LAUNCHER kiln-launch STAGE PROCS… -- FSTAB OWNER -- PASSWD GROUP HOSTS COMMAND…`
  * Runs as root, as pid 1 of a fresh pid namespace in a private mount namespace; see the file
  * comment. In the staging tmpfs (its working directory from then on, so that the overlays'
- * layer paths are relative and name nothing of the host) it makes every DIR with one mkdir,
- * then mounts every line of FSTAB with one `mount --all` (see `staging`: the read-only sources
- * and the writable workspace and home through overlays, the target disk at `disk`), makes the
+ * layer paths are relative and name nothing of the host) it mounts every line of FSTAB with
+ * one `mount --all`, which makes each mount point as it goes (see `staging`: an empty read-only
+ * tmpfs, the read-only sources and the writable workspace and home through overlays, the target
+ * disk at `disk`), makes the
  * disk's `target` directory for OWNER on first use, writes the identity files and `void` (what
  * masks /proc entries), and opens the loader cache as descriptor 6 for bwrap to copy. Every
  * external command costs a fork and an exec, which on a loaded host is where the launcher's
@@ -136,9 +137,6 @@ const LAUNCHER = [
   'for fd in /proc/self/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 5 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi; done',
   'mount -t tmpfs -o mode=0755,size=4m,nosuid,nodev,noexec kiln-stage "$stage"',
   'cd "$stage"',
-  'dirs=(); while [ "$1" != "--" ]; do dirs+=("$1"); shift; done; shift',
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
-  'mkdir "${dirs[@]}"',
   'printf "%s" "$1" > fstab',
   "mount --all --fstab fstab",
   'if [ ! -d disk/target ]; then mkdir disk/target; chown "$2" disk/target; fi',
@@ -583,8 +581,6 @@ class SandboxExecutor implements Executor {
       this.options.stagingDirectory,
       ...(cgroup?.procsFiles ?? []),
       "--",
-      ...staging.dirs,
-      "--",
       staging.fstab,
       `${setup.user.uid}:${setup.user.gid}`,
       "--",
@@ -735,14 +731,15 @@ class SandboxExecutor implements Executor {
   }
 
   /**
-   * What the launcher stages: the directories it makes (mount points, and `empty`, the lower
-   * layer of the writable overlays and the upper one of the read-only ones) and the fstab it
-   * mounts, in order. A read-only source is bound at lower/NAME and shown at NAME through a
-   * read-only overlay; a writable directory's parent is bound at upper/NAME, and NAME is an
-   * overlay whose upper layer is the directory (its work directory beside it, on the same file
-   * system); the target disk is mounted at `disk`.
+   * The fstab the launcher mounts, in order, each mount point made as it goes (libmount's
+   * X-mount.mkdir, so no mkdir command): `empty`, an empty read-only tmpfs (the lower layer of
+   * the writable overlays, the upper one of the read-only ones, and what masks /proc
+   * directories); a read-only source bound at lower/NAME and shown at NAME through a read-only
+   * overlay; a writable directory's parent bound at upper/NAME, and NAME an overlay whose upper
+   * layer is the directory (its work directory beside it, on the same file system); the target
+   * disk at `disk`.
    */
-  private staging(request: ExecutionRequest, setup: Setup, image: string): { dirs: string[]; fstab: string } {
+  private staging(request: ExecutionRequest, setup: Setup, image: string): { fstab: string } {
     const readOnly: [string, string][] = [
       ["toolchain", request.toolchain.path],
       ...setup.systemPaths.flatMap((p): [string, string][] => (p.kind === "directory" ? [[p.name, p.path]] : [])),
@@ -752,17 +749,14 @@ class SandboxExecutor implements Executor {
       ["workspace", request.workspaceDir],
       ["home", request.homeDir],
     ];
-    const dirs = ["empty", "lower", "upper", "disk"];
-    const lines: string[][] = [];
+    const lines: string[][] = [["kiln-empty", "empty", "tmpfs", "ro,mode=0755,size=4k,nr_inodes=1"]];
     for (const [name, source] of readOnly) {
-      dirs.push(`lower/${name}`, name);
       lines.push(
         [source, `lower/${name}`, "none", "bind"],
         ["kiln", name, "overlay", `ro,lowerdir=lower/${name}:empty`],
       );
     }
     for (const [name, directory] of writable) {
-      dirs.push(`upper/${name}`, name);
       const upper = `upper/${name}/${basename(directory)}`;
       const work = `upper/${name}/${basename(overlayWorkDirectory(directory))}`;
       lines.push(
@@ -771,7 +765,9 @@ class SandboxExecutor implements Executor {
       );
     }
     lines.push([image, "disk", "ext4", "loop,nosuid,nodev,noatime,noinit_itable"]);
-    return { dirs, fstab: lines.map((fields) => `${[...fields, "0", "0"].map(fstabField).join(" ")}\n`).join("") };
+    const line = ([source, target, type, options]: string[]) =>
+      `${[source, target, type, `${options},X-mount.mkdir`, "0", "0"].map((f) => fstabField(f ?? "")).join(" ")}\n`;
+    return { fstab: lines.map(line).join("") };
   }
 
   /** Tiny /etc/passwd, /etc/group and /etc/hosts, so user and "localhost" lookups work without the host's files. */
