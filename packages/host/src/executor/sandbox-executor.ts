@@ -7,8 +7,9 @@
  *   node ─spawn→ setpriv --pdeathsig=KILL     (dies with the agent, keeps root)
  *                └exec→ unshare --mount --pid --fork --kill-child
  *                       └fork→ bash LAUNCHER  (pid 1 of a fresh pid namespace, private mount namespace)
- *                              1. writes 0 ("myself") into the attempt's cgroup.procs files
- *                              2. closes every file descriptor the agent may have inherited
+ *                              1. closes every file descriptor the agent may have inherited
+ *                              2. writes its own pid into the attempt's cgroup.procs files (from
+ *                                 a subshell, while 3. runs), and waits for that to succeed
  *                              3. mounts a private staging tmpfs and shows the toolchain, the
  *                                 system directories, the read-only binds and the workspace and
  *                                 home there through overlays, and the target disk's file system
@@ -18,13 +19,15 @@
  *                              └exec→ bwrap: new user/mount/pid/net/ipc/uts/cgroup namespaces, the
  *                                     seccomp filter (seccomp-filter.ts) → the command
  *
- * Why joining the cgroup is race-free: the launcher moves *itself* (pid 0 means "the writer"),
- * as its first action, while it is the only process of the attempt: nothing of the job has run
- * and nothing has been forked. Every later process (setpriv, bwrap, the sandbox's init, the
- * command and all its descendants) is created from it afterwards and inherits the cgroup, so
- * no part of the attempt ever runs outside it and no pid can have been reused in between. If a
- * write fails the launcher exits before starting anything. (Only `unshare` itself, which merely
- * waits for its child, stays outside.)
+ * Why joining the cgroup is race-free: the launcher is moved by pid (its own, written by its
+ * own subshell, in its own pid namespace) before anything of the job exists: the job's first
+ * process is created only after the subshell has reported success, and every later process
+ * (setpriv, bwrap, the sandbox's init, the command and all its descendants) is created from the
+ * launcher afterwards and inherits the cgroup, so no part of the attempt ever runs outside it.
+ * The pid cannot have been reused: the launcher is alive (the subshell's parent) while it is
+ * written. If a write fails the launcher exits before starting anything. (Only `unshare`, which
+ * merely waits for its child, the short-lived subshell and the launcher's own mount helpers,
+ * which run while the join is in flight, stay outside.)
  *
  * Why the extra pid namespace: its init is the launcher, which becomes bwrap's monitor. When
  * the init of a pid namespace exits, the kernel kills every process in it (nested namespaces
@@ -58,9 +61,9 @@
  * agent passes the same fixed ones, so that every attempt of a lineage sees the same paths and
  * cargo's path-hashing fingerprints stay fresh.
  */
-import { execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { constants } from "node:fs";
-import { access, lstat, mkdir, readlink, rm, stat, statfs } from "node:fs/promises";
+import { access, lstat, mkdir, readFile, readlink, rm, stat, statfs } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
@@ -132,14 +135,21 @@ const LAUNCHER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
 const LAUNCHER = [
   "set -eu",
   "stage=$1; shift",
-  'while [ "$1" != "--" ]; do echo 0 > "$1" || exit 121; shift; done; shift',
+  'procs=(); while [ "$1" != "--" ]; do procs+=("$1"); shift; done; shift',
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
   'for fd in /proc/self/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 5 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi; done',
+  // The cgroup join, by a subshell writing the launcher's pid, overlaps the mounts: the first
+  // write to a cgroup.procs file waits for an RCU grace period (tens of ms on a loaded host).
+  // The mount commands are the launcher's helpers, not the job's; nothing of the job starts
+  // before the join has succeeded (the `wait` below).
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
+  'launcher=$$; (for p in "${procs[@]}"; do echo "$launcher" > "$p" || exit 121; done) & joining=$!',
   'mount -t tmpfs -o mode=0755,size=4m,nosuid,nodev,noexec kiln-stage "$stage"',
   'cd "$stage"',
   'printf "%s" "$1" > fstab',
   "mount --all --fstab fstab",
   'if [ ! -d disk/target ]; then mkdir disk/target; chown "$2" disk/target; fi',
+  'wait "$joining" || exit 121',
   'shift 2; [ "$1" = "--" ]; shift',
   'for f in passwd group hosts; do printf "%s" "$1" > "$f"; shift; done',
   "if [ -r /etc/ld.so.cache ]; then exec 6</etc/ld.so.cache; else exec 6</dev/null; fi",
@@ -293,6 +303,30 @@ const gib = (bytes: number) =>
   bytes >= 2 ** 30
     ? `${(bytes / 2 ** 30).toFixed(bytes % 2 ** 30 === 0 ? 0 : 1)} GiB`
     : `${(bytes / 2 ** 20).toFixed(bytes % 2 ** 20 === 0 ? 0 : 1)} MiB`;
+
+/**
+ * Kills the launcher, pid 1 of the attempt's pid namespace (unshare's child): the kernel then
+ * kills every process in the namespace, and unshare reports its exit once they are all gone.
+ * This also ends a launcher that has not joined its cgroup yet (the join runs while it mounts),
+ * which a kill of the cgroup alone would miss. Before unshare has forked it, unshare itself is
+ * killed (its --kill-child then takes the launcher down as it starts).
+ */
+async function killLauncher(child: ChildProcess): Promise<void> {
+  const pid = child.pid;
+  if (pid === undefined) return;
+  const children = (await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => ""))
+    .split(/\s+/)
+    .filter((p) => p !== "")
+    .map(Number);
+  if (children.length === 0) child.kill("SIGKILL");
+  for (const launcher of children) {
+    try {
+      process.kill(launcher, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+}
 
 /** Returns what is wrong with the request, or null. */
 async function requestProblem(request: ExecutionRequest, reserved: readonly string[]): Promise<string | null> {
@@ -652,10 +686,9 @@ class SandboxExecutor implements Executor {
 
     let ending: "wall_clock_ceiling" | "cancelled" | null = null;
     const killEverything = async (): Promise<void> => {
+      await killLauncher(child);
+      // The backstop for anything that left the namespace; without a cgroup, the launcher's end is enough.
       if (cgroup !== null) await cgroup.killAll();
-      // Without a cgroup, killing the launcher is enough: unshare's --kill-child takes down the
-      // pid namespace's init, and with it the kernel kills every process in the namespace.
-      else child.kill("SIGKILL");
     };
     const end = (reason: "wall_clock_ceiling" | "cancelled") => {
       if (ending !== null) return;
