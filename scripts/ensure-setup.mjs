@@ -24,7 +24,7 @@ const purpose = process.argv.includes("--for") ? process.argv[process.argv.index
 /** Debian packages each purpose needs, with a file that proves each is installed. */
 const DEBIAN = {
   // bubblewrap: the `sandbox` executor (packages/host) runs every attempt in it; e2fsprogs makes
-  // and sizes each attempt's target disk (mkfs.ext4, dumpe2fs, debugfs: target-disk.ts).
+  // and sizes each attempt's target disk (mkfs.ext4: target-disk.ts; its tests compare with dumpe2fs and e2fsck).
   start: [
     { pkg: "bubblewrap", proof: "/usr/bin/bwrap" },
     { pkg: "e2fsprogs", proof: "/usr/sbin/debugfs" },

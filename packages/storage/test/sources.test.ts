@@ -100,6 +100,38 @@ for (const dialect of DIALECTS) {
       assert.equal(await readUpload(storage, { tenantId: "globex", upload: "nope" }), undefined);
     });
 
+    it("attaches, with a new reservation, the parts its tenant holds (digest and length), never another tenant's", async () => {
+      // acme holds digest(11) (50 bytes) since the test above.
+      const attachHeld = [
+        { part: 1, sha256: digest(11), bytes: 50 },
+        { part: 2, sha256: digest(11), bytes: 51 },
+        { part: 3, sha256: digest(77), bytes: 10 },
+      ];
+      const created = await reserve("acme", "up-attach", { attachHeld, partCount: 3 });
+      assert.equal(created.kind, "created");
+      const held = await readUpload(storage, { tenantId: "acme", upload: "up-attach" });
+      assert.deepEqual(
+        held?.parts.map((p) => [p.part, p.sha256, Number(p.bytes), p.origin]),
+        [[1, digest(11), 50, "reused"]],
+      );
+      // Another tenant's reservation of the same digest holds nothing.
+      assert.equal((await reserve("globex", "up-attach", { attachHeld, partCount: 3 })).kind, "created");
+      assert.deepEqual((await readUpload(storage, { tenantId: "globex", upload: "up-attach" }))?.parts, []);
+      // A repeat of the key finds the original and attaches nothing more, even what acme holds by then.
+      await reserve("acme", "up-holder");
+      await recordUploadPart(storage, {
+        tenantId: "acme",
+        upload: "up-holder",
+        part: 1,
+        sha256: digest(77),
+        bytes: 10,
+        origin: "uploaded",
+        now: T0,
+      });
+      assert.equal((await reserve("acme", "up-attach", { attachHeld, partCount: 3 })).kind, "existing");
+      assert.equal((await readUpload(storage, { tenantId: "acme", upload: "up-attach" }))?.parts.length, 1);
+    });
+
     it("records completion once, preserving the first completer, and refuses parts afterwards", async () => {
       await recordUploadPart(storage, {
         tenantId: "acme",

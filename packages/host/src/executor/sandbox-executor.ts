@@ -7,8 +7,9 @@
  *   node ─spawn→ setpriv --pdeathsig=KILL     (dies with the agent, keeps root)
  *                └exec→ unshare --mount --pid --fork --kill-child
  *                       └fork→ bash LAUNCHER  (pid 1 of a fresh pid namespace, private mount namespace)
- *                              1. writes 0 ("myself") into the attempt's cgroup.procs files
- *                              2. closes every file descriptor the agent may have inherited
+ *                              1. closes every file descriptor the agent may have inherited
+ *                              2. writes its own pid into the attempt's cgroup.procs files (from
+ *                                 a subshell, while 3. runs), and waits for that to succeed
  *                              3. mounts a private staging tmpfs and shows the toolchain, the
  *                                 system directories, the read-only binds and the workspace and
  *                                 home there through overlays, and the target disk's file system
@@ -18,13 +19,15 @@
  *                              └exec→ bwrap: new user/mount/pid/net/ipc/uts/cgroup namespaces, the
  *                                     seccomp filter (seccomp-filter.ts) → the command
  *
- * Why joining the cgroup is race-free: the launcher moves *itself* (pid 0 means "the writer"),
- * as its first action, while it is the only process of the attempt: nothing of the job has run
- * and nothing has been forked. Every later process (setpriv, bwrap, the sandbox's init, the
- * command and all its descendants) is created from it afterwards and inherits the cgroup, so
- * no part of the attempt ever runs outside it and no pid can have been reused in between. If a
- * write fails the launcher exits before starting anything. (Only `unshare` itself, which merely
- * waits for its child, stays outside.)
+ * Why joining the cgroup is race-free: the launcher is moved by pid (its own, written by its
+ * own subshell, in its own pid namespace) before anything of the job exists: the job's first
+ * process is created only after the subshell has reported success, and every later process
+ * (setpriv, bwrap, the sandbox's init, the command and all its descendants) is created from the
+ * launcher afterwards and inherits the cgroup, so no part of the attempt ever runs outside it.
+ * The pid cannot have been reused: the launcher is alive (the subshell's parent) while it is
+ * written. If a write fails the launcher exits before starting anything. (Only `unshare`, which
+ * merely waits for its child, the short-lived subshell and the launcher's own mount helpers,
+ * which run while the join is in flight, stay outside.)
  *
  * Why the extra pid namespace: its init is the launcher, which becomes bwrap's monitor. When
  * the init of a pid namespace exits, the kernel kills every process in it (nested namespaces
@@ -58,9 +61,9 @@
  * agent passes the same fixed ones, so that every attempt of a lineage sees the same paths and
  * cargo's path-hashing fingerprints stay fresh.
  */
-import { execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { constants } from "node:fs";
-import { access, lstat, mkdir, readlink, rm, stat, statfs } from "node:fs/promises";
+import { access, lstat, mkdir, readFile, readlink, rm, stat, statfs } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
@@ -77,14 +80,7 @@ import {
 } from "./executor.js";
 import { rlimitFallback } from "./rlimit-fallback.js";
 import { sandboxSeccompProgram } from "./seccomp-filter.js";
-import {
-  type DiskTools,
-  diskTools,
-  type PreparedTargetDisk,
-  prepareTargetDisk,
-  targetDiskOutcome,
-  waitUntilDetached,
-} from "./target-disk.js";
+import { type DiskTools, diskTools, prepareTargetDisk, targetDiskOutcome, waitUntilDetached } from "./target-disk.js";
 
 const run = promisify(execFile);
 
@@ -120,49 +116,52 @@ const DEFAULTS = {
 const LAUNCHER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
 
 /**
- * `bash -c LAUNCHER kiln-launch STAGE PROCS… -- (NAME SOURCE)… -- (NAME PARENT DIR WORK)… --
- *  IMAGE OWNER -- PASSWD GROUP HOSTS COMMAND…`
+ * `bash -c LAUNCHER kiln-launch STAGE PROCS… -- FSTAB OWNER -- PASSWD GROUP HOSTS COMMAND…`
  * Runs as root, as pid 1 of a fresh pid namespace in a private mount namespace; see the file
  * comment. In the staging tmpfs (its working directory from then on, so that the overlays'
- * layer paths are relative and name nothing of the host):
- *   NAME SOURCE          a read-only SOURCE directory, shown at NAME through an overlay;
- *   NAME PARENT DIR WORK a writable PARENT/DIR, shown at NAME through an overlay whose upper
- *                        layer it is (WORK is the overlay's empty work directory beside it);
- *   IMAGE OWNER          the target disk, mounted at `disk`, its `target` directory made for
- *                        OWNER on first use ("-" "-" when the request has none);
- * then the identity files, a copy of the loader cache, and `void` (what masks /proc entries).
+ * layer paths are relative and name nothing of the host) it mounts every line of FSTAB with
+ * one `mount --all`, which makes each mount point as it goes (see `staging`: an empty read-only
+ * tmpfs, the read-only sources and the writable workspace and home through overlays, the target
+ * disk at `disk`), makes the
+ * disk's `target` directory for OWNER on first use, writes the identity files and `void` (what
+ * masks /proc entries), and opens the loader cache as descriptor 6 for bwrap to copy. Every
+ * external command costs a fork and an exec, which on a loaded host is where the launcher's
+ * time goes (two mount commands per overlay cost more than the mounts themselves).
  * bash rather than sh because closing descriptors above 9 needs it (dash only redirects 0–9):
  * bwrap hands every open descriptor to the command, so anything the agent inherited without
- * close-on-exec would otherwise reach the sandbox. Descriptor 5 is the seccomp program.
+ * close-on-exec would otherwise reach the sandbox. Descriptor 5 is the seccomp program; bwrap
+ * closes 5 and 6 once it has read them.
  */
 const LAUNCHER = [
   "set -eu",
   "stage=$1; shift",
-  'while [ "$1" != "--" ]; do echo 0 > "$1" || exit 121; shift; done; shift',
+  'procs=(); while [ "$1" != "--" ]; do procs+=("$1"); shift; done; shift',
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
   'for fd in /proc/self/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 5 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi; done',
+  // The cgroup join, by a subshell writing the launcher's pid, overlaps the mounts: the first
+  // write to a cgroup.procs file waits for an RCU grace period (tens of ms on a loaded host).
+  // The mount commands are the launcher's helpers, not the job's; nothing of the job starts
+  // before the join has succeeded (the `wait` below).
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
+  'launcher=$$; (for p in "${procs[@]}"; do echo "$launcher" > "$p" || exit 121; done) & joining=$!',
   'mount -t tmpfs -o mode=0755,size=4m,nosuid,nodev,noexec kiln-stage "$stage"',
   'cd "$stage"',
-  // Every mount point in one mkdir (each external command costs a fork and an exec).
-  'ro=(); rw=(); while [ "$1" != "--" ]; do ro+=("$1" "$2"); shift 2; done; shift',
-  'while [ "$1" != "--" ]; do rw+=("$1" "$2" "$3" "$4"); shift 4; done; shift',
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not JavaScript templates
-  'dirs=(empty lower upper disk); for ((i = 0; i < ${#ro[@]}; i += 2)); do dirs+=("lower/${ro[i]}" "${ro[i]}"); done; for ((i = 0; i < ${#rw[@]}; i += 4)); do dirs+=("upper/${rw[i]}" "${rw[i]}"); done; mkdir "${dirs[@]}"',
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not JavaScript templates
-  'for ((i = 0; i < ${#ro[@]}; i += 2)); do n=${ro[i]}; mount --bind "${ro[i+1]}" "lower/$n"; mount -t overlay kiln -o "ro,lowerdir=lower/$n:empty" "$n"; done',
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not JavaScript templates
-  'for ((i = 0; i < ${#rw[@]}; i += 4)); do n=${rw[i]}; mount --bind "${rw[i+1]}" "upper/$n"; mount -t overlay kiln -o "lowerdir=empty,upperdir=upper/$n/${rw[i+2]},workdir=upper/$n/${rw[i+3]}" "$n"; done',
-  'if [ "$1" != "-" ]; then',
-  '  mount -o loop,nosuid,nodev,noatime,noinit_itable "$1" disk',
-  '  if [ ! -d disk/target ]; then mkdir disk/target; chown "$2" disk/target; fi',
-  "fi",
+  'printf "%s" "$1" > fstab',
+  "mount --all --fstab fstab",
+  'if [ ! -d disk/target ]; then mkdir disk/target; chown "$2" disk/target; fi',
+  'wait "$joining" || exit 121',
   'shift 2; [ "$1" = "--" ]; shift',
   'for f in passwd group hosts; do printf "%s" "$1" > "$f"; shift; done',
-  "if [ -f /etc/ld.so.cache ]; then cat /etc/ld.so.cache > ld.so.cache; fi",
+  "if [ -r /etc/ld.so.cache ]; then exec 6</etc/ld.so.cache; else exec 6</dev/null; fi",
   ": > void",
   // From here on stderr is the job's (fd 4); the launcher's own stderr stays a diagnostics channel.
   'exec "$@" 2>&4 4>&-',
 ].join("\n");
+
+/** A field of an fstab line: libmount reads `\ooo` octal escapes, so blanks, `#` and `\` are written as those. */
+function fstabField(value: string): string {
+  return value.replace(/[ \t\n\r\v\f#\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, "0")}`);
+}
 
 /**
  * /proc entries masked with an empty file or directory: they describe the host rather than the
@@ -304,6 +303,30 @@ const gib = (bytes: number) =>
   bytes >= 2 ** 30
     ? `${(bytes / 2 ** 30).toFixed(bytes % 2 ** 30 === 0 ? 0 : 1)} GiB`
     : `${(bytes / 2 ** 20).toFixed(bytes % 2 ** 20 === 0 ? 0 : 1)} MiB`;
+
+/**
+ * Kills the launcher, pid 1 of the attempt's pid namespace (unshare's child): the kernel then
+ * kills every process in the namespace, and unshare reports its exit once they are all gone.
+ * This also ends a launcher that has not joined its cgroup yet (the join runs while it mounts),
+ * which a kill of the cgroup alone would miss. Before unshare has forked it, unshare itself is
+ * killed (its --kill-child then takes the launcher down as it starts).
+ */
+async function killLauncher(child: ChildProcess): Promise<void> {
+  const pid = child.pid;
+  if (pid === undefined) return;
+  const children = (await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => ""))
+    .split(/\s+/)
+    .filter((p) => p !== "")
+    .map(Number);
+  if (children.length === 0) child.kill("SIGKILL");
+  for (const launcher of children) {
+    try {
+      process.kill(launcher, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+}
 
 /** Returns what is wrong with the request, or null. */
 async function requestProblem(request: ExecutionRequest, reserved: readonly string[]): Promise<string | null> {
@@ -457,45 +480,50 @@ class SandboxExecutor implements Executor {
       `toolchain: ${request.toolchain.name} from ${request.toolchain.path}, read-only at ${this.options.toolchainMountPoint}`,
     );
 
-    try {
-      await this.handOver(request, setup);
-    } catch (error) {
-      detail.push(`could not hand the job directories to ${setup.user.name}: ${errorText(error)}`);
-      await this.removeOverlayWork(request);
-      return result("infrastructure");
-    }
+    // Three independent preparations, side by side (each is file system or cgroupfs work, and on a
+    // loaded host every wait counts): the job directories handed over, the target disk sized,
+    // the cgroup made. Their outcomes are read in this order, so the evidence reads the same.
     const quotaBytes = Math.min(request.limits.diskBytes, this.options.maxDiskBytes ?? Number.POSITIVE_INFINITY);
-    let disk: PreparedTargetDisk;
-    try {
-      disk = await prepareTargetDisk(setup.disk, request.targetDir, quotaBytes, `${setup.user.uid}:${setup.user.gid}`);
-      if (quotaBytes < request.limits.diskBytes)
-        detail.push(
-          `disk: this host grants at most ${gib(quotaBytes)} per attempt, below the size's ${gib(request.limits.diskBytes)}`,
+    const [handedOver, preparedDisk, createdCgroup] = await Promise.allSettled([
+      this.handOver(request, setup),
+      (async () => {
+        const disk = await prepareTargetDisk(
+          setup.disk,
+          request.targetDir,
+          quotaBytes,
+          `${setup.user.uid}:${setup.user.gid}`,
         );
-      detail.push(...disk.notes, await scratchNote(request));
-    } catch (error) {
-      detail.push(`disk: the target disk could not be prepared: ${errorText(error)}`);
-      await this.removeOverlayWork(request);
-      return result("infrastructure");
-    }
-
-    let cgroup: AttemptCgroup | null = null;
-    try {
-      cgroup = await AttemptCgroup.create({
+        return { disk, scratch: await scratchNote(request) };
+      })(),
+      AttemptCgroup.create({
         layout: setup.layout,
         ownCgroups: setup.ownCgroups,
         parentName: this.options.cgroupParentName,
         attemptId: request.attemptId,
         limits: request.limits,
-      });
-      detail.push(...cgroup.detail);
-    } catch (error) {
-      if (!(error instanceof CgroupUnavailableError)) {
-        detail.push(`cgroup setup failed: ${errorText(error)}`);
-        return result("infrastructure");
-      }
-      detail.push(`cgroups unavailable: ${error.message}; limits fall back to rlimits`);
-    }
+      }),
+    ]);
+    const cgroup: AttemptCgroup | null = createdCgroup.status === "fulfilled" ? createdCgroup.value : null;
+    const failed = async (line: string): Promise<ExecutionResult> => {
+      detail.push(line);
+      if (cgroup !== null) await cgroup.remove();
+      await this.removeOverlayWork(request);
+      return result("infrastructure");
+    };
+    if (handedOver.status === "rejected")
+      return failed(`could not hand the job directories to ${setup.user.name}: ${errorText(handedOver.reason)}`);
+    if (preparedDisk.status === "rejected")
+      return failed(`disk: the target disk could not be prepared: ${errorText(preparedDisk.reason)}`);
+    const { disk } = preparedDisk.value;
+    if (quotaBytes < request.limits.diskBytes)
+      detail.push(
+        `disk: this host grants at most ${gib(quotaBytes)} per attempt, below the size's ${gib(request.limits.diskBytes)}`,
+      );
+    detail.push(...disk.notes, preparedDisk.value.scratch);
+    if (createdCgroup.status === "fulfilled") detail.push(...createdCgroup.value.detail);
+    else if (createdCgroup.reason instanceof CgroupUnavailableError)
+      detail.push(`cgroups unavailable: ${createdCgroup.reason.message}; limits fall back to rlimits`);
+    else return failed(`cgroup setup failed: ${errorText(createdCgroup.reason)}`);
 
     try {
       if (request.signal.aborted) {
@@ -503,7 +531,7 @@ class SandboxExecutor implements Executor {
         return result("cancelled");
       }
       const launched = await this.launch(request, setup, cgroup, detail, result, disk.image);
-      return { ...launched, ...(await this.diskAfter(setup, disk.image, quotaBytes, detail)) };
+      return { ...launched, ...(await this.diskAfter(disk.image, quotaBytes, detail)) };
     } finally {
       if (cgroup !== null) {
         // Normally already done by launch(); this covers an exception thrown half-way.
@@ -540,7 +568,6 @@ class SandboxExecutor implements Executor {
    * with the attempt's namespace), then reads whether the job filled its quota.
    */
   private async diskAfter(
-    setup: Setup,
     image: string,
     quotaBytes: number,
     detail: string[],
@@ -550,7 +577,7 @@ class SandboxExecutor implements Executor {
       return { diskBytes: quotaBytes, diskUsedBytes: null, diskQuotaExceeded: false };
     }
     try {
-      const after = await targetDiskOutcome(setup.disk, image);
+      const after = await targetDiskOutcome(image);
       detail.push(
         after.full
           ? `disk: the job filled the ${gib(quotaBytes)} disk quota of its target dir; writes past it failed with ENOSPC (No space left on device)`
@@ -579,6 +606,7 @@ class SandboxExecutor implements Executor {
         `placement: the launcher wrote its own pid to ${cgroup.procsFiles.length} cgroup.procs file(s) before starting anything`,
       );
 
+    const staging = this.staging(request, setup, image);
     const command = [
       setup.tools.bash,
       "-c",
@@ -587,9 +615,7 @@ class SandboxExecutor implements Executor {
       this.options.stagingDirectory,
       ...(cgroup?.procsFiles ?? []),
       "--",
-      ...this.stagedSources(request, setup),
-      "--",
-      image,
+      staging.fstab,
       `${setup.user.uid}:${setup.user.gid}`,
       "--",
       ...this.identityFiles(request, setup.user),
@@ -660,10 +686,9 @@ class SandboxExecutor implements Executor {
 
     let ending: "wall_clock_ceiling" | "cancelled" | null = null;
     const killEverything = async (): Promise<void> => {
+      await killLauncher(child);
+      // The backstop for anything that left the namespace; without a cgroup, the launcher's end is enough.
       if (cgroup !== null) await cgroup.killAll();
-      // Without a cgroup, killing the launcher is enough: unshare's --kill-child takes down the
-      // pid namespace's init, and with it the kernel kills every process in the namespace.
-      else child.kill("SIGKILL");
     };
     const end = (reason: "wall_clock_ceiling" | "cancelled") => {
       if (ending !== null) return;
@@ -738,23 +763,44 @@ class SandboxExecutor implements Executor {
     return result("exited", { ...measured, exitCode: Number(exitCode) });
   }
 
-  /** The launcher's read-only (NAME SOURCE) and writable (NAME PARENT DIR WORK) staging lists. */
-  private stagedSources(request: ExecutionRequest, setup: Setup): string[] {
-    const writable = (name: string, directory: string) => [
-      name,
-      dirname(directory),
-      basename(directory),
-      basename(overlayWorkDirectory(directory)),
+  /**
+   * The fstab the launcher mounts, in order, each mount point made as it goes (libmount's
+   * X-mount.mkdir, so no mkdir command): `empty`, an empty read-only tmpfs (the lower layer of
+   * the writable overlays, the upper one of the read-only ones, and what masks /proc
+   * directories); a read-only source bound at lower/NAME and shown at NAME through a read-only
+   * overlay; a writable directory's parent bound at upper/NAME, and NAME an overlay whose upper
+   * layer is the directory (its work directory beside it, on the same file system); the target
+   * disk at `disk`.
+   */
+  private staging(request: ExecutionRequest, setup: Setup, image: string): { fstab: string } {
+    const readOnly: [string, string][] = [
+      ["toolchain", request.toolchain.path],
+      ...setup.systemPaths.flatMap((p): [string, string][] => (p.kind === "directory" ? [[p.name, p.path]] : [])),
+      ...(request.readOnlyBinds ?? []).map((bind, i): [string, string] => [`ro-${i}`, bind.source]),
     ];
-    return [
-      "toolchain",
-      request.toolchain.path,
-      ...setup.systemPaths.flatMap((p) => (p.kind === "directory" ? [p.name, p.path] : [])),
-      ...(request.readOnlyBinds ?? []).flatMap((bind, i) => [`ro-${i}`, bind.source]),
-      "--",
-      ...writable("workspace", request.workspaceDir),
-      ...writable("home", request.homeDir),
+    const writable: [string, string][] = [
+      ["workspace", request.workspaceDir],
+      ["home", request.homeDir],
     ];
+    const lines: string[][] = [["kiln-empty", "empty", "tmpfs", "ro,mode=0755,size=4k,nr_inodes=1"]];
+    for (const [name, source] of readOnly) {
+      lines.push(
+        [source, `lower/${name}`, "none", "bind"],
+        ["kiln", name, "overlay", `ro,lowerdir=lower/${name}:empty`],
+      );
+    }
+    for (const [name, directory] of writable) {
+      const upper = `upper/${name}/${basename(directory)}`;
+      const work = `upper/${name}/${basename(overlayWorkDirectory(directory))}`;
+      lines.push(
+        [dirname(directory), `upper/${name}`, "none", "bind"],
+        ["kiln", name, "overlay", `lowerdir=empty,upperdir=${upper},workdir=${work}`],
+      );
+    }
+    lines.push([image, "disk", "ext4", "loop,nosuid,nodev,noatime,noinit_itable"]);
+    const line = ([source, target, type, options]: string[]) =>
+      `${[source, target, type, `${options},X-mount.mkdir`, "0", "0"].map((f) => fstabField(f ?? "")).join(" ")}\n`;
+    return { fstab: lines.map(line).join("") };
   }
 
   /** Tiny /etc/passwd, /etc/group and /etc/hosts, so user and "localhost" lookups work without the host's files. */
@@ -806,8 +852,9 @@ class SandboxExecutor implements Executor {
       ...setup.systemPaths.flatMap((p) =>
         p.kind === "symlink" ? ["--symlink", p.target, p.path] : ["--ro-bind", `${stage}/${p.name}`, p.path],
       ),
-      "--ro-bind-try",
-      `${stage}/ld.so.cache`,
+      // The launcher's descriptor 6: the host's loader cache (empty where it has none), copied.
+      "--ro-bind-data",
+      "6",
       "/etc/ld.so.cache",
       "--ro-bind",
       `${stage}/passwd`,

@@ -35,6 +35,9 @@ import { access, mkdir, open, readdir, readFile, realpath, rm, rmdir, stat } fro
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
+import { type DiskGeometry, readGeometry, SuperblockError, writeReservedBlocks } from "./ext4-superblock.js";
+
+export type { DiskGeometry } from "./ext4-superblock.js";
 
 const run = promisify(execFile);
 
@@ -48,16 +51,6 @@ const BYTES_PER_INODE = 65536;
 
 /** The writable space left below which a finished attempt counts as having filled its quota. */
 const FULL_MARGIN_BYTES = 2 * 2 ** 20;
-
-/** What an ext4 superblock says about space, in blocks. */
-export interface DiskGeometry {
-  readonly blockSize: number;
-  readonly blocks: number;
-  /** Blocks the file system's own structures take (never the job's). */
-  readonly overhead: number;
-  readonly free: number;
-  readonly reserved: number;
-}
 
 /** The blocks ext4 holds back from every allocation but root's on top of the reserved count (s_resv_clusters). */
 function kernelReserve(geometry: DiskGeometry): number {
@@ -80,11 +73,12 @@ export function reservedBlocksFor(geometry: DiskGeometry, quotaBytes: number): n
   return Math.max(0, geometry.free - kernelReserve(geometry) - allowed);
 }
 
-/** The e2fsprogs and util-linux tools the disk needs (resolved by the executor's setup). */
+/**
+ * The e2fsprogs and util-linux tools the disk needs (resolved by the executor's setup): mkfs.ext4
+ * once per lineage; its superblock is read and written in place (ext4-superblock.ts).
+ */
 export interface DiskTools {
   readonly mkfs: string;
-  readonly dumpe2fs: string;
-  readonly debugfs: string;
   readonly mount: string;
   readonly umount: string;
 }
@@ -108,33 +102,13 @@ let resolvedTools: Promise<DiskTools> | null = null;
 /** The tools, found once per process (a failure is retried on the next call). */
 export function diskTools(): Promise<DiskTools> {
   resolvedTools ??= (async () => {
-    const [mkfs, dumpe2fs, debugfs, mount, umount] = await Promise.all(
-      ["mkfs.ext4", "dumpe2fs", "debugfs", "mount", "umount"].map(findTool),
-    );
-    return { mkfs, dumpe2fs, debugfs, mount, umount } as DiskTools;
+    const [mkfs, mount, umount] = await Promise.all(["mkfs.ext4", "mount", "umount"].map(findTool));
+    return { mkfs, mount, umount } as DiskTools;
   })();
   resolvedTools.catch(() => {
     resolvedTools = null;
   });
   return resolvedTools;
-}
-
-function field(text: string, name: string): number {
-  const match = new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(text);
-  if (match?.[1] === undefined) throw new Error(`the target disk's superblock has no "${name}"`);
-  return Number(match[1]);
-}
-
-/** The superblock's space figures (`dumpe2fs -h`: reads one block, whatever the image's size). */
-export async function readGeometry(tools: DiskTools, image: string): Promise<DiskGeometry> {
-  const { stdout } = await run(tools.dumpe2fs, ["-h", image], { maxBuffer: 1 << 20 });
-  return {
-    blockSize: field(stdout, "Block size"),
-    blocks: field(stdout, "Block count"),
-    overhead: field(stdout, "Overhead clusters"),
-    free: field(stdout, "Free blocks"),
-    reserved: field(stdout, "Reserved block count"),
-  };
 }
 
 /**
@@ -253,7 +227,18 @@ export async function prepareTargetDisk(
   }
   const virtualBytes = Math.max(TARGET_DISK_VIRTUAL_BYTES, 2 * quotaBytes);
   if (fresh) await makeImage(tools, image, owner, virtualBytes);
-  let geometry = await readGeometry(tools, image);
+  let geometry: DiskGeometry;
+  try {
+    geometry = await readGeometry(image);
+  } catch (error) {
+    // A superblock torn by a crash (or no ext4 at all): the lineage's target is a cache.
+    if (fresh || !(error instanceof SuperblockError)) throw error;
+    notes.push(`disk: the lineage's target disk is unreadable (${error.message}); it starts empty on a fresh one`);
+    await rm(image, { force: true });
+    await makeImage(tools, image, owner, virtualBytes);
+    fresh = true;
+    geometry = await readGeometry(image);
+  }
   let reserved = reservedBlocksFor(geometry, quotaBytes);
   const capacity = (geometry.blocks - geometry.overhead) * geometry.blockSize;
   if (reserved === null || capacity < quotaBytes) {
@@ -265,12 +250,12 @@ export async function prepareTargetDisk(
     );
     await rm(image, { force: true });
     await makeImage(tools, image, owner, virtualBytes);
-    geometry = await readGeometry(tools, image);
+    geometry = await readGeometry(image);
     reserved = reservedBlocksFor(geometry, quotaBytes) ?? 0;
   }
-  // debugfs writes the field directly: tune2fs refuses a reserve above half the file system.
-  await run(tools.debugfs, ["-w", "-R", `ssv r_blocks_count ${reserved}`, image]);
-  const usage = diskUsage({ ...geometry, reserved });
+  // Written in place (tune2fs would refuse a reserve above half the file system).
+  if (geometry.reserved !== reserved) geometry = await writeReservedBlocks(image, reserved);
+  const usage = diskUsage(geometry);
   notes.push(
     `disk: the target dir is a file system of its own (a sparse ext4 image mounted only inside the sandbox), writable up to the size's ${gib(quotaBytes)} quota: ${
       fresh ? "a fresh one" : `the lineage's, holding ${mib(usage.usedBytes)}`
@@ -281,10 +266,9 @@ export async function prepareTargetDisk(
 
 /** After the attempt: what its target disk holds and whether the job filled its quota. */
 export async function targetDiskOutcome(
-  tools: DiskTools,
   image: string,
 ): Promise<{ usedBytes: number; availableBytes: number; full: boolean }> {
-  const usage = diskUsage(await readGeometry(tools, image));
+  const usage = diskUsage(await readGeometry(image));
   return { ...usage, full: usage.availableBytes < FULL_MARGIN_BYTES };
 }
 

@@ -1,6 +1,5 @@
 import { SOURCE_LIMITS, UPLOAD_ID_PATTERN } from "@kiln/contract";
 import {
-  attachHeldChunks,
   completeUpload,
   findTenantChunk,
   readUpload,
@@ -200,6 +199,8 @@ export const reserveSource: Handler<"sources.reserve"> = async (ctx) => {
     expiresAt: new Date(ctx.now.getTime() + SOURCE_LIMITS.uploadLifetimeSeconds * 1000),
     maxBytes: SOURCE_LIMITS.tenantReservationBytes,
     maxUnclaimedUploads: SOURCE_LIMITS.tenantUnclaimedUploads,
+    // What the tenant already holds is attached with the reservation, so missing_parts lists only what to send.
+    attachHeld: body.manifest.parts,
   });
   if (result.kind === "over_limit") {
     return refuse(
@@ -211,13 +212,6 @@ export const reserveSource: Handler<"sources.reserve"> = async (ctx) => {
   }
   const partsOf = () => readUploadParts(ctx.deps.storage, { tenantId: principal.tenantId, upload: id });
   if (result.kind === "existing") return uploadView(replay(result.upload), await partsOf(), ctx.now);
-  // What the tenant already holds is attached now, so missing_parts lists only what to send.
-  await attachHeldChunks(ctx.deps.storage, {
-    tenantId: principal.tenantId,
-    upload: id,
-    parts: body.manifest.parts,
-    now: ctx.now,
-  });
   return uploadView(result.upload, await partsOf(), ctx.now);
 };
 

@@ -1,5 +1,6 @@
 import type { Storage } from "../dialect.js";
 import { formatTimestamp } from "../timestamps.js";
+import { attachHeldChunks } from "./attach-held-chunks.js";
 import { type SourceUploadRow, tenantReservations } from "./upload-row.js";
 
 export interface UploadReservation {
@@ -21,6 +22,11 @@ export interface UploadReservation {
   /** The tenant's reservation limits. */
   readonly maxBytes: number;
   readonly maxUnclaimedUploads: number;
+  /**
+   * The manifest's parts: a new reservation attaches, in its own transaction, every one the
+   * tenant already holds (attach-held-chunks.ts), so it commits once rather than twice.
+   */
+  readonly attachHeld?: readonly { part: number; sha256: string; bytes: number }[];
 }
 
 export type ReserveUploadResult =
@@ -42,7 +48,9 @@ export type ReserveUploadResult =
  * racing could both fit under the limit alone and pass it together. On SQLite the transaction
  * holds the database-wide write lock from its start (BEGIN IMMEDIATE); on PostgreSQL the
  * tenant's row is locked FOR UPDATE first, so one tenant's reservations are checked one after
- * the other. The primary key (tenant, upload) settles two reservations of one key.
+ * the other. The primary key (tenant, upload) settles two reservations of one key. Held parts
+ * are attached inside the same transaction: the reservation and what it already holds commit
+ * together (one commit, one fsync, on the path of every upload, including an unchanged re-run).
  */
 export async function reserveUpload(storage: Storage, input: UploadReservation): Promise<ReserveUploadResult> {
   return storage.transaction(async (trx) => {
@@ -89,6 +97,13 @@ export async function reserveUpload(storage: Storage, input: UploadReservation):
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    if (input.attachHeld !== undefined && input.attachHeld.length > 0)
+      await attachHeldChunks(trx, {
+        tenantId: input.tenantId,
+        upload: input.upload,
+        parts: input.attachHeld,
+        now: input.now,
+      });
     return { kind: "created", upload };
   });
 }
