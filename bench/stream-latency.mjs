@@ -31,7 +31,8 @@ if (!existsSync(dist("src/main.js")) || !existsSync(dist("test/job-fixtures.js")
   process.exit(1);
 }
 const { openStorage } = await import("@kiln/storage");
-const { httpHostProtocol, redeemEnrollmentToken } = await import("@kiln/host");
+const { fetchCaCertificate, HostTlsIdentity, httpHostProtocol, newKeyAndSigningRequest, requestEnrollment } =
+  await import("@kiln/host");
 const { mintHostEnrollmentToken } = await import(dist("src/hosts/host-identities.js"));
 const { acceptJob } = await import(dist("test/job-fixtures.js"));
 const { personWithToken } = await import(dist("test/harness.js"));
@@ -59,7 +60,7 @@ function freePort() {
 
 /** One `kiln-server serve` on the shared database; resolves once it answers. */
 async function startServer(name, databaseUrl, masterKey, env) {
-  const port = await freePort();
+  const [port, hostPort] = [await freePort(), await freePort()];
   const dataDir = mkdtempSync(join(tmpdir(), `kiln-bench-${name}-`));
   scratch.push(dataDir);
   const origin = `http://127.0.0.1:${port}`;
@@ -76,6 +77,8 @@ async function startServer(name, databaseUrl, masterKey, env) {
       KILN_ANOMALY_INTERVAL_SECONDS: "0",
       KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS: "0",
       KILN_LOG_LEVEL: "warn",
+      // The host protocol's own listener (mutual TLS): the bench enrolls there as a remote host.
+      KILN_HOST_LISTEN: `127.0.0.1:${hostPort}`,
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],
@@ -99,6 +102,7 @@ async function startServer(name, databaseUrl, masterKey, env) {
   return {
     name,
     origin,
+    hostEndpoint: `https://127.0.0.1:${hostPort}`,
     stop: async () => {
       child.kill("SIGTERM");
       await exited;
@@ -195,8 +199,16 @@ try {
     now: new Date(),
   });
   await storage.close();
-  const { credential } = await redeemEnrollmentToken(b.origin, token);
-  const host = httpHostProtocol({ endpoint: b.origin, credential });
+  // Enrolled as kiln-host enrolls: the one-time token, B's CA, a key of its own, a certificate.
+  const ca = await fetchCaCertificate(b.hostEndpoint);
+  const { keyPem, csrPem } = await newKeyAndSigningRequest();
+  const issued = await requestEnrollment(b.hostEndpoint, { token, csrPem, caCertificatePem: ca.caCertificate });
+  const identity = HostTlsIdentity.inMemory({
+    keyPem,
+    certificatePem: issued.certificate,
+    caCertificatePem: issued.caCertificate,
+  });
+  const host = httpHostProtocol({ endpoint: b.hostEndpoint, identity });
   await host.enroll({ id: "bench-host", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
   const placement = await host.claim("bench-host", 16);
   if (placement?.jobId !== job.id)
