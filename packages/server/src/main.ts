@@ -50,7 +50,16 @@ program
     const config = configFromEnv();
     const port = await resolvePort(config);
     const publicOrigin = config.publicOrigin ?? `http://${config.host}:${port}`;
-    const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+    // Background work (the local host, the lease reaper, the upload sweeper) logs here.
+    const log = pino({ level: process.env.KILN_LOG_LEVEL ?? "info" });
+    const storage = await openStorage({
+      dataDir: config.dataDir,
+      databaseUrl: config.databaseUrl,
+      // On SQLite the WAL is checkpointed by a thread of its own, not in whichever request commits.
+      walCheckpointsOffLoop: {
+        onFailure: (error) => log.error({ err: error }, "the SQLite WAL checkpointer failed"),
+      },
+    });
     // KILN_BLOB_URL puts blobs in S3-compatible object storage (several servers share them);
     // without it they stay files under the data directory. Every put is cleared against the
     // artifact retention sweep first (storage's artifact-blobs/). Streamed source parts are staged
@@ -61,8 +70,6 @@ program
         : S3BlobStore.at(config.blobLocation, { stagingDirectory: join(config.dataDir, "staging") }),
       { storage, clock: systemClock },
     );
-    // Background work (the local host, the lease reaper, the upload sweeper) logs here.
-    const log = pino({ level: process.env.KILN_LOG_LEVEL ?? "info" });
     const secrets = new SecretBox(masterKey(config.dataDir));
     // The source-hosting app, when KILN_GITHUB_APP_* configure one (source-hosting/github-app.ts).
     const gitHubConfig = gitHubAppConfigFromEnv();
