@@ -5,6 +5,9 @@
 //   const { url, stop } = await startThrowawayCluster();
 //
 //   node scripts/postgres-cluster.mjs              # prints the URL, stops on Ctrl-C / SIGTERM
+//   node scripts/postgres-cluster.mjs --durable    # the same with PostgreSQL's durable defaults
+//                                                  # (fsync, synchronous commits, full pages): for
+//                                                  # trials that measure latency as production has it
 //   node scripts/postgres-cluster.mjs -- CMD ARGS  # runs CMD with KILN_TEST_POSTGRES_URL set,
 //                                                  # stops the cluster, exits with CMD's status
 //
@@ -23,10 +26,14 @@ const POSTGRES_BIN = process.env.KILN_POSTGRES_BIN ?? "/usr/lib/postgresql/15/bi
 const SERVICE_USER = "postgres";
 
 /**
- * Starts a cluster and resolves once it accepts connections.
+ * Starts a cluster and resolves once it accepts connections. `durable` keeps PostgreSQL's own
+ * fsync, synchronous_commit and full_page_writes (on), as a production cluster has them;
+ * without it they are off, which is what tests want.
+ * @param {{ durable?: boolean }} [options]
  * @returns {Promise<{ url: string, stop: () => Promise<void> }>}
  */
-export async function startThrowawayCluster() {
+export async function startThrowawayCluster(options = {}) {
+  const durable = options.durable === true;
   const asServiceUser = process.getuid?.() === 0;
   const dir = await mkdtemp(join(tmpdir(), "kiln-postgres-"));
   const dataDir = join(dir, "data");
@@ -70,9 +77,7 @@ export async function startThrowawayCluster() {
           `port = ${port}`,
           `unix_socket_directories = '${dir}'`,
           // Durability is pointless for a cluster deleted after the run, and fsync is slow.
-          "fsync = off",
-          "synchronous_commit = off",
-          "full_page_writes = off",
+          ...(durable ? [] : ["fsync = off", "synchronous_commit = off", "full_page_writes = off"]),
           // Test files run in parallel, each opening pools of several connections.
           "max_connections = 300",
           "",
@@ -162,7 +167,8 @@ function freeLoopbackPort() {
 async function main(argv) {
   const separator = argv.indexOf("--");
   const command = separator === -1 ? [] : argv.slice(separator + 1);
-  const cluster = await startThrowawayCluster();
+  const options = separator === -1 ? argv : argv.slice(0, separator);
+  const cluster = await startThrowawayCluster({ durable: options.includes("--durable") });
 
   let stopping = false;
   const stopAndExit = async (code) => {

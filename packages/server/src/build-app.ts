@@ -72,7 +72,7 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
   });
   installErrorBoundary(app);
   installRequestValidators(app);
-  installBodyParsers(app, large);
+  installBodyParsers(app, large, deps.blobs.stagingDirectory);
   if (deps.checkResponses === true) installResponseContractCheck(app);
   bindCatalogueRoutes(app, deps, handlers, large);
   registerPages(app, deps);

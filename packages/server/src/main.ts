@@ -50,18 +50,26 @@ program
     const config = configFromEnv();
     const port = await resolvePort(config);
     const publicOrigin = config.publicOrigin ?? `http://${config.host}:${port}`;
-    const storage = await openStorage({ dataDir: config.dataDir, databaseUrl: config.databaseUrl });
+    // Background work (the local host, the lease reaper, the upload sweeper) logs here.
+    const log = pino({ level: process.env.KILN_LOG_LEVEL ?? "info" });
+    const storage = await openStorage({
+      dataDir: config.dataDir,
+      databaseUrl: config.databaseUrl,
+      // On SQLite the WAL is checkpointed by a thread of its own, not in whichever request commits.
+      walCheckpointsOffLoop: {
+        onFailure: (error) => log.error({ err: error }, "the SQLite WAL checkpointer failed"),
+      },
+    });
     // KILN_BLOB_URL puts blobs in S3-compatible object storage (several servers share them);
     // without it they stay files under the data directory. Every put is cleared against the
-    // artifact retention sweep first (storage's artifact-blobs/).
+    // artifact retention sweep first (storage's artifact-blobs/). Streamed source parts are staged
+    // under the data directory before they go up to a bucket (http/received-bytes.ts).
     const blobs = new SweepFencedBlobStore(
       config.blobLocation === undefined
         ? new LocalBlobStore(join(config.dataDir, "blobs"))
-        : S3BlobStore.at(config.blobLocation),
+        : S3BlobStore.at(config.blobLocation, { stagingDirectory: join(config.dataDir, "staging") }),
       { storage, clock: systemClock },
     );
-    // Background work (the local host, the lease reaper, the upload sweeper) logs here.
-    const log = pino({ level: process.env.KILN_LOG_LEVEL ?? "info" });
     const secrets = new SecretBox(masterKey(config.dataDir));
     // The source-hosting app, when KILN_GITHUB_APP_* configure one (source-hosting/github-app.ts).
     const gitHubConfig = gitHubAppConfigFromEnv();
@@ -127,7 +135,7 @@ program
     if (host !== null) wake = host.wake;
     // Without the embedded host (remote kiln-hosts only), lost leases are still reclaimed here.
     const reaper = host === null ? startLeaseReaper({ storage, clock: systemClock, log }) : null;
-    const sweeper = startUploadSweeper({ storage, clock: systemClock, log });
+    const sweeper = startUploadSweeper({ storage, clock: systemClock, log, stagingDirectory: blobs.stagingDirectory });
     // Hourly samples of lineage bytes: usage's storage byte-hours (issue 16).
     const storageSampler = startLineageStorageSampler({ storage, clock: systemClock, log });
     // The dogfood trial's ledger audit: wrong greens, duplicate executions and charges, outages (issue 19).

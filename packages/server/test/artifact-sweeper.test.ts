@@ -27,6 +27,12 @@ class FlakyBlobStore implements BlobStore {
   put(bytes: Uint8Array, verified?: string): Promise<StoredBlob> {
     return this.inner.put(bytes, verified);
   }
+  get stagingDirectory() {
+    return this.inner.stagingDirectory;
+  }
+  putFile(path: string, digest: string): Promise<StoredBlob> {
+    return this.inner.putFile(path, digest);
+  }
   get(digest: string): Promise<Buffer> {
     return this.inner.get(digest);
   }

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { existsSync, readdirSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { cleanupExpiredUploads, onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
@@ -12,6 +13,13 @@ const CRATE = [
   { path: "src/lib.rs", content: "pub fn f() -> u32 { 7 }\n" },
 ];
 const LINKS = [{ path: "src/alias.rs", target: "lib.rs" }];
+
+/** Resolves once the staging directory holds no file (they are removed as each response closes). */
+async function stagingEmptied(directory: string): Promise<void> {
+  while (existsSync(directory) && readdirSync(directory).length > 0) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 
 for (const dialect of DIALECTS) {
   describe(`sources: the streamed archive transport over HTTP (${dialect.name})`, { skip: dialect.skip }, () => {
@@ -475,6 +483,13 @@ for (const dialect of DIALECTS) {
       assert.equal(huge.status, 400);
       assert.equal(huge.json().code, "invalid_request");
       assert.equal((await sources.put("chunks", 99, first)).status, 400);
+      // Refused bytes leave nothing: not stored under their digest, and (once each response is
+      // done) no staging file of the streamed body either.
+      for (const refused of [first.subarray(0, first.length - 1), corrupted, Buffer.alloc(4 * 2 ** 20 + 1)]) {
+        assert.equal(await t.deps.blobs.has(sha256(refused)), false, "a refused part is not stored");
+      }
+      assert.equal(await t.deps.blobs.has(sha256(first)), false, "nor the declared bytes, never sent whole");
+      await stagingEmptied(t.deps.blobs.stagingDirectory);
       const mismatch = await sources.check("chunks", 1, sha256("something else"));
       assert.equal(mismatch.status, 409);
       assert.match(mismatch.json().detail, /part 1/);

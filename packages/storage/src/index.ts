@@ -25,6 +25,13 @@ export {
 export { LocalBlobStore } from "./blobs/local-blob-store.js";
 export { S3BlobStore, type S3BlobStoreOptions } from "./blobs/s3-blob-store.js";
 export { parseS3BlobUrl, type S3BlobLocation } from "./blobs/s3-blob-url.js";
+export {
+  discardStagedBlob,
+  removeStaleStagedBlobs,
+  type StagedBlob,
+  StagedBlobTooLargeError,
+  stageBlob,
+} from "./blobs/staged-blob.js";
 export { SweepFencedBlobStore } from "./blobs/sweep-fenced-blob-store.js";
 export type { CanaryRecord } from "./canaries/canary-record.js";
 export { findCanaryByJob } from "./canaries/find-canary-by-job.js";

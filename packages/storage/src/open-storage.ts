@@ -10,6 +10,12 @@ export interface OpenStorageOptions {
   dataDir: string;
   /** PostgreSQL pool size (default 10); ignored for SQLite, which has one connection. */
   maxConnections?: number;
+  /**
+   * SQLite only: checkpoint the WAL from a thread of its own, off the event loop
+   * (sqlite/wal-checkpointer.ts), telling `onFailure` when it cannot (SQLite then checkpoints on
+   * the committing connection again). Without it, SQLite's automatic checkpoints run at commit.
+   */
+  walCheckpointsOffLoop?: { readonly onFailure: (error: Error) => void };
 }
 
 /**
@@ -30,7 +36,7 @@ export async function openStorage(options: OpenStorageOptions): Promise<Storage>
 function openUnmigrated(options: OpenStorageOptions): Promise<Storage> {
   const url = options.databaseUrl?.trim();
   if (!url) {
-    return openSqliteStorage(options.dataDir);
+    return openSqliteStorage(options.dataDir, options.walCheckpointsOffLoop);
   }
   if (/^postgres(ql)?:\/\//i.test(url)) {
     return openPostgresStorage({ databaseUrl: url, maxConnections: options.maxConnections });

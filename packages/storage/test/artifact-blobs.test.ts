@@ -154,6 +154,12 @@ class WatchedBlobStore implements BlobStore {
   put(bytes: Uint8Array, sha256?: string): Promise<StoredBlob> {
     return this.inner.put(bytes, sha256);
   }
+  get stagingDirectory() {
+    return this.inner.stagingDirectory;
+  }
+  putFile(path: string, digest: string): Promise<StoredBlob> {
+    return this.inner.putFile(path, digest);
+  }
   get(sha256: string): Promise<Buffer> {
     return this.inner.get(sha256);
   }

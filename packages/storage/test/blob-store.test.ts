@@ -1,12 +1,21 @@
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { buffer } from "node:stream/consumers";
 import { after, before, describe, it } from "node:test";
 import { HeadObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
-import { type BlobStore, isBlobNotFound, LocalBlobStore, S3BlobStore } from "../src/index.js";
+import {
+  type BlobStore,
+  discardStagedBlob,
+  isBlobNotFound,
+  LocalBlobStore,
+  removeStaleStagedBlobs,
+  S3BlobStore,
+  StagedBlobTooLargeError,
+  stageBlob,
+} from "../src/index.js";
 import { type S3TestServer, startS3TestServer } from "../src/testing/index.js";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
@@ -166,8 +175,57 @@ for (const under of [local, onS3rver]) {
     it("is writable where it was set up", async () => {
       await under.store().probeWritable();
     });
+
+    it("stores streamed bytes from their staging file, hashed as they passed, only when told to", async () => {
+      const blobs = under.store();
+      for (const size of [0, 70_000, 3 * MiB + 17, 11 * MiB]) {
+        const bytes = randomBytes(size);
+        const staged = await stageBlob(blobs.stagingDirectory, chunksOf(bytes), 16 * MiB);
+        assert.deepEqual({ sha256: staged.sha256, bytes: staged.bytes }, { sha256: sha256(bytes), bytes: size });
+        assert.ok(readFileSync(staged.path).equals(bytes), "the staging file holds the bytes");
+        // (The empty blob is stored by an earlier test.)
+        if (size > 0) assert.equal(await under.heldAt(staged.sha256), false, "nothing stored before putFile");
+        assert.deepEqual(await blobs.putFile(staged.path, staged.sha256), { sha256: staged.sha256, bytes: size });
+        assert.ok(await under.heldAt(staged.sha256));
+        assert.ok((await blobs.get(staged.sha256)).equals(bytes));
+        assert.ok(existsSync(staged.path), "the staging file is left for its writer");
+        // Stored again (already held): a no-op; then the writer removes its file and the blob stays.
+        await blobs.putFile(staged.path, staged.sha256);
+        await discardStagedBlob(staged.path);
+        await discardStagedBlob(staged.path);
+        assert.equal(existsSync(staged.path), false);
+        assert.ok((await blobs.get(staged.sha256)).equals(bytes));
+      }
+    });
+
+    it("leaves nothing when streamed bytes pass their limit or their source fails", async () => {
+      const blobs = under.store();
+      const before = stagedFiles(blobs);
+      const bytes = randomBytes(2 * MiB);
+      await assert.rejects(stageBlob(blobs.stagingDirectory, chunksOf(bytes), 2 * MiB - 1), StagedBlobTooLargeError);
+      async function* failing() {
+        yield bytes.subarray(0, MiB);
+        throw new Error("the client went away");
+      }
+      await assert.rejects(stageBlob(blobs.stagingDirectory, failing(), 4 * MiB), /the client went away/);
+      assert.deepEqual(stagedFiles(blobs), before, "no staging file left");
+      assert.equal(await under.heldAt(sha256(bytes)), false, "nothing stored");
+    });
   });
 }
+
+/** `bytes` as a stream of uneven chunks, as sockets deliver them (each a fresh copy). */
+async function* chunksOf(bytes: Buffer): AsyncGenerator<Uint8Array> {
+  const sizes = [1, 65_536, 300_000, 7, 2 * MiB];
+  for (let at = 0, i = 0; at < bytes.length; i++) {
+    const n = Math.min(sizes[i % sizes.length] ?? 1, bytes.length - at);
+    yield Buffer.from(bytes.subarray(at, at + n));
+    at += n;
+  }
+}
+
+const stagedFiles = (blobs: BlobStore): string[] =>
+  existsSync(blobs.stagingDirectory) ? readdirSync(blobs.stagingDirectory).sort() : [];
 
 describe("LocalBlobStore specifics", () => {
   it("leaves no temporary file after concurrent writers of one blob", async () => {
@@ -178,6 +236,23 @@ describe("LocalBlobStore specifics", () => {
       await Promise.all([blobs.put(bytes), blobs.put(bytes), blobs.put(bytes)]);
       const digest = sha256(bytes);
       assert.deepEqual(readdirSync(join(root, digest.slice(0, 2))), [digest]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it("removes staging files left by a killed process, not those being written", async () => {
+    const root = mkdtempSync(join(tmpdir(), "kiln-blobs-"));
+    try {
+      const blobs = new LocalBlobStore(root);
+      const stale = await stageBlob(blobs.stagingDirectory, chunksOf(randomBytes(1000)), MiB);
+      const fresh = await stageBlob(blobs.stagingDirectory, chunksOf(randomBytes(1000)), MiB);
+      const hourAgo = new Date(Date.now() - 3_600_000);
+      utimesSync(stale.path, hourAgo, hourAgo);
+      writeFileSync(join(blobs.stagingDirectory, "not-a-staging-file"), "kept");
+      assert.equal(await removeStaleStagedBlobs(blobs.stagingDirectory, new Date(Date.now() - 60_000)), 1);
+      assert.deepEqual(readdirSync(blobs.stagingDirectory).sort(), [basename(fresh.path), "not-a-staging-file"].sort());
+      assert.equal(await removeStaleStagedBlobs(join(root, "never-made"), new Date()), 0);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

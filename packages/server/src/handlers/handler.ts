@@ -13,6 +13,7 @@ import type { Db } from "@kiln/storage";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { OperatorPrincipal, Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
+import type { ReceivedBytes } from "../http/received-bytes.js";
 
 /** Returned by handlers of bytes and SSE operations that wrote the reply themselves. */
 export const REPLY_SENT: unique symbol = Symbol("reply sent");
@@ -33,7 +34,8 @@ export interface HandlerContext<Id extends OperationId = OperationId> {
   readonly operator: OperatorPrincipal | null;
   readonly params: ParamsOf<Id>;
   readonly query: QueryOf<Id>;
-  readonly body: BodyOf<Id>;
+  /** A bytes body arrives streamed to the blob store's staging directory (http/received-bytes.ts). */
+  readonly body: BodyOf<Id> extends Buffer ? ReceivedBytes : BodyOf<Id>;
   /** For a keyed mutation, the transaction its idempotency receipt commits in. */
   readonly db: Db;
   readonly now: Date;

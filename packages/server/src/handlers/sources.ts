@@ -12,8 +12,8 @@ import {
   type SourceUploadRow,
   tenantReservations,
 } from "@kiln/storage";
-import { bodyDigestOf } from "../http/body-digest.js";
 import { preparedBody, valueOrRefusal } from "../http/body-preparations.js";
+import { ReceivedBytes } from "../http/received-bytes.js";
 import { refuse } from "../http/refusal.js";
 import { requireOnboarded } from "../repositories/require-onboarded.js";
 import { DeclaredPartsCache } from "../sources/declared-parts.js";
@@ -230,12 +230,13 @@ export const putSourceChunk: Handler<"sources.chunk.put"> = async (ctx) => {
   requireKeyIsPathUpload(ctx);
   const part = Number(ctx.params.part);
   const { upload, part: held } = await loadUploadForPart(ctx, part);
-  const bytes = ctx.body;
-  if (!Buffer.isBuffer(bytes))
+  // Streamed to the blob store's staging directory and hashed as it arrived (http/received-bytes.ts):
+  // stored below once checked, its staging file removed when the response is done either way.
+  const received: unknown = ctx.body;
+  if (!(received instanceof ReceivedBytes))
     return refuse("invalid_request", "body must be the part's raw bytes (application/octet-stream)");
   refuseIfExpired(ctx, upload);
-  // Off the event loop (http/body-digest.ts).
-  const got = await bodyDigestOf(bytes);
+  const got = received.sha256;
   if (held !== undefined) {
     if (held.sha256 !== got) {
       refuse(
@@ -249,28 +250,28 @@ export const putSourceChunk: Handler<"sources.chunk.put"> = async (ctx) => {
   if (upload.state !== "reserved") {
     refuse("conflict", `upload ${upload.upload} is ${upload.state}; it no longer accepts parts`);
   }
-  if (bytes.length !== declared.bytes || got !== declared.sha256) {
+  if (received.bytes !== declared.bytes || got !== declared.sha256) {
     refuse(
       "invalid_request",
-      `part ${part}: got ${bytes.length} bytes with sha256 ${got}; the manifest declares ${declared.bytes} bytes with sha256 ${declared.sha256}`,
+      `part ${part}: got ${received.bytes} bytes with sha256 ${got}; the manifest declares ${declared.bytes} bytes with sha256 ${declared.sha256}`,
     );
   }
   // Before the bytes are stored or recorded, so a part over the bandwidth allowance leaves nothing.
   await refuseOverBandwidth(ctx.deps.storage, {
     tenantId: principal.tenantId,
-    incomingBytes: bytes.length,
+    incomingBytes: received.bytes,
     now: ctx.now,
     operation: "sources.chunk.put",
   });
-  await ctx.deps.blobs.put(bytes, got);
+  await received.store(ctx.deps.blobs);
   // The packed files' digests while the bytes are at hand: completion then skips them.
-  if (declared.slices !== undefined) segmentDigests.remember(got, bytes, declared.slices);
+  if (declared.slices !== undefined) segmentDigests.remember(got, await received.read(), declared.slices);
   const recorded = await recordUploadPart(ctx.deps.storage, {
     tenantId: principal.tenantId,
     upload: upload.upload,
     part,
     sha256: got,
-    bytes: bytes.length,
+    bytes: received.bytes,
     origin: "uploaded",
     now: ctx.now,
   });

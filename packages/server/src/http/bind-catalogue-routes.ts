@@ -13,7 +13,13 @@ import { refuse } from "./refusal.js";
 
 declare module "fastify" {
   interface FastifyRequest {
-    kiln: { principal: Principal | null; operator: OperatorPrincipal | null; idempotencyKey: string | null };
+    kiln: {
+      principal: Principal | null;
+      operator: OperatorPrincipal | null;
+      idempotencyKey: string | null;
+      /** Runs `effect` once the response is done or the connection gone (at once if it already is). */
+      whenClosed: (effect: () => void) => void;
+    };
   }
 }
 
@@ -34,6 +40,20 @@ async function send(op: Operation, reply: FastifyReply, result: unknown): Promis
     return;
   }
   await reply.code(200).type(JSON_TYPE).send(JSON.stringify(result));
+}
+
+/** `whenClosed` for one reply: effects registered before its close wait for it, later ones run at once. */
+function whenClosedOf(reply: FastifyReply): (effect: () => void) => void {
+  let closed = false;
+  const effects: (() => void)[] = [];
+  reply.raw.once("close", () => {
+    closed = true;
+    for (const effect of effects.splice(0)) effect();
+  });
+  return (effect) => {
+    if (closed) effect();
+    else effects.push(effect);
+  };
 }
 
 /**
@@ -66,7 +86,7 @@ export function bindCatalogueRoutes(
       // Who is calling is settled before the body is even parsed, so an unauthorized
       // caller learns nothing from validation.
       onRequest: async (request, reply) => {
-        request.kiln = { principal: null, operator: null, idempotencyKey: null };
+        request.kiln = { principal: null, operator: null, idempotencyKey: null, whenClosed: whenClosedOf(reply) };
         const caller = await enforceSecurity(deps, op, request);
         request.kiln.principal = caller.principal;
         request.kiln.operator = caller.operator;

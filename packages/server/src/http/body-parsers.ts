@@ -1,10 +1,13 @@
 import { availableParallelism } from "node:os";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Readable } from "node:stream";
+import type { Operation } from "@kiln/contract";
+import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
 import { isPreparedOperation, LARGE_BODY_BYTES, preparationOf } from "./body-preparations.js";
 import type { BodyAnswer } from "./body-worker.js";
 import { BodyWorkerPool } from "./body-worker-pool.js";
 import { readJsonBodyText } from "./json-body-text.js";
 import { LargeRequestAdmission } from "./large-request-admission.js";
+import { receiveBytes } from "./received-bytes.js";
 import { Refusal } from "./refusal.js";
 import { checkedElsewhere } from "./request-validators.js";
 
@@ -41,10 +44,15 @@ const operationIdOf = (request: FastifyRequest): string | undefined =>
  * body preparation (jobs.submit, sources.reserve) is read by a body worker instead — parsed,
  * checked against its schema and prepared there — and reaches the route as the worker's verdict
  * (request-validators.ts checkedElsewhere), so its refusals are the same, made at the same step,
- * as a body read here (`large` absent: every body is read here). Raw bytes for source chunks
- * arrive as a Buffer, capped by the route's bodyLimit.
+ * as a body read here (`large` absent: every body is read here).
+ *
+ * Raw bytes (application/octet-stream) are capped by the route's bodyLimit. With a
+ * `stagingDirectory` (the blob store's), a bytes operation's body (sources.chunk.put) is
+ * streamed there and hashed as it arrives, and reaches the route as `ReceivedBytes`
+ * (received-bytes.ts), its staging file removed once the response is done; without one, and for
+ * any other route, the bytes arrive as a Buffer.
  */
-export function installBodyParsers(app: FastifyInstance, large?: LargeBodies): void {
+export function installBodyParsers(app: FastifyInstance, large?: LargeBodies, stagingDirectory?: string): void {
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "buffer" }, (request, bytes, done) => {
     const body = bytes as Buffer;
@@ -67,9 +75,47 @@ export function installBodyParsers(app: FastifyInstance, large?: LargeBodies): v
     else if (read.kind === "refused") done(new Refusal("invalid_request", read.detail), undefined);
     else done(null, read.value);
   });
-  app.addContentTypeParser("application/octet-stream", { parseAs: "buffer" }, (_request, body, done) => {
-    done(null, body);
+  if (stagingDirectory === undefined) {
+    app.addContentTypeParser("application/octet-stream", { parseAs: "buffer" }, (_request, body, done) => {
+      done(null, body);
+    });
+    return;
+  }
+  app.addContentTypeParser("application/octet-stream", async (request: FastifyRequest, payload: Readable) => {
+    const options = {
+      limit: request.routeOptions.bodyLimit ?? DEFAULT_BODY_LIMIT,
+      contentLength: Number(request.headers["content-length"]),
+    };
+    if (!takesBytes(request)) return bufferedBytes(payload, options);
+    const received = await receiveBytes(payload, { ...options, directory: stagingDirectory });
+    // The staging file goes once the response is done, stored or refused (or the client gone).
+    request.kiln.whenClosed(() => {
+      received.discard().catch((error: unknown) => {
+        request.log.error({ err: error }, "removing a received part's staging file failed");
+      });
+    });
+    return received;
   });
+}
+
+/** Fastify's default body limit, for a route that sets none. */
+const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/** Whether the request's route is a catalogued operation with a bytes body (sources.chunk.put). */
+const takesBytes = (request: FastifyRequest): boolean =>
+  (request.routeOptions.config as { operation?: Operation } | undefined)?.operation?.request.body?.encoding === "bytes";
+
+/** Raw bytes read whole, for any other route given application/octet-stream (refused by its schema then). */
+async function bufferedBytes(payload: Readable, options: { limit: number; contentLength: number }): Promise<Buffer> {
+  if (options.contentLength > options.limit) throw new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE();
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of payload as AsyncIterable<Buffer>) {
+    length += chunk.length;
+    if (length > options.limit) throw new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, length);
 }
 
 /** A body worker's answer as the route's parse step: no body, a refusal, or a body with the worker's verdict. */

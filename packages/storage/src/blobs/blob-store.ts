@@ -31,6 +31,18 @@ export interface BlobStore {
    * is for a caller that has just hashed the bytes itself, sparing a second hash.
    */
   put(bytes: Uint8Array, verifiedSha256?: string): Promise<StoredBlob>;
+  /**
+   * Where bytes received as a stream are written before they are stored (`stageBlob`): a
+   * directory of this machine from which `putFile` stores them cheaply (the local store's is on
+   * its own filesystem, so storing is a hard link, not a copy).
+   */
+  readonly stagingDirectory: string;
+  /**
+   * Stores the bytes of the file at `path` under `sha256`, which its writer has just taken of them
+   * (`stageBlob`): bytes received as a stream are stored without ever being held whole. The file
+   * is left as it was, for its writer to remove; storing bytes already held is a no-op.
+   */
+  putFile(path: string, sha256: string): Promise<StoredBlob>;
   /** The blob's bytes; rejects with an error whose `code` is `ENOENT` (`isBlobNotFound`) when it is not held. */
   get(sha256: string): Promise<Buffer>;
   has(sha256: string): Promise<boolean>;

@@ -31,12 +31,25 @@ export class SweepFencedBlobStore implements BlobStore {
     return this.inner.location;
   }
 
-  async put(bytes: Uint8Array, verifiedSha256?: string): Promise<StoredBlob> {
+  put(bytes: Uint8Array, verifiedSha256?: string): Promise<StoredBlob> {
     const sha256 = verifiedSha256 ?? createHash("sha256").update(bytes).digest("hex");
+    return this.#fenced(sha256, () => this.inner.put(bytes, sha256));
+  }
+
+  get stagingDirectory(): string {
+    return this.inner.stagingDirectory;
+  }
+
+  /** As `put`; the file stays in place until its writer removes it, so a write started over still has it. */
+  putFile(path: string, sha256: string): Promise<StoredBlob> {
+    return this.#fenced(sha256, () => this.inner.putFile(path, sha256));
+  }
+
+  async #fenced(sha256: string, write: () => Promise<StoredBlob>): Promise<StoredBlob> {
     for (let wait = FIRST_WAIT_MS; ; wait = Math.min(wait * 2, LONGEST_WAIT_MS)) {
       const clearance = await clearBlobForPut(this.deps.storage, { sha256, now: this.deps.clock.now() });
       if (clearance.kind === "write") {
-        const stored = await this.inner.put(bytes, sha256);
+        const stored = await write();
         if (clearance.ticket === null) return stored;
         const confirmed = await confirmBlobPut(this.deps.storage, {
           sha256,

@@ -7,6 +7,7 @@ import { listenOnBus, publishNotices } from "../notifications/in-process-notice-
 import type { Database } from "../schema.js";
 import { retryWhileBusy } from "./retry-while-busy.js";
 import { createSqliteDialect } from "./sqlite-dialect.js";
+import { startWalCheckpointer } from "./wal-checkpointer.js";
 
 export const SQLITE_FILE_NAME = "kiln.sqlite3";
 
@@ -19,17 +20,27 @@ const SQLITE_CAPABILITIES: Capabilities = Object.freeze({
   listenNotify: false,
 });
 
-/** Opens (creating if needed) `<dataDir>/kiln.sqlite3`. Migrations are run by `openStorage`. */
-export async function openSqliteStorage(dataDir: string): Promise<Storage> {
+/**
+ * Opens (creating if needed) `<dataDir>/kiln.sqlite3`. Migrations are run by `openStorage`. With
+ * `walCheckpointsOffLoop`, a thread of its own checkpoints the WAL (wal-checkpointer.ts).
+ */
+export async function openSqliteStorage(
+  dataDir: string,
+  walCheckpointsOffLoop?: { readonly onFailure: (error: Error) => void },
+): Promise<Storage> {
   mkdirSync(dataDir, { recursive: true });
-  const database = new BetterSqlite3(join(dataDir, SQLITE_FILE_NAME));
+  const file = join(dataDir, SQLITE_FILE_NAME);
+  const database = new BetterSqlite3(file);
   try {
     await configureConnection(database);
   } catch (error) {
     database.close();
     throw error;
   }
-  const file = join(dataDir, SQLITE_FILE_NAME);
+  const checkpointer =
+    walCheckpointsOffLoop === undefined
+      ? undefined
+      : startWalCheckpointer(database, file, walCheckpointsOffLoop.onFailure);
   const held: { channel: string; payload: string }[] = [];
   // notifyAtCommit's statement (notifications/job-notices.ts): PostgreSQL's pg_notify, here a
   // function of this connection holding the notice until COMMIT (published to this process's
@@ -75,7 +86,10 @@ export async function openSqliteStorage(dataDir: string): Promise<Storage> {
         close: async () => stop(),
       };
     },
-    close: () => db.destroy(),
+    close: async () => {
+      await checkpointer?.stop();
+      await db.destroy();
+    },
   };
 }
 

@@ -43,6 +43,8 @@ export async function startS3TestServer(bucket = "kiln-blobs"): Promise<S3TestSe
   // Loaded here, not at the top, so `@kiln/storage/testing` needs s3rver only where S3 is tested.
   const S3rver = createRequire(import.meta.url)("s3rver") as S3rverConstructor;
   const directory = mkdtempSync(join(tmpdir(), "kiln-s3rver-"));
+  // Its stores' staging directory (streamed bytes before they go up), removed with the server.
+  const staging = mkdtempSync(join(tmpdir(), "kiln-s3-staging-"));
   const server = new S3rver({
     address: "127.0.0.1",
     port: 0,
@@ -72,11 +74,19 @@ export async function startS3TestServer(bucket = "kiln-blobs"): Promise<S3TestSe
         },
         { step: "initialize", name: "kilnTestCommandLog" },
       );
-      return new S3BlobStore({ client: logged, bucket, prefix, ...options });
+      // Staging in the server's own temp dir, removed with it.
+      return new S3BlobStore({
+        client: logged,
+        bucket,
+        prefix,
+        stagingDirectory: join(directory, "staging"),
+        ...options,
+      });
     },
     stop: async () => {
       await server.close();
       rmSync(directory, { recursive: true, force: true });
+      rmSync(staging, { recursive: true, force: true });
     },
   };
 }
