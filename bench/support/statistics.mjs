@@ -12,3 +12,6 @@ export const percentile = (xs, p) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
 };
+
+/** The middle sample, the upper of the two middle ones for an even count (undefined for none). */
+export const upperMedian = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
