@@ -29,6 +29,7 @@ import { fmt, log, table } from "./support/output.mjs";
 import { sandboxTrueSeconds } from "./support/sandbox-true.mjs";
 import { removeScratch, temp } from "./support/scratch.mjs";
 import { median } from "./support/statistics.mjs";
+import { timelineTable } from "./support/timeline-table.mjs";
 
 requireBuilt(dist("src/build-app.js"), dist("test/debian-crates.js"));
 const { testedCrate } = await import(dist("test/crates.js"));
@@ -493,18 +494,6 @@ const mainTable = table(
   rows,
 );
 
-// Issue 21: where the fixed cost of a warm run goes, span by span (medians of each span).
-const spans = Object.keys(Object.values(results)[0]?.kilnWarm[0]?.timeline ?? {});
-const timelineTable = table(
-  ["span (ms, median)", ...Object.keys(results).flatMap((name) => [`${name} warm`, `${name} edit`])],
-  spans.map((span) => [
-    span,
-    ...Object.values(results).flatMap((r) =>
-      [r.kilnWarm, r.kilnEdit].map((runs) => fmt(median(runs.map((x) => x.timeline[span])), 0)),
-    ),
-  ]),
-);
-
 const breakdownRows = [];
 for (const [name, r] of Object.entries(results)) {
   for (const [mode, bareKey, kilnKey] of MODES) {
@@ -584,7 +573,8 @@ const out = [
   "",
   "Issue 21's fixed-cost timeline of warm runs (consecutive spans from the POST to the read of the terminal status):",
   "",
-  timelineTable,
+  // Issue 21: where the fixed cost of a warm run goes, span by span (medians of each span).
+  timelineTable(results, median),
   "",
   "Where kiln's time goes (medians; phases from the attempt's evidence):",
   "",

@@ -23,6 +23,7 @@ import { fmt, log, table } from "./support/output.mjs";
 import { sandboxTrueSeconds } from "./support/sandbox-true.mjs";
 import { removeScratch, temp } from "./support/scratch.mjs";
 import { median as middle } from "./support/statistics.mjs";
+import { timelineTable } from "./support/timeline-table.mjs";
 
 /** The CLI measured: the build's, or another build's entry (KILN_BENCH_CLI, e.g. an earlier commit's). */
 const KILN_BIN = process.env.KILN_BENCH_CLI ?? join(root, "packages", "cli", "dist", "bundle", "main.js");
@@ -466,16 +467,6 @@ for (const [name, r] of Object.entries(results)) {
     ]);
   }
 }
-const spans = Object.keys(Object.values(results)[0]?.kilnWarm[0]?.timeline ?? {});
-const timelineTable = table(
-  ["span (ms, median)", ...Object.keys(results).flatMap((name) => [`${name} warm`, `${name} edit`])],
-  spans.map((span) => [
-    span,
-    ...Object.values(results).flatMap((r) =>
-      [r.kilnWarm, r.kilnEdit].map((runs) => fmt(median(runs.map((x) => x.timeline[span])), 0)),
-    ),
-  ]),
-);
 const loads = machine.load.map((l) => fmt(l, 1)).join(", ");
 const out = [
   `machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB; ${machine.cargo}; node ${machine.node}`,
@@ -486,7 +477,7 @@ const out = [
   "",
   "Fixed-cost timeline of `kiln cargo test` (consecutive spans from the CLI's spawn to its exit):",
   "",
-  timelineTable,
+  timelineTable(results, median),
   "",
   `sandbox running \`true\` (median of ${fixed.length}): ${fmt(median(fixed), 3)} s; \`node -e 0\`: ${fmt(median(starts.node), 3)} s; \`kiln cargo --help\` (node and the modules \`kiln cargo\` loads): ${fmt(median(starts.cli), 3)} s (medians of ${starts.cli.length})`,
   `CLI: ${KILN_BIN}`,
