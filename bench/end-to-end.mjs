@@ -22,9 +22,10 @@ import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, w
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { dist, requireBuilt } from "./support/built-packages.mjs";
-import { inlineJob, startInProcessKiln } from "./support/in-process-kiln.mjs";
+import { startInProcessKiln } from "./support/in-process-kiln.mjs";
+import { inlineJob } from "./support/inline-job.mjs";
 import { describeMachine } from "./support/machine.mjs";
-import { option } from "./support/options.mjs";
+import { option, positiveIntegerOption } from "./support/options.mjs";
 import { fmt, log, table } from "./support/output.mjs";
 import { sandboxTrueSeconds } from "./support/sandbox-true.mjs";
 import { removeScratch, temp } from "./support/scratch.mjs";
@@ -40,8 +41,7 @@ const { debianCrate, debianCrateInstalled, directCargoTest, directTestCounts, ma
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const RUNS = Number(option("runs", "3"));
-if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error("--runs must be a positive integer");
+const RUNS = positiveIntegerOption("runs", "3");
 const CRATE_NAMES = option("crates", "generated,semver,regex").split(",");
 const LINEAGE_GIB = option("lineage-gib", "1,4,8")
   .split(",")

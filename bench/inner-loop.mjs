@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { dist, requireBuilt, root } from "./support/built-packages.mjs";
 import { startInProcessKiln } from "./support/in-process-kiln.mjs";
 import { describeMachine } from "./support/machine.mjs";
-import { option } from "./support/options.mjs";
+import { option, positiveIntegerOption } from "./support/options.mjs";
 import { fmt, log, table } from "./support/output.mjs";
 import { sandboxTrueSeconds } from "./support/sandbox-true.mjs";
 import { removeScratch, temp } from "./support/scratch.mjs";
@@ -35,11 +35,9 @@ const { DEBIAN_REGISTRY, DEBIAN_SOURCE_CONFIG, debianCrateInstalled, directCargo
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const RUNS = Number(option("runs", "3"));
-if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error("--runs must be a positive integer");
+const RUNS = positiveIntegerOption("runs", "3");
 /** Unchanged re-runs per round (each is one warm sample, bare and kiln alike). */
-const WARM = Number(option("warm", "2"));
-if (!Number.isInteger(WARM) || WARM < 1) throw new Error("--warm must be a positive integer");
+const WARM = positiveIntegerOption("warm", "2");
 const CRATE_NAMES = option("crates", "semver,serde_json,regex,workspace").split(",");
 const JSON_OUT = option("json", null);
 /**

@@ -27,6 +27,7 @@ import { writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { startThrowawayCluster } from "../scripts/postgres-cluster.mjs";
 import { dist, requireBuilt } from "./support/built-packages.mjs";
+import { inlineJob } from "./support/inline-job.mjs";
 import { option } from "./support/options.mjs";
 import { log } from "./support/output.mjs";
 import { median } from "./support/statistics.mjs";
@@ -84,17 +85,7 @@ async function measure(hosts, round) {
       for (;;) {
         const res = await api("POST", "/api/v4/jobs", {
           key: `jpm-${i}`,
-          body: {
-            schema_version: 1,
-            repository,
-            size: "kiln2-cpu",
-            workspace: {
-              base_commit: "0123456789abcdef0123456789abcdef01234567",
-              branch: "main",
-              invocation: { operation: "test", arguments: [] },
-              source: { files },
-            },
-          },
+          body: inlineJob(repository, "kiln2-cpu", files),
         });
         if (res.status === 200) return res.json();
         if (res.status !== 503) throw new Error(`jobs.submit answered ${res.status}: ${res.body}`);

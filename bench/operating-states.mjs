@@ -17,7 +17,8 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { dist } from "./support/built-packages.mjs";
-import { inlineJob, startInProcessKiln } from "./support/in-process-kiln.mjs";
+import { startInProcessKiln } from "./support/in-process-kiln.mjs";
+import { inlineJob } from "./support/inline-job.mjs";
 import { option } from "./support/options.mjs";
 import { percentile } from "./support/statistics.mjs";
 

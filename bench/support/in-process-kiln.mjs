@@ -17,19 +17,6 @@ const { bearer, personWithToken } = await import(dist("test/harness.js"));
 
 const TERMINAL = ["passed", "failed", "cancelled"];
 
-/** A jobs.submit body: `cargo test` of `files`, sent inline, at `size`. */
-export const inlineJob = (repository, size, files) => ({
-  schema_version: 1,
-  repository,
-  size,
-  workspace: {
-    base_commit: "0123456789abcdef0123456789abcdef01234567",
-    branch: "main",
-    invocation: { operation: "test", arguments: [] },
-    source: { files },
-  },
-});
-
 /**
  * Starts kiln on `dataDir` with an admin member and its token. Where the benches differ:
  * `notifications: false` leaves the job notifications to buildApp and the local host without
