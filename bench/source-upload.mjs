@@ -208,7 +208,7 @@ for (let run = 1; run <= RUNS; run++) {
     const storage = await openStorage({ dataDir });
     const member = await personWithToken(storage, { role: "member", now: new Date() });
     const repository = `bench/upload${run}`;
-    await onboardRepository(storage, { tenantId: member.tenant, name: repository, onboardedBy: "bench" });
+    await onboardRepository(storage, { tenantId: member.tenant, name: repository, onboardedBy: "bench" }, new Date());
     await storage.close();
     const client = createCliClient({ endpoint: server.url, token: member.token });
 
