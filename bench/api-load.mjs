@@ -33,17 +33,12 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import autocannon from "autocannon";
+import { dist } from "./support/built-packages.mjs";
+import { option } from "./support/options.mjs";
+import { insertCopies, settleOneJob } from "./support/settled-job-copies.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const dist = (path) => join(root, "packages", "server", "dist", path);
-
-function option(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
 const COUNTS = option("jobs", "1000,10000,100000").split(",").map(Number);
 const RATE = Number(option("rate", "1000"));
 const DURATION = Number(option("duration", "30"));
@@ -58,64 +53,19 @@ const OPERATIONS = option("operations", "jobs.get,jobs.list,jobs.get-unthrottled
 
 const { openStorage } = await import("@kiln/storage");
 const { createPostgresTestDatabase } = await import("@kiln/storage/testing");
-const { personWithToken } = await import(dist("test/harness.js"));
-const { acceptJob, claimJob, finishJob } = await import(dist("test/job-fixtures.js"));
 const { startServerProcess, stopServerProcess } = await import(dist("test/server-process.js"));
-const { LocalBlobStore } = await import("@kiln/storage");
 
 const START = new Date("2026-10-01T00:00:00.000Z");
 
 /** One real settled job, and a function that copies its rows until the tenant holds `n` jobs. */
 async function seedTenant(storage, dataDir) {
-  const person = await personWithToken(storage, { role: "viewer", now: START });
-  const seed = await acceptJob(storage, { tenant: person.tenant, now: START, repository: "bench/load" });
-  const lease = await claimJob(storage, seed.id, START);
-  await finishJob(storage, new LocalBlobStore(join(dataDir, "blobs")), lease, {
-    now: new Date(START.getTime() + 30_000),
-    cargoOutput: null,
-  });
-  const job = await storage.db.selectFrom("jobs").selectAll().where("id", "=", seed.id).executeTakeFirstOrThrow();
-  const attempt = await storage.db
-    .selectFrom("attempts")
-    .selectAll()
-    .where("job_id", "=", seed.id)
-    .executeTakeFirstOrThrow();
-  const transitions = await storage.db
-    .selectFrom("job_transitions")
-    .selectAll()
-    .where("job_id", "=", seed.id)
-    .execute();
-  const ids = [seed.id];
+  const settled = await settleOneJob(storage, dataDir, { start: START, repository: "bench/load" });
+  const ids = [settled.job.id];
   const growTo = async (n) => {
-    const BATCH = 400;
-    while (ids.length < n) {
-      const jobs = [];
-      const attempts = [];
-      const moves = [];
-      for (let i = ids.length; i < Math.min(ids.length + BATCH, n); i++) {
-        const id = `${seed.id}-${String(i).padStart(6, "0")}`;
-        const at = (offset) => new Date(START.getTime() + i * 1000 + offset).toISOString();
-        jobs.push({
-          ...job,
-          id,
-          submission_key: null,
-          accepted_at: at(0),
-          queued_at: at(0),
-          started_at: at(0),
-          finished_at: at(30_000),
-        });
-        attempts.push({ ...attempt, job_id: id, lease_token: `${attempt.lease_token}-${i}`, started_at: at(0) });
-        for (const t of transitions) moves.push({ ...t, job_id: id });
-      }
-      await storage.db.transaction().execute(async (trx) => {
-        await trx.insertInto("jobs").values(jobs).execute();
-        await trx.insertInto("attempts").values(attempts).execute();
-        await trx.insertInto("job_transitions").values(moves).execute();
-      });
-      for (const j of jobs) ids.push(j.id);
-    }
+    const copies = { from: ids.length, to: n, batch: 400, start: START, withTransitions: true };
+    for (const id of await insertCopies(storage, settled, copies)) ids.push(id);
   };
-  return { token: person.token, ids, growTo };
+  return { token: settled.person.token, ids, growTo };
 }
 
 function load(url, token, paths, { rate, duration }) {

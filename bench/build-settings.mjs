@@ -8,18 +8,14 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { dist } from "./support/built-packages.mjs";
+import { option } from "./support/options.mjs";
+import { log } from "./support/output.mjs";
+import { upperMedian as median } from "./support/statistics.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const { debianCrate, directCargoTest, materialize } = await import(
-  join(root, "packages", "server", "dist", "test", "debian-crates.js")
-);
+const { debianCrate, directCargoTest, materialize } = await import(dist("test/debian-crates.js"));
 
-const option = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-};
 const RUNS = Number(option("runs", "3"));
 const CRATES = { semver: ["semver", "1.0.14"], regex: ["regex", "1.7.1"] };
 const names = option("crates", "semver,regex").split(",");
@@ -53,8 +49,6 @@ const SETTINGS = {
   "cargo defaults": {},
   "profile.dev.debug = line-tables-only": { CARGO_PROFILE_DEV_DEBUG: "line-tables-only" },
 };
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const log = (line) => process.stderr.write(`${line}\n`);
 
 const rows = [];
 const loadBefore = loadavg()[0];

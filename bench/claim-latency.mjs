@@ -17,22 +17,18 @@
 // `attempt:start` (the placement in hand). The submission's own round trip is the baseline a
 // claim cannot beat by much. The issue's goal (21): a claim within milliseconds of submission on
 // an idle host, no poll interval in the path.
-import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { cpus, loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
 import { startThrowawayCluster } from "../scripts/postgres-cluster.mjs";
+import { dist, requireBuilt } from "./support/built-packages.mjs";
+import { option } from "./support/options.mjs";
+import { log } from "./support/output.mjs";
+import { removeScratch, temp } from "./support/scratch.mjs";
+import { startServeProcess } from "./support/server-process.mjs";
+import { percentile } from "./support/statistics.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const dist = (path) => join(root, "packages", "server", "dist", path);
-if (!existsSync(dist("src/main.js")) || !existsSync(dist("test/harness.js"))) {
-  process.stderr.write("bench: build first: npm run build\n");
-  process.exit(1);
-}
+requireBuilt(dist("src/main.js"), dist("test/harness.js"));
 const { silentLogger, systemClock } = await import("@kiln/contract");
 const { onboardRepository, openStorage } = await import("@kiln/storage");
 const {
@@ -48,92 +44,12 @@ const { InMemoryExecutor } = await import("@kiln/host/testing");
 const { personWithToken } = await import(dist("test/harness.js"));
 const { inlineSubmission } = await import(dist("test/job-fixtures.js"));
 
-function option(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
 const ROUNDS = Number(option("rounds", "40"));
 const DIALECTS = option("dialects", "sqlite,postgres").split(",");
 const JSON_OUT = option("json", null);
 const POLL_MS = 500;
 const REPOSITORY = "bench/claims";
-const log = (line) => process.stderr.write(`${line}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const scratch = [];
-const temp = (name) => {
-  const dir = mkdtempSync(join(tmpdir(), `kiln-claim-bench-${name}-`));
-  scratch.push(dir);
-  return dir;
-};
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-/** One `kiln-server serve` with its host listener; resolves once the public API answers. */
-async function startServer(name, env) {
-  const [port, hostPort] = [await freePort(), await freePort()];
-  const dataDir = temp(name);
-  const origin = `http://127.0.0.1:${port}`;
-  const serverEnv = {
-    ...process.env,
-    KILN_DATA_DIR: dataDir,
-    KILN_LISTEN: `127.0.0.1:${port}`,
-    KILN_PUBLIC_URL: origin,
-    KILN_HOST_LISTEN: `127.0.0.1:${hostPort}`,
-    KILN_HOST_TLS_NAMES: "127.0.0.1",
-    KILN_LOCAL_HOST: "off",
-    KILN_CANARY_INTERVAL_SECONDS: "0",
-    KILN_ANOMALY_INTERVAL_SECONDS: "0",
-    KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS: "0",
-    KILN_LOG_LEVEL: "warn",
-    ...env,
-  };
-  const child = spawn(process.execPath, [dist("src/main.js"), "serve"], {
-    env: serverEnv,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout.on("data", (d) => {
-    output += d;
-  });
-  child.stderr.on("data", (d) => {
-    output += d;
-  });
-  const exited = new Promise((resolve) => child.on("exit", resolve));
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${name} exited: ${output}`);
-    try {
-      const res = await fetch(`${origin}/api/openapi.json`);
-      if (res.ok) break;
-    } catch {}
-    await sleep(100);
-  }
-  const admin = async (...args) =>
-    (await promisify(execFile)(process.execPath, [dist("src/main.js"), "admin", ...args], { env: serverEnv })).stdout;
-  return {
-    origin,
-    hostEndpoint: `https://127.0.0.1:${hostPort}`,
-    dataDir,
-    admin,
-    stop: async () => {
-      child.kill("SIGTERM");
-      await exited;
-    },
-  };
-}
-
-const percentile = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
-};
 const summary = (xs) => ({ p50: percentile(xs, 50), p99: percentile(xs, 99), max: Math.max(...xs), n: xs.length });
 
 /** One dialect's run: a server, one enrolled host identity, rounds alternating the two modes. */
@@ -144,7 +60,11 @@ async function measure(dialect) {
     cluster = await startThrowawayCluster();
     env.KILN_DATABASE_URL = cluster.url;
   }
-  const server = await startServer(dialect, env);
+  // The host listener's certificate names 127.0.0.1, the address the agent dials.
+  const server = await startServeProcess(dialect, {
+    dataDir: temp(`kiln-claim-bench-${dialect}-`),
+    env: { KILN_HOST_TLS_NAMES: "127.0.0.1", ...env },
+  });
   try {
     // The tenant and its token, written where the server keeps them.
     const storage = await openStorage(
@@ -189,10 +109,10 @@ async function measure(dialect) {
           if (event.type === "attempt:end") ended.get(event.jobId)?.();
           if (event.type.endsWith(":error")) log(`bench: host ${event.type}: ${event.error}`);
         },
-        workRoot: temp("work"),
+        workRoot: temp("kiln-claim-bench-work-"),
         lineageRoot: null,
         scratchRoot: null,
-        crateCache: { root: temp("crates"), cratesIoIndex: DEFAULT_CRATES_IO_INDEX },
+        crateCache: { root: temp("kiln-claim-bench-crates-"), cratesIoIndex: DEFAULT_CRATES_IO_INDEX },
         vcpus: 2,
         memoryBytes: 2 ** 33,
         executor: new InMemoryExecutor(systemClock),
@@ -238,7 +158,7 @@ try {
     results[dialect] = await measure(dialect);
   }
 } finally {
-  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+  removeScratch();
 }
 
 const fmt = (x) => x.toFixed(1);

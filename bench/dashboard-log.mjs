@@ -22,12 +22,10 @@
 // Figures vary with the machine and its load; this prints them, it does not judge them.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
-
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const dist = (path) => join(root, "packages", "server", "dist", path);
+import { dist } from "./support/built-packages.mjs";
+import { option } from "./support/options.mjs";
 
 const { LocalBlobStore, addPersonToTenant, appendLogRecords, createTenant, openStorage } = await import(
   "@kiln/storage"
@@ -38,10 +36,6 @@ const { buildApp } = await import(dist("src/build-app.js"));
 const { mintSignInLink } = await import(dist("src/admin/mint-sign-in-link.js"));
 const { acceptJob, claimJob, finishJob } = await import(dist("test/job-fixtures.js"));
 
-function option(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
 const LINES = Number(option("lines", "100000"));
 const BATCH = Number(option("batch", "1000"));
 const JSON_OUT = option("json", null);

@@ -26,12 +26,15 @@ import { execFile, execFileSync } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
+import { root } from "./support/built-packages.mjs";
+import { option } from "./support/options.mjs";
+import { log } from "./support/output.mjs";
+import { median } from "./support/statistics.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const hostDist = join(root, "packages", "host", "dist", "src");
 const { DependencyGateway } = await import(join(hostDist, "gateway", "dependency-gateway.js"));
 const { CrateCache } = await import(join(hostDist, "gateway", "crate-cache.js"));
@@ -39,10 +42,6 @@ const { SparseRegistryClient } = await import(join(hostDist, "gateway", "sparse-
 const { startSparseRegistry } = await import(join(hostDist, "testing", "sparse-registry.js"));
 const { systemClock } = await import(join(root, "packages", "contract", "dist", "src", "clock.js"));
 
-const option = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-};
 const RUNS = Number(option("runs", "5"));
 const JSON_OUT = option("json", null);
 /** `worker` (default): the fixture registry runs on a thread of its own; `same-thread`: on the bench's event loop. */
@@ -65,11 +64,6 @@ const CARGO = (() => {
   }
 })();
 
-const log = (line) => process.stderr.write(`${line}\n`);
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const ms = (x) => `${Math.round(x)} ms`;
 const secs = (x) => `${(x / 1000).toFixed(3)} s`;
 

@@ -18,48 +18,30 @@
 // waits on) and at least every POLL_MS. Must run as root (the sandbox executor requires it), like the end-to-end tests.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import {
-  appendFileSync,
-  closeSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
-import { cpus, loadavg, tmpdir, totalmem } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join } from "node:path";
+import { dist, requireBuilt } from "./support/built-packages.mjs";
+import { startInProcessKiln } from "./support/in-process-kiln.mjs";
+import { inlineJob } from "./support/inline-job.mjs";
+import { describeMachine } from "./support/machine.mjs";
+import { option, positiveIntegerOption } from "./support/options.mjs";
+import { fmt, log, table } from "./support/output.mjs";
+import { sandboxTrueSeconds } from "./support/sandbox-true.mjs";
+import { removeScratch, temp } from "./support/scratch.mjs";
+import { median } from "./support/statistics.mjs";
+import { timelineTable } from "./support/timeline-table.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const dist = (path) => join(root, "packages", "server", "dist", path);
-if (!existsSync(dist("src/build-app.js")) || !existsSync(dist("test/debian-crates.js"))) {
-  process.stderr.write("bench: build first: npm run build\n");
-  process.exit(1);
-}
-
-const { LocalBlobStore, onboardRepository, openStorage, startJobNotifications } = await import("@kiln/storage");
-const { silentLogger, systemClock } = await import("@kiln/contract");
-const { admitToolchain, createSandboxExecutor } = await import("@kiln/host");
-const { buildApp } = await import(dist("src/build-app.js"));
-const { startLocalHost } = await import(dist("src/local-host.js"));
+requireBuilt(dist("src/build-app.js"), dist("test/debian-crates.js"));
 const { testedCrate } = await import(dist("test/crates.js"));
 const { debianCrate, debianCrateInstalled, directCargoTest, directTestCounts, materialize } = await import(
   dist("test/debian-crates.js")
 );
-const { bearer, personWithToken } = await import(dist("test/harness.js"));
 
 // ---------------------------------------------------------------------------------------------
 // Options
 
-function option(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
-const RUNS = Number(option("runs", "3"));
-if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error("--runs must be a positive integer");
+const RUNS = positiveIntegerOption("runs", "3");
 const CRATE_NAMES = option("crates", "generated,semver,regex").split(",");
 const LINEAGE_GIB = option("lineage-gib", "1,4,8")
   .split(",")
@@ -113,15 +95,7 @@ for (const name of CRATE_NAMES) if (!(name in CRATES)) throw new Error(`unknown 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const secondsBetween = (a, b) => (a && b ? (Date.parse(b) - Date.parse(a)) / 1000 : null);
-const fmt = (x, digits = 2) => (x === null || x === undefined || Number.isNaN(x) ? "–" : x.toFixed(digits));
-const log = (line) => process.stderr.write(`${line}\n`);
-const scratch = [];
 
 /**
  * CPU time (clock ticks, 100 per second on Linux) the whole machine spent busy, and what this
@@ -140,11 +114,6 @@ function cpuTicks() {
     children: own[13] + own[14],
   };
 }
-const temp = (prefix) => {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  scratch.push(dir);
-  return dir;
-};
 
 /** A bare run; throws when cargo fails (a benchmark of a failing build measures nothing). */
 async function bare(workspace, targetDir) {
@@ -166,42 +135,9 @@ async function bare(workspace, targetDir) {
 // kiln, wired like `kiln-server serve`
 
 async function startKiln() {
-  const dataDir = temp("kiln-bench-data-");
-  const storage = await openStorage({ dataDir });
-  const blobs = new LocalBlobStore(join(dataDir, "blobs"));
-  let wake = () => {};
-  const notifications = startJobNotifications(storage, { clock: systemClock, log: silentLogger });
-  const app = buildApp({
-    storage,
-    blobs,
-    clock: systemClock,
-    version: "bench",
-    publicOrigin: "http://kiln.bench",
-    wakeScheduler: () => wake(),
-    notifications,
-    logger: false,
-  });
-  await app.ready();
-  mkdirSync(join(dataDir, "attempts"));
-  const lineageRoot = join(dataDir, "lineages");
-  const host = await startLocalHost(
-    { storage, blobs, clock: systemClock, log: silentLogger, notifications },
-    {
-      workRoot: join(dataDir, "attempts"),
-      lineageRoot,
-      executor: createSandboxExecutor({ cgroupParentName: CGROUP_PARENT }),
-    },
-  );
-  wake = host.wake;
-  const member = await personWithToken(storage, { role: "admin", now: new Date() });
-  const auth = bearer(member.token);
+  const kiln = await startInProcessKiln({ dataDir: temp("kiln-bench-data-"), cgroupParentName: CGROUP_PARENT });
+  const { app, auth, get } = kiln;
   let keys = 0;
-
-  const get = async (url) => {
-    const res = await app.inject({ method: "GET", url, headers: auth });
-    if (res.statusCode !== 200) throw new Error(`GET ${url}: ${res.statusCode} ${res.body}`);
-    return res.json();
-  };
 
   async function logRecords(id) {
     const records = [];
@@ -212,12 +148,6 @@ async function startKiln() {
       if (page.next_cursor === null || page.records.length === 0) return records;
       cursor = page.next_cursor;
     }
-  }
-
-  /** A repository of its own per measurement round: its first job is a genuinely cold lineage. */
-  async function onboard(name) {
-    await onboardRepository(storage, { tenantId: member.tenant, name, onboardedBy: "bench" }, new Date());
-    return name;
   }
 
   const post = async (url, body) => {
@@ -234,17 +164,7 @@ async function startKiln() {
   /** Submits, waits for the terminal status; returns the wall time and what the job's evidence says. */
   async function run(files, repository) {
     keys += 1;
-    const payload = JSON.stringify({
-      schema_version: 1,
-      repository,
-      size: SIZE,
-      workspace: {
-        base_commit: "0123456789abcdef0123456789abcdef01234567",
-        branch: "main",
-        invocation: { operation: "test", arguments: [] },
-        source: { files },
-      },
-    });
+    const payload = JSON.stringify(inlineJob(repository, SIZE, files));
     const started = process.hrtime.bigint();
     const startedMs = Date.now();
     const res = await app.inject({
@@ -256,33 +176,9 @@ async function startKiln() {
     if (res.statusCode !== 200) throw new Error(`submission refused: ${res.body}`);
     const id = res.json();
     const accepted = process.hrtime.bigint();
-    let job;
     // Woken by the job's notices the way `kiln cargo`'s log stream is (a poll every POLL_MS stays
     // as the fallback), so the time is not inflated by up to one poll interval.
-    let changed = false;
-    let wake = () => {};
-    const unsubscribe = notifications.onJob(id, () => {
-      changed = true;
-      wake();
-    });
-    try {
-      for (;;) {
-        changed = false;
-        job = await get(`/api/jobs/${id}`);
-        if (["passed", "failed", "cancelled"].includes(job.status)) break;
-        if (!changed) {
-          await new Promise((r) => {
-            const timer = setTimeout(r, POLL_MS);
-            wake = () => {
-              clearTimeout(timer);
-              r();
-            };
-          });
-        }
-      }
-    } finally {
-      unsubscribe();
-    }
+    const job = await kiln.waitForTerminal(id, POLL_MS);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     if (process.env.KILN_BENCH_TRACE) {
       // One line per kiln run: milliseconds since the POST began, from the job's own records.
@@ -362,66 +258,14 @@ async function startKiln() {
     };
   }
 
-  return {
-    run,
-    onboard,
-    get,
-    post,
-    lineageRoot,
-    stop: async () => {
-      await host.stop();
-      await app.close();
-      await notifications.stop();
-      await storage.close();
-    },
-  };
-}
-
-/** The sandbox executor's fixed cost: one attempt of `true` (chown, cgroup, unshare, setpriv, bwrap, teardown). */
-async function sandboxFixedCost(runs) {
-  const executor = createSandboxExecutor({ cgroupParentName: CGROUP_PARENT });
-  const toolchain = await admitToolchain("stable");
-  const samples = [];
-  for (let i = 0; i <= runs; i++) {
-    const base = temp("kiln-bench-true-");
-    const dirs = ["src", "target", "home"].map((d) => join(base, d));
-    for (const d of dirs) mkdirSync(d);
-    const started = process.hrtime.bigint();
-    const result = await executor.run({
-      attemptId: `bench-true-${process.pid}-${i}`,
-      limits: { vcpus: VCPUS, memoryBytes: 4 * 2 ** 30, pids: 1024, diskBytes: 16 * 2 ** 30 },
-      workspaceDir: dirs[0],
-      targetDir: dirs[1],
-      homeDir: dirs[2],
-      toolchain,
-      argv: ["true"],
-      workingDirectory: ".",
-      environment: {},
-      wallClockSeconds: 60,
-      network: "offline",
-      onOutput: () => {},
-      signal: new AbortController().signal,
-    });
-    if (result.outcome !== "exited" || result.exitCode !== 0)
-      throw new Error(`sandboxed true failed: ${result.detail.join("; ")}`);
-    // The first run also pays the executor's one-time setup (sandbox user, tool lookup); not counted.
-    if (i > 0) samples.push(Number(process.hrtime.bigint() - started) / 1e9);
-  }
-  return samples;
+  // A repository of its own per measurement round (onboard): its first job is a genuinely cold lineage.
+  return { run, onboard: kiln.onboard, get, post, lineageRoot: kiln.lineageRoot, stop: kiln.stop };
 }
 
 // ---------------------------------------------------------------------------------------------
 // The run
 
-const machine = {
-  cpus: cpus().length,
-  cpuModel: cpus()[0]?.model ?? "unknown",
-  memoryGiB: Math.round(totalmem() / 2 ** 30),
-  cargo: execFileSync("cargo", ["--version"], { encoding: "utf8" }).trim(),
-  node: process.version,
-  date: new Date().toISOString(),
-  loadBefore: loadavg()[0],
-};
+const machine = { ...describeMachine(), loadBefore: loadavg()[0] };
 const ticksBefore = cpuTicks();
 log(
   `bench: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.cargo}, node ${machine.node}`,
@@ -575,7 +419,14 @@ try {
   await kiln.stop();
 }
 log("bench: sandbox fixed cost (executor running `true`)");
-const fixed = await sandboxFixedCost(Math.max(RUNS, 5));
+// The sandbox executor's fixed cost: one attempt of `true` (chown, cgroup, unshare, setpriv, bwrap, teardown).
+const fixed = await sandboxTrueSeconds({
+  runs: Math.max(RUNS, 5),
+  vcpus: VCPUS,
+  cgroupParentName: CGROUP_PARENT,
+  scratchPrefix: "kiln-bench-true-",
+  warmTarget: false,
+});
 machine.loadAfter = loadavg()[0];
 {
   const after = cpuTicks();
@@ -584,16 +435,11 @@ machine.loadAfter = loadavg()[0];
   const total = busy + (after.idle - ticksBefore.idle) / 100;
   machine.cpuSeconds = { available: total, busy, own, others: Math.max(0, busy - own) };
 }
-for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+removeScratch();
 
 // ---------------------------------------------------------------------------------------------
 // Report
 
-const table = (header, rows) => {
-  const lines = [`| ${header.join(" | ")} |`, `| ${header.map(() => "---").join(" | ")} |`];
-  for (const row of rows) lines.push(`| ${row.join(" | ")} |`);
-  return lines.join("\n");
-};
 const sec = (xs) => median(xs.map((x) => x.seconds));
 const MODES = [
   ["cold", "bareCold", "kilnCold", "fresh target dir / first submission (new lineage)"],
@@ -646,18 +492,6 @@ const mainTable = table(
     "goal",
   ],
   rows,
-);
-
-// Issue 21: where the fixed cost of a warm run goes, span by span (medians of each span).
-const spans = Object.keys(Object.values(results)[0]?.kilnWarm[0]?.timeline ?? {});
-const timelineTable = table(
-  ["span (ms, median)", ...Object.keys(results).flatMap((name) => [`${name} warm`, `${name} edit`])],
-  spans.map((span) => [
-    span,
-    ...Object.values(results).flatMap((r) =>
-      [r.kilnWarm, r.kilnEdit].map((runs) => fmt(median(runs.map((x) => x.timeline[span])), 0)),
-    ),
-  ]),
 );
 
 const breakdownRows = [];
@@ -739,7 +573,8 @@ const out = [
   "",
   "Issue 21's fixed-cost timeline of warm runs (consecutive spans from the POST to the read of the terminal status):",
   "",
-  timelineTable,
+  // Issue 21: where the fixed cost of a warm run goes, span by span (medians of each span).
+  timelineTable(results, median),
   "",
   "Where kiln's time goes (medians; phases from the attempt's evidence):",
   "",

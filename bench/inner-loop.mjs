@@ -12,52 +12,32 @@
 // `node packages/cli/dist/src/main.js cargo test --json` in a git work tree of the crate, as a
 // developer runs it. Must run as root (the sandbox executor requires it).
 import { execFileSync, spawn } from "node:child_process";
-import {
-  appendFileSync,
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmdirSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { cpus, loadavg, tmpdir, totalmem } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { appendFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join } from "node:path";
+import { dist, requireBuilt, root } from "./support/built-packages.mjs";
+import { startInProcessKiln } from "./support/in-process-kiln.mjs";
+import { describeMachine } from "./support/machine.mjs";
+import { option, positiveIntegerOption } from "./support/options.mjs";
+import { fmt, log, table } from "./support/output.mjs";
+import { sandboxTrueSeconds } from "./support/sandbox-true.mjs";
+import { removeScratch, temp } from "./support/scratch.mjs";
+import { median as middle } from "./support/statistics.mjs";
+import { timelineTable } from "./support/timeline-table.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const dist = (path) => join(root, "packages", "server", "dist", path);
 /** The CLI measured: the build's, or another build's entry (KILN_BENCH_CLI, e.g. an earlier commit's). */
 const KILN_BIN = process.env.KILN_BENCH_CLI ?? join(root, "packages", "cli", "dist", "bundle", "main.js");
-if (!existsSync(dist("src/build-app.js")) || !existsSync(dist("test/debian-crates.js")) || !existsSync(KILN_BIN)) {
-  process.stderr.write("bench: build first: npm run build\n");
-  process.exit(1);
-}
-
-const { LocalBlobStore, onboardRepository, openStorage } = await import("@kiln/storage");
-const { systemClock } = await import("@kiln/contract");
-const { admitToolchain, createSandboxExecutor } = await import("@kiln/host");
-const { buildApp } = await import(dist("src/build-app.js"));
-const { startLocalHost } = await import(dist("src/local-host.js"));
+requireBuilt(dist("src/build-app.js"), dist("test/debian-crates.js"), KILN_BIN);
 const { DEBIAN_REGISTRY, DEBIAN_SOURCE_CONFIG, debianCrateInstalled, directCargoTest, directTestCounts } = await import(
   dist("test/debian-crates.js")
 );
-const { bearer, personWithToken } = await import(dist("test/harness.js"));
 
 // ---------------------------------------------------------------------------------------------
 // Options
 
-function option(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
-const RUNS = Number(option("runs", "3"));
-if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error("--runs must be a positive integer");
+const RUNS = positiveIntegerOption("runs", "3");
 /** Unchanged re-runs per round (each is one warm sample, bare and kiln alike). */
-const WARM = Number(option("warm", "2"));
-if (!Number.isInteger(WARM) || WARM < 1) throw new Error("--warm must be a positive integer");
+const WARM = positiveIntegerOption("warm", "2");
 const CRATE_NAMES = option("crates", "semver,serde_json,regex,workspace").split(",");
 const JSON_OUT = option("json", null);
 /**
@@ -150,20 +130,8 @@ for (const name of CRATE_NAMES) {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-const median = (xs) => {
-  const s = xs.filter((x) => typeof x === "number" && !Number.isNaN(x)).sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-const fmt = (x, digits = 2) => (x === null || x === undefined || Number.isNaN(x) ? "–" : x.toFixed(digits));
-const log = (line) => process.stderr.write(`${line}\n`);
-const scratch = [];
-const temp = (prefix) => {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  scratch.push(dir);
-  return dir;
-};
+/** The median of the samples that are numbers (NaN when none is). */
+const median = (xs) => middle(xs.filter((x) => typeof x === "number" && !Number.isNaN(x)));
 /** Wall-clock milliseconds with sub-millisecond precision, on the same clock as Date.now(). */
 const nowMs = () => performance.timeOrigin + performance.now();
 
@@ -212,69 +180,45 @@ async function bare(workspace, targetDir) {
 // kiln, wired like `kiln-server serve`, listening on loopback
 
 async function startKiln() {
-  const dataDir = temp("kiln-inner-data-");
-  const storage = await openStorage({ dataDir });
-  const blobs = new LocalBlobStore(join(dataDir, "blobs"));
-  let wake = () => {};
-  const app = buildApp({
-    storage,
-    blobs,
-    clock: systemClock,
-    version: "bench",
-    publicOrigin: "http://127.0.0.1",
-    wakeScheduler: () => wake(),
-    logger: false,
-  });
   // Every request the CLI makes, with when it arrived and when its response ended (a log
   // stream's response ends when the stream does): the CLI's side of the timeline.
   const requests = [];
-  app.addHook("onRequest", async (request) => {
-    request.benchStarted = nowMs();
-  });
-  app.addHook("onResponse", async (request, reply) => {
-    requests.push({
-      operation: request.routeOptions.config?.operation?.id ?? request.url,
-      url: request.url,
-      status: reply.statusCode,
-      start: request.benchStarted,
-      end: nowMs(),
-    });
-  });
-  // A hijacked reply (the log stream) never reaches onResponse: its socket's close ends it.
-  app.addHook("onRequest", async (request, reply) => {
-    if (!request.url.split("?")[0].endsWith("/logs/stream")) return;
-    reply.raw.once("finish", () =>
-      requests.push({
-        operation: "jobs.logs_stream",
-        url: request.url,
-        status: 200,
-        start: request.benchStarted,
-        end: nowMs(),
-      }),
-    );
-  });
-  const address = await app.listen({ host: "127.0.0.1", port: 0 });
-  mkdirSync(join(dataDir, "attempts"));
-  const host = await startLocalHost(
-    { storage, blobs, clock: systemClock, log: silentLogger() },
-    {
-      workRoot: join(dataDir, "attempts"),
-      lineageRoot: join(dataDir, "lineages"),
-      executor: createSandboxExecutor({ cgroupParentName: CGROUP_PARENT }),
+  // The job notifications stay buildApp's own and the local host has none: as measured so far.
+  const kiln = await startInProcessKiln({
+    dataDir: temp("kiln-inner-data-"),
+    cgroupParentName: CGROUP_PARENT,
+    notifications: false,
+    publicOrigin: "http://127.0.0.1",
+    listen: { host: "127.0.0.1", port: 0 },
+    onApp: (app) => {
+      app.addHook("onRequest", async (request) => {
+        request.benchStarted = nowMs();
+      });
+      app.addHook("onResponse", async (request, reply) => {
+        requests.push({
+          operation: request.routeOptions.config?.operation?.id ?? request.url,
+          url: request.url,
+          status: reply.statusCode,
+          start: request.benchStarted,
+          end: nowMs(),
+        });
+      });
+      // A hijacked reply (the log stream) never reaches onResponse: its socket's close ends it.
+      app.addHook("onRequest", async (request, reply) => {
+        if (!request.url.split("?")[0].endsWith("/logs/stream")) return;
+        reply.raw.once("finish", () =>
+          requests.push({
+            operation: "jobs.logs_stream",
+            url: request.url,
+            status: 200,
+            start: request.benchStarted,
+            end: nowMs(),
+          }),
+        );
+      });
     },
-  );
-  wake = host.wake;
-  const member = await personWithToken(storage, { role: "admin", now: new Date() });
-  const auth = bearer(member.token);
-  const get = async (url) => {
-    const res = await app.inject({ method: "GET", url, headers: auth });
-    if (res.statusCode !== 200) throw new Error(`GET ${url}: ${res.statusCode} ${res.body}`);
-    return res.json();
-  };
-  const onboard = async (name) => {
-    await onboardRepository(storage, { tenantId: member.tenant, name, onboardedBy: "bench" }, new Date());
-    return name;
-  };
+  });
+  const { address, member, get, onboard } = kiln;
   const cacheHome = temp("kiln-inner-cache-");
   const configHome = temp("kiln-inner-config-");
 
@@ -337,22 +281,7 @@ async function startKiln() {
     };
   }
 
-  return {
-    run,
-    onboard,
-    stop: async () => {
-      await host.stop();
-      await app.close();
-      await storage.close();
-    },
-  };
-}
-
-function silentLogger() {
-  const noop = () => {};
-  const logger = { trace: noop, debug: noop, info: noop, warn: noop, error: noop, fatal: noop };
-  logger.child = () => logger;
-  return logger;
+  return { run, onboard, stop: kiln.stop };
 }
 
 /**
@@ -403,43 +332,6 @@ function timelineOf({ spawned, exited, resultAt, requests, job, evidence }) {
   return out;
 }
 
-/**
- * The sandbox executor's fixed cost: one attempt of `true` (hand-over, target disk, cgroup,
- * launcher, bwrap, teardown) on a warm target dir, as a lineage's next attempt finds it (the
- * first, unmeasured run makes the target disk).
- */
-async function sandboxFixedCost(runs) {
-  const executor = createSandboxExecutor({ cgroupParentName: CGROUP_PARENT });
-  const toolchain = await admitToolchain("stable");
-  const samples = [];
-  const base = temp("kiln-inner-true-");
-  const dirs = ["src", "target", "home"].map((d) => join(base, d));
-  for (const d of dirs) mkdirSync(d);
-  for (let i = 0; i <= runs; i++) {
-    const started = process.hrtime.bigint();
-    const result = await executor.run({
-      attemptId: `bench-true-${process.pid}-${i}`,
-      limits: { vcpus: VCPUS, memoryBytes: 4 * 2 ** 30, pids: 1024, diskBytes: 16 * 2 ** 30 },
-      workspaceDir: dirs[0],
-      targetDir: dirs[1],
-      homeDir: dirs[2],
-      warmTarget: i > 0,
-      toolchain,
-      argv: ["true"],
-      workingDirectory: ".",
-      environment: {},
-      wallClockSeconds: 60,
-      network: "offline",
-      onOutput: () => {},
-      signal: new AbortController().signal,
-    });
-    if (result.outcome !== "exited" || result.exitCode !== 0)
-      throw new Error(`sandboxed true failed: ${result.detail.join("; ")}`);
-    if (i > 0) samples.push(Number(process.hrtime.bigint() - started) / 1e9);
-  }
-  return samples;
-}
-
 /** Node's own start, and the CLI's without a request (`kiln cargo --help` loads what `kiln cargo` loads). */
 async function startCosts(runs) {
   const node = [];
@@ -460,15 +352,7 @@ async function startCosts(runs) {
 // ---------------------------------------------------------------------------------------------
 // The run
 
-const machine = {
-  cpus: cpus().length,
-  cpuModel: cpus()[0]?.model ?? "unknown",
-  memoryGiB: Math.round(totalmem() / 2 ** 30),
-  cargo: execFileSync("cargo", ["--version"], { encoding: "utf8" }).trim(),
-  node: process.version,
-  date: new Date().toISOString(),
-  load: [loadavg()[0]],
-};
+const machine = { ...describeMachine(), load: [loadavg()[0]] };
 const ticksBefore = cpuTicks();
 log(
   `bench: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.cargo}, node ${machine.node}, load ${fmt(machine.load[0])}`,
@@ -539,22 +423,25 @@ try {
   await kiln.stop();
 }
 log("bench: sandbox fixed cost, CLI start");
-const fixed = await sandboxFixedCost(5);
+// The sandbox executor's fixed cost: `true` on a warm target dir, as a lineage's next attempt
+// finds it (the first, unmeasured run makes the target disk).
+const fixed = await sandboxTrueSeconds({
+  runs: 5,
+  vcpus: VCPUS,
+  cgroupParentName: CGROUP_PARENT,
+  scratchPrefix: "kiln-inner-true-",
+  warmTarget: true,
+});
 const starts = await startCosts(9);
 const ticksAfter = cpuTicks();
 machine.load.push(loadavg()[0]);
 machine.cpuBusyShare =
   (ticksAfter.busy - ticksBefore.busy) / (ticksAfter.busy - ticksBefore.busy + ticksAfter.idle - ticksBefore.idle);
-for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+removeScratch();
 
 // ---------------------------------------------------------------------------------------------
 // Report
 
-const table = (header, rows) => {
-  const lines = [`| ${header.join(" | ")} |`, `| ${header.map(() => "---").join(" | ")} |`];
-  for (const row of rows) lines.push(`| ${row.join(" | ")} |`);
-  return lines.join("\n");
-};
 const sec = (xs) => median(xs.map((x) => x.seconds));
 const rows = [];
 const verdicts = [];
@@ -578,16 +465,6 @@ for (const [name, r] of Object.entries(results)) {
     ]);
   }
 }
-const spans = Object.keys(Object.values(results)[0]?.kilnWarm[0]?.timeline ?? {});
-const timelineTable = table(
-  ["span (ms, median)", ...Object.keys(results).flatMap((name) => [`${name} warm`, `${name} edit`])],
-  spans.map((span) => [
-    span,
-    ...Object.values(results).flatMap((r) =>
-      [r.kilnWarm, r.kilnEdit].map((runs) => fmt(median(runs.map((x) => x.timeline[span])), 0)),
-    ),
-  ]),
-);
 const loads = machine.load.map((l) => fmt(l, 1)).join(", ");
 const out = [
   `machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGiB} GiB; ${machine.cargo}; node ${machine.node}`,
@@ -598,7 +475,7 @@ const out = [
   "",
   "Fixed-cost timeline of `kiln cargo test` (consecutive spans from the CLI's spawn to its exit):",
   "",
-  timelineTable,
+  timelineTable(results, median),
   "",
   `sandbox running \`true\` (median of ${fixed.length}): ${fmt(median(fixed), 3)} s; \`node -e 0\`: ${fmt(median(starts.node), 3)} s; \`kiln cargo --help\` (node and the modules \`kiln cargo\` loads): ${fmt(median(starts.cli), 3)} s (medians of ${starts.cli.length})`,
   `CLI: ${KILN_BIN}`,

@@ -23,32 +23,25 @@
 // reported apart. On a 2-CPU machine two hosts share the same cores: the ratio shows whether
 // the control plane holds a second host back (its CPU share and per-job overhead), not how
 // hardware scales out.
-import { existsSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { startThrowawayCluster } from "../scripts/postgres-cluster.mjs";
+import { dist, requireBuilt } from "./support/built-packages.mjs";
+import { inlineJob } from "./support/inline-job.mjs";
+import { option } from "./support/options.mjs";
+import { log } from "./support/output.mjs";
+import { median } from "./support/statistics.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const dist = (path) => join(root, "packages", "server", "dist", "test", path);
-if (!existsSync(dist("scale-out-cluster.js"))) {
-  process.stderr.write("bench: build first: npm run build\n");
-  process.exit(1);
-}
-const { startScaleOutCluster, postgresCpuSecondsOf } = await import(dist("scale-out-cluster.js"));
-const { testedCrate } = await import(dist("crates.js"));
-const { debianCrate, debianCrateInstalled } = await import(dist("debian-crates.js"));
+requireBuilt(dist("test/scale-out-cluster.js"));
+const { startScaleOutCluster, postgresCpuSecondsOf } = await import(dist("test/scale-out-cluster.js"));
+const { testedCrate } = await import(dist("test/crates.js"));
+const { debianCrate, debianCrateInstalled } = await import(dist("test/debian-crates.js"));
 
-function option(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
 const JOBS = Number(option("jobs", "16"));
 const ROUNDS = Number(option("rounds", "1"));
 const CRATE = option("crate", "generated");
 const VCPUS = Number(option("vcpus", "2"));
 const JSON_OUT = option("json", null);
-const log = (line) => process.stderr.write(`${line}\n`);
 
 function crateFiles() {
   if (CRATE === "generated") return testedCrate("widget", 0);
@@ -92,17 +85,7 @@ async function measure(hosts, round) {
       for (;;) {
         const res = await api("POST", "/api/v4/jobs", {
           key: `jpm-${i}`,
-          body: {
-            schema_version: 1,
-            repository,
-            size: "kiln2-cpu",
-            workspace: {
-              base_commit: "0123456789abcdef0123456789abcdef01234567",
-              branch: "main",
-              invocation: { operation: "test", arguments: [] },
-              source: { files },
-            },
-          },
+          body: inlineJob(repository, "kiln2-cpu", files),
         });
         if (res.status === 200) return res.json();
         if (res.status !== 503) throw new Error(`jobs.submit answered ${res.status}: ${res.body}`);
@@ -231,10 +214,6 @@ try {
   await postgres.stop();
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const of = (hosts) => results.filter((r) => r.hosts === hosts);
 const summary = [1, 2].map((hosts) => ({
   hosts,

@@ -19,22 +19,16 @@
 // --workers is the app's body workers (default: the server's default; 0 reads every body on the
 // event loop, as before issue 22 H2's fix).
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { requireBuilt, root } from "./support/built-packages.mjs";
+import { option } from "./support/options.mjs";
+import { log } from "./support/output.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = (pkg, path) => join(root, "packages", pkg, "dist", path);
-if (!existsSync(dist("server", "test/harness.js"))) {
-  process.stderr.write("bench: build first: npm run build\n");
-  process.exit(1);
-}
-
-function option(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
+requireBuilt(dist("server", "test/harness.js"));
 
 /** Lines of a stream, one at a time. */
 function lineReader(stream) {
@@ -127,7 +121,6 @@ if (process.env[CLIENT] !== undefined) {
 
 const RUNS = Number(option("runs", "3"));
 const KIND = option("kind", "both");
-const log = (line) => process.stderr.write(`${line}\n`);
 const { onboardRepository, openStorage } = await import("@kiln/storage");
 const { personWithToken, testApp } = await import(dist("server", "test/harness.js"));
 const { inlineSubmission } = await import(dist("server", "test/job-fixtures.js"));

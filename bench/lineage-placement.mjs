@@ -18,45 +18,26 @@
 // and writes: the move's figures include that contention, where a real bucket is across a network.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, tmpdir, totalmem } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
+import { join } from "node:path";
+import { dist, requireBuilt } from "./support/built-packages.mjs";
+import { startInProcessKiln } from "./support/in-process-kiln.mjs";
+import { inlineJob } from "./support/inline-job.mjs";
+import { option } from "./support/options.mjs";
+import { fmt, log } from "./support/output.mjs";
+import { removeScratch, temp } from "./support/scratch.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const dist = (path) => join(root, "packages", "server", "dist", path);
-if (!existsSync(dist("src/build-app.js")) || !existsSync(dist("test/debian-crates.js"))) {
-  process.stderr.write("bench: build first: npm run build\n");
-  process.exit(1);
-}
-
-const { LocalBlobStore, onboardRepository, openStorage, startJobNotifications } = await import("@kiln/storage");
+requireBuilt(dist("src/build-app.js"), dist("test/debian-crates.js"));
 const { startS3TestServer } = await import("@kiln/storage/testing");
-const { silentLogger, systemClock } = await import("@kiln/contract");
-const { createSandboxExecutor } = await import("@kiln/host");
-const { buildApp } = await import(dist("src/build-app.js"));
-const { startLocalHost } = await import(dist("src/local-host.js"));
 const { debianCrate, debianCrateInstalled } = await import(dist("test/debian-crates.js"));
-const { bearer, personWithToken } = await import(dist("test/harness.js"));
 
-function option(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
 const JSON_OUT = option("json", null);
 const CHUNK_BYTES = Number(option("chunk-mib", "64")) * 2 ** 20;
 const CHUNKS_IN_FLIGHT = 4;
 const SIZE = "kiln2-cpu";
 const CGROUP_PARENT = `kiln-bench-${process.pid}`;
-const log = (line) => process.stderr.write(`${line}\n`);
-const scratch = [];
-const temp = (prefix) => {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  scratch.push(dir);
-  return dir;
-};
 const seconds = (from) => Number(process.hrtime.bigint() - from) / 1e9;
-const fmt = (x, digits = 2) => (x === null || x === undefined || Number.isNaN(x) ? "–" : x.toFixed(digits));
 
 if (!debianCrateInstalled("regex", "1.7.1"))
   throw new Error("apt-get install librust-regex-dev (npm test's setup does)");
@@ -66,41 +47,9 @@ const files = debianCrate("regex", "1.7.1");
 // kiln, wired like `kiln-server serve`
 
 async function startKiln() {
-  const dataDir = temp("kiln-bench-placement-");
-  const storage = await openStorage({ dataDir });
-  const blobs = new LocalBlobStore(join(dataDir, "blobs"));
-  const notifications = startJobNotifications(storage, { clock: systemClock, log: silentLogger });
-  let wake = () => {};
-  const app = buildApp({
-    storage,
-    blobs,
-    clock: systemClock,
-    version: "bench",
-    publicOrigin: "http://kiln.bench",
-    wakeScheduler: () => wake(),
-    notifications,
-    logger: false,
-  });
-  await app.ready();
-  mkdirSync(join(dataDir, "attempts"));
-  const lineageRoot = join(dataDir, "lineages");
-  const host = await startLocalHost(
-    { storage, blobs, clock: systemClock, log: silentLogger, notifications },
-    {
-      workRoot: join(dataDir, "attempts"),
-      lineageRoot,
-      executor: createSandboxExecutor({ cgroupParentName: CGROUP_PARENT }),
-    },
-  );
-  wake = host.wake;
-  const member = await personWithToken(storage, { role: "admin", now: new Date() });
-  const auth = bearer(member.token);
+  const kiln = await startInProcessKiln({ dataDir: temp("kiln-bench-placement-"), cgroupParentName: CGROUP_PARENT });
+  const { app, auth, get } = kiln;
   let keys = 0;
-  const get = async (url) => {
-    const res = await app.inject({ method: "GET", url, headers: auth });
-    if (res.statusCode !== 200) throw new Error(`GET ${url}: ${res.statusCode} ${res.body}`);
-    return res.json();
-  };
 
   /** Submits, waits (woken by the job's notices) for the terminal status; the wall time and the cache outcome. */
   async function run(repository) {
@@ -110,45 +59,11 @@ async function startKiln() {
       method: "POST",
       url: "/api/v4/jobs",
       headers: { ...auth, "content-type": "application/json", "idempotency-key": `placement-${keys}` },
-      payload: JSON.stringify({
-        schema_version: 1,
-        repository,
-        size: SIZE,
-        workspace: {
-          base_commit: "0123456789abcdef0123456789abcdef01234567",
-          branch: "main",
-          invocation: { operation: "test", arguments: [] },
-          source: { files },
-        },
-      }),
+      payload: JSON.stringify(inlineJob(repository, SIZE, files)),
     });
     if (res.statusCode !== 200) throw new Error(`submission refused: ${res.body}`);
     const id = res.json();
-    let job;
-    let changed = false;
-    let poke = () => {};
-    const unsubscribe = notifications.onJob(id, () => {
-      changed = true;
-      poke();
-    });
-    try {
-      for (;;) {
-        changed = false;
-        job = await get(`/api/jobs/${id}`);
-        if (["passed", "failed", "cancelled"].includes(job.status)) break;
-        if (!changed) {
-          await new Promise((resolve) => {
-            const timer = setTimeout(resolve, 250);
-            poke = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
-        }
-      }
-    } finally {
-      unsubscribe();
-    }
+    const job = await kiln.waitForTerminal(id, 250);
     const wall = seconds(started);
     if (job.status !== "passed") throw new Error(`job ${id} ${job.status}: ${JSON.stringify(job.failure)}`);
     const evidence = await get(`/api/jobs/${id}/evidence`);
@@ -162,21 +77,7 @@ async function startKiln() {
     };
   }
 
-  return {
-    run,
-    get,
-    lineageRoot,
-    onboard: async (name) => {
-      await onboardRepository(storage, { tenantId: member.tenant, name, onboardedBy: "bench" }, new Date());
-      return name;
-    },
-    stop: async () => {
-      await host.stop();
-      await app.close();
-      await notifications.stop();
-      await storage.close();
-    },
-  };
+  return { run, get, lineageRoot: kiln.lineageRoot, onboard: kiln.onboard, stop: kiln.stop };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -350,7 +251,7 @@ try {
 } finally {
   await kiln.stop();
   await s3.stop();
-  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+  removeScratch();
 }
 
 // ---------------------------------------------------------------------------------------------

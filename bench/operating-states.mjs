@@ -12,29 +12,21 @@
 // health has a canary to judge, then reads the operating states `--reads` times one after the
 // other as a signed-in operator through Fastify's inject (no TCP socket measured) and prints the
 // latency percentiles. Must run as root (the sandbox executor requires it).
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
+import { dist } from "./support/built-packages.mjs";
+import { startInProcessKiln } from "./support/in-process-kiln.mjs";
+import { inlineJob } from "./support/inline-job.mjs";
+import { option } from "./support/options.mjs";
+import { percentile } from "./support/statistics.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const dist = (path) => join(root, "packages", "server", "dist", path);
-
-const { LocalBlobStore, onboardRepository, openStorage } = await import("@kiln/storage");
 const { silentLogger, systemClock } = await import("@kiln/contract");
-const { createSandboxExecutor } = await import("@kiln/host");
-const { buildApp } = await import(dist("src/build-app.js"));
-const { startLocalHost } = await import(dist("src/local-host.js"));
 const { masterKey, operatorCredential } = await import(dist("src/auth/operator-credential.js"));
 const { CanaryRunner } = await import(dist("src/platform/canaries/canary-runner.js"));
 const { canarySettings } = await import(dist("src/platform/canaries/canary-settings.js"));
-const { bearer, personWithToken } = await import(dist("test/harness.js"));
 
-function option(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
 const JOBS = Number(option("jobs", "20"));
 const READS = Number(option("reads", "1000"));
 const JSON_OUT = option("json", null);
@@ -42,36 +34,19 @@ const SLEEP_SECONDS = 600;
 const GOAL_P99_MS = 50;
 
 const dataDir = mkdtempSync(join(tmpdir(), "kiln-bench-states-"));
-// KILN_DATABASE_URL (postgres://…) measures the scale-out engine; the embedded SQLite otherwise.
-const storage = await openStorage({ dataDir, databaseUrl: process.env.KILN_DATABASE_URL });
-const blobs = new LocalBlobStore(join(dataDir, "blobs"));
-let wake = () => {};
 const settings = canarySettings();
-const app = buildApp({
-  storage,
-  blobs,
-  clock: systemClock,
-  version: "bench",
-  publicOrigin: "http://kiln.bench",
-  wakeScheduler: () => wake(),
-  logger: false,
-  canaries: settings,
+// KILN_DATABASE_URL (postgres://…) measures the scale-out engine; the embedded SQLite otherwise.
+// The job notifications stay buildApp's own; the host offers enough vCPUs for every job at once.
+const kiln = await startInProcessKiln({
+  dataDir,
+  cgroupParentName: `kiln-bench-${process.pid}`,
+  databaseUrl: process.env.KILN_DATABASE_URL,
+  notifications: false,
+  appOptions: { canaries: settings },
+  hostOptions: { vcpus: 2 * (JOBS + 1) },
 });
-await app.ready();
-mkdirSync(join(dataDir, "attempts"));
-const host = await startLocalHost(
-  { storage, blobs, clock: systemClock, log: silentLogger },
-  {
-    workRoot: join(dataDir, "attempts"),
-    lineageRoot: join(dataDir, "lineages"),
-    vcpus: 2 * (JOBS + 1),
-    executor: createSandboxExecutor({ cgroupParentName: `kiln-bench-${process.pid}` }),
-  },
-);
-wake = host.wake;
-
-const member = await personWithToken(storage, { role: "admin", now: new Date() });
-await onboardRepository(storage, { tenantId: member.tenant, name: "bench/sleeper", onboardedBy: "bench" }, new Date());
+const { storage, app, auth } = kiln;
+await kiln.onboard("bench/sleeper");
 const file = (path, text) => ({ path, bytes: [...Buffer.from(text)], executable: false });
 const sleeper = [
   file("Cargo.toml", '[package]\nname = "sleeper"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n'),
@@ -85,18 +60,8 @@ for (let i = 0; i < JOBS; i++) {
   const res = await app.inject({
     method: "POST",
     url: "/api/v4/jobs",
-    headers: { ...bearer(member.token), "content-type": "application/json", "idempotency-key": `sleeper-${i}` },
-    payload: JSON.stringify({
-      schema_version: 1,
-      repository: "bench/sleeper",
-      size: "kiln2-cpu",
-      workspace: {
-        base_commit: "0123456789abcdef0123456789abcdef01234567",
-        branch: "main",
-        invocation: { operation: "test", arguments: [] },
-        source: { files: sleeper },
-      },
-    }),
+    headers: { ...auth, "content-type": "application/json", "idempotency-key": `sleeper-${i}` },
+    payload: JSON.stringify(inlineJob("bench/sleeper", "kiln2-cpu", sleeper)),
   });
   if (res.statusCode !== 200) throw new Error(`submit ${i}: ${res.statusCode} ${res.body}`);
   jobIds.push(res.json());
@@ -157,7 +122,7 @@ const runningAtEnd = await storage.db
   .executeTakeFirst();
 
 const sorted = [...samples].sort((a, b) => a - b);
-const pct = (p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+const pct = (p) => percentile(samples, p);
 const figures = {
   jobs_running: Number(runningAtEnd?.n),
   reads: READS,
@@ -192,12 +157,10 @@ for (const id of jobIds) {
   await app.inject({
     method: "POST",
     url: `/api/jobs/${id}/cancel`,
-    headers: { ...bearer(member.token), "idempotency-key": `cancel-${id}` },
+    headers: { ...auth, "idempotency-key": `cancel-${id}` },
   });
 }
-await host.stop();
-await app.close();
-await storage.close();
+await kiln.stop();
 rmSync(dataDir, { recursive: true, force: true });
 if (figures.jobs_running !== JOBS) {
   process.stderr.write(`bench: only ${figures.jobs_running} of ${JOBS} jobs were running at the end\n`);

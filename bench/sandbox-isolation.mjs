@@ -19,26 +19,18 @@
 //
 // Must run as root, like the sandbox executor. Prints ratios; docs/benchmarks.md records them.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { dist, requireBuilt, root } from "./support/built-packages.mjs";
+import { option } from "./support/options.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const hostDist = (path) => join(root, "packages", "host", "dist", path);
-const serverDist = (path) => join(root, "packages", "server", "dist", path);
-if (!existsSync(hostDist("src/executor/target-disk.js")) || !existsSync(serverDist("test/debian-crates.js"))) {
-  process.stderr.write("bench: build first: npm run build\n");
-  process.exit(1);
-}
+requireBuilt(hostDist("src/executor/target-disk.js"), dist("test/debian-crates.js"));
 const { admitToolchain, createSandboxExecutor } = await import("@kiln/host");
 const { diskTools, prepareTargetDisk, waitUntilDetached } = await import(hostDist("src/executor/target-disk.js"));
-const { debianCrate, debianCrateInstalled, materialize } = await import(serverDist("test/debian-crates.js"));
+const { debianCrate, debianCrateInstalled, materialize } = await import(dist("test/debian-crates.js"));
 
-function option(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
 const RUNS = Number(option("runs", "5"));
 const JSON_FILE = option("json", null);
 const QUOTA = 16 * 2 ** 30;

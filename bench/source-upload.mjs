@@ -32,7 +32,6 @@ import { randomBytes } from "node:crypto";
 import {
   appendFileSync,
   closeSync,
-  existsSync,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -44,38 +43,30 @@ import {
 import { createServer } from "node:http";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { requireBuilt, root } from "./support/built-packages.mjs";
+import { option } from "./support/options.mjs";
+import { log } from "./support/output.mjs";
+import { upperMedian as median } from "./support/statistics.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = (pkg, path) => join(root, "packages", pkg, "dist", path);
-if (!existsSync(dist("cli", "src/archive/upload.js")) || !existsSync(dist("server", "test/harness.js"))) {
-  process.stderr.write("bench: build first: npm run build\n");
-  process.exit(1);
-}
+requireBuilt(dist("cli", "src/archive/upload.js"), dist("server", "test/harness.js"));
 const { captureWorkspace } = await import(dist("cli", "src/archive/capture.js"));
 const { buildArchive, readPart } = await import(dist("cli", "src/archive/layout.js"));
 const { uploadArchive } = await import(dist("cli", "src/archive/upload.js"));
 const { cliFetch, createCliClient } = await import(dist("cli", "src/http-fetch.js"));
 const { onboardRepository, openStorage } = await import("@kiln/storage");
 const { personWithToken } = await import(dist("server", "test/harness.js"));
-
-function option(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
 const TARGET_MB = Number(option("mb", "64"));
 const RUNS = Number(option("runs", "3"));
 const CONCURRENCY = Number(option("concurrency", "4"));
 const JSON_OUT = option("json", null);
 const MB = 1024 * 1024;
-const log = (line) => process.stderr.write(`${line}\n`);
 // A full collection before each measured upload, so a run does not pay for the previous
 // run's garbage (archives and buffers of tens of MB) in the middle of its own measurement.
 setFlagsFromString("--expose-gc");
 const collectGarbage = runInNewContext("gc");
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 // ------------------------------------------------------------------ workspace
 
@@ -217,7 +208,7 @@ for (let run = 1; run <= RUNS; run++) {
     const storage = await openStorage({ dataDir });
     const member = await personWithToken(storage, { role: "member", now: new Date() });
     const repository = `bench/upload${run}`;
-    await onboardRepository(storage, { tenantId: member.tenant, name: repository, onboardedBy: "bench" });
+    await onboardRepository(storage, { tenantId: member.tenant, name: repository, onboardedBy: "bench" }, new Date());
     await storage.close();
     const client = createCliClient({ endpoint: server.url, token: member.token });
 

@@ -15,21 +15,18 @@
 // pause of 0–50 ms, so lines fall at every phase of the poll. The append's own round trip to B
 // is measured alongside as the baseline (a delivery cannot beat the commit it announces by
 // much). The issue's goal: < 100 ms.
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { cpus, loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
 import { startThrowawayCluster } from "../scripts/postgres-cluster.mjs";
+import { dist, requireBuilt } from "./support/built-packages.mjs";
+import { option } from "./support/options.mjs";
+import { log } from "./support/output.mjs";
+import { removeScratch, temp } from "./support/scratch.mjs";
+import { startServeProcess } from "./support/server-process.mjs";
+import { percentile } from "./support/statistics.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const dist = (path) => join(root, "packages", "server", "dist", path);
-if (!existsSync(dist("src/main.js")) || !existsSync(dist("test/job-fixtures.js"))) {
-  process.stderr.write("bench: build first: npm run build\n");
-  process.exit(1);
-}
+requireBuilt(dist("src/main.js"), dist("test/job-fixtures.js"));
 const { openStorage } = await import("@kiln/storage");
 const { fetchCaCertificate, HostTlsIdentity, httpHostProtocol, newKeyAndSigningRequest, requestEnrollment } =
   await import("@kiln/host");
@@ -37,78 +34,16 @@ const { mintHostEnrollmentToken } = await import(dist("src/hosts/host-identities
 const { acceptJob } = await import(dist("test/job-fixtures.js"));
 const { personWithToken } = await import(dist("test/harness.js"));
 
-function option(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
 const LINES = Number(option("lines", "200"));
 const JSON_OUT = option("json", null);
 const GOAL_MS = 100;
-const log = (line) => process.stderr.write(`${line}\n`);
-const scratch = [];
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** One `kiln-server serve` on the shared database; resolves once it answers. */
-async function startServer(name, databaseUrl, masterKey, env) {
-  const [port, hostPort] = [await freePort(), await freePort()];
-  const dataDir = mkdtempSync(join(tmpdir(), `kiln-bench-${name}-`));
-  scratch.push(dataDir);
-  const origin = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [dist("src/main.js"), "serve"], {
-    env: {
-      ...process.env,
-      KILN_DATABASE_URL: databaseUrl,
-      KILN_DATA_DIR: dataDir,
-      KILN_LISTEN: `127.0.0.1:${port}`,
-      KILN_PUBLIC_URL: origin,
-      KILN_MASTER_KEY: masterKey,
-      KILN_LOCAL_HOST: "off",
-      KILN_CANARY_INTERVAL_SECONDS: "0",
-      KILN_ANOMALY_INTERVAL_SECONDS: "0",
-      KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS: "0",
-      KILN_LOG_LEVEL: "warn",
-      // The host protocol's own listener (mutual TLS): the bench enrolls there as a remote host.
-      KILN_HOST_LISTEN: `127.0.0.1:${hostPort}`,
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
+const startServer = (name, databaseUrl, masterKey, env) =>
+  startServeProcess(name, {
+    dataDir: temp(`kiln-bench-${name}-`),
+    env: { KILN_DATABASE_URL: databaseUrl, KILN_MASTER_KEY: masterKey, ...env },
   });
-  let output = "";
-  child.stdout.on("data", (d) => {
-    output += d;
-  });
-  child.stderr.on("data", (d) => {
-    output += d;
-  });
-  const exited = new Promise((resolve) => child.on("exit", resolve));
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${name} exited: ${output}`);
-    try {
-      const res = await fetch(`${origin}/api/openapi.json`);
-      if (res.ok) break;
-    } catch {}
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return {
-    name,
-    origin,
-    hostEndpoint: `https://127.0.0.1:${hostPort}`,
-    stop: async () => {
-      child.kill("SIGTERM");
-      await exited;
-    },
-  };
-}
 
 /** A jobs.logs_stream read frame by frame; `waitFor(text)` resolves when a record with that text arrives. */
 async function openLogStream(origin, jobId, token) {
@@ -158,10 +93,6 @@ async function openLogStream(origin, jobId, token) {
   };
 }
 
-const percentile = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
-};
 const fmt = (x) => x.toFixed(1);
 
 // ---------------------------------------------------------------------------------------------
@@ -243,7 +174,7 @@ try {
 } finally {
   for (const server of servers.reverse()) await server.stop();
   await cluster.stop();
-  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+  removeScratch();
 }
 
 const out = [

@@ -24,18 +24,13 @@
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
+import { dist } from "./support/built-packages.mjs";
+import { option } from "./support/options.mjs";
 
 const here = fileURLToPath(import.meta.url);
-const root = join(dirname(here), "..");
-const dist = (path) => join(root, "packages", "server", "dist", path);
-
-function option(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
-}
 const RECORDS = Number(option("records", "100000"));
 const LIMIT = Number(option("limit", "1000"));
 const JSON_OUT = option("json", null);
@@ -61,53 +56,12 @@ const liveHeapMiB = () => {
 if (MODE === "setup") {
   const dataDir = mkdtempSync(join(tmpdir(), "kiln-bench-usage-"));
   const storage = await openStorage({ dataDir, databaseUrl: process.env.KILN_DATABASE_URL });
-  const { personWithToken } = await import(dist("test/harness.js"));
-  const { acceptJob, claimJob, finishJob } = await import(dist("test/job-fixtures.js"));
-  const { LocalBlobStore } = await import("@kiln/storage");
-  const person = await personWithToken(storage, { role: "viewer", now: new Date("2026-11-01T00:00:00.000Z") });
+  // Imported here, not by the modes' child processes: their memory is what they measure.
+  const { insertCopies, settleOneJob } = await import("./support/settled-job-copies.mjs");
   const start = new Date("2026-11-01T00:00:00.000Z");
-  const seed = await acceptJob(storage, { tenant: person.tenant, now: start, repository: "bench/usage" });
-  const lease = await claimJob(storage, seed.id, start);
-  await finishJob(storage, new LocalBlobStore(join(dataDir, "blobs")), lease, {
-    now: new Date(start.getTime() + 30_000),
-    cargoOutput: null,
-  });
-  const job = await storage.db.selectFrom("jobs").selectAll().where("id", "=", seed.id).executeTakeFirstOrThrow();
-  const attempt = await storage.db
-    .selectFrom("attempts")
-    .selectAll()
-    .where("job_id", "=", seed.id)
-    .executeTakeFirstOrThrow();
+  const { person, ...settled } = await settleOneJob(storage, dataDir, { start, repository: "bench/usage" });
   const began = performance.now();
-  const BATCH = 500;
-  for (let first = 1; first < RECORDS; first += BATCH) {
-    const jobs = [];
-    const attempts = [];
-    for (let i = first; i < Math.min(first + BATCH, RECORDS); i++) {
-      const id = `${seed.id}-${String(i).padStart(6, "0")}`;
-      const at = (offset) => new Date(start.getTime() + i * 1000 + offset).toISOString();
-      jobs.push({
-        ...job,
-        id,
-        submission_key: null,
-        accepted_at: at(0),
-        queued_at: at(0),
-        started_at: at(0),
-        finished_at: at(30_000),
-      });
-      attempts.push({
-        ...attempt,
-        job_id: id,
-        lease_token: `${attempt.lease_token}-${i}`,
-        started_at: at(0),
-        finished_at: at(30_000),
-      });
-    }
-    await storage.db.transaction().execute(async (trx) => {
-      await trx.insertInto("jobs").values(jobs).execute();
-      await trx.insertInto("attempts").values(attempts).execute();
-    });
-  }
+  await insertCopies(storage, settled, { from: 1, to: RECORDS, batch: 500, start, finishAttempts: true });
   const seeded = (performance.now() - began) / 1000;
   await storage.close();
   console.log(
