@@ -84,9 +84,7 @@ for (;;) {
     .executeTakeFirst();
   if (Number(attempts?.n) === JOBS && Number(compiled?.n) === JOBS) break;
   if (Date.now() - started > 600_000) {
-    throw new Error(
-      `after 10 minutes ${attempts?.n} of ${JOBS} jobs run, ${compiled?.n} in their test (${running?.n})`,
-    );
+    throw new Error(`after 10 minutes ${attempts?.n} of ${JOBS} jobs running, ${compiled?.n} of them in their test`);
   }
   await new Promise((r) => setTimeout(r, 500));
 }
