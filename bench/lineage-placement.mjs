@@ -5,7 +5,7 @@
 //
 //   cold   — the first job of a new lineage (fresh target dir);
 //   warm   — the same job again on its lineage (restore is a rename);
-//   move   — the warm lineage's target dir packed with tar into 64 MiB chunks, each put into the
+//   move   — the warm lineage's target dir packed with tar (sparse) into 64 MiB chunks, each put into the
 //            S3 blob store (packages/storage/src/blobs, against s3rver on loopback), then read back
 //            and unpacked into an empty target dir — once plain and once through zstd -1;
 //   moved  — the job again on the moved target dir (is it really warm on arrival?).
@@ -119,7 +119,10 @@ async function* chunksOf(stream, bytes) {
 
 /** tar (optionally | zstd -1) of `dir` into content-addressed chunks in `store`; their digests in order. */
 async function packAndUpload(store, dir, compress) {
-  const tar = spawn("tar", ["-C", dir, "-cf", "-", "."], { stdio: ["ignore", "pipe", "pipe"] });
+  // --sparse: the target dir holds the attempt's disk image (a 256 GiB sparse ext4 file, the size's
+  // disk quota); GNU tar finds its data by SEEK_DATA/SEEK_HOLE and sends only that, and unpacking
+  // restores the holes.
+  const tar = spawn("tar", ["-C", dir, "--sparse", "-cf", "-", "."], { stdio: ["ignore", "pipe", "pipe"] });
   const tarDone = exited(tar, "tar -c");
   let source = tar.stdout;
   let zstdDone = Promise.resolve();
@@ -172,7 +175,8 @@ async function downloadAndUnpack(store, digests, dir, compress) {
 
 function duBytes(dir) {
   return new Promise((resolve, reject) => {
-    const du = spawn("du", ["-sb", dir], { stdio: ["ignore", "pipe", "pipe"] });
+    // Bytes on disk, not apparent size: the sparse disk image's apparent size is its 256 GiB.
+    const du = spawn("du", ["-s", "--block-size=1", dir], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     du.stdout.on("data", (d) => {
       out += d;
