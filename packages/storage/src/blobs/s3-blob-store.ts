@@ -88,61 +88,46 @@ export class S3BlobStore implements BlobStore {
 
   async put(bytes: Uint8Array, verifiedSha256?: string): Promise<StoredBlob> {
     const sha256 = verifiedSha256 ?? createHash("sha256").update(bytes).digest("hex");
-    const Key = this.keyOf(sha256);
-    // An object of another length under this name was damaged or cut short: write it again.
-    if ((await this.#lengthOf(Key)) !== bytes.byteLength) {
-      const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      if (bytes.byteLength > this.#multipartThresholdBytes) {
-        // Unfinished parts are aborted on failure (leavePartsOnError false); a server that
-        // cannot abort them (s3rver) keeps them until a lifecycle rule expires them.
-        await new Upload({
-          client: this.#client,
-          params: { Bucket: this.#bucket, Key, Body: body, ContentType: "application/octet-stream" },
-          partSize: this.#partBytes,
-          queueSize: PARTS_IN_FLIGHT,
-          leavePartsOnError: false,
-        }).done();
-      } else {
-        await this.#client.send(
-          new PutObjectCommand({
-            Bucket: this.#bucket,
-            Key,
-            Body: body,
-            ContentLength: bytes.byteLength,
-            ContentType: "application/octet-stream",
-          }),
-        );
-      }
-    }
+    await this.#write(this.keyOf(sha256), bytes.byteLength, () =>
+      Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    );
     return { sha256, bytes: bytes.byteLength };
   }
 
   /** As `put`, the bytes read from the file as they go up (never whole in memory). */
   async putFile(path: string, sha256: string): Promise<StoredBlob> {
-    const Key = this.keyOf(sha256);
     const { size } = await stat(path);
-    if ((await this.#lengthOf(Key)) !== size) {
-      if (size > this.#multipartThresholdBytes) {
-        await new Upload({
-          client: this.#client,
-          params: { Bucket: this.#bucket, Key, Body: createReadStream(path), ContentType: "application/octet-stream" },
-          partSize: this.#partBytes,
-          queueSize: PARTS_IN_FLIGHT,
-          leavePartsOnError: false,
-        }).done();
-      } else {
-        await this.#client.send(
-          new PutObjectCommand({
-            Bucket: this.#bucket,
-            Key,
-            Body: createReadStream(path),
-            ContentLength: size,
-            ContentType: "application/octet-stream",
-          }),
-        );
-      }
-    }
+    await this.#write(this.keyOf(sha256), size, () => createReadStream(path));
     return { sha256, bytes: size };
+  }
+
+  /**
+   * Writes `size` bytes under `Key` unless an object of that length is there already (one of
+   * another length was damaged or cut short: it is written again); large ones in parts.
+   */
+  async #write(Key: string, size: number, body: () => Buffer | ReturnType<typeof createReadStream>): Promise<void> {
+    if ((await this.#lengthOf(Key)) === size) return;
+    if (size > this.#multipartThresholdBytes) {
+      // Unfinished parts are aborted on failure (leavePartsOnError false); a server that
+      // cannot abort them (s3rver) keeps them until a lifecycle rule expires them.
+      await new Upload({
+        client: this.#client,
+        params: { Bucket: this.#bucket, Key, Body: body(), ContentType: "application/octet-stream" },
+        partSize: this.#partBytes,
+        queueSize: PARTS_IN_FLIGHT,
+        leavePartsOnError: false,
+      }).done();
+      return;
+    }
+    await this.#client.send(
+      new PutObjectCommand({
+        Bucket: this.#bucket,
+        Key,
+        Body: body(),
+        ContentLength: size,
+        ContentType: "application/octet-stream",
+      }),
+    );
   }
 
   async get(sha256: string): Promise<Buffer> {
