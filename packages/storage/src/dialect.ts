@@ -49,8 +49,9 @@ export interface TransactionOptions {
    * torn, but a power failure (not a process crash) may lose it. Only for writes whose loss
    * costs a repeat, never for receipts, audit, billing or job state: a source part's record,
    * whose blob is not fsynced either, so losing both only means the client sends the part again.
-   * SQLite: `synchronous = NORMAL` for this commit (the WAL is appended, and fsynced by the next
-   * full commit or checkpoint). PostgreSQL: `SET LOCAL synchronous_commit = off`.
+   * SQLite: the commit does not wait for the WAL's flush (sqlite/wal-sync.ts; the WAL is
+   * appended, and fsynced by the next full commit's flush or checkpoint). PostgreSQL:
+   * `SET LOCAL synchronous_commit = off`.
    */
   readonly durability?: "full" | "relaxed";
 }

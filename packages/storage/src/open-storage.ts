@@ -2,6 +2,7 @@ import type { Storage } from "./dialect.js";
 import { migrateToLatest } from "./migrations/migrate-to-latest.js";
 import { openPostgresStorage } from "./postgres/open-postgres-storage.js";
 import { openSqliteStorage } from "./sqlite/open-sqlite-storage.js";
+import type { FlushWal } from "./sqlite/wal-sync.js";
 
 export interface OpenStorageOptions {
   /** `postgres://…` or `postgresql://…`; absent or empty for the embedded SQLite database. */
@@ -16,6 +17,11 @@ export interface OpenStorageOptions {
    * the committing connection again). Without it, SQLite's automatic checkpoints run at commit.
    */
   walCheckpointsOffLoop?: { readonly onFailure: (error: Error) => void };
+  /**
+   * SQLite only, for tests: what stands for the fdatasync of the WAL that every acknowledged
+   * commit waits for (sqlite/wal-sync.ts), so a test can count or hold the flushes.
+   */
+  sqliteFlushWal?: FlushWal;
 }
 
 /**
@@ -36,7 +42,7 @@ export async function openStorage(options: OpenStorageOptions): Promise<Storage>
 function openUnmigrated(options: OpenStorageOptions): Promise<Storage> {
   const url = options.databaseUrl?.trim();
   if (!url) {
-    return openSqliteStorage(options.dataDir, options.walCheckpointsOffLoop);
+    return openSqliteStorage(options.dataDir, options.walCheckpointsOffLoop, options.sqliteFlushWal);
   }
   if (/^postgres(ql)?:\/\//i.test(url)) {
     return openPostgresStorage({ databaseUrl: url, maxConnections: options.maxConnections });

@@ -1,13 +1,14 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
-import { Kysely, sql } from "kysely";
+import { Kysely } from "kysely";
 import type { Capabilities, Storage } from "../dialect.js";
 import { listenOnBus, publishNotices } from "../notifications/in-process-notice-bus.js";
 import type { Database } from "../schema.js";
 import { retryWhileBusy } from "./retry-while-busy.js";
-import { createSqliteDialect } from "./sqlite-dialect.js";
+import { createSqliteDialect, type SqliteDurability } from "./sqlite-dialect.js";
 import { startWalCheckpointer } from "./wal-checkpointer.js";
+import { type FlushWal, flushWalFile, WalSync } from "./wal-sync.js";
 
 export const SQLITE_FILE_NAME = "kiln.sqlite3";
 
@@ -23,10 +24,12 @@ const SQLITE_CAPABILITIES: Capabilities = Object.freeze({
 /**
  * Opens (creating if needed) `<dataDir>/kiln.sqlite3`. Migrations are run by `openStorage`. With
  * `walCheckpointsOffLoop`, a thread of its own checkpoints the WAL (wal-checkpointer.ts).
+ * `flushWal` replaces the WAL file's fdatasync (wal-sync.ts) — for a test that counts flushes.
  */
 export async function openSqliteStorage(
   dataDir: string,
   walCheckpointsOffLoop?: { readonly onFailure: (error: Error) => void },
+  flushWal?: FlushWal,
 ): Promise<Storage> {
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, SQLITE_FILE_NAME);
@@ -57,21 +60,22 @@ export async function openSqliteStorage(
       held.length = 0;
     },
   };
-  const db = new Kysely<Database>({ dialect: createSqliteDialect(database, hooks) });
+  const durability: SqliteDurability = { walSync: new WalSync(flushWal ?? flushWalFile(file)), relaxed: false };
+  const db = new Kysely<Database>({ dialect: createSqliteDialect(database, hooks, durability) });
   return {
     dialect: "sqlite",
     capabilities: SQLITE_CAPABILITIES,
     db,
     transaction: (fn, options) =>
       options?.durability === "relaxed"
-        ? // The safety level cannot change inside a transaction, so it is lowered on the one
-          // connection around it (held throughout: no other transaction commits in between).
+        ? // Its commit waits for no flush (sqlite-dialect.ts): marked on the one connection, held
+          // throughout, so no other transaction commits while the mark is set.
           db.connection().execute(async (connection) => {
-            await sql`pragma synchronous = normal`.execute(connection);
+            durability.relaxed = true;
             try {
               return await connection.transaction().execute(fn);
             } finally {
-              await sql`pragma synchronous = full`.execute(connection);
+              durability.relaxed = false;
             }
           })
         : db.transaction().execute(fn),
@@ -104,9 +108,11 @@ async function configureConnection(database: BetterSqlite3.Database): Promise<vo
   if (mode !== "wal") {
     throw new Error(`SQLite refused WAL mode (got ${String(mode)}); is the data dir on a network filesystem?`);
   }
-  // FULL: a commit is on disk (WAL fsynced) before it is acknowledged — receipts, audit and the
-  // ledger must survive power loss, not just a process crash (NORMAL only guarantees the latter).
-  database.pragma("synchronous = FULL");
+  // A commit is on disk (WAL fsynced) before it is acknowledged — receipts, audit and the ledger
+  // must survive power loss, not just a process crash — but the fsync is not SQLite's: NORMAL
+  // appends commits to the WAL without syncing them on the event loop, and the driver waits for
+  // the WAL's flush on the thread pool before the commit's caller goes on (wal-sync.ts).
+  database.pragma("synchronous = NORMAL");
   // Off by default in SQLite, per connection.
   database.pragma("foreign_keys = ON");
 }

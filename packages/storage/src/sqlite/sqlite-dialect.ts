@@ -14,6 +14,7 @@ import {
   SqliteQueryCompiler,
 } from "kysely";
 import { retryWhileBusy } from "./retry-while-busy.js";
+import type { WalSync } from "./wal-sync.js";
 
 /**
  * Kysely's SQLite dialect, changed in the two places where several *processes* share one file:
@@ -35,14 +36,25 @@ import { retryWhileBusy } from "./retry-while-busy.js";
  * Within one process, Kysely already serializes all use of the single connection (the mutex
  * below), so concurrent callers queue instead of contending.
  *
+ * 3. A write is acknowledged only once the WAL holding it is on disk, but the fsync is not made on
+ *    the event loop: the connection runs at `synchronous = NORMAL` (SQLite appends commits to the
+ *    WAL without syncing them) and, when a connection that wrote is released — after its COMMIT,
+ *    or after a write outside a transaction — the caller waits for the WalSync's next flush on the
+ *    thread pool (wal-sync.ts). The connection is released first, so other queries run while
+ *    the disk works. A transaction run with `relaxed` durability does not wait.
+ *
  * The adapter also reports transactional DDL (SQLite has it; Kysely's adapter says no, to be
  * safe for other SQLite drivers). That makes the Migrator run migrations inside one
  * `BEGIN IMMEDIATE` transaction, so the write lock doubles as the migration lock when two
  * processes open a fresh file at once.
  */
-export function createSqliteDialect(database: BetterSqlite3.Database, hooks: TransactionHooks = NO_HOOKS): Dialect {
+export function createSqliteDialect(
+  database: BetterSqlite3.Database,
+  hooks: TransactionHooks = NO_HOOKS,
+  durability?: SqliteDurability,
+): Dialect {
   return {
-    createDriver: (): Driver => new ImmediateTransactionSqliteDriver(database, hooks),
+    createDriver: (): Driver => new ImmediateTransactionSqliteDriver(database, hooks, durability),
     createQueryCompiler: (): QueryCompiler => new SqliteQueryCompiler(),
     createAdapter: (): DialectAdapter => new TransactionalDdlSqliteAdapter(),
     createIntrospector: (db: Kysely<unknown>): DatabaseIntrospector => new SqliteIntrospector(db),
@@ -57,6 +69,15 @@ export interface TransactionHooks {
 
 const NO_HOOKS: TransactionHooks = { committed: () => {}, rolledBack: () => {} };
 
+/**
+ * How writes are made durable (point 3 above). `relaxed` is set by the storage around a
+ * transaction run with relaxed durability, while it holds the one connection.
+ */
+export interface SqliteDurability {
+  readonly walSync: WalSync;
+  relaxed: boolean;
+}
+
 class TransactionalDdlSqliteAdapter extends SqliteAdapter {
   override get supportsTransactionalDdl(): boolean {
     return true;
@@ -67,9 +88,15 @@ class ImmediateTransactionSqliteDriver implements Driver {
   readonly #connection: SqliteConnection;
   readonly #mutex = new ConnectionMutex();
   readonly #hooks: TransactionHooks;
+  readonly #durability: SqliteDurability | undefined;
+  /** Whether the connection's holder wrote something not yet flushed that it must wait for. */
+  #unflushed = false;
 
-  constructor(database: BetterSqlite3.Database, hooks: TransactionHooks) {
-    this.#connection = new SqliteConnection(database);
+  constructor(database: BetterSqlite3.Database, hooks: TransactionHooks, durability: SqliteDurability | undefined) {
+    this.#durability = durability;
+    this.#connection = new SqliteConnection(database, () => {
+      this.#unflushed = true;
+    });
     this.#hooks = hooks;
   }
 
@@ -87,6 +114,7 @@ class ImmediateTransactionSqliteDriver implements Driver {
 
   async commitTransaction(): Promise<void> {
     await this.#connection.run("commit");
+    if (this.#durability?.relaxed === false) this.#unflushed = true;
     this.#hooks.committed();
   }
 
@@ -97,7 +125,11 @@ class ImmediateTransactionSqliteDriver implements Driver {
   }
 
   async releaseConnection(): Promise<void> {
+    const wait = this.#unflushed && this.#durability !== undefined;
+    this.#unflushed = false;
+    // Released before the flush: the next query runs while this caller waits for the disk.
     this.#mutex.unlock();
+    if (wait) await this.#durability?.walSync.sync();
   }
 
   async destroy(): Promise<void> {
@@ -116,9 +148,12 @@ class SqliteConnection implements DatabaseConnection {
    * recently used out first; a statement list in IN (...) can make many texts).
    */
   readonly #statements = new Map<string, BetterSqlite3.Statement>();
+  /** Called after a statement that may have written ran outside a transaction (its own commit). */
+  readonly #wroteOutsideTransaction: () => void;
 
-  constructor(db: BetterSqlite3.Database) {
+  constructor(db: BetterSqlite3.Database, wroteOutsideTransaction: () => void) {
     this.#db = db;
+    this.#wroteOutsideTransaction = wroteOutsideTransaction;
   }
 
   async run(sqlText: string): Promise<void> {
@@ -150,6 +185,8 @@ class SqliteConnection implements DatabaseConnection {
     const { sql, parameters } = compiledQuery;
     return this.#execute((): QueryResult<R> => {
       const statement = this.#prepared(sql);
+      // `readonly`, not `reader`: an INSERT … RETURNING is a reader that writes.
+      if (!statement.readonly && !this.#db.inTransaction) this.#wroteOutsideTransaction();
       if (statement.reader) {
         return { rows: statement.all(parameters) as R[] };
       }

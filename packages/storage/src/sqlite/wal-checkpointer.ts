@@ -20,7 +20,7 @@ export interface WalCheckpointer {
  * tenant fills the disk each fsync waits behind its writes (reliability trial T15). Here the
  * event loop's connection stops checkpointing (`wal_autocheckpoint = 0`) and a worker thread
  * checkpoints every 250 ms on a connection of its own. Durability is unchanged: every commit
- * still fsyncs the WAL before it is acknowledged (`synchronous = FULL`); a checkpoint only moves
+ * is still in a flushed WAL before it is acknowledged (wal-sync.ts); a checkpoint only moves
  * committed pages into the database file.
  *
  * If the thread fails or exits, the event loop's connection checkpoints again as SQLite's
