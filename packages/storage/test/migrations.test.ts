@@ -76,6 +76,19 @@ for (const dialect of DIALECTS) {
             /does not fit a JavaScript number/,
           );
           assert.equal(storage.capabilities.skipLocked, true);
+          // Manifests compress with lz4, not pglz (migration 0039; this cluster is built with lz4).
+          const compression = await sql<{ attname: string; attcompression: string }>`
+            select attname, attcompression from pg_attribute
+            where (attrelid, attname) in (('source_uploads'::regclass, 'manifest'), ('jobs'::regclass, 'source_manifest'))
+            order by attname
+          `.execute(storage.db);
+          assert.deepEqual(
+            compression.rows.map((r) => [r.attname, r.attcompression]),
+            [
+              ["manifest", "l"],
+              ["source_manifest", "l"],
+            ],
+          );
         }
       } finally {
         await storage.close();

@@ -27,6 +27,7 @@ import { jobEventTenantSequence } from "./0030-job-event-tenant-sequence.js";
 import { artifactBlobs } from "./0035-artifact-blobs.js";
 import { jobStatusCounts } from "./0037-job-status-counts.js";
 import { sourceReservationsCoveringIndex } from "./0038-source-reservations-covering-index.js";
+import { manifestsLz4 } from "./0039-manifests-lz4.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -65,6 +66,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0035-artifact-blobs": artifactBlobs(),
     "0037-job-status-counts": jobStatusCounts(dialect),
     "0038-source-reservations-covering-index": sourceReservationsCoveringIndex(),
+    "0039-manifests-lz4": manifestsLz4(dialect),
   };
 }
 
