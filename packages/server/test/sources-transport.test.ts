@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { existsSync, readdirSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
+import { inflateRawSync } from "node:zlib";
 import { cleanupExpiredUploads, onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { readSourceFile } from "../src/jobs/admit-inline-source.js";
@@ -227,6 +228,46 @@ for (const dialect of DIALECTS) {
       assert.equal((await other.complete("dedupe-1")).status, 409);
       assert.equal((await other.put("dedupe-1", 1, part)).status, 204);
       assert.equal((await other.complete("dedupe-1")).json().state, "verified");
+    });
+
+    it("stores a manifest compressed in its row, and still serves an upload reserved before (its manifest as text)", async () => {
+      const row = (upload: string) =>
+        t.storage.db
+          .selectFrom("source_uploads")
+          .select(["manifest", "manifest_deflated"])
+          .where("tenant_id", "=", member.tenant)
+          .where("upload", "=", upload)
+          .executeTakeFirstOrThrow();
+      const archive = archiveOf(CRATE, LINKS, { partBytes: 64 });
+      assert.equal((await sources.reserve(archive.reservation, "deflated")).status, 200);
+      const stored = await row("deflated");
+      assert.equal(stored.manifest, "", "no manifest text in the row");
+      assert.ok(stored.manifest_deflated !== null);
+      assert.deepEqual(
+        JSON.parse(inflateRawSync(stored.manifest_deflated).toString("utf8")),
+        archive.reservation.manifest,
+      );
+
+      // A row as reserved before migration 0040: the text, nothing compressed. Its parts (each
+      // checked against the manifest), completion (verified against it) and job (admitted from
+      // it) all read the text.
+      const older = archiveOf([...CRATE, { path: "src/old.rs", content: "// before\n" }], LINKS, { partBytes: 64 });
+      assert.equal((await sources.reserve(older.reservation, "as-text")).status, 200);
+      const compressed = (await row("as-text")).manifest_deflated;
+      assert.ok(compressed !== null);
+      await t.storage.db
+        .updateTable("source_uploads")
+        .set({ manifest: inflateRawSync(compressed).toString("utf8"), manifest_deflated: null })
+        .where("tenant_id", "=", member.tenant)
+        .where("upload", "=", "as-text")
+        .execute();
+      for (const [index, bytes] of older.parts.entries()) {
+        const put = await sources.put("as-text", index + 1, bytes);
+        assert.ok(put.status === 204, `part ${index + 1}: ${put.body}`);
+      }
+      assert.equal((await sources.complete("as-text")).json().state, "verified");
+      const job = await submit(archiveSubmission("as-text", older.manifestSha256), "job-as-text");
+      assert.equal(job.status, 200, job.body);
     });
 
     it("accepts a reused pack that also holds an old file's bytes; the job gets only the manifest's files", async () => {

@@ -16,6 +16,7 @@ import { DIALECTS } from "@kiln/storage/testing";
 import { hashToken, mintToken } from "../src/auth/token-format.js";
 import { meterAttempt } from "../src/hosts/meter-attempt.js";
 import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
+import { deflateManifestJson } from "../src/sources/manifest-codec.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { acceptJob, HOST } from "./job-fixtures.js";
 import { signIn } from "./sign-in.js";
@@ -129,7 +130,7 @@ for (const dialect of DIALECTS) {
         reservedBy: owner.userId,
         requestHash: "h",
         formatVersion: 1,
-        manifest: JSON.stringify({ entries: [], parts: [] }),
+        manifestDeflated: deflateManifestJson(JSON.stringify({ entries: [], parts: [] })),
         manifestSha256: "0".repeat(64),
         totals: "{}",
         partCount: 3,

@@ -341,6 +341,7 @@ export {
   readUploadPart,
   readUploadParts,
   type SourceUploadHeader,
+  type StoredUploadManifest,
 } from "./sources/read-upload.js";
 export {
   findTenantChunk,

@@ -567,8 +567,13 @@ export interface SourceUploadsTable {
   /** Hash of the reservation request; a replay with another hash is conflict. */
   request_hash: string;
   format_version: number;
-  /** JSON: the manifest {entries, parts} as reserved. */
+  /** JSON: the manifest {entries, parts} as reserved; empty when `manifest_deflated` holds it. */
   manifest: string;
+  /**
+   * The manifest's JSON compressed by the server (server/src/sources/manifest-codec.ts; migration
+   * 0040); null in rows reserved before, whose `manifest` holds the text.
+   */
+  manifest_deflated: Uint8Array | null;
   manifest_sha256: string;
   /** JSON: the declared (and verified equal) totals. */
   totals: string;

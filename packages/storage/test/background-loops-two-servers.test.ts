@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { deflateRawSync } from "node:zlib";
 import {
   claimNextJob,
   cleanupExpiredUploads,
@@ -56,7 +57,7 @@ async function expiredUpload(storage: Storage, upload: string, part: number): Pr
     reservedBy: "person:p1",
     requestHash: `hash-${upload}`,
     formatVersion: 1,
-    manifest: JSON.stringify({ entries: [], parts: [] }),
+    manifestDeflated: deflateRawSync(JSON.stringify({ entries: [], parts: [] })),
     manifestSha256: digest(1),
     totals: "{}",
     partCount: 1,

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { deflateRawSync } from "node:zlib";
 import { sql } from "kysely";
 import {
   claimUpload,
@@ -50,7 +51,7 @@ for (const dialect of DIALECTS) {
         reservedBy: "person:p1",
         requestHash: `hash-${upload}`,
         formatVersion: 1,
-        manifest: JSON.stringify({ entries: [], parts: [] }),
+        manifestDeflated: deflateRawSync(JSON.stringify({ entries: [], parts: [] })),
         manifestSha256: digest(1),
         totals: "{}",
         partCount: 2,
@@ -256,7 +257,7 @@ for (const dialect of DIALECTS) {
             reservedBy: "p",
             requestHash: "h",
             formatVersion: 1,
-            manifest: "{}",
+            manifestDeflated: deflateRawSync("{}"),
             manifestSha256: digest(1),
             totals: "{}",
             partCount: 1,

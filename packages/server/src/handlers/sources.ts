@@ -17,6 +17,7 @@ import { ReceivedBytes } from "../http/received-bytes.js";
 import { refuse } from "../http/refusal.js";
 import { requireOnboarded } from "../repositories/require-onboarded.js";
 import { DeclaredPartsCache } from "../sources/declared-parts.js";
+import { manifestJsonOf } from "../sources/manifest-codec.js";
 import type { SourceManifest } from "../sources/manifest-types.js";
 import { SegmentDigests } from "../sources/segment-digests.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../sources/upload-view.js";
@@ -87,7 +88,7 @@ function refuseIfExpired(ctx: BaseContext, upload: SourceUploadHeader): void {
   }
 }
 
-const manifestOf = (upload: SourceUploadRow) => JSON.parse(upload.manifest) as SourceManifest;
+const manifestOf = async (upload: SourceUploadRow) => JSON.parse(await manifestJsonOf(upload)) as SourceManifest;
 
 /** One process's parsed manifests (see declared-parts.ts). */
 const declaredParts = new DeclaredPartsCache();
@@ -190,7 +191,7 @@ export const reserveSource: Handler<"sources.reserve"> = async (ctx) => {
     reservedBy: principal.principal,
     requestHash,
     formatVersion: body.format_version,
-    manifest: prepared.manifestJson,
+    manifestDeflated: prepared.manifestDeflated,
     manifestSha256: validated.manifestSha256,
     totals: JSON.stringify(body.totals),
     partCount: validated.totals.parts,
@@ -345,7 +346,7 @@ export const completeSource: Handler<"sources.complete"> = async (ctx) => {
   }
   const outcome = await verifyUpload(
     ctx.deps.blobs,
-    manifestOf(upload),
+    await manifestOf(upload),
     new Map(parts.map((p) => [p.part, { sha256: p.sha256, bytes: Number(p.bytes) }])),
     segmentDigests,
   );

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { BodyOf } from "@kiln/contract";
 import type { FastifyRequest } from "fastify";
 import { admitInlineFiles } from "../jobs/inline-file-rules.js";
+import { deflateManifestJson } from "../sources/manifest-codec.js";
 import { type ValidatedManifest, validateManifest } from "../sources/validate-manifest.js";
 import { Refusal, type RefusalDocument } from "./refusal.js";
 import { requestHashOf } from "./request-hash.js";
@@ -55,10 +56,12 @@ export interface PreparedInlineSource {
   readonly rules: Outcome<null>;
 }
 
-/** sources.reserve: the manifest's rules and identity (validateManifest), and its JSON as stored. */
+/** sources.reserve: the manifest's rules and identity (validateManifest), its JSON, and that compressed as stored. */
 export interface PreparedReservation {
   readonly validated: Outcome<ValidatedManifest>;
   readonly manifestJson: string;
+  /** What `source_uploads.manifest_deflated` stores (sources/manifest-codec.ts). */
+  readonly manifestDeflated: Uint8Array;
 }
 
 interface BodyPreparation<Body, Prepared> {
@@ -126,10 +129,14 @@ const submission: BodyPreparation<BodyOf<"jobs.submit">, PreparedSubmission> = {
 };
 
 const reservation: BodyPreparation<BodyOf<"sources.reserve">, PreparedReservation> = {
-  prepare: (body) => ({
-    validated: outcomeOf(() => validateManifest(body)),
-    manifestJson: JSON.stringify(body.manifest),
-  }),
+  prepare: (body) => {
+    const manifestJson = JSON.stringify(body.manifest);
+    return {
+      validated: outcomeOf(() => validateManifest(body)),
+      manifestJson,
+      manifestDeflated: deflateManifestJson(manifestJson),
+    };
+  },
   strip: (body) => {
     // The parts stay (the handler attaches held ones); the entries are what is large.
     body.manifest.entries = [];
@@ -137,7 +144,7 @@ const reservation: BodyPreparation<BodyOf<"sources.reserve">, PreparedReservatio
   restore: (body, prepared) => {
     lazyMember(body.manifest, "entries", () => (JSON.parse(prepared.manifestJson) as typeof body.manifest).entries);
   },
-  transfer: () => [],
+  transfer: (prepared) => [prepared.manifestDeflated.buffer as ArrayBuffer],
 };
 
 /** The operations whose bodies are prepared, and how. */

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { type BlobStore, claimUpload, type Db, insertJob, type JobRow, readUpload, type Storage } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
+import { manifestJsonOf } from "../sources/manifest-codec.js";
 import type { SourceManifest } from "../sources/manifest-types.js";
 import { isExpired } from "../sources/upload-view.js";
 import {
@@ -64,7 +65,7 @@ export async function admitArchiveSource(
       `body.workspace.source.archive.manifest_sha256 ${archive.manifest_sha256} is not upload ${upload.upload}'s (${upload.manifest_sha256})`,
     );
   }
-  const manifest = JSON.parse(upload.manifest) as SourceManifest;
+  const manifest = JSON.parse(await manifestJsonOf(upload)) as SourceManifest;
   admitInvocation(input.invocation, manifest.entries);
 
   const partDigest = (part: number) => manifest.parts[part - 1]?.sha256 ?? "";

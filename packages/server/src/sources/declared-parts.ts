@@ -1,4 +1,5 @@
 import { readUploadManifest, type SourceUploadHeader, type Storage } from "@kiln/storage";
+import { manifestJsonOf } from "./manifest-codec.js";
 import type { SourceManifest } from "./manifest-types.js";
 
 /** What chunk requests need of a manifest: its parts, and the one-segment files each part holds. */
@@ -52,8 +53,10 @@ export class DeclaredPartsCache {
       this.entries.set(key, cached);
       return cached;
     }
-    const text = await readUploadManifest(storage, { tenantId: upload.tenant_id, upload: upload.upload });
-    const parts = declaredPartsOf(text === undefined ? undefined : (JSON.parse(text) as SourceManifest));
+    const stored = await readUploadManifest(storage, { tenantId: upload.tenant_id, upload: upload.upload });
+    const parts = declaredPartsOf(
+      stored === undefined ? undefined : (JSON.parse(await manifestJsonOf(stored)) as SourceManifest),
+    );
     this.entries.set(key, parts);
     if (this.entries.size > CAPACITY) {
       const oldest = this.entries.keys().next().value;

@@ -198,6 +198,10 @@ async function markShared(storage: Storage, sha256: string, rowLocks: boolean): 
  * Whether a job's source manifest or a source upload's manifest names the digest: JSON text,
  * so a substring scan (a digest is 64 hex digits, so a match is the digest; an archive entry's
  * own digest, which is not a blob, may match too, which only keeps bytes that could have gone).
+ * Uploads reserved since migration 0040 keep their manifest compressed (`manifest` empty), which
+ * no scan reads: a part such a manifest names is either held (its part row and the tenant's chunk
+ * index name it: namedByIndexedKind) or not sent yet, and its put is fenced against the sweep
+ * (blobs/sweep-fenced-blob-store.ts).
  */
 async function namedBySource(db: Kysely<Database>, sha256: string): Promise<boolean> {
   const pattern = `%${sha256}%`;

@@ -28,6 +28,7 @@ import { artifactBlobs } from "./0035-artifact-blobs.js";
 import { jobStatusCounts } from "./0037-job-status-counts.js";
 import { sourceReservationsCoveringIndex } from "./0038-source-reservations-covering-index.js";
 import { manifestsLz4 } from "./0039-manifests-lz4.js";
+import { uploadManifestsDeflated } from "./0040-upload-manifests-deflated.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -67,6 +68,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0037-job-status-counts": jobStatusCounts(dialect),
     "0038-source-reservations-covering-index": sourceReservationsCoveringIndex(),
     "0039-manifests-lz4": manifestsLz4(dialect),
+    "0040-upload-manifests-deflated": uploadManifestsDeflated(dialect),
   };
 }
 

@@ -46,7 +46,7 @@ export async function readUploadPart(
 }
 
 /** An upload row without its manifest: what a per-part request needs. */
-export type SourceUploadHeader = Omit<SourceUploadRow, "manifest">;
+export type SourceUploadHeader = Omit<SourceUploadRow, "manifest" | "manifest_deflated">;
 
 const HEADER_COLUMNS = [
   "tenant_id",
@@ -90,16 +90,18 @@ export async function readUploadForPart(
   return { upload, part: await readUploadPart(db, input) };
 }
 
-/** The manifest text of an upload (JSON), or undefined. */
+/** An upload's manifest as stored (its text, or the server's compressed bytes), or undefined. */
+export type StoredUploadManifest = Pick<SourceUploadRow, "manifest" | "manifest_deflated">;
+
+/** The manifest of an upload as stored, or undefined. */
 export async function readUploadManifest(
   target: StorageOrTransaction,
   input: { tenantId: string; upload: string },
-): Promise<string | undefined> {
-  const row = await executorOf(target)
+): Promise<StoredUploadManifest | undefined> {
+  return executorOf(target)
     .selectFrom("source_uploads")
-    .select("manifest")
+    .select(["manifest", "manifest_deflated"])
     .where("tenant_id", "=", input.tenantId)
     .where("upload", "=", input.upload)
     .executeTakeFirst();
-  return row?.manifest;
 }

@@ -10,8 +10,11 @@ export interface UploadReservation {
   readonly reservedBy: string;
   readonly requestHash: string;
   readonly formatVersion: number;
-  /** JSON text of the manifest {entries, parts}. */
-  readonly manifest: string;
+  /**
+   * The manifest {entries, parts}: its JSON compressed by the server
+   * (server/src/sources/manifest-codec.ts), stored as given.
+   */
+  readonly manifestDeflated: Uint8Array;
   readonly manifestSha256: string;
   /** JSON text of the totals. */
   readonly totals: string;
@@ -80,7 +83,8 @@ export async function reserveUpload(storage: Storage, input: UploadReservation):
         reserved_by: input.reservedBy,
         request_hash: input.requestHash,
         format_version: input.formatVersion,
-        manifest: input.manifest,
+        manifest: "",
+        manifest_deflated: input.manifestDeflated,
         manifest_sha256: input.manifestSha256,
         totals: input.totals,
         part_count: input.partCount,
