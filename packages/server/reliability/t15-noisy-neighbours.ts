@@ -104,10 +104,9 @@ interface NoisyTally {
   broken: string[];
 }
 
-/** The noisy tenant's load (in a child process): huge manifests, huge bodies, its disk allowance filled. */
-async function noisyTenantRequests(config: { base: string; token: string; until: number }): Promise<NoisyTally> {
-  const { base, until } = config;
-  const noisy: NoisyTally = {
+/** A tally with nothing counted yet. */
+function noTally(): NoisyTally {
+  return {
     manifests: 0,
     bodies: 0,
     largeRefused: 0,
@@ -118,6 +117,12 @@ async function noisyTenantRequests(config: { base: string; token: string; until:
     cpuSeconds: 0,
     broken: [],
   };
+}
+
+/** The noisy tenant's load (in a child process): huge manifests, huge bodies, its disk allowance filled. */
+async function noisyTenantRequests(config: { base: string; token: string; until: number }): Promise<NoisyTally> {
+  const { base, until } = config;
+  const noisy = noTally();
   const fail = (what: string) => noisy.broken.push(what);
   const noisyTenant = { token: config.token };
   let keys = 0;
@@ -382,19 +387,8 @@ async function trialOn(engine: DialectName, fail: (what: string) => void): Promi
     const until = Date.now() + BESIDE * 1000;
     const serverCpuBefore = cpuSecondsOf(server.child.pid);
     const accepted: number[] = [];
-    const noisy = {
-      sent: 0,
-      refused: 0,
-      other: 0,
-      manifests: 0,
-      bodies: 0,
-      largeRefused: 0,
-      parts: 0,
-      partsRefused: 0,
-      reservationsRefused: 0,
-      failed: 0,
-      cpuSeconds: 0,
-    };
+    // The noisy credential's counts (sent, refused, other), then the noisy tenant's tally.
+    const noisy = { sent: 0, refused: 0, other: 0, ...noTally() };
     const noisyAgentLoad = (async () => {
       const pending: Promise<void>[] = [];
       const start = Date.now();
