@@ -333,9 +333,9 @@ for (const dialect of SQLITE) {
     });
 
     it("a report that does not match the protocol fails the job naming the violation; the service says so", async () => {
-      const job = await acceptJob(storage, { tenant: p.tenant, now: p.clock.now() });
-      // Claimed by the service directly, so no agent attempt races this one.
+      // Claimed by the service directly: the agent stops first, so no attempt of its own races this one.
       await p.agent.stop();
+      const job = await acceptJob(storage, { tenant: p.tenant, now: p.clock.now() });
       const placement = await p.service.claim("other-host", 16);
       assert.ok(placement !== null && placement.jobId === job.id);
       const answer = await p.service.finish(placement, {
@@ -356,10 +356,11 @@ for (const dialect of SQLITE) {
     });
 
     it("a job whose stored admission does not match its schema fails at placement, and the next job is placed", async () => {
+      // The agent stops first: a job's notice wakes it, and it would claim the good job itself.
+      await p.agent.stop();
       const broken = await acceptJob(storage, { tenant: p.tenant, now: p.clock.now(), admitted: "{}" });
       await p.clock.advance(1000); // queued after it: placement takes the oldest first
       const good = await acceptJob(storage, { tenant: p.tenant, now: p.clock.now() });
-      await p.agent.stop();
       const placement = await p.service.claim("other-host", 16);
       assert.equal(placement?.jobId, good.id);
       const record = await jobOf(p, broken.id);
