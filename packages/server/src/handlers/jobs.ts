@@ -12,7 +12,7 @@ import {
   requestCancellation,
 } from "@kiln/storage";
 import { type PreparedSubmission, preparedBody } from "../http/body-preparations.js";
-import { refuse } from "../http/refusal.js";
+import { Refusal, refuse } from "../http/refusal.js";
 import { admitArchiveSource } from "../jobs/admit-archive-source.js";
 import { admitInlineSource, jobClassOf, readSourceFile } from "../jobs/admit-inline-source.js";
 import { admitSettings } from "../jobs/admit-settings.js";
@@ -32,14 +32,36 @@ import { pageRequestOf } from "./page-request.js";
  */
 export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
   const principal = principalOf(ctx);
-  const body = ctx.body;
   const key = ctx.idempotencyKey ?? refuse("idempotency_key_required", "jobs.submit needs an idempotency-key");
   // The body's identity and its inline bytes, prepared off the event loop for a large body.
   const prepared = preparedBody(ctx, "jobs.submit");
   const requestHash = prepared.requestHash;
   const existing = await findJobBySubmissionKey(ctx.db, { tenantId: principal.tenantId, key });
   if (existing !== undefined) return replayOrConflict(existing, requestHash, key);
+  try {
+    return await admitAndInsert(ctx, key, prepared);
+  } catch (error) {
+    // Another submission under the same key may have been accepted between this one's look-up
+    // and its refusal — its bytes now count against the bandwidth allowance, its upload is now
+    // claimed — so the refusal would answer a request whose job exists. The key's job is the
+    // answer then (replayed, or conflict if the input differs), as it is for a later retry.
+    if (error instanceof Refusal) {
+      const raced = await findJobBySubmissionKey(ctx.db, { tenantId: principal.tenantId, key });
+      if (raced !== undefined) return replayOrConflict(raced, requestHash, key);
+    }
+    throw error;
+  }
+};
 
+/** jobs.submit's admission and insert, once no job holds the key yet. */
+async function admitAndInsert(
+  ctx: Parameters<Handler<"jobs.submit">>[0],
+  key: string,
+  prepared: PreparedSubmission,
+): Promise<string> {
+  const principal = principalOf(ctx);
+  const body = ctx.body;
+  const requestHash = prepared.requestHash;
   const source = body.workspace.source;
   const files = "files" in source ? source.files : null;
   if ((body.schema_version === 1) !== (files !== null)) {
@@ -125,7 +147,7 @@ export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
   if (!created) return replayOrConflict(job, requestHash, key);
   ctx.afterCommit(() => ctx.deps.wakeScheduler?.());
   return job.id;
-};
+}
 
 /** The inline files as bytes (the body's arrays are not read: the preparation decoded them). */
 function inlineFilesOf(files: readonly { path: string; executable: boolean }[], prepared: PreparedSubmission) {
