@@ -17,7 +17,8 @@ import { retryWhileBusy } from "./retry-while-busy.js";
 import type { WalSync } from "./wal-sync.js";
 
 /**
- * Kysely's SQLite dialect, changed in the two places where several *processes* share one file:
+ * Kysely's SQLite dialect, changed where several *processes* share one file (1, 2) and where the
+ * event loop would wait for the disk (3):
  *
  * 1. Transactions begin with `BEGIN IMMEDIATE`, not Kysely's plain (deferred) `BEGIN`.
  *    A deferred transaction takes only a read snapshot at its first read and tries to upgrade
@@ -148,7 +149,7 @@ class SqliteConnection implements DatabaseConnection {
    * recently used out first; a statement list in IN (...) can make many texts).
    */
   readonly #statements = new Map<string, BetterSqlite3.Statement>();
-  /** Called after a statement that may have written ran outside a transaction (its own commit). */
+  /** Called for a statement that may write, run outside a transaction (its own commit). */
   readonly #wroteOutsideTransaction: () => void;
 
   constructor(db: BetterSqlite3.Database, wroteOutsideTransaction: () => void) {
