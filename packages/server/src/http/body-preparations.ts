@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { BodyOf } from "@kiln/contract";
 import type { FastifyRequest } from "fastify";
 import { admitInlineFiles } from "../jobs/inline-file-rules.js";
-import { deflateManifestJson } from "../sources/manifest-codec.js";
+import { deflateManifestJson, inflateManifestJsonSync } from "../sources/manifest-codec.js";
 import { type ValidatedManifest, validateManifest } from "../sources/validate-manifest.js";
 import { Refusal, type RefusalDocument } from "./refusal.js";
 import { requestHashOf } from "./request-hash.js";
@@ -56,11 +56,13 @@ export interface PreparedInlineSource {
   readonly rules: Outcome<null>;
 }
 
-/** sources.reserve: the manifest's rules and identity (validateManifest), its JSON, and that compressed as stored. */
+/** sources.reserve: the manifest's rules and identity (validateManifest), and its JSON compressed as stored. */
 export interface PreparedReservation {
   readonly validated: Outcome<ValidatedManifest>;
-  readonly manifestJson: string;
-  /** What `source_uploads.manifest_deflated` stores (sources/manifest-codec.ts). */
+  /**
+   * What `source_uploads.manifest_deflated` stores (sources/manifest-codec.ts); also where the
+   * entries come back from if anything reads them, so the worker hands over a seventh of the bytes.
+   */
   readonly manifestDeflated: Uint8Array;
 }
 
@@ -129,20 +131,20 @@ const submission: BodyPreparation<BodyOf<"jobs.submit">, PreparedSubmission> = {
 };
 
 const reservation: BodyPreparation<BodyOf<"sources.reserve">, PreparedReservation> = {
-  prepare: (body) => {
-    const manifestJson = JSON.stringify(body.manifest);
-    return {
-      validated: outcomeOf(() => validateManifest(body)),
-      manifestJson,
-      manifestDeflated: deflateManifestJson(manifestJson),
-    };
-  },
+  prepare: (body) => ({
+    validated: outcomeOf(() => validateManifest(body)),
+    manifestDeflated: deflateManifestJson(JSON.stringify(body.manifest)),
+  }),
   strip: (body) => {
     // The parts stay (the handler attaches held ones); the entries are what is large.
     body.manifest.entries = [];
   },
   restore: (body, prepared) => {
-    lazyMember(body.manifest, "entries", () => (JSON.parse(prepared.manifestJson) as typeof body.manifest).entries);
+    lazyMember(
+      body.manifest,
+      "entries",
+      () => (JSON.parse(inflateManifestJsonSync(prepared.manifestDeflated)) as typeof body.manifest).entries,
+    );
   },
   transfer: (prepared) => [prepared.manifestDeflated.buffer as ArrayBuffer],
 };

@@ -1,5 +1,5 @@
 import { promisify } from "node:util";
-import { constants, deflateRawSync, inflateRaw } from "node:zlib";
+import { deflateRawSync, inflateRaw, inflateRawSync } from "node:zlib";
 import type { StoredUploadManifest } from "@kiln/storage";
 
 const inflateRawAsync = promisify(inflateRaw);
@@ -14,7 +14,7 @@ const inflateRawAsync = promisify(inflateRaw);
  * Deliberately free of storage at run time (a type import only): the body worker imports it.
  */
 export function deflateManifestJson(json: string): Uint8Array {
-  const deflated = deflateRawSync(Buffer.from(json, "utf8"), { level: 1, strategy: constants.Z_DEFAULT_STRATEGY });
+  const deflated = deflateRawSync(Buffer.from(json, "utf8"), { level: 1 });
   // A buffer of its own (not a view of a pool), so the worker can hand it over.
   return deflated.byteOffset === 0 && deflated.byteLength === deflated.buffer.byteLength
     ? deflated
@@ -28,4 +28,9 @@ export function deflateManifestJson(json: string): Uint8Array {
 export async function manifestJsonOf(stored: StoredUploadManifest): Promise<string> {
   if (stored.manifest_deflated === null) return stored.manifest;
   return (await inflateRawAsync(stored.manifest_deflated)).toString("utf8");
+}
+
+/** The JSON of compressed manifest bytes, inflated on the calling thread (a body's lazy restore: see body-preparations.ts). */
+export function inflateManifestJsonSync(deflated: Uint8Array): string {
+  return inflateRawSync(deflated).toString("utf8");
 }
