@@ -28,7 +28,7 @@
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -258,16 +258,75 @@ async function noisyTenantRequests(config: { base: string; token: string; until:
  */
 const NOISY_CLIENT_NICE = Number(process.env.KILN_T15_NOISY_CLIENT_NICE ?? 19);
 
-/** CPU seconds (user and system, every thread) a process has used so far, from /proc (Linux). */
-function cpuSecondsOf(pid: number | undefined): number {
-  if (pid === undefined) return Number.NaN;
+/** Fields of a /proc stat line after the command name (field 3 is index 0), or [] if it is gone. */
+function statFieldsOf(path: string): string[] {
   try {
-    // Fields 14 and 15 (utime, stime) in clock ticks, after the command name in parentheses.
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    return readFileSync(path, "utf8").split(") ")[1]?.split(" ") ?? [];
   } catch {
-    return Number.NaN;
+    return [];
   }
+}
+
+/** utime + stime (fields 14 and 15, in clock ticks) of a stat line's fields, in seconds. */
+function secondsOf(fields: string[]): number {
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * CPU seconds (user and system) a server process has used so far, from /proc (Linux): in all,
+ * on its event loop (the thread whose id is the process's), and on its body workers (the
+ * threads running below the loop's priority: body-worker.ts lowers their nice value). The rest
+ * is libuv's thread pool (staging writes, fsyncs, inflating), V8's garbage collector and
+ * compiler threads, and threads that have exited.
+ */
+interface ServerCpu {
+  total: number;
+  loop: number;
+  bodyWorkers: number;
+}
+
+function serverCpuOf(pid: number | undefined): ServerCpu {
+  const none = { total: Number.NaN, loop: Number.NaN, bodyWorkers: Number.NaN };
+  if (pid === undefined) return none;
+  const whole = statFieldsOf(`/proc/${pid}/stat`);
+  const loop = statFieldsOf(`/proc/${pid}/task/${pid}/stat`);
+  if (whole.length === 0 || loop.length === 0) return none;
+  // Field 19: the nice value, per thread on Linux.
+  const loopNice = Number(loop[16]);
+  let bodyWorkers = 0;
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    // The process is gone: its total stands, its threads cannot be told apart.
+  }
+  for (const task of tasks) {
+    const fields = statFieldsOf(`/proc/${pid}/task/${task}/stat`);
+    if (fields.length > 0 && Number(fields[16]) > loopNice) bodyWorkers += secondsOf(fields);
+  }
+  return { total: secondsOf(whole), loop: secondsOf(loop), bodyWorkers };
+}
+
+/**
+ * CPU seconds of a process tree (a PostgreSQL cluster: its postmaster and backends) so far: each
+ * live process's own and its waited-for children's (fields 16 and 17), so backends that have
+ * exited count through the postmaster that reaped them.
+ */
+function treeCpuSecondsOf(rootPid: number | undefined): number {
+  if (rootPid === undefined) return Number.NaN;
+  const parentOf = new Map<number, { parent: number; fields: string[] }>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fields = statFieldsOf(`/proc/${entry}/stat`);
+    if (fields.length > 0) parentOf.set(Number(entry), { parent: Number(fields[1]), fields });
+  }
+  let seconds = 0;
+  for (const [pid, { fields }] of parentOf) {
+    let ancestor: number | undefined = pid;
+    while (ancestor !== undefined && ancestor > 1 && ancestor !== rootPid) ancestor = parentOf.get(ancestor)?.parent;
+    if (ancestor === rootPid) seconds += secondsOf(fields) + (Number(fields[13]) + Number(fields[14])) / 100;
+  }
+  return seconds;
 }
 
 /** Runs noisyTenantRequests in a child process (this file, with NOISY_CONFIG) and resolves with its tally. */
@@ -308,7 +367,7 @@ if (noisyConfig !== undefined) {
  * would spare the PostgreSQL run the very disk waits the SQLite one pays. A child process
  * (`scripts/postgres-cluster.mjs --durable`) that stops the cluster and deletes it on SIGTERM.
  */
-async function startDurablePostgres(): Promise<{ url: string; stop(): Promise<void> }> {
+async function startDurablePostgres(): Promise<{ url: string; pid: number | undefined; stop(): Promise<void> }> {
   const script = fileURLToPath(new URL("../../../../scripts/postgres-cluster.mjs", import.meta.url));
   const child = spawn(process.execPath, [script, "--durable"], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
@@ -328,6 +387,7 @@ async function startDurablePostgres(): Promise<{ url: string; stop(): Promise<vo
   });
   return {
     url,
+    pid: child.pid,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
       await exited;
@@ -385,7 +445,8 @@ async function trialOn(engine: DialectName, fail: (what: string) => void): Promi
     // ---- the same beside the noise.
     const beside: Quiet = { latencies: [], wrong: [] };
     const until = Date.now() + BESIDE * 1000;
-    const serverCpuBefore = cpuSecondsOf(server.child.pid);
+    const serverCpuBefore = serverCpuOf(server.child.pid);
+    const postgresCpuBefore = treeCpuSecondsOf(postgres?.pid);
     const accepted: number[] = [];
     // The noisy credential's counts (sent, refused, other), then the noisy tenant's tally.
     const noisy = { sent: 0, refused: 0, other: 0, ...noTally() };
@@ -424,7 +485,11 @@ async function trialOn(engine: DialectName, fail: (what: string) => void): Promi
       }),
     ]);
     const loadAfter = loadavg()[0] ?? Number.NaN;
-    const serverCpu = cpuSecondsOf(server.child.pid) - serverCpuBefore;
+    const serverCpuAfter = serverCpuOf(server.child.pid);
+    const serverCpu = serverCpuAfter.total - serverCpuBefore.total;
+    const loopCpu = serverCpuAfter.loop - serverCpuBefore.loop;
+    const bodyWorkerCpu = serverCpuAfter.bodyWorkers - serverCpuBefore.bodyWorkers;
+    const postgresCpu = treeCpuSecondsOf(postgres?.pid) - postgresCpuBefore;
 
     // ---- verdicts.
     let worstWindow = 0;
@@ -450,7 +515,9 @@ async function trialOn(engine: DialectName, fail: (what: string) => void): Promi
       `rate_limited, ${noisy.other} other; noisy tenant: ${noisy.manifests} 40,000-file manifests, ${noisy.bodies} ` +
       `15–17 MiB submissions (${noisy.largeRefused} of these large requests refused rate_limited), ${count(noisy.parts)} 4 MiB parts stored (${noisy.partsRefused} refused, ` +
       `${noisy.reservationsRefused} reservations refused), ${noisy.failed} noisy connections failed; CPU beside the ` +
-      `noise: server ${serverCpu.toFixed(1)} s, noisy client ${noisy.cpuSeconds.toFixed(1)} s (nice ${NOISY_CLIENT_NICE}) ` +
+      `noise: server ${serverCpu.toFixed(1)} s (event loop ${loopCpu.toFixed(1)} s, body workers ` +
+      `${bodyWorkerCpu.toFixed(1)} s, other threads ${(serverCpu - loopCpu - bodyWorkerCpu).toFixed(1)} s)` +
+      `${postgres === undefined ? "" : `, PostgreSQL ${postgresCpu.toFixed(1)} s`}, noisy client ${noisy.cpuSeconds.toFixed(1)} s (nice ${NOISY_CLIENT_NICE}) ` +
       `of ${availableParallelism() * BESIDE} core-seconds; quiet tenant ` +
       `(jobs.get and jobs.list at ${QUIET_RATE}/s): p50 ${percentile(alone.latencies, 50).toFixed(1)} → ` +
       `${percentile(beside.latencies, 50).toFixed(1)} ms, p99 ${p99Alone.toFixed(1)} ms alone → ` +
