@@ -1,6 +1,7 @@
 export { callOperation, type RawInput } from "./call-operation.js";
 export { createKilnMcpServer, KILN_MCP_VERSION, type KilnMcpServerOptions } from "./create-kiln-mcp-server.js";
 export { CredentialRefused, discoverScopes } from "./discover-scopes.js";
+export { DrainingStdioServerTransport } from "./draining-stdio-transport.js";
 export { compactSchema, type JsonSchema, plainSchema } from "./json-schema.js";
 export { getPrompt, KILN_PROMPTS, listPrompts } from "./prompts.js";
 export {
@@ -22,4 +23,4 @@ export {
   toolOf,
   toolsForScopes,
 } from "./tools.js";
-export { StdioServerTransport, StreamableHTTPServerTransport } from "./transports.js";
+export { StreamableHTTPServerTransport } from "./transports.js";

@@ -1,6 +1,6 @@
 /**
- * The SDK transports kiln's server runs on, re-exported so the `kiln` CLI (which wires
- * them) depends on @kiln/mcp alone rather than on the SDK directly.
+ * The SDK transport kiln's HTTP server runs on, re-exported so the `kiln` CLI (which wires it)
+ * depends on @kiln/mcp alone rather than on the SDK directly. On stdio it runs on
+ * DrainingStdioServerTransport (draining-stdio-transport.ts), the SDK's own wrapped.
  */
-export { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 export { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";

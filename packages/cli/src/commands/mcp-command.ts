@@ -3,8 +3,8 @@ import type { Scope } from "@kiln/contract";
 import {
   CredentialRefused,
   createKilnMcpServer,
+  DrainingStdioServerTransport,
   discoverScopes,
-  StdioServerTransport,
   toolsForScopes,
 } from "@kiln/mcp";
 import type { Command } from "commander";
@@ -45,9 +45,8 @@ async function connectToKiln(env: McpEnvironment) {
 async function runStdio(): Promise<void> {
   const { client, scopes } = await connectToKiln(mcpEnvironment(process.env));
   const server = createKilnMcpServer({ client, scopes });
-  const transport = new StdioServerTransport();
-  process.stdin.on("end", () => void server.close());
-  await server.connect(transport);
+  // At end of input it closes once every request read has been answered, and the process ends.
+  await server.connect(new DrainingStdioServerTransport());
   log("kiln mcp: serving on stdio");
 }
 
