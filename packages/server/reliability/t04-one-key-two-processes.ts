@@ -8,6 +8,11 @@
  * while the rest of its requests are in flight. Every request the kill cut off (no answer) is
  * sent again to the survivor until it has a final answer.
  *
+ * The jobs.submit race runs twice: then again for a tenant whose bandwidth allowance fits one
+ * submission's bytes, so every racer that misses the key's job at its first look-up meets the
+ * allowance the winner used up — and must still answer the winner's job, not `conflict` (the
+ * race issue 13's proof loop found on PostgreSQL, fixed in `d2eb9e1`).
+ *
  * The same race is then run with credentials.create, whose key is a receipt key (spec, Errors:
  * a five-minute reservation, then the answer kept 24 hours) rather than the job's durable
  * submission identity: there a request the killed process had reserved leaves the key in
@@ -19,7 +24,7 @@
  * failure no kill explains (before the kill, or to the survivor).
  */
 import { rmSync } from "node:fs";
-import { onboardRepository, openStorage } from "@kiln/storage";
+import { onboardRepository, openStorage, readTenantControls, writeTenantControls } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { personWithToken } from "../test/harness.js";
 import { inlineSubmission } from "../test/job-fixtures.js";
@@ -36,10 +41,9 @@ interface Answer {
   readonly body: string;
 }
 
-type Operation = "jobs.submit" | "credentials.create";
-
 interface Race {
-  readonly operation: Operation;
+  /** The operation, and what set this race apart. */
+  readonly label: string;
   readonly killAfter: number;
   readonly cut: number;
   /** Rows under the key: job ids, or credential names. */
@@ -57,7 +61,7 @@ interface Race {
  * are repeated to the survivor until answered.
  */
 async function race(
-  operation: Operation,
+  label: string,
   survivor: ServerProcess,
   victim: ServerProcess,
   request: { readonly path: string; readonly key: string; readonly body: string; readonly token: string },
@@ -91,8 +95,7 @@ async function race(
           }
           return answer;
         } catch (error) {
-          if (!killed)
-            broken.push(`${operation} request ${i}: the connection failed before the kill (${String(error)})`);
+          if (!killed) broken.push(`${label} request ${i}: the connection failed before the kill (${String(error)})`);
           cut += 1;
         }
       }
@@ -101,13 +104,13 @@ async function race(
         try {
           return await send(survivor);
         } catch (error) {
-          broken.push(`${operation} request ${i}: the survivor's connection failed (${String(error)})`);
+          broken.push(`${label} request ${i}: the survivor's connection failed (${String(error)})`);
         }
       }
     }),
   );
   await stopServerProcess(victim, "SIGKILL");
-  if (!killed) broken.push(`${operation}: the second process answered fewer than ${killAfter} and was never killed`);
+  if (!killed) broken.push(`${label}: the second process answered fewer than ${killAfter} and was never killed`);
   const ids = new Set<string>();
   const refusals = new Map<string, number>();
   let accepted = 0;
@@ -123,19 +126,19 @@ async function race(
     const code = (JSON.parse(answer.body) as { code?: string }).code ?? `HTTP ${answer.status}`;
     refusals.set(code, (refusals.get(code) ?? 0) + 1);
     if (!(answer.status === 409 && code === "idempotency_key_in_flight")) {
-      broken.push(`${operation}: answered ${answer.status} ${answer.body.slice(0, 200)}`);
+      broken.push(`${label}: answered ${answer.status} ${answer.body.slice(0, 200)}`);
     }
   }
-  return { operation, killAfter, cut, accepted, ids, refusals, secretsShown };
+  return { label, killAfter, cut, accepted, ids, refusals, secretsShown };
 }
 
 function describeRace(r: Race, what: string): string {
   const refused = r.refusals.size === 0 ? "none" : [...r.refusals].map(([c, n]) => `${c} ${count(n)}`).join(", ");
   return (
-    `${r.operation}: ${count(REQUESTS)} requests, the second process killed -9 after ${r.killAfter} of its ` +
+    `${r.label}: ${count(REQUESTS)} requests, the second process killed -9 after ${r.killAfter} of its ` +
     `answers (${count(r.cut)} cut, repeated to the survivor): ${r.rows.length} ${what}${r.rows.length === 1 ? "" : "s"} created, ${r.ids.size} ` +
     `distinct ${r.ids.size === 1 ? "id" : "ids"} in ${count(r.accepted)} 2xx answers` +
-    (r.operation === "credentials.create" ? ` (its value shown in ${r.secretsShown})` : "") +
+    (r.label === "credentials.create" ? ` (its value shown in ${r.secretsShown})` : "") +
     `; refusals: ${refused}`
   );
 }
@@ -179,6 +182,41 @@ await runTrial("T4", "one key across two processes, one killed", async () => {
       if (!jobRace.rows.includes(id)) broken.push(`jobs.submit: an answer named job ${id}, which is not stored`);
     if (jobs.ids.size !== 1) broken.push(`jobs.submit: ${jobs.ids.size} distinct job ids answered, not one`);
 
+    // ---- jobs.submit again, for a tenant whose bandwidth allowance fits one submission's file
+    // bytes: the racers that miss the job at their first look-up meet the allowance used up by
+    // the winner, and must still answer its job.
+    const tight = await personWithToken(storage, { role: "owner", now: new Date() });
+    await onboardRepository(storage, { tenantId: tight.tenant, name: REPOSITORY, onboardedBy: "t4" }, new Date());
+    const submission = inlineSubmission(REPOSITORY);
+    const allowance = submission.workspace.source.files.reduce((bytes, file) => bytes + file.bytes.length, 0);
+    const controls = await readTenantControls(storage, { tenantId: tight.tenant });
+    if (controls === undefined) throw new Error("the tenant has no controls row");
+    const set = await writeTenantControls(storage, {
+      tenantId: tight.tenant,
+      expectedVersion: controls.version,
+      changes: { bandwidthBytesPerMonth: allowance },
+      changedBy: "t4",
+      now: new Date(),
+    });
+    if (set.kind !== "written") throw new Error(`setting the allowance: ${set.kind}`);
+    const allowanceLabel = `jobs.submit (allowance ${allowance} bytes: one submission)`;
+    const tightJobs = await race(
+      allowanceLabel,
+      survivor,
+      await start(),
+      { path: "/api/v4/jobs", key: "t4-one-key-one-allowance", body: JSON.stringify(submission), token: tight.token },
+      killPoint(),
+      broken,
+    );
+    const tightRows = await storage.db.selectFrom("jobs").select("id").where("tenant_id", "=", tight.tenant).execute();
+    const tightRace: Race = { ...tightJobs, rows: tightRows.map((r) => r.id) };
+    if (tightRows.length !== 1)
+      broken.push(`${allowanceLabel}: ${tightRows.length} jobs under one key, not exactly one`);
+    if (tightJobs.ids.size !== 1 || !tightRace.rows.includes([...tightJobs.ids][0] ?? ""))
+      broken.push(
+        `${allowanceLabel}: the answers named ${[...tightJobs.ids].join(", ") || "no job"}, not the one stored`,
+      );
+
     // ---- credentials.create: a receipt key — at most one credential, and one if any 2xx.
     const name = "t4-one-credential";
     const credentials = await race(
@@ -212,7 +250,8 @@ await runTrial("T4", "one key across two processes, one killed", async () => {
 
     return {
       figure:
-        `seed ${SEED} (postgres), one key per operation over 2 processes: ${describeRace(jobRace, "job")}; ` +
+        `seed ${SEED} (postgres), one key per race over 2 processes: ${describeRace(jobRace, "job")}; ` +
+        `${describeRace(tightRace, "job")}; ` +
         describeRace(credentialRace, "credential"),
       broken,
     };
