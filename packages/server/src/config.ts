@@ -51,6 +51,12 @@ export interface ServerConfig {
   /** KILN_LARGE_REQUESTS_PER_TENANT (default 2, at least 1): one tenant's large requests in flight in this process. */
   readonly largeRequestsPerTenant: number | undefined;
   /**
+   * KILN_TENANT_INGRESS_BYTES_PER_SECOND and KILN_TENANT_INGRESS_BURST_BYTES (default
+   * DEFAULT_TENANT_INGRESS): each tenant's bodies read at most this fast while another tenant is
+   * served; undefined (a rate of 0) reads them as fast as they come.
+   */
+  readonly tenantIngress: { readonly bytesPerSecond: number; readonly burstBytes: number } | undefined;
+  /**
    * KILN_BLOB_URL (`s3://bucket/prefix?endpoint=…&region=…&force_path_style=true`): blobs in
    * S3-compatible object storage, credentials from the AWS SDK chain; undefined keeps them as
    * files under KILN_DATA_DIR/blobs (the embedded default).
@@ -87,6 +93,25 @@ function countFromEnv(env: NodeJS.ProcessEnv, name: string, least: number): numb
   if (!Number.isInteger(value) || value < least)
     throw new Error(`${name} must be a whole number of at least ${least}, got ${text}`);
   return value;
+}
+
+/**
+ * The per-tenant ingress bound while this process serves more than one tenant
+ * (http/tenant-ingress-shaper.ts), chosen by reliability trial T15's sweep on a two-core
+ * machine (docs/reliability.md): of the rates swept, the fastest at which a noisy tenant left
+ * another's p99 within its promise in every run. The burst lets an ordinary body (a submission,
+ * a manifest of a few thousand files) through at once; a larger one let a whole large body in as
+ * one stall of the event loop.
+ */
+export const DEFAULT_TENANT_INGRESS = { bytesPerSecond: 2 ** 20, burstBytes: 2 ** 20 } as const;
+
+/** KILN_TENANT_INGRESS_BYTES_PER_SECOND (0: unbounded) and KILN_TENANT_INGRESS_BURST_BYTES. */
+function tenantIngressFromEnv(env: NodeJS.ProcessEnv): { bytesPerSecond: number; burstBytes: number } | undefined {
+  const bytesPerSecond =
+    countFromEnv(env, "KILN_TENANT_INGRESS_BYTES_PER_SECOND", 0) ?? DEFAULT_TENANT_INGRESS.bytesPerSecond;
+  if (bytesPerSecond === 0) return undefined;
+  const burstBytes = countFromEnv(env, "KILN_TENANT_INGRESS_BURST_BYTES", 1) ?? DEFAULT_TENANT_INGRESS.burstBytes;
+  return { bytesPerSecond, burstBytes };
 }
 
 function onOffFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
@@ -166,6 +191,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     retentionSweepSeconds: secondsFromEnv(env, "KILN_RETENTION_SWEEP_SECONDS", 3600),
     bodyWorkers: countFromEnv(env, "KILN_BODY_WORKERS", 0),
     largeRequestsPerTenant: countFromEnv(env, "KILN_LARGE_REQUESTS_PER_TENANT", 1),
+    tenantIngress: tenantIngressFromEnv(env),
     blobLocation: env.KILN_BLOB_URL?.trim() ? parseS3BlobUrl(env.KILN_BLOB_URL.trim()) : undefined,
     hostListen: env.KILN_HOST_LISTEN?.trim() ? parseListen(env.KILN_HOST_LISTEN, "KILN_HOST_LISTEN") : undefined,
     hostTlsNames: hostTlsNamesFromEnv(env, publicOrigin),

@@ -67,6 +67,12 @@ export interface AppDeps {
    */
   readonly largeRequestsPerTenant?: number;
   /**
+   * Each tenant's request bodies read at most this fast in this process, bursts of burstBytes at
+   * full speed (KILN_TENANT_INGRESS_BYTES_PER_SECOND and KILN_TENANT_INGRESS_BURST_BYTES; absent:
+   * unbounded): see http/tenant-ingress-shaper.ts.
+   */
+  readonly tenantIngress?: { readonly bytesPerSecond: number; readonly burstBytes: number };
+  /**
    * The body workers and per-tenant bound themselves (tests inspect them); buildApp makes them
    * from bodyWorkers and largeRequestsPerTenant when absent, and closes only what it made.
    */

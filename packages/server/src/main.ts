@@ -99,6 +99,7 @@ program
       lineageAffinitySeconds: config.lineageAffinitySeconds,
       ...(config.bodyWorkers === undefined ? {} : { bodyWorkers: config.bodyWorkers }),
       ...(config.largeRequestsPerTenant === undefined ? {} : { largeRequestsPerTenant: config.largeRequestsPerTenant }),
+      ...(config.tenantIngress === undefined ? {} : { tenantIngress: config.tenantIngress }),
       logger: { level: process.env.KILN_LOG_LEVEL ?? "info" },
       canaries,
       ...(config.dogfoodTenant === undefined ? {} : { dogfoodTenant: config.dogfoodTenant }),

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { systemClock } from "@kiln/contract";
 import { onboardRepository, readJob } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
@@ -17,7 +18,7 @@ import { LARGE_BODY_BYTES } from "../src/http/body-preparations.js";
 import { BodyWorkerPool } from "../src/http/body-worker-pool.js";
 import { readSourceFile, type SourceManifestEntry } from "../src/jobs/admit-inline-source.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { listen } from "./job-fixtures.js";
+import { eventually, listen } from "./job-fixtures.js";
 import { archiveOf } from "./source-archives.js";
 
 const REPOSITORY = "acme/widget";
@@ -66,11 +67,6 @@ async function post(app: FastifyInstance, token: string, url: string, payload: s
   return { status: res.statusCode, body: res.body };
 }
 
-/** Waits for `condition` to hold, checking after each turn of the event loop's timers. */
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
-}
-
 for (const dialect of DIALECTS) {
   describe(`large bodies are read off the event loop, answered as on it (${dialect.name})`, {
     skip: dialect.skip,
@@ -84,7 +80,7 @@ for (const dialect of DIALECTS) {
     const key = () => `large-${++keys}`;
 
     before(async () => {
-      large = largeBodiesOf({ bodyWorkers: 1 });
+      large = largeBodiesOf({ bodyWorkers: 1, clock: systemClock });
       t = await testApp(await dialect.openFresh(), { largeBodies: large });
       onLoop = buildApp({ ...t.deps, bodyWorkers: 0 });
       await onLoop.ready();
@@ -227,7 +223,7 @@ for (const dialect of DIALECTS) {
     });
 
     it("one tenant's large requests in flight are bounded: the next is rate_limited; another tenant's and small ones are not", async () => {
-      const bounded = largeBodiesOf({ bodyWorkers: 1, largeRequestsPerTenant: 1 });
+      const bounded = largeBodiesOf({ bodyWorkers: 1, largeRequestsPerTenant: 1, clock: systemClock });
       const app = buildApp({ ...t.deps, largeBodies: bounded });
       const other = await personWithToken(t.storage, { role: "member" });
       await onboardRepository(
@@ -246,7 +242,7 @@ for (const dialect of DIALECTS) {
           `POST /api/v4/jobs HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${member.token}\r\n` +
             `content-type: application/json\r\nidempotency-key: ${key()}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 1000)}`,
         );
-        await until(() => bounded.admission.inFlight(member.tenant) === 1);
+        await eventually(() => bounded.admission.inFlight(member.tenant) === 1);
 
         const refused = await post(app, member.token, "/api/v4/jobs", body, key());
         assert.equal(refused.status, 429, refused.body);
@@ -261,7 +257,7 @@ for (const dialect of DIALECTS) {
 
         // Once the first has gone, the tenant's next large request is admitted.
         socket.destroy();
-        await until(() => bounded.admission.inFlight(member.tenant) === 0);
+        await eventually(() => bounded.admission.inFlight(member.tenant) === 0);
         assert.equal((await post(app, member.token, "/api/v4/jobs", body, key())).status, 200);
       } finally {
         await app.close();

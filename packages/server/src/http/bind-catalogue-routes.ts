@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream";
 import { CATALOGUE, type Operation } from "@kiln/contract";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { OperatorPrincipal, Principal } from "../auth/principal.js";
@@ -69,6 +70,7 @@ export function bindCatalogueRoutes(
   handlers: HandlerTable,
   large: LargeBodies,
 ): void {
+  const ingress = large.ingress;
   app.decorateRequest("kiln", null as unknown as FastifyRequest["kiln"]);
   for (const op of CATALOGUE) {
     const handler = boundHandlerOf(handlers, op.id) ?? notImplemented;
@@ -91,6 +93,8 @@ export function bindCatalogueRoutes(
         request.kiln.principal = caller.principal;
         request.kiln.operator = caller.operator;
         if (op.keyed) request.kiln.idempotencyKey = idempotencyKeyOf(request);
+        // Any request of a tenant makes this process shared for the others' bodies.
+        if (caller.principal !== null) ingress?.served(caller.principal.tenantId);
         if (
           isPreparedOperation(op.id) &&
           caller.principal !== null &&
@@ -101,6 +105,15 @@ export function bindCatalogueRoutes(
           reply.raw.once("close", release);
         }
       },
+      // A body is read at its tenant's ingress rate while others are served, once the caller is known (onRequest).
+      ...(body === undefined || large.ingress === null
+        ? {}
+        : {
+            preParsing: async (request: FastifyRequest, _reply: unknown, payload: Readable) => {
+              const principal = request.kiln.principal;
+              return principal === null || ingress === null ? payload : ingress.shape(principal.tenantId, payload);
+            },
+          }),
       handler: async (request, reply) => {
         const now = deps.clock.now();
         const committed: (() => void)[] = [];

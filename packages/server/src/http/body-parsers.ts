@@ -1,7 +1,7 @@
 import { availableParallelism } from "node:os";
 import type { Readable } from "node:stream";
-import type { Operation } from "@kiln/contract";
-import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
+import type { Clock, Operation } from "@kiln/contract";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { isPreparedOperation, LARGE_BODY_BYTES, preparationOf } from "./body-preparations.js";
 import type { BodyAnswer } from "./body-worker.js";
 import { BodyWorkerPool } from "./body-worker-pool.js";
@@ -10,6 +10,8 @@ import { LargeRequestAdmission } from "./large-request-admission.js";
 import { receiveBytes } from "./received-bytes.js";
 import { Refusal } from "./refusal.js";
 import { checkedElsewhere } from "./request-validators.js";
+import { TenantIngressShaper } from "./tenant-ingress-shaper.js";
+import { readWholeBody } from "./whole-body.js";
 
 /** How the app reads large bodies: the workers (null: on the event loop) and the per-tenant bound. */
 export interface LargeBodies {
@@ -17,6 +19,8 @@ export interface LargeBodies {
   readonly admission: LargeRequestAdmission;
   /** Bodies above this many bytes are large (LARGE_BODY_BYTES). */
   readonly thresholdBytes: number;
+  /** Each tenant's bodies read at most at a rate (tenant-ingress-shaper.ts); null: as fast as they come. */
+  readonly ingress: TenantIngressShaper | null;
 }
 
 /** The default number of body workers: the cores the event loop leaves, one or two. */
@@ -25,9 +29,17 @@ export const defaultBodyWorkers = () => Math.max(1, Math.min(2, availableParalle
 /** The default bound on one tenant's large requests in flight in one process. */
 export const DEFAULT_LARGE_REQUESTS_PER_TENANT = 2;
 
-export function largeBodiesOf(options: { bodyWorkers?: number; largeRequestsPerTenant?: number }): LargeBodies {
+export function largeBodiesOf(options: {
+  bodyWorkers?: number;
+  largeRequestsPerTenant?: number;
+  tenantIngress?: { readonly bytesPerSecond: number; readonly burstBytes: number };
+  clock: Clock;
+}): LargeBodies {
   const workers = options.bodyWorkers ?? defaultBodyWorkers();
+  const ingress = options.tenantIngress;
   return {
+    ingress:
+      ingress === undefined ? null : new TenantIngressShaper(ingress.bytesPerSecond, ingress.burstBytes, options.clock),
     pool: workers > 0 ? new BodyWorkerPool(workers) : null,
     admission: new LargeRequestAdmission(options.largeRequestsPerTenant ?? DEFAULT_LARGE_REQUESTS_PER_TENANT),
     thresholdBytes: LARGE_BODY_BYTES,
@@ -54,8 +66,8 @@ const operationIdOf = (request: FastifyRequest): string | undefined =>
  */
 export function installBodyParsers(app: FastifyInstance, large?: LargeBodies, stagingDirectory?: string): void {
   app.removeContentTypeParser("application/json");
-  app.addContentTypeParser("application/json", { parseAs: "buffer" }, (request, bytes, done) => {
-    const body = bytes as Buffer;
+  app.addContentTypeParser("application/json", async (request: FastifyRequest, payload: Readable) => {
+    const body = await readWholeBody(payload, bodyLengthsOf(request));
     const operation = operationIdOf(request);
     if (
       large?.pool != null &&
@@ -64,16 +76,12 @@ export function installBodyParsers(app: FastifyInstance, large?: LargeBodies, st
       isPreparedOperation(operation)
     ) {
       const tenant = request.kiln?.principal?.tenantId ?? "";
-      large.pool.read(tenant, operation, body).then(
-        (answer) => deliver(request, operation, answer, done),
-        (error: unknown) => done(error instanceof Error ? error : new Error(String(error)), undefined),
-      );
-      return;
+      return delivered(request, operation, await large.pool.read(tenant, operation, body));
     }
     const read = readJsonBodyText(body.toString("utf8"));
-    if (read.kind === "empty") done(null, undefined);
-    else if (read.kind === "refused") done(new Refusal("invalid_request", read.detail), undefined);
-    else done(null, read.value);
+    if (read.kind === "empty") return undefined;
+    if (read.kind === "refused") throw new Refusal("invalid_request", read.detail);
+    return read.value;
   });
   if (stagingDirectory === undefined) {
     app.addContentTypeParser("application/octet-stream", { parseAs: "buffer" }, (_request, body, done) => {
@@ -82,11 +90,8 @@ export function installBodyParsers(app: FastifyInstance, large?: LargeBodies, st
     return;
   }
   app.addContentTypeParser("application/octet-stream", async (request: FastifyRequest, payload: Readable) => {
-    const options = {
-      limit: request.routeOptions.bodyLimit ?? DEFAULT_BODY_LIMIT,
-      contentLength: Number(request.headers["content-length"]),
-    };
-    if (!takesBytes(request)) return bufferedBytes(payload, options);
+    const options = bodyLengthsOf(request);
+    if (!takesBytes(request)) return readWholeBody(payload, options);
     const received = await receiveBytes(payload, { ...options, directory: stagingDirectory });
     // The staging file goes once the response is done, stored or refused (or the client gone).
     request.kiln.whenClosed(() => {
@@ -105,46 +110,33 @@ const DEFAULT_BODY_LIMIT = 1024 * 1024;
 const takesBytes = (request: FastifyRequest): boolean =>
   (request.routeOptions.config as { operation?: Operation } | undefined)?.operation?.request.body?.encoding === "bytes";
 
-/** Raw bytes read whole, for any other route given application/octet-stream (refused by its schema then). */
-async function bufferedBytes(payload: Readable, options: { limit: number; contentLength: number }): Promise<Buffer> {
-  if (options.contentLength > options.limit) throw new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE();
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of payload as AsyncIterable<Buffer>) {
-    length += chunk.length;
-    if (length > options.limit) throw new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE();
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, length);
-}
+/** The route's body limit and the request's declared length (NaN: none), as the body readers take them. */
+const bodyLengthsOf = (request: FastifyRequest) => ({
+  limit: request.routeOptions.bodyLimit ?? DEFAULT_BODY_LIMIT,
+  contentLength: Number(request.headers["content-length"] ?? Number.NaN),
+});
 
 /** A body worker's answer as the route's parse step: no body, a refusal, or a body with the worker's verdict. */
-function deliver(
+function delivered(
   request: FastifyRequest,
   operation: Parameters<typeof preparationOf>[0],
   answer: BodyAnswer,
-  done: (error: Error | null, body?: unknown) => void,
-): void {
+): unknown {
   switch (answer.kind) {
     case "empty":
-      done(null, undefined);
-      return;
+      return undefined;
     case "refused":
-      done(new Refusal("invalid_request", answer.detail), undefined);
-      return;
+      throw new Refusal("invalid_request", answer.detail);
     case "invalid":
       // A stand-in body: the route's validator answers the worker's errors for it.
-      done(null, checkedElsewhere({}, answer.errors as never));
-      return;
+      return checkedElsewhere({}, answer.errors as never);
     case "valid": {
       const body = answer.body as object;
       preparationOf(operation).restore(body, answer.prepared);
       request.preparedBody = { operation, prepared: answer.prepared };
-      done(null, checkedElsewhere(body, null));
-      return;
+      return checkedElsewhere(body, null);
     }
     case "failed":
-      done(new Error(`the body worker failed reading a ${operation} body: ${answer.message}`), undefined);
-      return;
+      throw new Error(`the body worker failed reading a ${operation} body: ${answer.message}`);
   }
 }
