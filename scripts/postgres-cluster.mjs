@@ -30,7 +30,7 @@ const SERVICE_USER = "postgres";
  * fsync, synchronous_commit and full_page_writes (on), as a production cluster has them;
  * without it they are off, which is what tests want.
  * @param {{ durable?: boolean }} [options]
- * @returns {Promise<{ url: string, stop: () => Promise<void> }>}
+ * @returns {Promise<{ url: string, dataDir: string, stop: () => Promise<void> }>}
  */
 export async function startThrowawayCluster(options = {}) {
   const durable = options.durable === true;
@@ -98,7 +98,7 @@ export async function startThrowawayCluster(options = {}) {
         })();
         return stopped;
       };
-      return { url, stop };
+      return { url, dataDir, stop };
     }
     throw lastError ?? new Error("PostgreSQL did not start");
   } catch (error) {
@@ -182,7 +182,10 @@ async function main(argv) {
 
   if (command.length === 0) {
     console.log(cluster.url);
-    console.error("PostgreSQL is running; Ctrl-C (SIGINT) or SIGTERM stops it and deletes its data.");
+    // The data directory names the postmaster (its postmaster.pid), whose CPU a trial may measure.
+    console.error(
+      `PostgreSQL is running (data directory ${cluster.dataDir}); Ctrl-C (SIGINT) or SIGTERM stops it and deletes its data.`,
+    );
     setInterval(() => {}, 1 << 30);
     return;
   }

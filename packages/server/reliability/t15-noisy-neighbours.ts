@@ -18,6 +18,10 @@
  *   4 MiB parts of 1 GiB uploads (an upload's regular-file budget), one upload after another
  *   until the tenant's 32 unclaimed uploads or 16 GiB of reservations refuse.
  *
+ * The server runs with its default per-tenant ingress bound (config.ts, DEFAULT_TENANT_INGRESS),
+ * or the one KILN_TENANT_INGRESS_BYTES_PER_SECOND and KILN_TENANT_INGRESS_BURST_BYTES name (a rate
+ * of 0: none); the figure says which.
+ *
  * Broken: in any 60 s window (by the client's clock, at each answer) the noisy credential had more
  * requests accepted than its limit + 5 %; a quiet request answered other than 200; and, as a
  * latency verdict, the quiet tenant's p99 beside the noise more than 1.2 × its p99 alone, measured
@@ -33,6 +37,7 @@ import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type DialectName, onboardRepository, openStorage } from "@kiln/storage";
+import { configFromEnv } from "../src/config.js";
 import { personWithToken } from "../test/harness.js";
 import { inlineSubmission } from "../test/job-fixtures.js";
 import { type ServerProcess, startServerProcess, stopServerProcess } from "../test/server-process.js";
@@ -258,6 +263,14 @@ async function noisyTenantRequests(config: { base: string; token: string; until:
  */
 const NOISY_CLIENT_NICE = Number(process.env.KILN_T15_NOISY_CLIENT_NICE ?? 19);
 
+/** The server's per-tenant ingress bound, as the server process reads it from the environment (config.ts). */
+function ingressRate(): string {
+  const ingress = configFromEnv(process.env).tenantIngress;
+  return ingress === undefined
+    ? "any rate"
+    : `${(ingress.bytesPerSecond / 2 ** 20).toFixed(1)} MiB/s a tenant, bursts of ${(ingress.burstBytes / 2 ** 20).toFixed(1)} MiB, while others are served`;
+}
+
 /** Fields of a /proc stat line after the command name (field 3 is index 0), or [] if it is gone. */
 function statFieldsOf(path: string): string[] {
   try {
@@ -371,23 +384,26 @@ async function startDurablePostgres(): Promise<{ url: string; pid: number | unde
   const script = fileURLToPath(new URL("../../../../scripts/postgres-cluster.mjs", import.meta.url));
   const child = spawn(process.execPath, [script, "--durable"], { stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
-  child.stdout.setEncoding("utf8");
-  child.stderr.setEncoding("utf8");
-  child.stderr.on("data", (chunk: string) => {
-    out += chunk;
-  });
   const exited = once(child, "exit");
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on("data", (chunk: string) => {
+  // The URL comes on stdout, then the data directory on stderr; both are waited for.
+  const started = new Promise<{ url: string; dataDir: string }>((resolve, reject) => {
+    const seen = (chunk: string) => {
       out += chunk;
-      const m = /^(postgres:\/\/\S+)$/m.exec(out);
-      if (m?.[1] !== undefined) resolve(m[1]);
-    });
+      const url = /^(postgres:\/\/\S+)$/m.exec(out)?.[1];
+      const dataDir = /data directory (\S+)\)/.exec(out)?.[1];
+      if (url !== undefined && dataDir !== undefined) resolve({ url, dataDir });
+    };
+    child.stdout.setEncoding("utf8").on("data", seen);
+    child.stderr.setEncoding("utf8").on("data", seen);
     child.once("exit", (code) => reject(new Error(`the durable PostgreSQL cluster exited ${code}: ${out}`)));
   });
+  const { url, dataDir } = await started;
+  // pg_ctl starts the postmaster apart from the script (its parent is init), so its CPU is read
+  // from the postmaster and its backends: the first line of postmaster.pid names it.
+  const postmaster = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
   return {
     url,
-    pid: child.pid,
+    pid: Number.isInteger(postmaster) ? postmaster : undefined,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
       await exited;
@@ -512,7 +528,7 @@ async function trialOn(engine: DialectName, fail: (what: string) => void): Promi
     return (
       `noisy credential (limit ${LIMIT}/min) sent ${count(noisy.sent)} jobs.get in ${BESIDE} s (10×): at most ` +
       `${worstWindow} accepted in any 60 s window (≤ ${Math.floor(LIMIT * 1.05)} allowed), ${count(noisy.refused)} ` +
-      `rate_limited, ${noisy.other} other; noisy tenant: ${noisy.manifests} 40,000-file manifests, ${noisy.bodies} ` +
+      `rate_limited, ${noisy.other} other; noisy tenant (bodies read at ${ingressRate()}): ${noisy.manifests} 40,000-file manifests, ${noisy.bodies} ` +
       `15–17 MiB submissions (${noisy.largeRefused} of these large requests refused rate_limited), ${count(noisy.parts)} 4 MiB parts stored (${noisy.partsRefused} refused, ` +
       `${noisy.reservationsRefused} reservations refused), ${noisy.failed} noisy connections failed; CPU beside the ` +
       `noise: server ${serverCpu.toFixed(1)} s (event loop ${loopCpu.toFixed(1)} s, body workers ` +
