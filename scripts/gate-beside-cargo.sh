@@ -23,16 +23,18 @@ tera=$(ls -d /usr/share/cargo/registry/tera-* 2>/dev/null | sort -V | tail -1)
 mkdir -p "$WORK/load/.cargo" "$WORK/logs" && : > "$WORK/logs/load.log"
 cp -r "$tera" "$WORK/load/crate" && rm -f "$WORK/load/crate/Cargo.lock"
 printf '[source.crates-io]\nreplace-with = "debian"\n[source.debian]\ndirectory = "/usr/share/cargo/registry"\n[net]\noffline = true\n' > "$WORK/load/.cargo/config.toml"
-(
+# The load runs in a session of its own, so the whole of it (cargo and rustc too) is stopped as one
+# process group when this script ends, however it ends.
+WORK="$WORK" setsid bash -c '
   cd "$WORK/load/crate" || exit 1
   while :; do
     cargo clean -q 2>/dev/null
     nice -n 19 cargo build -q --offline > "$WORK/logs/load-last.log" 2>&1
     echo "$(date -u +%T) build rc=$?" >> "$WORK/logs/load.log"
   done
-) &
+' &
 load=$!
-trap 'kill $load 2>/dev/null; pkill -P $load 2>/dev/null' EXIT
+trap 'kill -- -"$load" 2>/dev/null' EXIT
 echo "clones of $REF in $WORK, a cargo build looping beside (pid $load)"
 for i in $(seq "$N"); do
   run="$WORK/run$i"
