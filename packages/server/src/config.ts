@@ -99,7 +99,7 @@ function countFromEnv(env: NodeJS.ProcessEnv, name: string, least: number): numb
  * The per-tenant ingress bound while this process serves more than one tenant
  * (http/tenant-ingress-shaper.ts), chosen by reliability trial T15's sweep on a two-core
  * machine (docs/reliability.md): of the rates swept, the fastest at which a noisy tenant left
- * another's p99 within its promise in every run. The burst lets an ordinary body (a submission,
+ * another's p99 within its promise in most runs on both engines (every run on SQLite). The burst lets an ordinary body (a submission,
  * a manifest of a few thousand files) through at once; a larger one let a whole large body in as
  * one stall of the event loop.
  */

@@ -106,12 +106,12 @@ export function bindCatalogueRoutes(
         }
       },
       // A body is read at its tenant's ingress rate while others are served, once the caller is known (onRequest).
-      ...(body === undefined || large.ingress === null
+      ...(body === undefined || ingress === null
         ? {}
         : {
             preParsing: async (request: FastifyRequest, _reply: unknown, payload: Readable) => {
               const principal = request.kiln.principal;
-              return principal === null || ingress === null ? payload : ingress.shape(principal.tenantId, payload);
+              return principal === null ? payload : ingress.shape(principal.tenantId, payload);
             },
           }),
       handler: async (request, reply) => {

@@ -29,8 +29,8 @@ export class TenantIngressShaper {
    * The last two distinct tenants served, latest first: enough to tell, for any tenant, when
    * another one was last served (the latest, or if that is itself, the one before).
    */
-  #latest: { tenant: string; at: number } | null = null;
-  #before: { tenant: string; at: number } | null = null;
+  #latest: { readonly tenant: string; at: number } | null = null;
+  #before: { readonly tenant: string; readonly at: number } | null = null;
 
   constructor(
     readonly bytesPerSecond: number,
@@ -50,8 +50,12 @@ export class TenantIngressShaper {
    */
   served(tenant: string): void {
     const at = this.clock.now().getTime();
-    if (this.#latest !== null && this.#latest.tenant !== tenant) this.#before = this.#latest;
-    this.#latest = { tenant, at };
+    // Every request passes here: the latest tenant's repeat moves its time, allocating nothing.
+    if (this.#latest?.tenant === tenant) this.#latest.at = at;
+    else {
+      this.#before = this.#latest;
+      this.#latest = { tenant, at };
+    }
   }
 
   /** Whether a tenant other than `tenant` made a request within `sharedForMs` of `now`. */
