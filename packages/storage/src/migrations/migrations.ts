@@ -29,6 +29,7 @@ import { jobStatusCounts } from "./0037-job-status-counts.js";
 import { sourceReservationsCoveringIndex } from "./0038-source-reservations-covering-index.js";
 import { manifestsLz4 } from "./0039-manifests-lz4.js";
 import { uploadManifestsDeflated } from "./0040-upload-manifests-deflated.js";
+import { slidingWindowFunction } from "./0041-sliding-window-function.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -69,6 +70,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0038-source-reservations-covering-index": sourceReservationsCoveringIndex(),
     "0039-manifests-lz4": manifestsLz4(dialect),
     "0040-upload-manifests-deflated": uploadManifestsDeflated(dialect),
+    "0041-sliding-window-function": slidingWindowFunction(dialect),
   };
 }
 
