@@ -4,7 +4,8 @@
 // throwaway PostgreSQL 15 cluster started here and stopped afterwards. The runner's closing
 // summary is what CI reads.
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startThrowawayCluster } from "./postgres-cluster.mjs";
@@ -36,6 +37,14 @@ function testFiles() {
   return only.length === 0 ? files : files.filter((f) => only.some((o) => f.includes(o)));
 }
 
+// The tests' temporary directories (blob stores, data dirs, keys: thousands a run) go in one
+// directory of the run's own, given as TMPDIR and removed at the end, so a test that does not
+// remove its own leaves nothing behind on the machine. Sticky and open to all, as /tmp is: the
+// PostgreSQL clusters and sandboxes the tests start run as other users.
+const runTmp = mkdtempSync(join(tmpdir(), "kiln-test-run-"));
+chmodSync(runTmp, 0o1777);
+const env = { ...process.env, TMPDIR: runTmp };
+
 const cluster = await startThrowawayCluster();
 let status = 1;
 try {
@@ -47,7 +56,7 @@ try {
       ? spawnSync(process.execPath, [join(root, "scripts", "run-reliability.mjs"), "--gate"], {
           cwd: root,
           stdio: "inherit",
-          env: { ...process.env, KILN_TEST_POSTGRES_URL: cluster.url },
+          env: { ...env, KILN_TEST_POSTGRES_URL: cluster.url },
         }).status
       : 0;
   // A test that never settles (a wait on a condition that cannot come) fails by name after
@@ -59,11 +68,12 @@ try {
     {
       cwd: root,
       stdio: "inherit",
-      env: { ...process.env, KILN_TEST_POSTGRES_URL: cluster.url },
+      env: { ...env, KILN_TEST_POSTGRES_URL: cluster.url },
     },
   );
   status = result.status === 0 && trials === 0 ? 0 : 1;
 } finally {
   await cluster.stop();
+  rmSync(runTmp, { recursive: true, force: true });
 }
 process.exit(status);
