@@ -207,7 +207,7 @@ export { insertJob, type JobRow } from "./jobs/insert-job.js";
 export { newJobId } from "./jobs/job-ids.js";
 export { JOB_LIST_COLUMNS, type JobFilters, type JobListRow, listJobs } from "./jobs/list-jobs.js";
 export { type AttemptReportRow, listRecentAttemptReports } from "./jobs/list-recent-attempt-reports.js";
-export { type JobListRecord, type JobRecord, readJob, readJobRecords } from "./jobs/read-job.js";
+export { type JobListRecord, type JobRecord, readJob, readJobDocument, readJobRecords } from "./jobs/read-job.js";
 export { type JobEventRow, latestJobEventSequence, readJobEvents } from "./jobs/read-job-events.js";
 export { readJobStatus } from "./jobs/read-job-status.js";
 export { decodeLogCursor, encodeLogCursor, readLogRecords } from "./jobs/read-log-page.js";

@@ -7,7 +7,7 @@ import type {
   QueryResult,
   UnknownRow,
 } from "kysely";
-import { createTenant, insertJob, listJobs, readJobRecords, type Storage } from "../src/index.js";
+import { createTenant, insertJob, listJobs, readJobDocument, readJobRecords, type Storage } from "../src/index.js";
 import { DIALECTS } from "./dialects.js";
 
 const clock = { now: () => new Date("2026-11-22T07:00:00.000Z") };
@@ -31,7 +31,9 @@ function recorder(storage: Storage) {
 }
 
 for (const dialect of DIALECTS) {
-  describe(`jobs.list reads only what a Job document is made of [${dialect.name}]`, { skip: dialect.skip }, () => {
+  describe(`jobs.list and jobs.get read only what a Job document is made of [${dialect.name}]`, {
+    skip: dialect.skip,
+  }, () => {
     let storage: Storage;
     // A streamed manifest of 250,000 entries is ~35 MB; 2 MB per job makes the point on both engines.
     const manifest = JSON.stringify(
@@ -87,6 +89,24 @@ for (const dialect of DIALECTS) {
         assert.equal("invocation" in job, false);
       }
       assert.ok(bytesRead() < 20_000, `a page of 5 jobs read ${bytesRead()} bytes`);
+    });
+
+    it("jobs.get's read: one job's document, without its manifest, invocation or artifacts; nothing for another tenant", async () => {
+      await createTenant(storage, { id: "globex" }, clock.now());
+      const { db, statements, bytesRead } = recorder(storage);
+      const record = await readJobDocument(db, { tenantId: "acme", jobId: "job-3" });
+      assert.equal(record?.job.id, "job-3");
+      assert.equal(record?.job.status, "queued");
+      assert.deepEqual(record?.attempts, []);
+      assert.equal("source_manifest" in (record?.job ?? {}), false);
+      assert.equal(statements.length, 3, statements.join("\n"));
+      for (const sql of statements) {
+        assert.doesNotMatch(sql, /source_manifest|invocation|artifacts/i, sql);
+        assert.doesNotMatch(sql, /select \*|"jobs"\.\*/i, sql);
+      }
+      assert.ok(bytesRead() < 2_000, `one job read ${bytesRead()} bytes`);
+      assert.equal(await readJobDocument(db, { tenantId: "globex", jobId: "job-3" }), undefined);
+      assert.equal(await readJobDocument(db, { tenantId: "acme", jobId: "job-none" }), undefined);
     });
   });
 }

@@ -8,6 +8,7 @@ import {
   listJobs,
   newJobId,
   readJob,
+  readJobDocument,
   readJobRecords,
   requestCancellation,
 } from "@kiln/storage";
@@ -180,7 +181,7 @@ function replayOrConflict(job: Pick<JobRow, "id" | "request_hash">, requestHash:
 }
 
 export const getJob: Handler<"jobs.get"> = async (ctx) => {
-  const record = await readJob(ctx.db, { tenantId: principalOf(ctx).tenantId, jobId: ctx.params.id });
+  const record = await readJobDocument(ctx.db, { tenantId: principalOf(ctx).tenantId, jobId: ctx.params.id });
   if (record === undefined) return refuse("not_found", `no job ${ctx.params.id}`);
   return jobView(record);
 };

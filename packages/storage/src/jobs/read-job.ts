@@ -3,6 +3,7 @@ import { executorOf, type StorageOrTransaction } from "../executor.js";
 import type { ArtifactsTable, JobTransitionsTable } from "../schema.js";
 import type { AttemptRow } from "./claim-next-job.js";
 import type { JobRow } from "./insert-job.js";
+import { JOB_LIST_COLUMNS, type JobListRow } from "./list-jobs.js";
 
 export interface JobRecord {
   readonly job: JobRow;
@@ -60,4 +61,45 @@ export async function readJobRecords<J extends Pick<JobRow, "id">>(
     transitions: of(transitions, job.id),
     attempts: of(attempts, job.id),
   }));
+}
+
+/**
+ * A tenant's job as its Job document shows it (jobs.get): the listed columns, its transitions
+ * and its attempts; undefined for another tenant's. Not `readJob`: that reads every column, the
+ * source manifest's megabytes among them, and the artifacts, none of which the document shows.
+ *
+ * The three reads run at once, each bound to the tenant (the transitions and attempts through
+ * their job's row), so the answer costs one round trip after the caller's authentication, not
+ * two: on a machine of few cores each round trip waits for a database backend to be scheduled.
+ */
+export async function readJobDocument(
+  target: StorageOrTransaction,
+  input: { tenantId: string; jobId: string },
+): Promise<JobListRecord<JobListRow> | undefined> {
+  const db = executorOf(target);
+  const [job, transitions, attempts] = await Promise.all([
+    db
+      .selectFrom("jobs")
+      .select(JOB_LIST_COLUMNS)
+      .where("id", "=", input.jobId)
+      .where("tenant_id", "=", input.tenantId)
+      .executeTakeFirst(),
+    db
+      .selectFrom("job_transitions")
+      .innerJoin("jobs", "jobs.id", "job_transitions.job_id")
+      .selectAll("job_transitions")
+      .where("job_transitions.job_id", "=", input.jobId)
+      .where("jobs.tenant_id", "=", input.tenantId)
+      .orderBy("job_transitions.position")
+      .execute(),
+    db
+      .selectFrom("attempts")
+      .innerJoin("jobs", "jobs.id", "attempts.job_id")
+      .selectAll("attempts")
+      .where("attempts.job_id", "=", input.jobId)
+      .where("jobs.tenant_id", "=", input.tenantId)
+      .orderBy("attempts.number")
+      .execute(),
+  ]);
+  return job === undefined ? undefined : { job, transitions, attempts };
 }
