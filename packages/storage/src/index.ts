@@ -340,7 +340,6 @@ export {
   readUploadManifest,
   readUploadPart,
   readUploadParts,
-  type SourceUploadHeader,
   type StoredUploadManifest,
 } from "./sources/read-upload.js";
 export {
@@ -350,7 +349,13 @@ export {
   type UploadPart,
 } from "./sources/record-upload-part.js";
 export { type ReserveUploadResult, reserveUpload, type UploadReservation } from "./sources/reserve-upload.js";
-export { type SourceUploadPartRow, type SourceUploadRow, tenantReservations } from "./sources/upload-row.js";
+export {
+  SOURCE_UPLOAD_HEADER_COLUMNS,
+  type SourceUploadHeader,
+  type SourceUploadPartRow,
+  type SourceUploadRow,
+  tenantReservations,
+} from "./sources/upload-row.js";
 export { SQLITE_FILE_NAME } from "./sqlite/open-sqlite-storage.js";
 export { countSubmissionsByTenant } from "./tenant-anomalies/count-submissions-by-tenant.js";
 export { disposeTenantAnomaly } from "./tenant-anomalies/dispose-tenant-anomaly.js";

@@ -9,6 +9,7 @@ import {
   createTenant,
   findTenantChunk,
   readUpload,
+  readUploadManifest,
   recordUploadPart,
   reserveUpload,
   type Storage,
@@ -111,6 +112,11 @@ for (const dialect of DIALECTS) {
       const created = await reserve("acme", "up-attach", { attachHeld, partCount: 3 });
       assert.equal(created.kind, "created");
       const held = await readUpload(storage, { tenantId: "acme", upload: "up-attach" });
+      // The reservation's answer and the upload's reads carry its header, never the manifest's bytes.
+      for (const upload of [created.kind === "created" ? created.upload : {}, held?.upload ?? {}]) {
+        assert.equal("manifest_deflated" in upload || "manifest" in upload, false);
+      }
+      assert.ok((await readUploadManifest(storage, { tenantId: "acme", upload: "up-attach" }))?.manifest_deflated);
       assert.deepEqual(
         held?.parts.map((p) => [p.part, p.sha256, Number(p.bytes), p.origin]),
         [[1, digest(11), 50, "reused"]],

@@ -4,12 +4,13 @@ import {
   findTenantChunk,
   readUpload,
   readUploadForPart,
+  readUploadManifest,
   readUploadParts,
   recordUploadPart,
   reserveUpload,
   type SourceUploadHeader,
   type SourceUploadPartRow,
-  type SourceUploadRow,
+  type Storage,
   tenantReservations,
 } from "@kiln/storage";
 import { preparedBody, valueOrRefusal } from "../http/body-preparations.js";
@@ -61,7 +62,7 @@ function requireKeyIsPathUpload(ctx: UploadContext): string {
 }
 
 interface Loaded {
-  readonly upload: SourceUploadRow;
+  readonly upload: SourceUploadHeader;
   readonly parts: SourceUploadPartRow[];
 }
 
@@ -88,7 +89,12 @@ function refuseIfExpired(ctx: BaseContext, upload: SourceUploadHeader): void {
   }
 }
 
-const manifestOf = async (upload: SourceUploadRow) => JSON.parse(await manifestJsonOf(upload)) as SourceManifest;
+/** The upload's manifest, read on its own: the header every other step reads does not carry it. */
+async function manifestOf(storage: Storage, upload: SourceUploadHeader): Promise<SourceManifest> {
+  const stored = await readUploadManifest(storage, { tenantId: upload.tenant_id, upload: upload.upload });
+  if (stored === undefined) return refuse("not_found", `no upload ${upload.upload}`);
+  return JSON.parse(await manifestJsonOf(stored)) as SourceManifest;
+}
 
 /** One process's parsed manifests (see declared-parts.ts). */
 const declaredParts = new DeclaredPartsCache();
@@ -166,7 +172,7 @@ export const reserveSource: Handler<"sources.reserve"> = async (ctx) => {
   const prepared = preparedBody(ctx, "sources.reserve");
   const validated = valueOrRefusal(prepared.validated);
   const requestHash = validated.reservationSha256;
-  const replay = (found: SourceUploadRow) => {
+  const replay = (found: SourceUploadHeader) => {
     if (found.request_hash !== requestHash) {
       refuse("conflict", `upload ${id} was already reserved with a different reservation`);
     }
@@ -346,7 +352,7 @@ export const completeSource: Handler<"sources.complete"> = async (ctx) => {
   }
   const outcome = await verifyUpload(
     ctx.deps.blobs,
-    await manifestOf(upload),
+    await manifestOf(ctx.deps.storage, upload),
     new Map(parts.map((p) => [p.part, { sha256: p.sha256, bytes: Number(p.bytes) }])),
     segmentDigests,
   );

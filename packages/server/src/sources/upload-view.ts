@@ -1,11 +1,11 @@
 import type { SourceUpload } from "@kiln/contract";
-import type { SourceUploadPartRow, SourceUploadRow } from "@kiln/storage";
+import type { SourceUploadHeader, SourceUploadPartRow } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
 import type { SourceTotals } from "./manifest-types.js";
 
 /** Whether an upload has expired: its hour passed while no job claimed it. */
 export function isExpired(
-  upload: Pick<SourceUploadRow, "claimed_job" | "cleaned_at" | "expires_at">,
+  upload: Pick<SourceUploadHeader, "claimed_job" | "cleaned_at" | "expires_at">,
   now: Date,
 ): boolean {
   return upload.claimed_job === null && (upload.cleaned_at !== null || upload.expires_at <= now.toISOString());
@@ -30,7 +30,7 @@ export function describeRanges(ranges: readonly { first: number; last: number }[
 
 /** The SourceUpload document of an upload row and the parts it holds. */
 export function uploadView(
-  upload: SourceUploadRow,
+  upload: SourceUploadHeader,
   parts: readonly SourceUploadPartRow[],
   now: Date,
 ): Static<typeof SourceUpload> {

@@ -1,6 +1,6 @@
 import type { Storage } from "../dialect.js";
 import { formatTimestamp } from "../timestamps.js";
-import type { SourceUploadRow } from "./upload-row.js";
+import { SOURCE_UPLOAD_HEADER_COLUMNS, type SourceUploadHeader } from "./upload-row.js";
 
 export interface UploadCompletion {
   readonly tenantId: string;
@@ -19,7 +19,10 @@ export interface UploadCompletion {
  * parts on its own) exactly one records its outcome and its principal; the other, like any later
  * repeat, reads the recorded upload back and returns it, so the original owner is preserved.
  */
-export async function completeUpload(storage: Storage, input: UploadCompletion): Promise<SourceUploadRow | undefined> {
+export async function completeUpload(
+  storage: Storage,
+  input: UploadCompletion,
+): Promise<SourceUploadHeader | undefined> {
   const now = formatTimestamp(input.now);
   const updated = await storage.db
     .updateTable("source_uploads")
@@ -33,12 +36,12 @@ export async function completeUpload(storage: Storage, input: UploadCompletion):
     .where("upload", "=", input.upload)
     .where("state", "=", "reserved")
     .where("cleaned_at", "is", null)
-    .returningAll()
+    .returning(SOURCE_UPLOAD_HEADER_COLUMNS)
     .executeTakeFirst();
   if (updated !== undefined) return updated;
   return storage.db
     .selectFrom("source_uploads")
-    .selectAll()
+    .select(SOURCE_UPLOAD_HEADER_COLUMNS)
     .where("tenant_id", "=", input.tenantId)
     .where("upload", "=", input.upload)
     .executeTakeFirst();

@@ -1,15 +1,24 @@
 import { executorOf, type StorageOrTransaction } from "../executor.js";
-import type { SourceUploadPartRow, SourceUploadRow } from "./upload-row.js";
+import {
+  SOURCE_UPLOAD_HEADER_COLUMNS,
+  type SourceUploadHeader,
+  type SourceUploadPartRow,
+  type SourceUploadRow,
+} from "./upload-row.js";
 
-/** An upload of the tenant with the parts it holds (by part number), or undefined. */
+/**
+ * An upload of the tenant without its manifest, with the parts it holds (by part number), or
+ * undefined. The manifest (a megabyte of compressed bytes for a workspace of 40,000 files, read
+ * on the event loop) is read on its own by readUploadManifest where it is used.
+ */
 export async function readUpload(
   target: StorageOrTransaction,
   input: { tenantId: string; upload: string },
-): Promise<{ upload: SourceUploadRow; parts: SourceUploadPartRow[] } | undefined> {
+): Promise<{ upload: SourceUploadHeader; parts: SourceUploadPartRow[] } | undefined> {
   const db = executorOf(target);
   const upload = await db
     .selectFrom("source_uploads")
-    .selectAll()
+    .select(SOURCE_UPLOAD_HEADER_COLUMNS)
     .where("tenant_id", "=", input.tenantId)
     .where("upload", "=", input.upload)
     .executeTakeFirst();
@@ -45,31 +54,6 @@ export async function readUploadPart(
     .executeTakeFirst();
 }
 
-/** An upload row without its manifest: what a per-part request needs. */
-export type SourceUploadHeader = Omit<SourceUploadRow, "manifest" | "manifest_deflated">;
-
-const HEADER_COLUMNS = [
-  "tenant_id",
-  "upload",
-  "repository",
-  "reserved_by",
-  "request_hash",
-  "format_version",
-  "manifest_sha256",
-  "totals",
-  "part_count",
-  "part_bytes",
-  "state",
-  "reserved_at",
-  "expires_at",
-  "verified_at",
-  "completed_by",
-  "rejection",
-  "claimed_job",
-  "claimed_at",
-  "cleaned_at",
-] as const;
-
 /**
  * The upload's row without its manifest, and one of its parts if held: two point reads by
  * primary key. A chunk request reads this instead of readUpload, whose cost (the manifest's
@@ -82,7 +66,7 @@ export async function readUploadForPart(
   const db = executorOf(target);
   const upload = await db
     .selectFrom("source_uploads")
-    .select(HEADER_COLUMNS)
+    .select(SOURCE_UPLOAD_HEADER_COLUMNS)
     .where("tenant_id", "=", input.tenantId)
     .where("upload", "=", input.upload)
     .executeTakeFirst();

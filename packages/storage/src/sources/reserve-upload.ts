@@ -1,7 +1,7 @@
 import type { Storage } from "../dialect.js";
 import { formatTimestamp } from "../timestamps.js";
 import { attachHeldChunks } from "./attach-held-chunks.js";
-import { type SourceUploadRow, tenantReservations } from "./upload-row.js";
+import { SOURCE_UPLOAD_HEADER_COLUMNS, type SourceUploadHeader, tenantReservations } from "./upload-row.js";
 
 export interface UploadReservation {
   readonly tenantId: string;
@@ -33,9 +33,9 @@ export interface UploadReservation {
 }
 
 export type ReserveUploadResult =
-  | { readonly kind: "created"; readonly upload: SourceUploadRow }
+  | { readonly kind: "created"; readonly upload: SourceUploadHeader }
   /** The key already names an upload: the caller compares request_hash and expiry. */
-  | { readonly kind: "existing"; readonly upload: SourceUploadRow }
+  | { readonly kind: "existing"; readonly upload: SourceUploadHeader }
   | {
       readonly kind: "over_limit";
       readonly limit: "bytes" | "uploads";
@@ -60,9 +60,10 @@ export async function reserveUpload(storage: Storage, input: UploadReservation):
     if (storage.capabilities.rowLocks) {
       await trx.selectFrom("tenants").select("id").where("id", "=", input.tenantId).forUpdate().executeTakeFirst();
     }
+    // The header, not the manifest: a megabyte of compressed bytes the answer does not show.
     const existing = await trx
       .selectFrom("source_uploads")
-      .selectAll()
+      .select(SOURCE_UPLOAD_HEADER_COLUMNS)
       .where("tenant_id", "=", input.tenantId)
       .where("upload", "=", input.upload)
       .executeTakeFirst();
@@ -99,7 +100,7 @@ export async function reserveUpload(storage: Storage, input: UploadReservation):
         claimed_at: null,
         cleaned_at: null,
       })
-      .returningAll()
+      .returning(SOURCE_UPLOAD_HEADER_COLUMNS)
       .executeTakeFirstOrThrow();
     if (input.attachHeld !== undefined && input.attachHeld.length > 0)
       await attachHeldChunks(trx, {

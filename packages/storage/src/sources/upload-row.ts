@@ -5,6 +5,32 @@ import type { SourceUploadPartsTable, SourceUploadsTable } from "../schema.js";
 export type SourceUploadRow = Selectable<SourceUploadsTable>;
 export type SourceUploadPartRow = Selectable<SourceUploadPartsTable>;
 
+/** An upload row without its manifest: what every view of an upload and every per-part request needs. */
+export type SourceUploadHeader = Omit<SourceUploadRow, "manifest" | "manifest_deflated">;
+
+/** The columns of a SourceUploadHeader. */
+export const SOURCE_UPLOAD_HEADER_COLUMNS = [
+  "tenant_id",
+  "upload",
+  "repository",
+  "reserved_by",
+  "request_hash",
+  "format_version",
+  "manifest_sha256",
+  "totals",
+  "part_count",
+  "part_bytes",
+  "state",
+  "reserved_at",
+  "expires_at",
+  "verified_at",
+  "completed_by",
+  "rejection",
+  "claimed_job",
+  "claimed_at",
+  "cleaned_at",
+] as const satisfies readonly (keyof SourceUploadHeader)[];
+
 /**
  * The uploads that count toward a tenant's reservations: unclaimed ones, expired included,
  * until cleanup has released them (spec, Limits: "expired bytes still count toward the tenant
