@@ -68,38 +68,22 @@ export async function readJobRecords<J extends Pick<JobRow, "id">>(
  * and its attempts; undefined for another tenant's. Not `readJob`: that reads every column, the
  * source manifest's megabytes among them, and the artifacts, none of which the document shows.
  *
- * The three reads run at once, each bound to the tenant (the transitions and attempts through
- * their job's row), so the answer costs one round trip after the caller's authentication, not
- * two: on a machine of few cores each round trip waits for a database backend to be scheduled.
+ * The job first, then its transitions and attempts (readJobRecords): reading all three at once,
+ * the two by a join on the job's tenant, saved a round trip but cost a quarter of jobs.get's
+ * throughput on PostgreSQL (three backends busy per request, two join plans; docs/benchmarks.md).
  */
 export async function readJobDocument(
   target: StorageOrTransaction,
   input: { tenantId: string; jobId: string },
 ): Promise<JobListRecord<JobListRow> | undefined> {
   const db = executorOf(target);
-  const [job, transitions, attempts] = await Promise.all([
-    db
-      .selectFrom("jobs")
-      .select(JOB_LIST_COLUMNS)
-      .where("id", "=", input.jobId)
-      .where("tenant_id", "=", input.tenantId)
-      .executeTakeFirst(),
-    db
-      .selectFrom("job_transitions")
-      .innerJoin("jobs", "jobs.id", "job_transitions.job_id")
-      .selectAll("job_transitions")
-      .where("job_transitions.job_id", "=", input.jobId)
-      .where("jobs.tenant_id", "=", input.tenantId)
-      .orderBy("job_transitions.position")
-      .execute(),
-    db
-      .selectFrom("attempts")
-      .innerJoin("jobs", "jobs.id", "attempts.job_id")
-      .selectAll("attempts")
-      .where("attempts.job_id", "=", input.jobId)
-      .where("jobs.tenant_id", "=", input.tenantId)
-      .orderBy("attempts.number")
-      .execute(),
-  ]);
-  return job === undefined ? undefined : { job, transitions, attempts };
+  const job = await db
+    .selectFrom("jobs")
+    .select(JOB_LIST_COLUMNS)
+    .where("id", "=", input.jobId)
+    .where("tenant_id", "=", input.tenantId)
+    .executeTakeFirst();
+  if (job === undefined) return undefined;
+  const [record] = await readJobRecords(db, [job]);
+  return record;
 }
