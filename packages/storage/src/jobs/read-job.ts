@@ -70,7 +70,7 @@ export async function readJobRecords<J extends Pick<JobRow, "id">>(
  *
  * The job first, then its transitions and attempts (readJobRecords): reading all three at once,
  * the two by a join on the job's tenant, saved a round trip but cost a quarter of jobs.get's
- * throughput on PostgreSQL (three backends busy per request, two join plans; docs/benchmarks.md).
+ * throughput on PostgreSQL (docs/benchmarks.md, 2026-11-28).
  */
 export async function readJobDocument(
   target: StorageOrTransaction,
