@@ -3,6 +3,7 @@ import { cratesIoIndexOf } from "@kiln/host";
 import { parseS3BlobUrl, type S3BlobLocation } from "@kiln/storage";
 import type { OidcSettings } from "./auth/oidc-client.js";
 import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "./hosts/lineage-affinity.js";
+import type { TenantIngress } from "./http/tenant-ingress-shaper.js";
 
 /** The harness contract of DESIGN.md §7: KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL. */
 export interface ServerConfig {
@@ -55,7 +56,7 @@ export interface ServerConfig {
    * DEFAULT_TENANT_INGRESS): each tenant's bodies read at most this fast while another tenant is
    * served; undefined (a rate of 0) reads them as fast as they come.
    */
-  readonly tenantIngress: { readonly bytesPerSecond: number; readonly burstBytes: number } | undefined;
+  readonly tenantIngress: TenantIngress | undefined;
   /**
    * KILN_BLOB_URL (`s3://bucket/prefix?endpoint=…&region=…&force_path_style=true`): blobs in
    * S3-compatible object storage, credentials from the AWS SDK chain; undefined keeps them as
@@ -99,14 +100,14 @@ function countFromEnv(env: NodeJS.ProcessEnv, name: string, least: number): numb
  * The per-tenant ingress bound while this process serves more than one tenant
  * (http/tenant-ingress-shaper.ts), chosen by reliability trial T15's sweep on a two-core
  * machine (docs/reliability.md): of the rates swept, the fastest at which a noisy tenant left
- * another's p99 within its promise in most runs on both engines (every run on SQLite). The burst lets an ordinary body (a submission,
- * a manifest of a few thousand files) through at once; a larger one let a whole large body in as
- * one stall of the event loop.
+ * another's p99 within its promise in most runs on both engines (every run on SQLite). The burst
+ * lets an ordinary body (a submission, a manifest of a few thousand files) through at once; a
+ * larger one let a whole large body in as one stall of the event loop.
  */
-export const DEFAULT_TENANT_INGRESS = { bytesPerSecond: 2 ** 20, burstBytes: 2 ** 20 } as const;
+export const DEFAULT_TENANT_INGRESS: TenantIngress = { bytesPerSecond: 2 ** 20, burstBytes: 2 ** 20 };
 
 /** KILN_TENANT_INGRESS_BYTES_PER_SECOND (0: unbounded) and KILN_TENANT_INGRESS_BURST_BYTES. */
-function tenantIngressFromEnv(env: NodeJS.ProcessEnv): { bytesPerSecond: number; burstBytes: number } | undefined {
+function tenantIngressFromEnv(env: NodeJS.ProcessEnv): TenantIngress | undefined {
   const bytesPerSecond =
     countFromEnv(env, "KILN_TENANT_INGRESS_BYTES_PER_SECOND", 0) ?? DEFAULT_TENANT_INGRESS.bytesPerSecond;
   if (bytesPerSecond === 0) return undefined;

@@ -3,6 +3,7 @@ import type { BlobStore, JobNotifications, Storage } from "@kiln/storage";
 import type { LastUsedRecorder } from "./auth/last-used-recorder.js";
 import type { OidcSettings } from "./auth/oidc-client.js";
 import type { LargeBodies } from "./http/body-parsers.js";
+import type { TenantIngress } from "./http/tenant-ingress-shaper.js";
 import type { CanarySettings } from "./platform/canaries/canary-settings.js";
 import type { SecretBox } from "./secrets/secret-box.js";
 import type { GitHubApp } from "./source-hosting/github-app.js";
@@ -71,7 +72,7 @@ export interface AppDeps {
    * full speed (KILN_TENANT_INGRESS_BYTES_PER_SECOND and KILN_TENANT_INGRESS_BURST_BYTES; absent:
    * unbounded): see http/tenant-ingress-shaper.ts.
    */
-  readonly tenantIngress?: { readonly bytesPerSecond: number; readonly burstBytes: number };
+  readonly tenantIngress?: TenantIngress;
   /**
    * The body workers and per-tenant bound themselves (tests inspect them); buildApp makes them
    * from bodyWorkers and largeRequestsPerTenant when absent, and closes only what it made.

@@ -4,7 +4,6 @@ import {
   findTenantChunk,
   readUpload,
   readUploadForPart,
-  readUploadManifest,
   readUploadParts,
   recordUploadPart,
   reserveUpload,
@@ -18,8 +17,7 @@ import { ReceivedBytes } from "../http/received-bytes.js";
 import { refuse } from "../http/refusal.js";
 import { requireOnboarded } from "../repositories/require-onboarded.js";
 import { DeclaredPartsCache } from "../sources/declared-parts.js";
-import { manifestJsonOf } from "../sources/manifest-codec.js";
-import type { SourceManifest } from "../sources/manifest-types.js";
+import { readSourceManifest } from "../sources/read-source-manifest.js";
 import { SegmentDigests } from "../sources/segment-digests.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../sources/upload-view.js";
 import { verifyUpload } from "../sources/verify-upload.js";
@@ -89,11 +87,9 @@ function refuseIfExpired(ctx: BaseContext, upload: SourceUploadHeader): void {
   }
 }
 
-/** The upload's manifest, read on its own: the header every other step reads does not carry it. */
-async function manifestOf(storage: Storage, upload: SourceUploadHeader): Promise<SourceManifest> {
-  const stored = await readUploadManifest(storage, { tenantId: upload.tenant_id, upload: upload.upload });
-  if (stored === undefined) return refuse("not_found", `no upload ${upload.upload}`);
-  return JSON.parse(await manifestJsonOf(stored)) as SourceManifest;
+/** The upload's manifest, or not_found if the upload went meanwhile. */
+async function manifestOf(storage: Storage, upload: SourceUploadHeader) {
+  return (await readSourceManifest(storage, upload)) ?? refuse("not_found", `no upload ${upload.upload}`);
 }
 
 /** One process's parsed manifests (see declared-parts.ts). */

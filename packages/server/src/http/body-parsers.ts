@@ -10,7 +10,7 @@ import { LargeRequestAdmission } from "./large-request-admission.js";
 import { receiveBytes } from "./received-bytes.js";
 import { Refusal } from "./refusal.js";
 import { checkedElsewhere } from "./request-validators.js";
-import { TenantIngressShaper } from "./tenant-ingress-shaper.js";
+import { type TenantIngress, TenantIngressShaper } from "./tenant-ingress-shaper.js";
 import { readWholeBody } from "./whole-body.js";
 
 /** How the app reads large bodies: the workers (null: on the event loop) and the per-tenant bound. */
@@ -32,7 +32,7 @@ export const DEFAULT_LARGE_REQUESTS_PER_TENANT = 2;
 export function largeBodiesOf(options: {
   bodyWorkers?: number;
   largeRequestsPerTenant?: number;
-  tenantIngress?: { readonly bytesPerSecond: number; readonly burstBytes: number };
+  tenantIngress?: TenantIngress;
   clock: Clock;
 }): LargeBodies {
   const workers = options.bodyWorkers ?? defaultBodyWorkers();

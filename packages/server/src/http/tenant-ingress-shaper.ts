@@ -1,6 +1,12 @@
 import { pipeline, type Readable, Transform } from "node:stream";
 import type { Clock } from "@kiln/contract";
 
+/** A per-tenant ingress bound: the average rate, and the bytes an idle tenant may send at full speed. */
+export interface TenantIngress {
+  readonly bytesPerSecond: number;
+  readonly burstBytes: number;
+}
+
 /** How long after another tenant's last request this process counts as shared (see `served`). */
 export const SHARED_FOR_MS = 10_000;
 

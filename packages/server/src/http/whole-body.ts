@@ -2,6 +2,13 @@ import type { Readable } from "node:stream";
 import { errorCodes } from "fastify";
 
 /**
+ * The largest declared length read into a buffer made before its bytes arrive: jobs.submit's
+ * whole limit (16 MiB) and then some. A client declaring more (sources.reserve allows 256 MiB)
+ * must send it to make the server hold it.
+ */
+export const PREALLOCATED_BYTES_AT_MOST = 32 * 2 ** 20;
+
+/**
  * A request body read whole into one buffer of its own, each chunk copied in as it arrives.
  * With a content-length the buffer is its exact size from the start, so a large body (a 15 MB
  * submission, a 7 MB manifest) is never concatenated at its end — one copy of every byte at once,
@@ -14,13 +21,6 @@ import { errorCodes } from "fastify";
  * `limit` (declared or sent) FST_ERR_CTP_BODY_TOO_LARGE; sent other than declared
  * FST_ERR_CTP_INVALID_CONTENT_LENGTH. A client gone mid-body fails the read.
  */
-/**
- * The largest declared length read into a buffer made before its bytes arrive: jobs.submit's
- * whole limit (16 MiB) and then some. A client declaring more (sources.reserve allows 256 MiB)
- * must send it to make the server hold it.
- */
-export const PREALLOCATED_BYTES_AT_MOST = 32 * 2 ** 20;
-
 export async function readWholeBody(
   payload: Readable,
   options: { readonly limit: number; readonly contentLength: number },

@@ -1,17 +1,7 @@
 import { createHash } from "node:crypto";
-import {
-  type BlobStore,
-  claimUpload,
-  type Db,
-  insertJob,
-  type JobRow,
-  readUpload,
-  readUploadManifest,
-  type Storage,
-} from "@kiln/storage";
+import { type BlobStore, claimUpload, type Db, insertJob, type JobRow, readUpload, type Storage } from "@kiln/storage";
 import { refuse } from "../http/refusal.js";
-import { manifestJsonOf } from "../sources/manifest-codec.js";
-import type { SourceManifest } from "../sources/manifest-types.js";
+import { readSourceManifest } from "../sources/read-source-manifest.js";
 import { isExpired } from "../sources/upload-view.js";
 import {
   type AdmittedSource,
@@ -74,9 +64,8 @@ export async function admitArchiveSource(
       `body.workspace.source.archive.manifest_sha256 ${archive.manifest_sha256} is not upload ${upload.upload}'s (${upload.manifest_sha256})`,
     );
   }
-  const stored = await readUploadManifest(deps.storage, { tenantId: input.tenantId, upload: upload.upload });
-  if (stored === undefined) return refuse("not_found", `no upload ${upload.upload}`);
-  const manifest = JSON.parse(await manifestJsonOf(stored)) as SourceManifest;
+  const manifest =
+    (await readSourceManifest(deps.storage, upload)) ?? refuse("not_found", `no upload ${upload.upload}`);
   admitInvocation(input.invocation, manifest.entries);
 
   const partDigest = (part: number) => manifest.parts[part - 1]?.sha256 ?? "";

@@ -1,6 +1,6 @@
-import { readUploadManifest, type SourceUploadHeader, type Storage } from "@kiln/storage";
-import { manifestJsonOf } from "./manifest-codec.js";
+import type { SourceUploadHeader, Storage } from "@kiln/storage";
 import type { SourceManifest } from "./manifest-types.js";
+import { readSourceManifest } from "./read-source-manifest.js";
 
 /** What chunk requests need of a manifest: its parts, and the one-segment files each part holds. */
 export interface DeclaredParts {
@@ -53,10 +53,7 @@ export class DeclaredPartsCache {
       this.entries.set(key, cached);
       return cached;
     }
-    const stored = await readUploadManifest(storage, { tenantId: upload.tenant_id, upload: upload.upload });
-    const parts = declaredPartsOf(
-      stored === undefined ? undefined : (JSON.parse(await manifestJsonOf(stored)) as SourceManifest),
-    );
+    const parts = declaredPartsOf(await readSourceManifest(storage, upload));
     this.entries.set(key, parts);
     if (this.entries.size > CAPACITY) {
       const oldest = this.entries.keys().next().value;
