@@ -10,24 +10,24 @@ import { mintSignInLink } from "./admin/mint-sign-in-link.js";
 import { masterKey } from "./auth/operator-credential.js";
 import { buildApp } from "./build-app.js";
 import { configFromEnv, type ServerConfig } from "./config.js";
-import { startDogfoodLedgerAudit } from "./dogfood/ledger-audit.js";
-import { ensureFirstStartTenant } from "./first-start.js";
-import { type HostListener, startHostListener } from "./host-protocol/host-listener.js";
-import { startImpairmentDetector } from "./hosts/impairment/impairment-detector.js";
-import { startArtifactSweeper } from "./jobs/artifact-sweeper.js";
-import { startLocalHost } from "./local-host.js";
-import { CanaryRunner, startCanaryLoop } from "./platform/canaries/canary-runner.js";
-import { canarySettings } from "./platform/canaries/canary-settings.js";
+import { startDogfoodLedgerAudit } from "./domain/dogfood/ledger-audit.js";
+import { startImpairmentDetector } from "./domain/hosts/impairment/impairment-detector.js";
+import { startArtifactSweeper } from "./domain/jobs/artifact-sweeper.js";
+import { CanaryRunner, startCanaryLoop } from "./domain/platform/canaries/canary-runner.js";
+import { canarySettings } from "./domain/platform/canaries/canary-settings.js";
 import {
   startTenantAnomalyLoop,
   TenantAnomalyEvaluator,
-} from "./platform/tenant-anomalies/tenant-anomaly-evaluator.js";
-import { startLeaseReaper } from "./scheduler/lease-reaper.js";
-import { SecretBox } from "./secrets/secret-box.js";
-import { CheckRunReporter } from "./source-hosting/check-run-reporter.js";
-import { GitHubApp, gitHubAppConfigFromEnv } from "./source-hosting/github-app.js";
-import { startUploadSweeper } from "./sources/upload-sweeper.js";
-import { startLineageStorageSampler } from "./usage/lineage-storage-sampler.js";
+} from "./domain/platform/tenant-anomalies/tenant-anomaly-evaluator.js";
+import { startLeaseReaper } from "./domain/scheduler/lease-reaper.js";
+import { SecretBox } from "./domain/secrets/secret-box.js";
+import { CheckRunReporter } from "./domain/source-hosting/check-run-reporter.js";
+import { GitHubApp, gitHubAppConfigFromEnv } from "./domain/source-hosting/github-app.js";
+import { startUploadSweeper } from "./domain/sources/upload-sweeper.js";
+import { startLineageStorageSampler } from "./domain/usage/lineage-storage-sampler.js";
+import { ensureFirstStartTenant } from "./first-start.js";
+import { type HostListener, startHostListener } from "./host-protocol/host-listener.js";
+import { startLocalHost } from "./local-host.js";
 import { VERSION } from "./version.js";
 
 /** With port 0 and no KILN_PUBLIC_URL, the origin is known only once a port is chosen. */

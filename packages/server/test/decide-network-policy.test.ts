@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { decideNetworkPolicy } from "../src/jobs/decide-network-policy.js";
+import { decideNetworkPolicy } from "../src/domain/jobs/decide-network-policy.js";
 
 /** A captured workspace as path → text. */
 const decide = (files: Record<string, string>, workingDirectory = ".") =>

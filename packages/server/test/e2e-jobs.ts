@@ -17,8 +17,8 @@ import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
 import type { AppDeps } from "../src/deps.js";
+import { SecretBox } from "../src/domain/secrets/secret-box.js";
 import { type LocalHostEvent, startLocalHost } from "../src/local-host.js";
-import { SecretBox } from "../src/secrets/secret-box.js";
 import { type SourceFile, sorted } from "./crates.js";
 import { bearer, personWithToken, testBlobs } from "./harness.js";
 

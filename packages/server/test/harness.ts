@@ -8,9 +8,9 @@ import type { FastifyInstance } from "fastify";
 import { hashToken, mintToken } from "../src/auth/token-format.js";
 import { buildApp } from "../src/build-app.js";
 import type { AppDeps } from "../src/deps.js";
+import { HostService } from "../src/domain/hosts/host-service.js";
+import { SecretBox } from "../src/domain/secrets/secret-box.js";
 import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
-import { HostService } from "../src/hosts/host-service.js";
-import { SecretBox } from "../src/secrets/secret-box.js";
 
 /** A blob store in a fresh temporary directory. */
 export const testBlobs = () => new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-")));

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { deflateManifestJson, manifestJsonOf } from "../src/sources/manifest-codec.js";
+import { deflateManifestJson, manifestJsonOf } from "../src/domain/sources/manifest-codec.js";
 
 describe("an upload's stored manifest (sources/manifest-codec.ts)", () => {
   const json = JSON.stringify({

@@ -26,7 +26,7 @@ import { HEALTH_REPORTED_MESSAGE } from "@kiln/host";
 import { onboardRepository, openStorage, type Storage } from "@kiln/storage";
 import { createPostgresTestDatabase, type S3TestServer, startS3TestServer } from "@kiln/storage/testing";
 import { operatorCredential } from "../src/auth/operator-credential.js";
-import { mintHostEnrollmentToken } from "../src/hosts/host-identities.js";
+import { mintHostEnrollmentToken } from "../src/domain/hosts/host-identities.js";
 import { type Api, fetchApi } from "./e2e-jobs.js";
 import { personWithToken } from "./harness.js";
 import { type ServerProcess, startServerProcess, stopServerProcess } from "./server-process.js";

@@ -10,7 +10,7 @@ import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { mintSignInLink } from "../src/admin/mint-sign-in-link.js";
 import { masterKey, operatorCredential } from "../src/auth/operator-credential.js";
 import { buildApp } from "../src/build-app.js";
-import { SecretBox } from "../src/secrets/secret-box.js";
+import { SecretBox } from "../src/domain/secrets/secret-box.js";
 import { bearer, TestClock, testBlobs } from "./harness.js";
 
 /**

@@ -9,8 +9,8 @@ import { after, before, describe, it } from "node:test";
 import { ManualClock } from "@kiln/contract";
 import { createTenant } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
+import { CANARY_TENANT } from "../src/domain/platform/platform-tenants.js";
 import { largeBodiesOf } from "../src/http/body-parsers.js";
-import { CANARY_TENANT } from "../src/platform/platform-tenants.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 
 const MiB = 2 ** 20;

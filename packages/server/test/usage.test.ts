@@ -14,9 +14,9 @@ import {
 } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { hashToken, mintToken } from "../src/auth/token-format.js";
-import { meterAttempt } from "../src/hosts/meter-attempt.js";
+import { meterAttempt } from "../src/domain/hosts/meter-attempt.js";
+import { deflateManifestJson } from "../src/domain/sources/manifest-codec.js";
 import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
-import { deflateManifestJson } from "../src/sources/manifest-codec.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { acceptJob, HOST } from "./job-fixtures.js";
 import { signIn } from "./sign-in.js";

@@ -2,7 +2,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { findCurrentOperatorCredential, replaceOperatorCredential, type Storage } from "@kiln/storage";
-import { SecretBox } from "../secrets/secret-box.js";
+import { SecretBox } from "../domain/secrets/secret-box.js";
 import { hashSecret } from "./session-secret.js";
 
 /**

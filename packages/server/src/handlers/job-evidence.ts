@@ -1,10 +1,10 @@
 import type { JobEvidence } from "@kiln/contract";
 import { type AttemptRow, InvalidCursorError, type JobRecord, readJob } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
+import { mergeAttemptReports, parseAttemptReport } from "../domain/jobs/attempt-report.js";
+import { jobView } from "../domain/jobs/job-view.js";
+import { storedJson } from "../domain/jobs/stored-json.js";
 import { refuse } from "../http/refusal.js";
-import { mergeAttemptReports, parseAttemptReport } from "../jobs/attempt-report.js";
-import { jobView } from "../jobs/job-view.js";
-import { storedJson } from "../jobs/stored-json.js";
 import { type BaseContext, type Handler, principalOf, REPLY_SENT } from "./handler.js";
 
 type Evidence = Static<typeof JobEvidence>;

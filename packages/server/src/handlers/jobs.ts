@@ -12,17 +12,17 @@ import {
   readJobRecords,
   requestCancellation,
 } from "@kiln/storage";
+import { admitArchiveSource } from "../domain/jobs/admit-archive-source.js";
+import { admitInlineSource, jobClassOf, readSourceFile } from "../domain/jobs/admit-inline-source.js";
+import { admitSettings } from "../domain/jobs/admit-settings.js";
+import { decideNetworkPolicy } from "../domain/jobs/decide-network-policy.js";
+import { jobView } from "../domain/jobs/job-view.js";
+import { requireOnboarded } from "../domain/repositories/require-onboarded.js";
+import { requireActiveInstallation } from "../domain/source-hosting/require-active-installation.js";
+import { admitTenantPolicy } from "../domain/tenants/admit-tenant-policy.js";
 import { type PreparedSubmission, preparedBody } from "../http/body-preparations.js";
 import { Refusal, refuse } from "../http/refusal.js";
-import { admitArchiveSource } from "../jobs/admit-archive-source.js";
-import { admitInlineSource, jobClassOf, readSourceFile } from "../jobs/admit-inline-source.js";
-import { admitSettings } from "../jobs/admit-settings.js";
-import { decideNetworkPolicy } from "../jobs/decide-network-policy.js";
-import { jobView } from "../jobs/job-view.js";
 import { MAX_ATTEMPTS, TERMINAL_STATUSES } from "../jobs/platform-limits.js";
-import { requireOnboarded } from "../repositories/require-onboarded.js";
-import { requireActiveInstallation } from "../source-hosting/require-active-installation.js";
-import { admitTenantPolicy } from "../tenants/admit-tenant-policy.js";
 import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
 

@@ -7,9 +7,9 @@ import {
   readOnboardingJobs,
 } from "@kiln/storage";
 import type { Principal } from "../auth/principal.js";
+import { type GitHubApp, ProviderError } from "../domain/source-hosting/github-app.js";
+import { GITHUB_CLAIM_SETUP_PATH } from "../domain/source-hosting/github-claim-paths.js";
 import { refuse } from "../http/refusal.js";
-import { type GitHubApp, ProviderError } from "../source-hosting/github-app.js";
-import { GITHUB_CLAIM_SETUP_PATH } from "../source-hosting/github-claim-paths.js";
 import { type Handler, principalOf } from "./handler.js";
 
 /**

@@ -4,7 +4,7 @@ import {
   listHostRecoveries,
   readHostOperationState,
 } from "@kiln/storage";
-import { admissionView, hostOperationView } from "../hosts/recovery/host-recovery-views.js";
+import { admissionView, hostOperationView } from "../domain/hosts/recovery/host-recovery-views.js";
 import { refuse } from "../http/refusal.js";
 import type { Handler } from "./handler.js";
 

@@ -5,10 +5,10 @@ import {
   listTenantAnomalies,
   type TenantAnomalyRecord,
 } from "@kiln/storage";
+import { storedJson } from "../domain/jobs/stored-json.js";
+import type { EvidenceItem } from "../domain/platform/tenant-anomalies/anomaly-rule.js";
+import { TENANT_ANOMALY_RULES } from "../domain/platform/tenant-anomalies/tenant-anomaly-evaluator.js";
 import { refuse } from "../http/refusal.js";
-import { storedJson } from "../jobs/stored-json.js";
-import type { EvidenceItem } from "../platform/tenant-anomalies/anomaly-rule.js";
-import { TENANT_ANOMALY_RULES } from "../platform/tenant-anomalies/tenant-anomaly-evaluator.js";
 import { type Handler, operatorOf } from "./handler.js";
 import { operatorAuditValue } from "./operator-audit.js";
 

@@ -1,11 +1,11 @@
 import type { JobFailure, ResponseDocumentOf } from "@kiln/contract";
 import { findCanaryByJob, readJob } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
+import { parseAttemptReport } from "../domain/jobs/attempt-report.js";
+import { storedJson } from "../domain/jobs/stored-json.js";
+import { type CanarySettings, canarySettings } from "../domain/platform/canaries/canary-settings.js";
+import { type CanaryVerdict, canaryVerdict, lateAtOf } from "../domain/platform/canaries/canary-verdict.js";
 import { refuse } from "../http/refusal.js";
-import { parseAttemptReport } from "../jobs/attempt-report.js";
-import { storedJson } from "../jobs/stored-json.js";
-import { type CanarySettings, canarySettings } from "../platform/canaries/canary-settings.js";
-import { type CanaryVerdict, canaryVerdict, lateAtOf } from "../platform/canaries/canary-verdict.js";
 import type { Handler } from "./handler.js";
 
 type Attribution = ResponseDocumentOf<"operator.canaries.attribution">;

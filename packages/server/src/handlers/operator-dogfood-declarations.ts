@@ -7,12 +7,12 @@ import {
   recordDogfoodLifecycleChange,
   recordDogfoodSpend,
 } from "@kiln/storage";
-import { auditedRecording } from "../dogfood/audited-recording.js";
-import { loadTrial } from "../dogfood/load-trial.js";
-import { loadTrialLedger } from "../dogfood/trial-ledger.js";
-import { SPEND_PLAN_SOURCE } from "../dogfood/trial-period.js";
-import { trialTenantsOf } from "../dogfood/trial-tenants.js";
-import { interventionView, lifecycleChangeView, maintenanceView, spendView } from "../dogfood/trial-views.js";
+import { auditedRecording } from "../domain/dogfood/audited-recording.js";
+import { loadTrial } from "../domain/dogfood/load-trial.js";
+import { loadTrialLedger } from "../domain/dogfood/trial-ledger.js";
+import { SPEND_PLAN_SOURCE } from "../domain/dogfood/trial-period.js";
+import { trialTenantsOf } from "../domain/dogfood/trial-tenants.js";
+import { interventionView, lifecycleChangeView, maintenanceView, spendView } from "../domain/dogfood/trial-views.js";
 import { refuse } from "../http/refusal.js";
 import { type Handler, operatorOf } from "./handler.js";
 

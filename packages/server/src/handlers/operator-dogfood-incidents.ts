@@ -7,10 +7,10 @@ import {
   recordDogfoodIncidentIssue,
   resolveDogfoodIncident,
 } from "@kiln/storage";
-import { auditedRecording } from "../dogfood/audited-recording.js";
-import { loadTrialLedger } from "../dogfood/trial-ledger.js";
-import { trialTenantsOf } from "../dogfood/trial-tenants.js";
-import { incidentView } from "../dogfood/trial-views.js";
+import { auditedRecording } from "../domain/dogfood/audited-recording.js";
+import { loadTrialLedger } from "../domain/dogfood/trial-ledger.js";
+import { trialTenantsOf } from "../domain/dogfood/trial-tenants.js";
+import { incidentView } from "../domain/dogfood/trial-views.js";
 import { refuse } from "../http/refusal.js";
 import { type Handler, operatorOf } from "./handler.js";
 

@@ -6,15 +6,15 @@ import {
   readDogfoodGateOpening,
   recordDogfoodGateEvidence,
 } from "@kiln/storage";
-import { auditedRecording } from "../dogfood/audited-recording.js";
-import { everyPartMet, evidenceView, gateView } from "../dogfood/entry-gate.js";
-import { settlingAttemptOf } from "../dogfood/ledger-findings.js";
-import { loadTrial } from "../dogfood/load-trial.js";
-import { parseRunRecordId } from "../dogfood/run-record-identity.js";
-import { runRecordView } from "../dogfood/run-record-view.js";
-import { loadTrialLedger } from "../dogfood/trial-ledger.js";
-import { trialTenantsOf } from "../dogfood/trial-tenants.js";
-import { verifyGateReference } from "../dogfood/verify-gate-reference.js";
+import { auditedRecording } from "../domain/dogfood/audited-recording.js";
+import { everyPartMet, evidenceView, gateView } from "../domain/dogfood/entry-gate.js";
+import { settlingAttemptOf } from "../domain/dogfood/ledger-findings.js";
+import { loadTrial } from "../domain/dogfood/load-trial.js";
+import { parseRunRecordId } from "../domain/dogfood/run-record-identity.js";
+import { runRecordView } from "../domain/dogfood/run-record-view.js";
+import { loadTrialLedger } from "../domain/dogfood/trial-ledger.js";
+import { trialTenantsOf } from "../domain/dogfood/trial-tenants.js";
+import { verifyGateReference } from "../domain/dogfood/verify-gate-reference.js";
 import { refuse } from "../http/refusal.js";
 import { type Handler, operatorOf } from "./handler.js";
 

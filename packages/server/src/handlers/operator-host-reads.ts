@@ -1,6 +1,6 @@
 import type { HostReadKind } from "@kiln/contract";
 import { appendOperatorAuditEntry, readHostRecord } from "@kiln/storage";
-import { awaitHostAnswer, HOST_ANSWER_WAIT_SECONDS } from "../hosts/fleet/await-host-answer.js";
+import { awaitHostAnswer, HOST_ANSWER_WAIT_SECONDS } from "../domain/hosts/fleet/await-host-answer.js";
 import { refuse } from "../http/refusal.js";
 import { type BaseContext, type Handler, operatorOf, REPLY_SENT } from "./handler.js";
 import { operatorAuditValue } from "./operator-audit.js";

@@ -8,7 +8,7 @@ import {
   readHostRecord,
   undrainHost,
 } from "@kiln/storage";
-import { EMBEDDED_HOST_ID } from "../hosts/host-identities.js";
+import { EMBEDDED_HOST_ID } from "../domain/hosts/host-identities.js";
 import { refuse } from "../http/refusal.js";
 import { type Handler, operatorOf } from "./handler.js";
 import { operatorAuditValue } from "./operator-audit.js";

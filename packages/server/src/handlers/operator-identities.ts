@@ -1,8 +1,8 @@
 import { X509Certificate } from "node:crypto";
 import type { ResponseDocumentOf } from "@kiln/contract";
 import { type IssuedCertificateRecord, listHostIdentityRecords, listHostRecords } from "@kiln/storage";
-import { EMBEDDED_HOST_ID } from "../hosts/host-identities.js";
-import { CertificateAuthority } from "../pki/certificate-authority.js";
+import { EMBEDDED_HOST_ID } from "../domain/hosts/host-identities.js";
+import { CertificateAuthority } from "../domain/pki/certificate-authority.js";
 import type { Handler } from "./handler.js";
 
 /** An inventory entry; IdentityInventory's items are open, and kiln adds what says more (serial, names, …). */

@@ -1,5 +1,5 @@
 import { appendOperatorAuditEntry, approveDestructiveStep, closeHostIncident, readHostIncident } from "@kiln/storage";
-import { incidentView } from "../hosts/recovery/host-recovery-views.js";
+import { incidentView } from "../domain/hosts/recovery/host-recovery-views.js";
 import { refuse } from "../http/refusal.js";
 import { type Handler, operatorOf } from "./handler.js";
 import { operatorAuditValue } from "./operator-audit.js";

@@ -7,8 +7,8 @@ import {
   startHostInitialization,
 } from "@kiln/storage";
 import { hashToken, mintToken } from "../auth/token-format.js";
-import { pendingLedger } from "../hosts/fleet/initialization-ledger.js";
-import { EMBEDDED_HOST_ID, ENROLLMENT_TOKEN_SECONDS, HOST_ID_PATTERN } from "../hosts/host-identities.js";
+import { pendingLedger } from "../domain/hosts/fleet/initialization-ledger.js";
+import { EMBEDDED_HOST_ID, ENROLLMENT_TOKEN_SECONDS, HOST_ID_PATTERN } from "../domain/hosts/host-identities.js";
 import { refuse } from "../http/refusal.js";
 import { type Handler, operatorOf } from "./handler.js";
 import { operatorAuditValue } from "./operator-audit.js";

@@ -8,14 +8,14 @@ import {
   requeueStalePlacement,
   type StorageOrTransaction,
 } from "@kiln/storage";
-import { awaitHostAnswer, HOST_ANSWER_WAIT_SECONDS } from "../hosts/fleet/await-host-answer.js";
+import { awaitHostAnswer, HOST_ANSWER_WAIT_SECONDS } from "../domain/hosts/fleet/await-host-answer.js";
 import {
   attemptOfVmId,
   isStale,
   lastRenewalOf,
   livePlacementsView,
   STALE_HEARTBEAT_SECONDS,
-} from "../hosts/fleet/live-placements.js";
+} from "../domain/hosts/fleet/live-placements.js";
 import { refuse } from "../http/refusal.js";
 import { type Handler, operatorOf } from "./handler.js";
 import { operatorAuditValue } from "./operator-audit.js";

@@ -7,7 +7,7 @@ import {
   readHostOperationState,
   type StorageOrTransaction,
 } from "@kiln/storage";
-import { ledgerView, recoveryAvailableView } from "../hosts/recovery/host-recovery-views.js";
+import { ledgerView, recoveryAvailableView } from "../domain/hosts/recovery/host-recovery-views.js";
 import { refuse } from "../http/refusal.js";
 import { type Handler, operatorOf } from "./handler.js";
 import { operatorAuditValue } from "./operator-audit.js";

@@ -1,5 +1,5 @@
-import { canarySettings } from "../platform/canaries/canary-settings.js";
-import { computeOperatingStates } from "../platform/operating-states/compute-operating-states.js";
+import { canarySettings } from "../domain/platform/canaries/canary-settings.js";
+import { computeOperatingStates } from "../domain/platform/operating-states/compute-operating-states.js";
 import type { Handler } from "./handler.js";
 
 /**

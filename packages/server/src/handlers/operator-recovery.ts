@@ -12,9 +12,9 @@ import {
   invocationView,
   policyView,
   recoveryView,
-} from "../hosts/recovery/host-recovery-views.js";
-import { invokeRecovery } from "../hosts/recovery/invoke-recovery.js";
-import { recoveryConfirmationOf } from "../hosts/recovery/recovery-confirmation.js";
+} from "../domain/hosts/recovery/host-recovery-views.js";
+import { invokeRecovery } from "../domain/hosts/recovery/invoke-recovery.js";
+import { recoveryConfirmationOf } from "../domain/hosts/recovery/recovery-confirmation.js";
 import { refuse } from "../http/refusal.js";
 import { type Handler, operatorOf } from "./handler.js";
 import { operatorAuditValue } from "./operator-audit.js";

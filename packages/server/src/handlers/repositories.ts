@@ -6,10 +6,10 @@ import {
   purgeLineage,
   readRepositoryStorage,
 } from "@kiln/storage";
-import { listedAdvisory, readAdvisories } from "../advisories/compute-advisories.js";
+import { listedAdvisory, readAdvisories } from "../domain/advisories/compute-advisories.js";
+import { repositoryOfPath } from "../domain/repositories/require-onboarded.js";
+import { tenantStorageQuota } from "../domain/repositories/storage-quota.js";
 import { refuse } from "../http/refusal.js";
-import { repositoryOfPath } from "../repositories/require-onboarded.js";
-import { tenantStorageQuota } from "../repositories/storage-quota.js";
 import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
 

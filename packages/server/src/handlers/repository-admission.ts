@@ -1,7 +1,7 @@
 import { findInstallationOfRepository } from "@kiln/storage";
+import { repositoryOfPath, requireOnboarded } from "../domain/repositories/require-onboarded.js";
+import { ProviderError } from "../domain/source-hosting/github-app.js";
 import { refuse } from "../http/refusal.js";
-import { repositoryOfPath, requireOnboarded } from "../repositories/require-onboarded.js";
-import { ProviderError } from "../source-hosting/github-app.js";
 import { type Handler, principalOf } from "./handler.js";
 
 const COMMIT_ID = /^[0-9a-f]{40}$/;

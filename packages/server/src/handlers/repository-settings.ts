@@ -1,8 +1,8 @@
 import { REPOSITORY_WRITABLE_SETTINGS } from "@kiln/contract";
 import { appendAuditEntry, readRepositorySettings, writeRepositorySettings } from "@kiln/storage";
+import { repositoryOfPath } from "../domain/repositories/require-onboarded.js";
+import { EFFECTIVE, repositorySettingsView, wallClockBounds } from "../domain/settings/repository-settings-view.js";
 import { refuse } from "../http/refusal.js";
-import { repositoryOfPath } from "../repositories/require-onboarded.js";
-import { EFFECTIVE, repositorySettingsView, wallClockBounds } from "../settings/repository-settings-view.js";
 import { type Handler, principalOf } from "./handler.js";
 
 /** repositories.settings.get: a plain read, no lifecycle effect. */

@@ -12,15 +12,15 @@ import {
   type Storage,
   tenantReservations,
 } from "@kiln/storage";
+import { requireOnboarded } from "../domain/repositories/require-onboarded.js";
+import { DeclaredPartsCache } from "../domain/sources/declared-parts.js";
+import { readSourceManifest } from "../domain/sources/read-source-manifest.js";
+import { SegmentDigests } from "../domain/sources/segment-digests.js";
+import { describeRanges, isExpired, missingRanges, uploadView } from "../domain/sources/upload-view.js";
+import { verifyUpload } from "../domain/sources/verify-upload.js";
 import { preparedBody, valueOrRefusal } from "../http/body-preparations.js";
 import { ReceivedBytes } from "../http/received-bytes.js";
 import { refuse } from "../http/refusal.js";
-import { requireOnboarded } from "../repositories/require-onboarded.js";
-import { DeclaredPartsCache } from "../sources/declared-parts.js";
-import { readSourceManifest } from "../sources/read-source-manifest.js";
-import { SegmentDigests } from "../sources/segment-digests.js";
-import { describeRanges, isExpired, missingRanges, uploadView } from "../sources/upload-view.js";
-import { verifyUpload } from "../sources/verify-upload.js";
 import { refuseOverBandwidth } from "../usage/bandwidth-allowance.js";
 import { type BaseContext, type Handler, principalOf } from "./handler.js";
 

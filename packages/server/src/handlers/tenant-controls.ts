@@ -8,8 +8,8 @@ import {
   type TenantControlsChanges,
   writeTenantControls,
 } from "@kiln/storage";
+import { TENANT_CONTROLS_EFFECTIVE, tenantControlsView } from "../domain/tenants/tenant-policy.js";
 import { refuse } from "../http/refusal.js";
-import { TENANT_CONTROLS_EFFECTIVE, tenantControlsView } from "../tenants/tenant-policy.js";
 import { type Handler, operatorOf } from "./handler.js";
 import { operatorAuditValue } from "./operator-audit.js";
 

@@ -7,14 +7,14 @@ import {
   type TenantSettingsChanges,
   writeTenantSettings,
 } from "@kiln/storage";
-import { Refusal, refuse } from "../http/refusal.js";
-import { wallClockBounds } from "../settings/repository-settings-view.js";
+import { wallClockBounds } from "../domain/settings/repository-settings-view.js";
 import {
   PLATFORM_DEFAULT_SIZE,
   TENANT_SETTINGS_EFFECTIVE,
   TENANT_SETTINGS_NOT_APPLIED,
   tenantSettingsView,
-} from "../tenants/tenant-policy.js";
+} from "../domain/tenants/tenant-policy.js";
+import { Refusal, refuse } from "../http/refusal.js";
 import { type Handler, principalOf } from "./handler.js";
 
 /** tenant.settings.get: the policy at its version, the operator's limits beside consumption. */

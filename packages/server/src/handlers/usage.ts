@@ -1,5 +1,4 @@
 import { type Db, readTenantControls } from "@kiln/storage";
-import { refuse } from "../http/refusal.js";
 import {
   decodePosition,
   encodePosition,
@@ -8,7 +7,8 @@ import {
   rateCardView,
   readLedgerPage,
   summarizeUsage,
-} from "../usage/usage-ledger.js";
+} from "../domain/usage/usage-ledger.js";
+import { refuse } from "../http/refusal.js";
 import { type Handler, principalOf } from "./handler.js";
 
 /** The tenant's rate card (null when none is set, or the tenant has no controls row). */

@@ -2,10 +2,10 @@ import type { TLSSocket } from "node:tls";
 import type { Clock } from "@kiln/contract";
 import type { Storage } from "@kiln/storage";
 import type { FastifyRequest } from "fastify";
-import { HostIdentityError } from "../hosts/host-identities.js";
+import { HostIdentityError } from "../domain/hosts/host-identities.js";
+import type { CertificateAuthority } from "../domain/pki/certificate-authority.js";
 import { Refusal } from "../http/refusal.js";
 import { authenticateHostCertificate } from "../pki/authenticate-host-certificate.js";
-import type { CertificateAuthority } from "../pki/certificate-authority.js";
 
 /** What the host listener authenticates hosts with: the CA, the clock and the client certificates' lifetime. */
 export interface HostPki {

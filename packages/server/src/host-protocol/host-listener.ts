@@ -3,13 +3,13 @@ import { type Clock, type Logger, type PeriodicLoop, startPeriodicLoop } from "@
 import { startJobNotifications } from "@kiln/storage";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { AppDeps } from "../deps.js";
-import type { HostServiceEvent } from "../hosts/host-service.js";
+import type { HostServiceEvent } from "../domain/hosts/host-service.js";
+import { CertificateAuthority } from "../domain/pki/certificate-authority.js";
+import { dueForRenewal, type ListenerCertificate, listenerCertificate } from "../domain/pki/listener-certificate.js";
 import { installBodyParsers } from "../http/body-parsers.js";
 import { installErrorBoundary } from "../http/error-boundary.js";
 import { clientErrorHandler, frameworkErrors } from "../http/framework-errors.js";
 import { installRequestValidators } from "../http/request-validators.js";
-import { CertificateAuthority } from "../pki/certificate-authority.js";
-import { dueForRenewal, type ListenerCertificate, listenerCertificate } from "../pki/listener-certificate.js";
 import { registerHostProtocolRoutes } from "./http-host-routes.js";
 
 /** How long the listener's own server certificate is valid; it is replaced at two thirds of it. */

@@ -2,7 +2,7 @@ import { HOST_OPERATOR_ROUTES } from "@kiln/contract";
 import type { Static } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppDeps } from "../deps.js";
-import { HostRecoveryProtocolService } from "../hosts/recovery/host-recovery-protocol-service.js";
+import { HostRecoveryProtocolService } from "../domain/hosts/recovery/host-recovery-protocol-service.js";
 import { Refusal } from "../http/refusal.js";
 import type { hostAuthenticator } from "./authenticate-host.js";
 

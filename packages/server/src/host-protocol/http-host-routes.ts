@@ -16,10 +16,10 @@ import type { Static } from "@sinclair/typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppDeps } from "../deps.js";
-import { enrollHost, type IssuedHostCertificate, renewHost } from "../hosts/host-identities.js";
-import { HostService, type HostServiceEvent } from "../hosts/host-service.js";
+import { enrollHost, type IssuedHostCertificate, renewHost } from "../domain/hosts/host-identities.js";
+import { HostService, type HostServiceEvent } from "../domain/hosts/host-service.js";
+import { CertificateRequestError } from "../domain/pki/certificate-authority.js";
 import { Refusal } from "../http/refusal.js";
-import { CertificateRequestError } from "../pki/certificate-authority.js";
 import { bearerOf, type HostPki, hostAuthenticator, refusalOf } from "./authenticate-host.js";
 import { registerHostOperatorRoutes } from "./http-host-operator-routes.js";
 

@@ -1,5 +1,5 @@
 import type { HostProtocol } from "@kiln/host";
-import type { HostService } from "../hosts/host-service.js";
+import type { HostService } from "../domain/hosts/host-service.js";
 
 /**
  * The host protocol bound in-process, for the embedded local host: each message goes straight

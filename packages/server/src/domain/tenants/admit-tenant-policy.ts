@@ -1,0 +1,40 @@
+import { readTenantControls, readTenantSettings } from "@kiln/storage";
+import type { Principal } from "../../auth/principal.js";
+import type { BaseContext } from "../../handlers/handler.js";
+import { refuse } from "../../http/refusal.js";
+import { admissionPolicyOf, type TenantAdmissionPolicy } from "./tenant-policy.js";
+
+/**
+ * What the tenant's policy decides at admission (jobs.submit, jobs.retry), read in the
+ * submission's own transaction: a suspended tenant's submission is refused `conflict` naming
+ * the suspension; an agent's, when the tenant's settings say agents may not submit,
+ * `out_of_scope` naming `submit`; a size outside the tenant's allowed sizes `invalid_request`
+ * naming body.size. Returns the policy for what admission snapshots (the tenant's ceiling).
+ */
+export async function admitTenantPolicy(
+  ctx: BaseContext,
+  principal: Principal,
+  input: { size: string; bodySize: boolean },
+): Promise<TenantAdmissionPolicy> {
+  const tenantId = principal.tenantId;
+  const controls = await readTenantControls(ctx.db, { tenantId });
+  if (controls?.suspended) {
+    refuse(
+      "conflict",
+      `tenant ${tenantId} is suspended by the operator since ${controls.suspendedSince ?? "now"} (${controls.suspensionReason ?? "no reason given"}); new submissions are refused until it is lifted`,
+    );
+  }
+  const policy = admissionPolicyOf(await readTenantSettings(ctx.db, { tenantId }));
+  if (principal.kind === "agent" && !policy.agentsMaySubmit) {
+    refuse("out_of_scope", `tenant ${tenantId}'s settings do not let agents submit jobs (agents_may_submit is false)`, {
+      scope: "submit",
+    });
+  }
+  if (!policy.allowedSizes.includes(input.size)) {
+    refuse(
+      "invalid_request",
+      `${input.bodySize ? "body.size" : "the job's size"} ${input.size} is not one of the tenant's allowed sizes (${policy.allowedSizes.join(", ")})`,
+    );
+  }
+  return policy;
+}
