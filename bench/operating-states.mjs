@@ -23,7 +23,7 @@ import { option } from "./support/options.mjs";
 import { percentile } from "./support/statistics.mjs";
 
 const { silentLogger, systemClock } = await import("@kiln/contract");
-const { masterKey, operatorCredential } = await import(dist("src/auth/operator-credential.js"));
+const { masterKey, operatorCredential } = await import(dist("src/web/auth/operator-credential.js"));
 const { CanaryRunner } = await import(dist("src/domain/platform/canaries/canary-runner.js"));
 const { canarySettings } = await import(dist("src/domain/platform/canaries/canary-settings.js"));
 

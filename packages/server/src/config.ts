@@ -1,9 +1,9 @@
 import { resolve } from "node:path";
 import { cratesIoIndexOf } from "@kiln/host";
 import { parseS3BlobUrl, type S3BlobLocation } from "@kiln/storage";
-import type { OidcSettings } from "./auth/oidc-client.js";
 import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "./domain/hosts/lineage-affinity.js";
-import type { TenantIngress } from "./http/tenant-ingress-shaper.js";
+import type { OidcSettings } from "./web/auth/oidc-client.js";
+import type { TenantIngress } from "./web/http/tenant-ingress-shaper.js";
 
 /** The harness contract of DESIGN.md §7: KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL. */
 export interface ServerConfig {

@@ -6,7 +6,7 @@ import type { BlobStore, JobNotifications, Storage } from "@kiln/storage";
 import { HostService, type HostServiceEvent } from "./domain/hosts/host-service.js";
 import { startLeaseReaper } from "./domain/scheduler/lease-reaper.js";
 import type { SecretBox } from "./domain/secrets/secret-box.js";
-import { inProcessHostProtocol } from "./host-protocol/in-process-host-protocol.js";
+import { inProcessHostProtocol } from "./web/host-protocol/in-process-host-protocol.js";
 
 export interface LocalHostOptions {
   readonly hostId?: string;

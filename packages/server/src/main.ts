@@ -7,7 +7,6 @@ import { Command } from "commander";
 import { pino } from "pino";
 import { adminCommand } from "./admin/admin-commands.js";
 import { mintSignInLink } from "./admin/mint-sign-in-link.js";
-import { masterKey } from "./auth/operator-credential.js";
 import { buildApp } from "./build-app.js";
 import { configFromEnv, type ServerConfig } from "./config.js";
 import { startDogfoodLedgerAudit } from "./domain/dogfood/ledger-audit.js";
@@ -26,9 +25,10 @@ import { GitHubApp, gitHubAppConfigFromEnv } from "./domain/source-hosting/githu
 import { startUploadSweeper } from "./domain/sources/upload-sweeper.js";
 import { startLineageStorageSampler } from "./domain/usage/lineage-storage-sampler.js";
 import { ensureFirstStartTenant } from "./first-start.js";
-import { type HostListener, startHostListener } from "./host-protocol/host-listener.js";
 import { startLocalHost } from "./local-host.js";
 import { VERSION } from "./version.js";
+import { masterKey } from "./web/auth/operator-credential.js";
+import { type HostListener, startHostListener } from "./web/host-protocol/host-listener.js";
 
 /** With port 0 and no KILN_PUBLIC_URL, the origin is known only once a port is chosen. */
 async function resolvePort(config: ServerConfig): Promise<number> {

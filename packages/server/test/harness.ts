@@ -10,7 +10,7 @@ import { buildApp } from "../src/build-app.js";
 import type { AppDeps } from "../src/deps.js";
 import { HostService } from "../src/domain/hosts/host-service.js";
 import { SecretBox } from "../src/domain/secrets/secret-box.js";
-import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
+import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
 
 /** A blob store in a fresh temporary directory. */
 export const testBlobs = () => new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-")));

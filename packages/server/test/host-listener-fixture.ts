@@ -2,7 +2,7 @@ import { type Clock, silentLogger, systemClock } from "@kiln/contract";
 import { HostTlsIdentity, newKeyAndSigningRequest, requestEnrollment } from "@kiln/host";
 import { mintHostEnrollmentToken } from "../src/domain/hosts/host-identities.js";
 import type { HostServiceEvent } from "../src/domain/hosts/host-service.js";
-import { type HostListener, startHostListener } from "../src/host-protocol/host-listener.js";
+import { type HostListener, startHostListener } from "../src/web/host-protocol/host-listener.js";
 import type { TestApp } from "./harness.js";
 
 /** A week: the default client certificate lifetime (KILN_HOST_CERTIFICATE_SECONDS). */

@@ -18,8 +18,8 @@ import { type BlobStore, createTenant, readJob, requestCancellation, type Storag
 import { DIALECTS } from "@kiln/storage/testing";
 import { HostService } from "../src/domain/hosts/host-service.js";
 import { startLeaseReaper } from "../src/domain/scheduler/lease-reaper.js";
-import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
 import type { LocalHostEvent } from "../src/local-host.js";
+import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
 import { testBlobs } from "./harness.js";
 import { acceptJob, eventually } from "./job-fixtures.js";
 

@@ -5,7 +5,7 @@ import { recordLineageSave, registerHost, type Storage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { HostService } from "../src/domain/hosts/host-service.js";
 import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "../src/domain/hosts/lineage-affinity.js";
-import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
+import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
 import { personWithToken, testBlobs } from "./harness.js";
 import { acceptJob } from "./job-fixtures.js";
 

@@ -9,7 +9,7 @@ import { PassThrough } from "node:stream";
 import { describe, it } from "node:test";
 import { ManualClock } from "@kiln/contract";
 import { configFromEnv, DEFAULT_TENANT_INGRESS } from "../src/config.js";
-import { SHARED_FOR_MS, TenantIngressShaper } from "../src/http/tenant-ingress-shaper.js";
+import { SHARED_FOR_MS, TenantIngressShaper } from "../src/web/http/tenant-ingress-shaper.js";
 
 const MiB = 2 ** 20;
 

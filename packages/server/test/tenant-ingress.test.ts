@@ -10,7 +10,7 @@ import { ManualClock } from "@kiln/contract";
 import { createTenant } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { CANARY_TENANT } from "../src/domain/platform/platform-tenants.js";
-import { largeBodiesOf } from "../src/http/body-parsers.js";
+import { largeBodiesOf } from "../src/web/http/body-parsers.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 
 const MiB = 2 ** 20;

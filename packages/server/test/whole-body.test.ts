@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { Readable } from "node:stream";
 import { describe, it } from "node:test";
-import { PREALLOCATED_BYTES_AT_MOST, readWholeBody } from "../src/http/whole-body.js";
+import { PREALLOCATED_BYTES_AT_MOST, readWholeBody } from "../src/web/http/whole-body.js";
 
 /** A payload of `chunks` as a socket would deliver them. */
 const payloadOf = (...chunks: Buffer[]) => Readable.from(chunks, { objectMode: false });

@@ -1,6 +1,6 @@
 import { appendAuditEntry, listCliTokens, revokeCliToken } from "@kiln/storage";
-import { latestUse } from "../auth/last-used-recorder.js";
 import { refuse } from "../http/refusal.js";
+import { latestUse } from "../web/auth/last-used-recorder.js";
 import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
 

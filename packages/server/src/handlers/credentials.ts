@@ -6,9 +6,9 @@ import {
   listAgentCredentials,
   revokeAgentCredential,
 } from "@kiln/storage";
-import { type LastUsedRecorder, latestUse } from "../auth/last-used-recorder.js";
 import { hashToken, mintToken } from "../auth/token-format.js";
 import { refuse } from "../http/refusal.js";
+import { type LastUsedRecorder, latestUse } from "../web/auth/last-used-recorder.js";
 import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
 

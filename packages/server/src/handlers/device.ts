@@ -8,9 +8,9 @@ import {
   redeemDeviceAuthorization,
   startDeviceAuthorization,
 } from "@kiln/storage";
-import { hashSecret, mintSecret } from "../auth/session-secret.js";
 import { hashToken, mintToken } from "../auth/token-format.js";
 import { refuse } from "../http/refusal.js";
+import { hashSecret, mintSecret } from "../web/auth/session-secret.js";
 import { type Handler, principalOf } from "./handler.js";
 
 /**

@@ -13,7 +13,7 @@ import type { Db } from "@kiln/storage";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { OperatorPrincipal, Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
-import type { ReceivedBytes } from "../http/received-bytes.js";
+import type { ReceivedBytes } from "../web/http/received-bytes.js";
 
 /** Returned by handlers of bytes and SSE operations that wrote the reply themselves. */
 export const REPLY_SENT: unique symbol = Symbol("reply sent");

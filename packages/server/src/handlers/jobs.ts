@@ -20,9 +20,9 @@ import { jobView } from "../domain/jobs/job-view.js";
 import { requireOnboarded } from "../domain/repositories/require-onboarded.js";
 import { requireActiveInstallation } from "../domain/source-hosting/require-active-installation.js";
 import { admitTenantPolicy } from "../domain/tenants/admit-tenant-policy.js";
-import { type PreparedSubmission, preparedBody } from "../http/body-preparations.js";
 import { Refusal, refuse } from "../http/refusal.js";
 import { MAX_ATTEMPTS, TERMINAL_STATUSES } from "../jobs/platform-limits.js";
+import { type PreparedSubmission, preparedBody } from "../web/http/body-preparations.js";
 import { type Handler, principalOf } from "./handler.js";
 import { pageRequestOf } from "./page-request.js";
 

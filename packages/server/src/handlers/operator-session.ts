@@ -5,8 +5,8 @@ import {
   OPERATOR_SESSION_COOKIE,
   OPERATOR_SESSION_SECONDS,
   setSessionCookie,
-} from "../auth/session-cookies.js";
-import { hashSecret, mintSecret } from "../auth/session-secret.js";
+} from "../web/auth/session-cookies.js";
+import { hashSecret, mintSecret } from "../web/auth/session-secret.js";
 import { type Handler, operatorOf } from "./handler.js";
 import { operatorAuditValue } from "./operator-audit.js";
 

@@ -18,10 +18,10 @@ import { readSourceManifest } from "../domain/sources/read-source-manifest.js";
 import { SegmentDigests } from "../domain/sources/segment-digests.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../domain/sources/upload-view.js";
 import { verifyUpload } from "../domain/sources/verify-upload.js";
-import { preparedBody, valueOrRefusal } from "../http/body-preparations.js";
-import { ReceivedBytes } from "../http/received-bytes.js";
 import { refuse } from "../http/refusal.js";
 import { refuseOverBandwidth } from "../usage/bandwidth-allowance.js";
+import { preparedBody, valueOrRefusal } from "../web/http/body-preparations.js";
+import { ReceivedBytes } from "../web/http/received-bytes.js";
 import { type BaseContext, type Handler, principalOf } from "./handler.js";
 
 /** What the sources helpers read of a request: the caller, the path's upload (and part), the repository query, the key. */
