@@ -8,7 +8,7 @@ import {
   recordDogfoodIncident,
   type Storage,
 } from "@kiln/storage";
-import { operatorAuditValue } from "../../handlers/operator-audit.js";
+import { operatorAuditValue } from "../../web/handlers/operator/operator-audit.js";
 import { type CanarySettings, canarySettings } from "../platform/canaries/canary-settings.js";
 import { dueProbesOf } from "./due-probes.js";
 import { findingOfMissedProbe, findingsOfJob, type LedgerFinding, settlingAttemptOf } from "./ledger-findings.js";

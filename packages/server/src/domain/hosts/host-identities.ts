@@ -8,7 +8,7 @@ import {
   type Storage,
 } from "@kiln/storage";
 import { hashToken, mintToken, tokenKindOf } from "../../auth/token-format.js";
-import { operatorAuditValue } from "../../handlers/operator-audit.js";
+import { operatorAuditValue } from "../../web/handlers/operator/operator-audit.js";
 import type { CertificateAuthority } from "../pki/certificate-authority.js";
 
 /** A host id: what HostEnrollment.id admits, restricted to characters safe in logs and paths. */

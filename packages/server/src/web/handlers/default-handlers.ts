@@ -1,57 +1,55 @@
-import { listAudit } from "../../handlers/audit.js";
-import { listOwnCliTokens, revokeOwnCliToken } from "../../handlers/cli-tokens.js";
-import { createCredential, listCredentials, revokeCredential } from "../../handlers/credentials.js";
-import { approveDevice, pendingDevice, pollDevice, startDevice } from "../../handlers/device.js";
 import type { HandlerTable } from "../../handlers/handler.js";
-import { cliTenant, currentIdentity } from "../../handlers/identity.js";
-import { jobArtifactBytes, jobArtifacts } from "../../handlers/job-artifacts.js";
-import { cliEvents, dashboardEvents } from "../../handlers/job-events.js";
-import { jobCargoOutput, jobEvidence } from "../../handlers/job-evidence.js";
-import { jobLogs, jobLogsStream } from "../../handlers/job-logs.js";
-import { cancelJob, getJob, listTenantJobs, retryJob, submitJob } from "../../handlers/jobs.js";
-import { claimOnboardingInstallation, onboardingSurface } from "../../handlers/onboarding.js";
-import { openapiDocument } from "../../handlers/openapi-document.js";
-import { getHostActivations } from "../../handlers/operator-activations.js";
-import { disposeAnomaly, listAnomalies } from "../../handlers/operator-anomalies.js";
-import { exportOperatorAudit, listOperatorAudit, refuseOperatorAuditChange } from "../../handlers/operator-audit.js";
-import { canaryAttribution } from "../../handlers/operator-canaries.js";
-import { registerDeployment } from "../../handlers/operator-deployments.js";
-import { dogfoodPeriod, dogfoodRecord, recordGateEvidence } from "../../handlers/operator-dogfood.js";
+import { getHostActivations } from "./operator/operator-activations.js";
+import { disposeAnomaly, listAnomalies } from "./operator/operator-anomalies.js";
+import { exportOperatorAudit, listOperatorAudit, refuseOperatorAuditChange } from "./operator/operator-audit.js";
+import { canaryAttribution } from "./operator/operator-canaries.js";
+import { registerDeployment } from "./operator/operator-deployments.js";
+import { dogfoodPeriod, dogfoodRecord, recordGateEvidence } from "./operator/operator-dogfood.js";
 import {
   declareMaintenance,
   recordIntervention,
   recordLifecycleChange,
   recordSpend,
-} from "../../handlers/operator-dogfood-declarations.js";
-import { recordIncident, recordIncidentIssue, resolveIncident } from "../../handlers/operator-dogfood-incidents.js";
-import { hostHistory } from "../../handlers/operator-host-history.js";
-import { hostEvidence, hostEvidenceExport, hostJournal, hostKernelLog } from "../../handlers/operator-host-reads.js";
-import { drainHostHandler, getHost, listHosts, undrainHostHandler } from "../../handlers/operator-hosts.js";
-import { listIdentities } from "../../handlers/operator-identities.js";
-import { approveHostIncidentStep, closeHostIncidentHandler } from "../../handlers/operator-incidents.js";
-import { observeInitialization, startInitialization } from "../../handlers/operator-initialization.js";
-import { listPlacements, placementReceipt, reconcilePlacement } from "../../handlers/operator-placements.js";
-import {
-  disposePlatformAnomalyHandler,
-  listPlatformAnomaliesHandler,
-} from "../../handlers/operator-platform-anomalies.js";
-import { platformStates } from "../../handlers/operator-platform-states.js";
+} from "./operator/operator-dogfood-declarations.js";
+import { recordIncident, recordIncidentIssue, resolveIncident } from "./operator/operator-dogfood-incidents.js";
+import { hostHistory } from "./operator/operator-host-history.js";
+import { hostEvidence, hostEvidenceExport, hostJournal, hostKernelLog } from "./operator/operator-host-reads.js";
+import { drainHostHandler, getHost, listHosts, undrainHostHandler } from "./operator/operator-hosts.js";
+import { listIdentities } from "./operator/operator-identities.js";
+import { approveHostIncidentStep, closeHostIncidentHandler } from "./operator/operator-incidents.js";
+import { observeInitialization, startInitialization } from "./operator/operator-initialization.js";
+import { listPlacements, placementReceipt, reconcilePlacement } from "./operator/operator-placements.js";
+import { disposePlatformAnomalyHandler, listPlatformAnomaliesHandler } from "./operator/operator-platform-anomalies.js";
+import { platformStates } from "./operator/operator-platform-states.js";
 import {
   getHostRecovery,
   invokeHostRecoveryHandler,
   setHostRecoveryPolicyHandler,
-} from "../../handlers/operator-recovery.js";
-import { createOperatorSession, deleteOperatorSession } from "../../handlers/operator-session.js";
-import { refusePredecessorSubmission } from "../../handlers/predecessor-submissions.js";
-import { replaceTenantRegistryCredential } from "../../handlers/registry-credentials.js";
+} from "./operator/operator-recovery.js";
+import { createOperatorSession, deleteOperatorSession } from "./operator/operator-session.js";
+import { getTenantControls, setTenantControls } from "./operator/tenant-controls.js";
+import { listAudit } from "./tenant/audit.js";
+import { listOwnCliTokens, revokeOwnCliToken } from "./tenant/cli-tokens.js";
+import { createCredential, listCredentials, revokeCredential } from "./tenant/credentials.js";
+import { approveDevice, pendingDevice, pollDevice, startDevice } from "./tenant/device.js";
+import { cliTenant, currentIdentity } from "./tenant/identity.js";
+import { jobArtifactBytes, jobArtifacts } from "./tenant/job-artifacts.js";
+import { cliEvents, dashboardEvents } from "./tenant/job-events.js";
+import { jobCargoOutput, jobEvidence } from "./tenant/job-evidence.js";
+import { jobLogs, jobLogsStream } from "./tenant/job-logs.js";
+import { cancelJob, getJob, listTenantJobs, retryJob, submitJob } from "./tenant/jobs.js";
+import { claimOnboardingInstallation, onboardingSurface } from "./tenant/onboarding.js";
+import { openapiDocument } from "./tenant/openapi-document.js";
+import { refusePredecessorSubmission } from "./tenant/predecessor-submissions.js";
+import { replaceTenantRegistryCredential } from "./tenant/registry-credentials.js";
 import {
   dismissRepositoryAdvisory,
   getRepository,
   listRepositories,
   purgeRepositoryLineage,
-} from "../../handlers/repositories.js";
-import { repositoryAdmission } from "../../handlers/repository-admission.js";
-import { getRepositorySettings, writeRepositorySettingsHandler } from "../../handlers/repository-settings.js";
+} from "./tenant/repositories.js";
+import { repositoryAdmission } from "./tenant/repository-admission.js";
+import { getRepositorySettings, writeRepositorySettingsHandler } from "./tenant/repository-settings.js";
 import {
   checkSourceChunk,
   completeSource,
@@ -59,10 +57,9 @@ import {
   reserveSource,
   sourceCapabilities,
   sourceStatus,
-} from "../../handlers/sources.js";
-import { getTenantControls, setTenantControls } from "../../handlers/tenant-controls.js";
-import { getTenantSettings, writeTenantSettingsHandler } from "../../handlers/tenant-settings.js";
-import { usageExport, usageReport } from "../../handlers/usage.js";
+} from "./tenant/sources.js";
+import { getTenantSettings, writeTenantSettingsHandler } from "./tenant/tenant-settings.js";
+import { usageExport, usageReport } from "./tenant/usage.js";
 
 /** Operation id → handler; every catalogued id missing here answers not_implemented. */
 export const defaultHandlers: HandlerTable = {
