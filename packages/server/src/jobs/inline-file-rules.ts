@@ -1,4 +1,4 @@
-import { refuse } from "../http/refusal.js";
+import { refuse } from "../domain/refusal.js";
 import { longSegmentOf } from "./host-safe-strings.js";
 
 /**

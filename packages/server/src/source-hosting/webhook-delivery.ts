@@ -13,8 +13,8 @@ import {
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
+import { Refusal } from "../domain/refusal.js";
 import { boundHandlerOf, type HandlerTable } from "../handlers/handler.js";
-import { Refusal } from "../http/refusal.js";
 
 /** The actor kiln records for what the provider's deliveries change. */
 export const WEBHOOK_ACTOR = "github";

@@ -1,6 +1,6 @@
 import { appendOperatorAuditEntry, type Db, type Storage } from "@kiln/storage";
-import { refuse } from "../../http/refusal.js";
 import { operatorAuditValue } from "../../web/handlers/operator/operator-audit.js";
+import { refuse } from "../refusal.js";
 
 /** What one recording did: performed it, found the same already recorded, or found different content. */
 export type RecordingOutcome<T> =

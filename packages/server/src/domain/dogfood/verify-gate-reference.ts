@@ -7,7 +7,7 @@ import {
   type StorageOrTransaction,
 } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
-import { refuse } from "../../http/refusal.js";
+import { refuse } from "../refusal.js";
 import { type GitHubApp, ProviderError } from "../source-hosting/github-app.js";
 import { acceptedSources, type EvidenceSource, type GatePart } from "./entry-gate.js";
 import { parseRunRecordId } from "./run-record-identity.js";

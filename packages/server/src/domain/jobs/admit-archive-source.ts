@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { type BlobStore, claimUpload, type Db, insertJob, type JobRow, readUpload, type Storage } from "@kiln/storage";
-import { refuse } from "../../http/refusal.js";
+import { refuse } from "../refusal.js";
 import { readSourceManifest } from "../sources/read-source-manifest.js";
 import { isExpired } from "../sources/upload-view.js";
 import {

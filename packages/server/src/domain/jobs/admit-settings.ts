@@ -1,7 +1,7 @@
 import { readRepositorySettings } from "@kiln/storage";
 import type { BaseContext } from "../../handlers/handler.js";
-import { refuse } from "../../http/refusal.js";
 import { VCPUS_OF_SIZE } from "../../jobs/platform-limits.js";
+import { refuse } from "../refusal.js";
 import { decideInjections, type InjectionDecision } from "../settings/injected-build-settings.js";
 import { RepositoryCargoConfiguration, type SourceFileReader } from "../settings/repository-cargo-configuration.js";
 import { wallClockBounds } from "../settings/repository-settings-view.js";

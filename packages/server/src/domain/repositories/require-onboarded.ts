@@ -1,5 +1,5 @@
 import { type Db, findOnboardedRepository } from "@kiln/storage";
-import { refuse } from "../../http/refusal.js";
+import { refuse } from "../refusal.js";
 
 /** not_found unless the repository is onboarded for the tenant. */
 export async function requireOnboarded(db: Db, tenantId: string, repository: string): Promise<void> {

@@ -1,5 +1,5 @@
 import { type Db, findInstallationOfRepository } from "@kiln/storage";
-import { refuse } from "../../http/refusal.js";
+import { refuse } from "../refusal.js";
 
 /**
  * Admission of a job (jobs.submit, jobs.retry) for a repository a claimed installation covers:

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { SOURCE_LIMITS } from "@kiln/contract";
-import { refuse } from "../../http/refusal.js";
 import { longSegmentOf } from "../../jobs/host-safe-strings.js";
+import { refuse } from "../refusal.js";
 import type { ManifestEntry, Reservation, SourceManifest, SourceTotals } from "./manifest-types.js";
 
 const MiB = 2 ** 20;

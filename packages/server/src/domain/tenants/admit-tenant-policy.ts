@@ -1,7 +1,7 @@
 import { readTenantControls, readTenantSettings } from "@kiln/storage";
 import type { Principal } from "../../auth/principal.js";
 import type { BaseContext } from "../../handlers/handler.js";
-import { refuse } from "../../http/refusal.js";
+import { refuse } from "../refusal.js";
 import { admissionPolicyOf, type TenantAdmissionPolicy } from "./tenant-policy.js";
 
 /**

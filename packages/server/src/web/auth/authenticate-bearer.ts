@@ -2,7 +2,7 @@ import { ROLE_SCOPES, type Role, type Scope } from "@kiln/contract";
 import { findAgentCredentialByHash, findCliTokenByHash, type Storage } from "@kiln/storage";
 import type { Principal } from "../../auth/principal.js";
 import { hashToken, tokenKindOf } from "../../auth/token-format.js";
-import { refuse } from "../../http/refusal.js";
+import { refuse } from "../../domain/refusal.js";
 
 /**
  * Resolves `Authorization: Bearer <token>` to a principal, or refuses:

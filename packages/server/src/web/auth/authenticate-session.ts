@@ -1,7 +1,7 @@
 import { ROLE_SCOPES } from "@kiln/contract";
 import { findLiveSession, findMembership, type Storage } from "@kiln/storage";
 import type { Principal } from "../../auth/principal.js";
-import { refuse } from "../../http/refusal.js";
+import { refuse } from "../../domain/refusal.js";
 import { hashSecret } from "./session-secret.js";
 
 /**

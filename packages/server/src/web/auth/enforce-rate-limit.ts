@@ -1,5 +1,5 @@
 import { admitRequestInSlidingWindow, type Storage } from "@kiln/storage";
-import { refuse } from "../../http/refusal.js";
+import { refuse } from "../../domain/refusal.js";
 
 const WINDOW_SECONDS = 60;
 

@@ -4,7 +4,7 @@ import type { Storage } from "@kiln/storage";
 import type { FastifyRequest } from "fastify";
 import { HostIdentityError } from "../../domain/hosts/host-identities.js";
 import type { CertificateAuthority } from "../../domain/pki/certificate-authority.js";
-import { Refusal } from "../../http/refusal.js";
+import { Refusal } from "../../domain/refusal.js";
 import { authenticateHostCertificate } from "../../pki/authenticate-host-certificate.js";
 
 /** What the host listener authenticates hosts with: the CA, the clock and the client certificates' lifetime. */

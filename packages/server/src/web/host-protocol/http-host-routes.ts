@@ -19,7 +19,7 @@ import type { AppDeps } from "../../deps.js";
 import { enrollHost, type IssuedHostCertificate, renewHost } from "../../domain/hosts/host-identities.js";
 import { HostService, type HostServiceEvent } from "../../domain/hosts/host-service.js";
 import { CertificateRequestError } from "../../domain/pki/certificate-authority.js";
-import { Refusal } from "../../http/refusal.js";
+import { Refusal } from "../../domain/refusal.js";
 import { bearerOf, type HostPki, hostAuthenticator, refusalOf } from "./authenticate-host.js";
 import { registerHostOperatorRoutes } from "./http-host-operator-routes.js";
 

@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import type { Readable } from "node:stream";
 import type { Clock, Operation } from "@kiln/contract";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { Refusal } from "../../http/refusal.js";
+import { Refusal } from "../../domain/refusal.js";
 import { isPreparedOperation, LARGE_BODY_BYTES, preparationOf } from "./body-preparations.js";
 import type { BodyAnswer } from "./body-worker.js";
 import { BodyWorkerPool } from "./body-worker-pool.js";

@@ -3,7 +3,7 @@ import { findLiveSession } from "@kiln/storage";
 import type { FastifyRequest } from "fastify";
 import type { OperatorPrincipal, Principal } from "../../auth/principal.js";
 import type { AppDeps } from "../../deps.js";
-import { refuse } from "../../http/refusal.js";
+import { refuse } from "../../domain/refusal.js";
 import { authenticateBearer } from "../auth/authenticate-bearer.js";
 import { authenticateSession } from "../auth/authenticate-session.js";
 import { enforceRateLimit } from "../auth/enforce-rate-limit.js";

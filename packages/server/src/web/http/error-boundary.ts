@@ -1,6 +1,6 @@
 import { InvalidCursorError } from "@kiln/storage";
 import type { FastifyError, FastifyInstance } from "fastify";
-import { Refusal } from "../../http/refusal.js";
+import { Refusal } from "../../domain/refusal.js";
 
 interface AjvError {
   instancePath?: string;

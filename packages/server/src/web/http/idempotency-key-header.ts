@@ -1,5 +1,5 @@
 import type { FastifyRequest } from "fastify";
-import { refuse } from "../../http/refusal.js";
+import { refuse } from "../../domain/refusal.js";
 
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
 

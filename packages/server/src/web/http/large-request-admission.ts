@@ -1,5 +1,5 @@
 import type { FastifyRequest } from "fastify";
-import { refuse } from "../../http/refusal.js";
+import { refuse } from "../../domain/refusal.js";
 
 /** How long a tenant refused a large request is told to wait: about one large body's reading. */
 const RETRY_AFTER_SECONDS = 1;

@@ -5,7 +5,7 @@ import {
   reserveIdempotencyKey,
   type Storage,
 } from "@kiln/storage";
-import { Refusal, refuse } from "../../http/refusal.js";
+import { Refusal, refuse } from "../../domain/refusal.js";
 import { requestHashOf } from "./request-hash.js";
 
 export interface KeyedOutcome {

@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import type { FastifyInstance } from "fastify";
 import type { AppDeps } from "../../deps.js";
+import { refuse } from "../../domain/refusal.js";
 import type { HandlerTable } from "../../handlers/handler.js";
-import { refuse } from "../../http/refusal.js";
 import { escapeHtml } from "./html.js";
 import { dashboardPages } from "./open-page.js";
 

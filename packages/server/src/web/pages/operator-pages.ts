@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { OperatorPrincipal } from "../../auth/principal.js";
 import type { AppDeps } from "../../deps.js";
+import { Refusal } from "../../domain/refusal.js";
 import type { HandlerTable } from "../../handlers/handler.js";
-import { Refusal } from "../../http/refusal.js";
 import { escapeHtml } from "./html.js";
 import { formFields, registerFormRoutes } from "./open-page.js";
 import { operatorPage } from "./operator-layout.js";

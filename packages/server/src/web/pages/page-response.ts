@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../../auth/principal.js";
 import type { AppDeps } from "../../deps.js";
-import { Refusal } from "../../http/refusal.js";
+import { Refusal } from "../../domain/refusal.js";
 import { authenticateSession } from "../auth/authenticate-session.js";
 import { cookieOf, SESSION_COOKIE } from "../auth/session-cookies.js";
 

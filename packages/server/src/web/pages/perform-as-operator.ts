@@ -10,8 +10,8 @@ import {
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { OperatorPrincipal } from "../../auth/principal.js";
 import type { AppDeps } from "../../deps.js";
+import { Refusal, refuse } from "../../domain/refusal.js";
 import { boundHandlerOf, type HandlerTable, REPLY_SENT } from "../../handlers/handler.js";
-import { Refusal, refuse } from "../../http/refusal.js";
 import { verifyOperatorCredential } from "../auth/operator-credential.js";
 import { enforceSecurity, refuseCrossSite } from "../http/enforce-security.js";
 import { validate, validateBody } from "./perform-as-person.js";

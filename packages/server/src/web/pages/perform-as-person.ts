@@ -13,8 +13,8 @@ import addFormatsModule from "ajv-formats";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Principal } from "../../auth/principal.js";
 import type { AppDeps } from "../../deps.js";
+import { refuse } from "../../domain/refusal.js";
 import { type BoundHandler, boundHandlerOf, type HandlerTable, REPLY_SENT } from "../../handlers/handler.js";
-import { refuse } from "../../http/refusal.js";
 import { unrepresentableValue } from "../http/request-validators.js";
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.

@@ -1,5 +1,5 @@
 import { type BodyOf, type OperationId, operationById, type ParamsOf, type ResponseDocumentOf } from "@kiln/contract";
-import { Refusal, type RefusalDocument } from "../../http/refusal.js";
+import { Refusal, type RefusalDocument } from "../../domain/refusal.js";
 import { refuseCrossSite } from "../http/enforce-security.js";
 import { performKeyed } from "../http/perform-keyed.js";
 import { callAsPerson, type PageContext } from "./perform-as-person.js";

@@ -20,7 +20,7 @@ import {
   recordHostRecoveryPlan,
   type Storage,
 } from "@kiln/storage";
-import { Refusal } from "../../../http/refusal.js";
+import { Refusal } from "../../refusal.js";
 
 /**
  * The control plane's side of the host's health and recovery messages

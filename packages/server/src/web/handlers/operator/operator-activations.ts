@@ -5,8 +5,8 @@ import {
   readHostOperationState,
 } from "@kiln/storage";
 import { admissionView, hostOperationView } from "../../../domain/hosts/recovery/host-recovery-views.js";
+import { refuse } from "../../../domain/refusal.js";
 import type { Handler } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 
 /**
  * operator.hosts.activations.get: the host operator's readiness as last recorded (never the

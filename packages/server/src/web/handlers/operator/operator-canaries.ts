@@ -5,8 +5,8 @@ import { parseAttemptReport } from "../../../domain/jobs/attempt-report.js";
 import { storedJson } from "../../../domain/jobs/stored-json.js";
 import { type CanarySettings, canarySettings } from "../../../domain/platform/canaries/canary-settings.js";
 import { type CanaryVerdict, canaryVerdict, lateAtOf } from "../../../domain/platform/canaries/canary-verdict.js";
+import { refuse } from "../../../domain/refusal.js";
 import type { Handler } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 
 type Attribution = ResponseDocumentOf<"operator.canaries.attribution">;
 

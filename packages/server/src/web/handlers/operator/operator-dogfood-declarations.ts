@@ -18,8 +18,8 @@ import {
   maintenanceView,
   spendView,
 } from "../../../domain/dogfood/trial-views.js";
+import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 
 /**
  * What operators declare during the dogfood trial: maintenance (rule 11), interventions (a

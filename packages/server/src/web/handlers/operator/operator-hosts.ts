@@ -9,8 +9,8 @@ import {
   undrainHost,
 } from "@kiln/storage";
 import { EMBEDDED_HOST_ID } from "../../../domain/hosts/host-identities.js";
+import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 /**

@@ -9,8 +9,8 @@ import {
 import { hashToken, mintToken } from "../../../auth/token-format.js";
 import { pendingLedger } from "../../../domain/hosts/fleet/initialization-ledger.js";
 import { EMBEDDED_HOST_ID, ENROLLMENT_TOKEN_SECONDS, HOST_ID_PATTERN } from "../../../domain/hosts/host-identities.js";
+import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 function initializationView(record: HostInitializationRecord) {

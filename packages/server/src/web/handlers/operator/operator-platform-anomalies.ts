@@ -8,8 +8,8 @@ import {
   type StorageOrTransaction,
 } from "@kiln/storage";
 import { ledgerView, recoveryAvailableView } from "../../../domain/hosts/recovery/host-recovery-views.js";
+import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 /**

@@ -15,8 +15,8 @@ import {
 } from "../../../domain/hosts/recovery/host-recovery-views.js";
 import { invokeRecovery } from "../../../domain/hosts/recovery/invoke-recovery.js";
 import { recoveryConfirmationOf } from "../../../domain/hosts/recovery/recovery-confirmation.js";
+import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 /**

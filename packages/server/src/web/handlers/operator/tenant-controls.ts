@@ -8,9 +8,9 @@ import {
   type TenantControlsChanges,
   writeTenantControls,
 } from "@kiln/storage";
+import { refuse } from "../../../domain/refusal.js";
 import { TENANT_CONTROLS_EFFECTIVE, tenantControlsView } from "../../../domain/tenants/tenant-policy.js";
 import { type Handler, operatorOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 /**

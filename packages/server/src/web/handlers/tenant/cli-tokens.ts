@@ -1,6 +1,6 @@
 import { appendAuditEntry, listCliTokens, revokeCliToken } from "@kiln/storage";
+import { refuse } from "../../../domain/refusal.js";
 import { type Handler, principalOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 import { latestUse } from "../../auth/last-used-recorder.js";
 import { pageRequestOf } from "./page-request.js";
 

@@ -7,8 +7,8 @@ import {
   revokeAgentCredential,
 } from "@kiln/storage";
 import { hashToken, mintToken } from "../../../auth/token-format.js";
+import { refuse } from "../../../domain/refusal.js";
 import { type Handler, principalOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 import { type LastUsedRecorder, latestUse } from "../../auth/last-used-recorder.js";
 import { pageRequestOf } from "./page-request.js";
 

@@ -9,8 +9,8 @@ import {
   startDeviceAuthorization,
 } from "@kiln/storage";
 import { hashToken, mintToken } from "../../../auth/token-format.js";
+import { refuse } from "../../../domain/refusal.js";
 import { type Handler, principalOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 import { hashSecret, mintSecret } from "../../auth/session-secret.js";
 
 /**

@@ -4,8 +4,8 @@ import type { Static } from "@sinclair/typebox";
 import { mergeAttemptReports, parseAttemptReport } from "../../../domain/jobs/attempt-report.js";
 import { jobView } from "../../../domain/jobs/job-view.js";
 import { storedJson } from "../../../domain/jobs/stored-json.js";
+import { refuse } from "../../../domain/refusal.js";
 import { type BaseContext, type Handler, principalOf, REPLY_SENT } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 
 type Evidence = Static<typeof JobEvidence>;
 

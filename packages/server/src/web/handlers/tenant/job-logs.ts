@@ -6,9 +6,9 @@ import {
   readJobStatus,
   readLogRecords,
 } from "@kiln/storage";
+import { refuse } from "../../../domain/refusal.js";
 import { type BaseContext, type Handler, principalOf } from "../../../handlers/handler.js";
 import { lastEventIdHeader, type SseStream, serveEventStream } from "../../../handlers/sse-stream.js";
-import { refuse } from "../../../http/refusal.js";
 import { TERMINAL_STATUSES } from "../../../jobs/platform-limits.js";
 import { StreamWakes } from "./stream-wakes.js";
 

@@ -7,10 +7,10 @@ import {
   readOnboardingJobs,
 } from "@kiln/storage";
 import type { Principal } from "../../../auth/principal.js";
+import { refuse } from "../../../domain/refusal.js";
 import { type GitHubApp, ProviderError } from "../../../domain/source-hosting/github-app.js";
 import { GITHUB_CLAIM_SETUP_PATH } from "../../../domain/source-hosting/github-claim-paths.js";
 import { type Handler, principalOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 
 /**
  * Whether the tenant holds an active installation of the source-hosting app: null when this

@@ -7,10 +7,10 @@ import {
   readRepositoryStorage,
 } from "@kiln/storage";
 import { listedAdvisory, readAdvisories } from "../../../domain/advisories/compute-advisories.js";
+import { refuse } from "../../../domain/refusal.js";
 import { repositoryOfPath } from "../../../domain/repositories/require-onboarded.js";
 import { tenantStorageQuota } from "../../../domain/repositories/storage-quota.js";
 import { type Handler, principalOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 import { pageRequestOf } from "./page-request.js";
 
 /** What a purge does, as its receipt says. */

@@ -1,5 +1,6 @@
 import { REPOSITORY_WRITABLE_SETTINGS } from "@kiln/contract";
 import { appendAuditEntry, readRepositorySettings, writeRepositorySettings } from "@kiln/storage";
+import { refuse } from "../../../domain/refusal.js";
 import { repositoryOfPath } from "../../../domain/repositories/require-onboarded.js";
 import {
   EFFECTIVE,
@@ -7,7 +8,6 @@ import {
   wallClockBounds,
 } from "../../../domain/settings/repository-settings-view.js";
 import { type Handler, principalOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 
 /** repositories.settings.get: a plain read, no lifecycle effect. */
 export const getRepositorySettings: Handler<"repositories.settings.get"> = async (ctx) => {

@@ -12,6 +12,7 @@ import {
   type Storage,
   tenantReservations,
 } from "@kiln/storage";
+import { refuse } from "../../../domain/refusal.js";
 import { requireOnboarded } from "../../../domain/repositories/require-onboarded.js";
 import { DeclaredPartsCache } from "../../../domain/sources/declared-parts.js";
 import { readSourceManifest } from "../../../domain/sources/read-source-manifest.js";
@@ -19,7 +20,6 @@ import { SegmentDigests } from "../../../domain/sources/segment-digests.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../../../domain/sources/upload-view.js";
 import { verifyUpload } from "../../../domain/sources/verify-upload.js";
 import { type BaseContext, type Handler, principalOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 import { refuseOverBandwidth } from "../../../usage/bandwidth-allowance.js";
 import { preparedBody, valueOrRefusal } from "../../http/body-preparations.js";
 import { ReceivedBytes } from "../../http/received-bytes.js";

@@ -7,6 +7,7 @@ import {
   type TenantSettingsChanges,
   writeTenantSettings,
 } from "@kiln/storage";
+import { Refusal, refuse } from "../../../domain/refusal.js";
 import { wallClockBounds } from "../../../domain/settings/repository-settings-view.js";
 import {
   PLATFORM_DEFAULT_SIZE,
@@ -15,7 +16,6 @@ import {
   tenantSettingsView,
 } from "../../../domain/tenants/tenant-policy.js";
 import { type Handler, principalOf } from "../../../handlers/handler.js";
-import { Refusal, refuse } from "../../../http/refusal.js";
 
 /** tenant.settings.get: the policy at its version, the operator's limits beside consumption. */
 export const getTenantSettings: Handler<"tenant.settings.get"> = async (ctx) => {

@@ -1,4 +1,5 @@
 import { type Db, readTenantControls } from "@kiln/storage";
+import { refuse } from "../../../domain/refusal.js";
 import {
   decodePosition,
   encodePosition,
@@ -9,7 +10,6 @@ import {
   summarizeUsage,
 } from "../../../domain/usage/usage-ledger.js";
 import { type Handler, principalOf } from "../../../handlers/handler.js";
-import { refuse } from "../../../http/refusal.js";
 
 /** The tenant's rate card (null when none is set, or the tenant has no controls row). */
 async function rateCardOf(db: Db, tenantId: string) {
