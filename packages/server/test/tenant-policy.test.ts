@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createAgentCredential, listAuditEntries, listOperatorAuditEntries, onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { hashToken, mintToken } from "../src/auth/token-format.js";
+import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
 import { ARTIFACT_RETENTION_SECONDS } from "../src/jobs/platform-limits.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { acceptJob, claimJob, finishJob } from "./job-fixtures.js";

@@ -13,8 +13,8 @@ import {
   writeTenantControls,
 } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { hashToken, mintToken } from "../src/auth/token-format.js";
 import { meterAttempt } from "../src/domain/hosts/meter-attempt.js";
+import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
 import { deflateManifestJson } from "../src/domain/sources/manifest-codec.js";
 import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";

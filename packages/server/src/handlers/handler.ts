@@ -11,8 +11,8 @@ import type {
 } from "@kiln/contract";
 import type { Db } from "@kiln/storage";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { OperatorPrincipal, Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
+import type { OperatorPrincipal, Principal } from "../domain/identity/principal.js";
 import type { ReceivedBytes } from "../web/http/received-bytes.js";
 
 /** Returned by handlers of bytes and SSE operations that wrote the reply themselves. */

@@ -11,8 +11,8 @@ import {
   syncInstallation,
 } from "@kiln/storage";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
-import type { Principal } from "../auth/principal.js";
 import type { AppDeps } from "../deps.js";
+import type { Principal } from "../domain/identity/principal.js";
 import { Refusal } from "../domain/refusal.js";
 import { boundHandlerOf, type HandlerTable } from "../handlers/handler.js";
 

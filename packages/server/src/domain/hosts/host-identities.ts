@@ -7,8 +7,8 @@ import {
   revokeHostCertificates,
   type Storage,
 } from "@kiln/storage";
-import { hashToken, mintToken, tokenKindOf } from "../../auth/token-format.js";
 import { operatorAuditValue } from "../../web/handlers/operator/operator-audit.js";
+import { hashToken, mintToken, tokenKindOf } from "../identity/token-format.js";
 import type { CertificateAuthority } from "../pki/certificate-authority.js";
 
 /** A host id: what HostEnrollment.id admits, restricted to characters safe in logs and paths. */

@@ -1,6 +1,6 @@
 import { readTenantControls, readTenantSettings } from "@kiln/storage";
-import type { Principal } from "../../auth/principal.js";
 import type { BaseContext } from "../../handlers/handler.js";
+import type { Principal } from "../identity/principal.js";
 import { refuse } from "../refusal.js";
 import { admissionPolicyOf, type TenantAdmissionPolicy } from "./tenant-policy.js";
 

@@ -1,7 +1,7 @@
 import { ROLE_SCOPES, type Role, type Scope } from "@kiln/contract";
 import { findAgentCredentialByHash, findCliTokenByHash, type Storage } from "@kiln/storage";
-import type { Principal } from "../../auth/principal.js";
-import { hashToken, tokenKindOf } from "../../auth/token-format.js";
+import type { Principal } from "../../domain/identity/principal.js";
+import { hashToken, tokenKindOf } from "../../domain/identity/token-format.js";
 import { refuse } from "../../domain/refusal.js";
 
 /**

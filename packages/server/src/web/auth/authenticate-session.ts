@@ -1,6 +1,6 @@
 import { ROLE_SCOPES } from "@kiln/contract";
 import { findLiveSession, findMembership, type Storage } from "@kiln/storage";
-import type { Principal } from "../../auth/principal.js";
+import type { Principal } from "../../domain/identity/principal.js";
 import { refuse } from "../../domain/refusal.js";
 import { hashSecret } from "./session-secret.js";
 

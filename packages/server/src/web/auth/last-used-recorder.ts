@@ -1,6 +1,6 @@
 import { type Clock, type Logger, type LoopFailure, type PeriodicLoop, startPeriodicLoop } from "@kiln/contract";
 import { recordLastUsed, type Storage } from "@kiln/storage";
-import type { Principal } from "../../auth/principal.js";
+import type { Principal } from "../../domain/identity/principal.js";
 
 /** Credential key (CLI token id, agent credential hash) → time of its latest use, ISO text. */
 type Uses = Map<string, string>;

@@ -1,8 +1,8 @@
 import type { Readable } from "node:stream";
 import { CATALOGUE, type Operation } from "@kiln/contract";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { OperatorPrincipal, Principal } from "../../auth/principal.js";
 import type { AppDeps } from "../../deps.js";
+import type { OperatorPrincipal, Principal } from "../../domain/identity/principal.js";
 import { CANARY_TENANT } from "../../domain/platform/platform-tenants.js";
 import { refuse } from "../../domain/refusal.js";
 import { type BoundHandler, boundHandlerOf, type HandlerTable, REPLY_SENT } from "../../handlers/handler.js";

@@ -1,8 +1,8 @@
 import { LEAST_ROLE_FOR_SCOPE, type Operation } from "@kiln/contract";
 import { findLiveSession } from "@kiln/storage";
 import type { FastifyRequest } from "fastify";
-import type { OperatorPrincipal, Principal } from "../../auth/principal.js";
 import type { AppDeps } from "../../deps.js";
+import type { OperatorPrincipal, Principal } from "../../domain/identity/principal.js";
 import { refuse } from "../../domain/refusal.js";
 import { authenticateBearer } from "../auth/authenticate-bearer.js";
 import { authenticateSession } from "../auth/authenticate-session.js";

@@ -1,4 +1,4 @@
-import type { Principal } from "../../auth/principal.js";
+import type { Principal } from "../../domain/identity/principal.js";
 import { ANSI_STYLE } from "./ansi-log.js";
 import { escapeHtml } from "./html.js";
 import { BASE_STYLE } from "./page-style.js";

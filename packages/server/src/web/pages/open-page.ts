@@ -1,7 +1,7 @@
 import { findTenant } from "@kiln/storage";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Principal } from "../../auth/principal.js";
 import type { AppDeps } from "../../deps.js";
+import type { Principal } from "../../domain/identity/principal.js";
 import { Refusal } from "../../domain/refusal.js";
 import type { HandlerTable } from "../../handlers/handler.js";
 import { dashboardPage } from "./dashboard-layout.js";

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { OperatorPrincipal } from "../../auth/principal.js";
 import type { AppDeps } from "../../deps.js";
+import type { OperatorPrincipal } from "../../domain/identity/principal.js";
 import { Refusal } from "../../domain/refusal.js";
 import type { HandlerTable } from "../../handlers/handler.js";
 import { escapeHtml } from "./html.js";

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Principal } from "../../auth/principal.js";
 import type { AppDeps } from "../../deps.js";
+import type { Principal } from "../../domain/identity/principal.js";
 import { Refusal } from "../../domain/refusal.js";
 import { authenticateSession } from "../auth/authenticate-session.js";
 import { cookieOf, SESSION_COOKIE } from "../auth/session-cookies.js";

@@ -8,8 +8,8 @@ import {
   type ResponseDocumentOf,
 } from "@kiln/contract";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { OperatorPrincipal } from "../../auth/principal.js";
 import type { AppDeps } from "../../deps.js";
+import type { OperatorPrincipal } from "../../domain/identity/principal.js";
 import { Refusal, refuse } from "../../domain/refusal.js";
 import { boundHandlerOf, type HandlerTable, REPLY_SENT } from "../../handlers/handler.js";
 import { verifyOperatorCredential } from "../auth/operator-credential.js";

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { appendAuditEntry, createAgentCredential, createTenant, onboardRepository, type Storage } from "@kiln/storage";
-import { hashToken, mintToken } from "../../../auth/token-format.js";
+import { hashToken, mintToken } from "../../identity/token-format.js";
 import { CANARY_TENANT } from "../platform-tenants.js";
 import { CANARY_REPOSITORY } from "./canary-crate.js";
 

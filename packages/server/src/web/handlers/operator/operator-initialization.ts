@@ -6,9 +6,9 @@ import {
   readHostInitialization,
   startHostInitialization,
 } from "@kiln/storage";
-import { hashToken, mintToken } from "../../../auth/token-format.js";
 import { pendingLedger } from "../../../domain/hosts/fleet/initialization-ledger.js";
 import { EMBEDDED_HOST_ID, ENROLLMENT_TOKEN_SECONDS, HOST_ID_PATTERN } from "../../../domain/hosts/host-identities.js";
+import { hashToken, mintToken } from "../../../domain/identity/token-format.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../../handlers/handler.js";
 import { operatorAuditValue } from "./operator-audit.js";

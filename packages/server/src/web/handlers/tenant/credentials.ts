@@ -6,7 +6,7 @@ import {
   listAgentCredentials,
   revokeAgentCredential,
 } from "@kiln/storage";
-import { hashToken, mintToken } from "../../../auth/token-format.js";
+import { hashToken, mintToken } from "../../../domain/identity/token-format.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type Handler, principalOf } from "../../../handlers/handler.js";
 import { type LastUsedRecorder, latestUse } from "../../auth/last-used-recorder.js";

@@ -8,7 +8,7 @@ import {
   redeemDeviceAuthorization,
   startDeviceAuthorization,
 } from "@kiln/storage";
-import { hashToken, mintToken } from "../../../auth/token-format.js";
+import { hashToken, mintToken } from "../../../domain/identity/token-format.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type Handler, principalOf } from "../../../handlers/handler.js";
 import { hashSecret, mintSecret } from "../../auth/session-secret.js";

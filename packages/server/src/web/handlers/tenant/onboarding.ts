@@ -6,7 +6,7 @@ import {
   listTenantInstallations,
   readOnboardingJobs,
 } from "@kiln/storage";
-import type { Principal } from "../../../auth/principal.js";
+import type { Principal } from "../../../domain/identity/principal.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type GitHubApp, ProviderError } from "../../../domain/source-hosting/github-app.js";
 import { GITHUB_CLAIM_SETUP_PATH } from "../../../domain/source-hosting/github-claim-paths.js";
