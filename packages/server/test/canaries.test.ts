@@ -6,7 +6,7 @@ import { DIALECTS } from "@kiln/storage/testing";
 import { type CanaryPass, CanaryRunner } from "../src/domain/platform/canaries/canary-runner.js";
 import { canarySettings } from "../src/domain/platform/canaries/canary-settings.js";
 import { CANARY_TENANT } from "../src/domain/platform/platform-tenants.js";
-import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
+import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { type Embedded, startEmbedded } from "./e2e-jobs.js";
 import { type TestApp, testApp } from "./harness.js";
 import { finishJob } from "./job-fixtures.js";

@@ -6,7 +6,7 @@ import { DIALECTS } from "@kiln/storage/testing";
 import { ImpairmentDetector } from "../src/domain/hosts/impairment/impairment-detector.js";
 import { type CanaryFailure, CanaryRunner } from "../src/domain/platform/canaries/canary-runner.js";
 import { canarySettings } from "../src/domain/platform/canaries/canary-settings.js";
-import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
+import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { type TestApp, testApp } from "./harness.js";
 import { finishJob } from "./job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";

@@ -18,8 +18,8 @@ import { Ajv, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
+import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { type BoundHandler, boundHandlerOf, type HandlerTable } from "../src/handlers/handler.js";
-import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
 import { defaultHandlers } from "../src/web/handlers/default-handlers.js";
 import { TestClock, testBlobs } from "./harness.js";
 

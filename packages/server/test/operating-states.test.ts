@@ -4,7 +4,7 @@ import { claimNextJob, createTenant, LocalBlobStore, registerHost } from "@kiln/
 import { DIALECTS } from "@kiln/storage/testing";
 import { sql } from "kysely";
 import { HOST_FRESH_SECONDS } from "../src/domain/platform/operating-states/host-serving.js";
-import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
+import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { type TestApp, testApp } from "./harness.js";
 import { acceptJob } from "./job-fixtures.js";
 

@@ -7,7 +7,7 @@ import { DIALECTS } from "@kiln/storage/testing";
 import { enrollHost, mintHostEnrollmentToken, revokeHost } from "../src/domain/hosts/host-identities.js";
 import { CertificateAuthority } from "../src/domain/pki/certificate-authority.js";
 import { listenerCertificate } from "../src/domain/pki/listener-certificate.js";
-import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
+import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { type TestApp, testApp } from "./harness.js";
 import { acceptJob } from "./job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";

@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { createAgentCredential, listAuditEntries, listOperatorAuditEntries, onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
-import { ARTIFACT_RETENTION_SECONDS } from "../src/jobs/platform-limits.js";
+import { ARTIFACT_RETENTION_SECONDS } from "../src/domain/policy/platform-limits.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { acceptJob, claimJob, finishJob } from "./job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";

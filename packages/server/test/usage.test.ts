@@ -15,8 +15,8 @@ import {
 import { DIALECTS } from "@kiln/storage/testing";
 import { meterAttempt } from "../src/domain/hosts/meter-attempt.js";
 import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
+import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { deflateManifestJson } from "../src/domain/sources/manifest-codec.js";
-import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { acceptJob, HOST } from "./job-fixtures.js";
 import { signIn } from "./sign-in.js";

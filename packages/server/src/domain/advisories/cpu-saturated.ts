@@ -1,4 +1,4 @@
-import { SIZE_SHAPES } from "../../jobs/platform-limits.js";
+import { SIZE_SHAPES } from "../policy/platform-limits.js";
 import {
   type AdvisoryKind,
   type BasisAttempt,

@@ -2,7 +2,7 @@ import { type AttemptPlacement, CargoInvocation, JobAdmission, SourceEntry } fro
 import type { AttemptRow, JobRow, LineageDrop } from "@kiln/storage";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import { SIZE_SHAPES } from "../../jobs/platform-limits.js";
+import { SIZE_SHAPES } from "../policy/platform-limits.js";
 
 /** Processes a sandbox may hold, per vCPU of its size (cargo and rustc fan out per core). */
 const PIDS_PER_VCPU = 512;

@@ -37,8 +37,8 @@ import {
   type UndeliveredRelease,
 } from "@kiln/storage";
 import { Value } from "@sinclair/typebox/value";
-import { ARTIFACT_RETENTION_SECONDS, VCPUS_OF_SIZE } from "../../jobs/platform-limits.js";
 import { HOST_FRESH_SECONDS } from "../platform/operating-states/host-serving.js";
+import { ARTIFACT_RETENTION_SECONDS, VCPUS_OF_SIZE } from "../policy/platform-limits.js";
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
 import type { SecretBox } from "../secrets/secret-box.js";
 import { assemblePlacement, UnplaceableJobError } from "./assemble-placement.js";

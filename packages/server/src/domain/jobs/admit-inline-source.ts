@@ -1,8 +1,8 @@
 import { type BlobStore, type Db, insertJob, recordInlineSourceBytes } from "@kiln/storage";
-import { MAX_INVOCATION_STRING_BYTES, nulIn } from "../../jobs/host-safe-strings.js";
-import { refuseOverBandwidth } from "../../usage/bandwidth-allowance.js";
 import { type Outcome, valueOrRefusal } from "../../web/http/body-preparations.js";
+import { MAX_INVOCATION_STRING_BYTES, nulIn } from "../policy/host-safe-strings.js";
 import { refuse } from "../refusal.js";
+import { refuseOverBandwidth } from "../tenants/bandwidth-allowance.js";
 import { refusedEnvironmentReason } from "./refused-environment.js";
 
 /** An inline source file with its bytes decoded from the body's array of integers, and their digest. */

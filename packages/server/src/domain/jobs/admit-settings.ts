@@ -1,6 +1,6 @@
 import { readRepositorySettings } from "@kiln/storage";
 import type { BaseContext } from "../../handlers/handler.js";
-import { VCPUS_OF_SIZE } from "../../jobs/platform-limits.js";
+import { VCPUS_OF_SIZE } from "../policy/platform-limits.js";
 import { refuse } from "../refusal.js";
 import { decideInjections, type InjectionDecision } from "../settings/injected-build-settings.js";
 import { RepositoryCargoConfiguration, type SourceFileReader } from "../settings/repository-cargo-configuration.js";

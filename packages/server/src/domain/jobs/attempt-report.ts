@@ -1,7 +1,7 @@
 import type { AttemptReport, JobAdmission, JobEvidence } from "@kiln/contract";
 import type { JobRecord } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
-import { admittedSize, SIZE_SHAPES } from "../../jobs/platform-limits.js";
+import { admittedSize, SIZE_SHAPES } from "../policy/platform-limits.js";
 import { latestDependencies } from "./job-view.js";
 import { storedJson } from "./stored-json.js";
 

@@ -1,7 +1,7 @@
 import type { AttemptReport, DependencyReport, Job, JobFailure } from "@kiln/contract";
 import type { JobListRecord, JobListRow } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
-import { admittedSize } from "../../jobs/platform-limits.js";
+import { admittedSize } from "../policy/platform-limits.js";
 import { storedJson } from "./stored-json.js";
 
 /**

@@ -1,7 +1,7 @@
 import type { RepositorySettings } from "@kiln/contract";
 import type { StoredRepositorySettings } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
-import { PLATFORM_WALL_CLOCK_SECONDS } from "../../jobs/platform-limits.js";
+import { PLATFORM_WALL_CLOCK_SECONDS } from "../policy/platform-limits.js";
 import { PLATFORM_INJECTIONS } from "./injected-build-settings.js";
 
 /** The least wall-clock ceiling a repository may set: below it cargo rarely finishes a cold build. */

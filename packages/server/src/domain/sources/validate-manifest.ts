@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { SOURCE_LIMITS } from "@kiln/contract";
-import { longSegmentOf } from "../../jobs/host-safe-strings.js";
+import { longSegmentOf } from "../policy/host-safe-strings.js";
 import { refuse } from "../refusal.js";
 import type { ManifestEntry, Reservation, SourceManifest, SourceTotals } from "./manifest-types.js";
 

@@ -1,7 +1,7 @@
 import { SIZES, type TenantControls, type TenantSettings } from "@kiln/contract";
 import type { StoredTenantControls, StoredTenantSettings, TenantConsumption } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
-import { ARTIFACT_RETENTION_SECONDS } from "../../jobs/platform-limits.js";
+import { ARTIFACT_RETENTION_SECONDS } from "../policy/platform-limits.js";
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
 import { wallClockBounds } from "../settings/repository-settings-view.js";
 

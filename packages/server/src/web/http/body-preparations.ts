@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import type { BodyOf } from "@kiln/contract";
 import type { FastifyRequest } from "fastify";
+import { admitInlineFiles } from "../../domain/policy/inline-file-rules.js";
 import { Refusal, type RefusalDocument } from "../../domain/refusal.js";
 import { deflateManifestJson, inflateManifestJsonSync } from "../../domain/sources/manifest-codec.js";
 import { type ValidatedManifest, validateManifest } from "../../domain/sources/validate-manifest.js";
-import { admitInlineFiles } from "../../jobs/inline-file-rules.js";
 import { requestHashOf } from "./request-hash.js";
 
 /**

@@ -1,5 +1,5 @@
 import type { HostCapacityObservation } from "@kiln/storage";
-import { SIZE_SHAPES, VCPUS_OF_SIZE } from "../../../jobs/platform-limits.js";
+import { SIZE_SHAPES, VCPUS_OF_SIZE } from "../../policy/platform-limits.js";
 import { servingOf } from "./host-serving.js";
 import { ESCALATION_SECONDS, type OperatingStatesDocument, operatingState } from "./operating-state.js";
 

@@ -6,10 +6,10 @@ import {
   readJobStatus,
   readLogRecords,
 } from "@kiln/storage";
+import { TERMINAL_STATUSES } from "../../../domain/policy/platform-limits.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type BaseContext, type Handler, principalOf } from "../../../handlers/handler.js";
 import { lastEventIdHeader, type SseStream, serveEventStream } from "../../../handlers/sse-stream.js";
-import { TERMINAL_STATUSES } from "../../../jobs/platform-limits.js";
 import { StreamWakes } from "./stream-wakes.js";
 
 /**

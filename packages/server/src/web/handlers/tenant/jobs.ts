@@ -17,12 +17,12 @@ import { admitInlineSource, jobClassOf, readSourceFile } from "../../../domain/j
 import { admitSettings } from "../../../domain/jobs/admit-settings.js";
 import { decideNetworkPolicy } from "../../../domain/jobs/decide-network-policy.js";
 import { jobView } from "../../../domain/jobs/job-view.js";
+import { MAX_ATTEMPTS, TERMINAL_STATUSES } from "../../../domain/policy/platform-limits.js";
 import { Refusal, refuse } from "../../../domain/refusal.js";
 import { requireOnboarded } from "../../../domain/repositories/require-onboarded.js";
 import { requireActiveInstallation } from "../../../domain/source-hosting/require-active-installation.js";
 import { admitTenantPolicy } from "../../../domain/tenants/admit-tenant-policy.js";
 import { type Handler, principalOf } from "../../../handlers/handler.js";
-import { MAX_ATTEMPTS, TERMINAL_STATUSES } from "../../../jobs/platform-limits.js";
 import { type PreparedSubmission, preparedBody } from "../../http/body-preparations.js";
 import { pageRequestOf } from "./page-request.js";
 

@@ -19,8 +19,8 @@ import { readSourceManifest } from "../../../domain/sources/read-source-manifest
 import { SegmentDigests } from "../../../domain/sources/segment-digests.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../../../domain/sources/upload-view.js";
 import { verifyUpload } from "../../../domain/sources/verify-upload.js";
+import { refuseOverBandwidth } from "../../../domain/tenants/bandwidth-allowance.js";
 import { type BaseContext, type Handler, principalOf } from "../../../handlers/handler.js";
-import { refuseOverBandwidth } from "../../../usage/bandwidth-allowance.js";
 import { preparedBody, valueOrRefusal } from "../../http/body-preparations.js";
 import { ReceivedBytes } from "../../http/received-bytes.js";
 

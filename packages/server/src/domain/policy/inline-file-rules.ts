@@ -1,4 +1,4 @@
-import { refuse } from "../domain/refusal.js";
+import { refuse } from "../refusal.js";
 import { longSegmentOf } from "./host-safe-strings.js";
 
 /**

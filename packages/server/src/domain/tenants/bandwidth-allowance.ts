@@ -1,6 +1,6 @@
 import { readTenantControls, type StorageOrTransaction, sumUploadedBytes } from "@kiln/storage";
-import { refuse } from "../domain/refusal.js";
-import { controlLimits } from "../domain/tenants/tenant-policy.js";
+import { refuse } from "../refusal.js";
+import { controlLimits } from "./tenant-policy.js";
 
 /** The calendar month (UTC) of `now` as [start, next start): the bandwidth period. */
 export function bandwidthPeriodOf(now: Date): { start: Date; next: Date; period: string } {
