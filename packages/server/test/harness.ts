@@ -6,11 +6,11 @@ import { type Clock, type Role, silentLogger, systemClock } from "@kiln/contract
 import { addPersonToTenant, createTenant, issueCliToken, LocalBlobStore, type Storage } from "@kiln/storage";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import type { AppDeps } from "../src/deps.js";
 import { HostService } from "../src/domain/hosts/host-service.js";
 import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
 import { SecretBox } from "../src/domain/secrets/secret-box.js";
 import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
+import type { AppDeps } from "../src/web/http/app-deps.js";
 
 /** A blob store in a fresh temporary directory. */
 export const testBlobs = () => new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-")));

@@ -1,5 +1,5 @@
 import { readRepositorySettings } from "@kiln/storage";
-import type { BaseContext } from "../../handlers/handler.js";
+import type { BaseContext } from "../../web/http/handler.js";
 import { VCPUS_OF_SIZE } from "../policy/platform-limits.js";
 import { refuse } from "../refusal.js";
 import { decideInjections, type InjectionDecision } from "../settings/injected-build-settings.js";

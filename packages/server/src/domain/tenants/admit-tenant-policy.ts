@@ -1,5 +1,5 @@
 import { readTenantControls, readTenantSettings } from "@kiln/storage";
-import type { BaseContext } from "../../handlers/handler.js";
+import type { BaseContext } from "../../web/http/handler.js";
 import type { Principal } from "../identity/principal.js";
 import { refuse } from "../refusal.js";
 import { admissionPolicyOf, type TenantAdmissionPolicy } from "./tenant-policy.js";

@@ -1,6 +1,6 @@
 import { createSession } from "@kiln/storage";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
+import type { AppDeps } from "../http/app-deps.js";
 import { SESSION_COOKIE, SESSION_SECONDS, setSessionCookie } from "./session-cookies.js";
 import { hashSecret, mintSecret } from "./session-secret.js";
 

@@ -1,4 +1,4 @@
-import type { HandlerTable } from "../../handlers/handler.js";
+import type { HandlerTable } from "../http/handler.js";
 import { getHostActivations } from "./operator/operator-activations.js";
 import { disposeAnomaly, listAnomalies } from "./operator/operator-anomalies.js";
 import { exportOperatorAudit, listOperatorAudit, refuseOperatorAuditChange } from "./operator/operator-audit.js";

@@ -1,9 +1,9 @@
 import { HOST_OPERATOR_ROUTES } from "@kiln/contract";
 import type { Static } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import { HostRecoveryProtocolService } from "../../domain/hosts/recovery/host-recovery-protocol-service.js";
 import { Refusal } from "../../domain/refusal.js";
+import type { AppDeps } from "../http/app-deps.js";
 import type { hostAuthenticator } from "./authenticate-host.js";
 
 type Routes = typeof HOST_OPERATOR_ROUTES;

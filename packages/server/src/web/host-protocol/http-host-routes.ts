@@ -15,11 +15,11 @@ import { findAttemptHost } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
 import { Type } from "@sinclair/typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import { enrollHost, type IssuedHostCertificate, renewHost } from "../../domain/hosts/host-identities.js";
 import { HostService, type HostServiceEvent } from "../../domain/hosts/host-service.js";
 import { CertificateRequestError } from "../../domain/pki/certificate-authority.js";
 import { Refusal } from "../../domain/refusal.js";
+import type { AppDeps } from "../http/app-deps.js";
 import { bearerOf, type HostPki, hostAuthenticator, refusalOf } from "./authenticate-host.js";
 import { registerHostOperatorRoutes } from "./http-host-operator-routes.js";
 

@@ -1,14 +1,14 @@
 import type { Readable } from "node:stream";
 import { CATALOGUE, type Operation } from "@kiln/contract";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import type { OperatorPrincipal, Principal } from "../../domain/identity/principal.js";
 import { CANARY_TENANT } from "../../domain/platform/platform-tenants.js";
 import { refuse } from "../../domain/refusal.js";
-import { type BoundHandler, boundHandlerOf, type HandlerTable, REPLY_SENT } from "../../handlers/handler.js";
+import type { AppDeps } from "./app-deps.js";
 import type { LargeBodies } from "./body-parsers.js";
 import { isPreparedOperation } from "./body-preparations.js";
 import { enforceSecurity } from "./enforce-security.js";
+import { type BoundHandler, boundHandlerOf, type HandlerTable, REPLY_SENT } from "./handler.js";
 import { idempotencyKeyOf } from "./idempotency-key-header.js";
 import { declaresLargeBody } from "./large-request-admission.js";
 import { performKeyed } from "./perform-keyed.js";

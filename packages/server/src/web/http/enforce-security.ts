@@ -1,7 +1,6 @@
 import { LEAST_ROLE_FOR_SCOPE, type Operation } from "@kiln/contract";
 import { findLiveSession } from "@kiln/storage";
 import type { FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import type { OperatorPrincipal, Principal } from "../../domain/identity/principal.js";
 import { refuse } from "../../domain/refusal.js";
 import { authenticateBearer } from "../auth/authenticate-bearer.js";
@@ -10,6 +9,7 @@ import { enforceRateLimit } from "../auth/enforce-rate-limit.js";
 import { verifyOperatorCredential } from "../auth/operator-credential.js";
 import { cookieOf, OPERATOR_SESSION_COOKIE, SESSION_COOKIE } from "../auth/session-cookies.js";
 import { hashSecret } from "../auth/session-secret.js";
+import type { AppDeps } from "./app-deps.js";
 
 /** Requests per minute a client address may make to the public device endpoints. */
 export const PUBLIC_LIMITS: Readonly<Record<string, number>> = { "device.start": 10, "device.poll": 120 };

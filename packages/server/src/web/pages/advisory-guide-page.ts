@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import type { FastifyInstance } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import { refuse } from "../../domain/refusal.js";
-import type { HandlerTable } from "../../handlers/handler.js";
+import type { AppDeps } from "../http/app-deps.js";
+import type { HandlerTable } from "../http/handler.js";
 import { escapeHtml } from "./html.js";
 import { dashboardPages } from "./open-page.js";
 

@@ -1,7 +1,7 @@
 import { type BodyOf, type ResponseDocumentOf, SCOPES } from "@kiln/contract";
 import type { FastifyInstance } from "fastify";
-import type { AppDeps } from "../../deps.js";
-import type { HandlerTable } from "../../handlers/handler.js";
+import type { AppDeps } from "../http/app-deps.js";
+import type { HandlerTable } from "../http/handler.js";
 import { SHOWN_ONCE_NOTICE } from "../http/perform-keyed.js";
 import { formatTime } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";

@@ -1,10 +1,10 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import { Refusal } from "../../domain/refusal.js";
 import { ProviderError } from "../../domain/source-hosting/github-app.js";
 import { GITHUB_CLAIM_CALLBACK_PATH, GITHUB_CLAIM_SETUP_PATH } from "../../domain/source-hosting/github-claim-paths.js";
 import { claimInstallationForPerson } from "../handlers/tenant/onboarding.js";
+import type { AppDeps } from "../http/app-deps.js";
 import { escapeHtml, page } from "./html.js";
 import { sendPage, signedIn } from "./page-response.js";
 

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { JOB_STATUSES, type ResponseDocumentOf } from "@kiln/contract";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import { Refusal } from "../../domain/refusal.js";
-import type { HandlerTable } from "../../handlers/handler.js";
+import type { AppDeps } from "../http/app-deps.js";
+import type { HandlerTable } from "../http/handler.js";
 import { ansiToHtml, isErrorLine } from "./ansi-log.js";
 import { formatDuration, formatTime, statusBadge } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";

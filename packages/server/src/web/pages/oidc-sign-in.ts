@@ -1,9 +1,9 @@
 import { addPersonToTenant, findTenant } from "@kiln/storage";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import { establishSession } from "../auth/establish-session.js";
 import { finishAuthorization, type OidcPending, startAuthorization } from "../auth/oidc-client.js";
 import { type GrantedMembership, membershipsFromGroups } from "../auth/oidc-memberships.js";
+import type { AppDeps } from "../http/app-deps.js";
 import { escapeHtml, page } from "./html.js";
 import { sendPage } from "./page-response.js";
 import { ownPath } from "./register-pages.js";

@@ -1,9 +1,9 @@
 import { findTenant } from "@kiln/storage";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import type { Principal } from "../../domain/identity/principal.js";
 import { Refusal } from "../../domain/refusal.js";
-import type { HandlerTable } from "../../handlers/handler.js";
+import type { AppDeps } from "../http/app-deps.js";
+import type { HandlerTable } from "../http/handler.js";
 import { dashboardPage } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";
 import { sendPage, signedIn } from "./page-response.js";

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import type { OperatorPrincipal } from "../../domain/identity/principal.js";
 import { Refusal } from "../../domain/refusal.js";
-import type { HandlerTable } from "../../handlers/handler.js";
+import type { AppDeps } from "../http/app-deps.js";
+import type { HandlerTable } from "../http/handler.js";
 import { escapeHtml } from "./html.js";
 import { formFields, registerFormRoutes } from "./open-page.js";
 import { operatorPage } from "./operator-layout.js";

@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import type { Principal } from "../../domain/identity/principal.js";
 import { Refusal } from "../../domain/refusal.js";
 import { authenticateSession } from "../auth/authenticate-session.js";
 import { cookieOf, SESSION_COOKIE } from "../auth/session-cookies.js";
+import type { AppDeps } from "../http/app-deps.js";
 
 const HTML = "text/html; charset=utf-8";
 

@@ -8,12 +8,12 @@ import {
   type ResponseDocumentOf,
 } from "@kiln/contract";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import type { OperatorPrincipal } from "../../domain/identity/principal.js";
 import { Refusal, refuse } from "../../domain/refusal.js";
-import { boundHandlerOf, type HandlerTable, REPLY_SENT } from "../../handlers/handler.js";
 import { verifyOperatorCredential } from "../auth/operator-credential.js";
+import type { AppDeps } from "../http/app-deps.js";
 import { enforceSecurity, refuseCrossSite } from "../http/enforce-security.js";
+import { boundHandlerOf, type HandlerTable, REPLY_SENT } from "../http/handler.js";
 import { validate, validateBody } from "./perform-as-person.js";
 
 /** Where an operator page is rendered: the app's dependencies and handlers, the request and its reply. */

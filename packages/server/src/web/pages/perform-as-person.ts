@@ -11,10 +11,10 @@ import type { Db } from "@kiln/storage";
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import type { Principal } from "../../domain/identity/principal.js";
 import { refuse } from "../../domain/refusal.js";
-import { type BoundHandler, boundHandlerOf, type HandlerTable, REPLY_SENT } from "../../handlers/handler.js";
+import type { AppDeps } from "../http/app-deps.js";
+import { type BoundHandler, boundHandlerOf, type HandlerTable, REPLY_SENT } from "../http/handler.js";
 import { unrepresentableValue } from "../http/request-validators.js";
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.

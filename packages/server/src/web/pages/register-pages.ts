@@ -1,10 +1,10 @@
 import { endSession, findDeviceAuthorization, findTenant, redeemSignInLink } from "@kiln/storage";
 import type { FastifyInstance } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import { establishSession } from "../auth/establish-session.js";
 import { clearSessionCookie, cookieOf, SESSION_COOKIE } from "../auth/session-cookies.js";
 import { hashSecret } from "../auth/session-secret.js";
 import { normalizeUserCode } from "../handlers/tenant/device.js";
+import type { AppDeps } from "../http/app-deps.js";
 import { refuseCrossSite } from "../http/enforce-security.js";
 import { escapeHtml, page } from "./html.js";
 import { sendPage as send, signedIn } from "./page-response.js";

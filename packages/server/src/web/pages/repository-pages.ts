@@ -1,8 +1,8 @@
 import type { BodyOf, ResponseDocumentOf } from "@kiln/contract";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { AppDeps } from "../../deps.js";
 import { Refusal } from "../../domain/refusal.js";
-import type { HandlerTable } from "../../handlers/handler.js";
+import type { AppDeps } from "../http/app-deps.js";
+import type { HandlerTable } from "../http/handler.js";
 import { advisoryGuidePath, registerAdvisoryGuidePage } from "./advisory-guide-page.js";
 import { formatTime } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";

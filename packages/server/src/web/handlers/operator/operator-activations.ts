@@ -6,7 +6,7 @@ import {
 } from "@kiln/storage";
 import { admissionView, hostOperationView } from "../../../domain/hosts/recovery/host-recovery-views.js";
 import { refuse } from "../../../domain/refusal.js";
-import type { Handler } from "../../../handlers/handler.js";
+import type { Handler } from "../../http/handler.js";
 
 /**
  * operator.hosts.activations.get: the host operator's readiness as last recorded (never the

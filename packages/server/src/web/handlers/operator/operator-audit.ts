@@ -1,7 +1,7 @@
 import type { ParamsOf, ResponseDocumentOf } from "@kiln/contract";
 import { appendOperatorAuditEntry, listOperatorAuditEntries, operatorAuditEntryExists } from "@kiln/storage";
 import { refuse } from "../../../domain/refusal.js";
-import { type BaseContext, type Handler, operatorOf } from "../../../handlers/handler.js";
+import { type BaseContext, type Handler, operatorOf } from "../../http/handler.js";
 
 /**
  * The operator audit keeps the operation and its outcome inside the entry's value as

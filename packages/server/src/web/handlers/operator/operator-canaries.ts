@@ -6,7 +6,7 @@ import { storedJson } from "../../../domain/jobs/stored-json.js";
 import { type CanarySettings, canarySettings } from "../../../domain/platform/canaries/canary-settings.js";
 import { type CanaryVerdict, canaryVerdict, lateAtOf } from "../../../domain/platform/canaries/canary-verdict.js";
 import { refuse } from "../../../domain/refusal.js";
-import type { Handler } from "../../../handlers/handler.js";
+import type { Handler } from "../../http/handler.js";
 
 type Attribution = ResponseDocumentOf<"operator.canaries.attribution">;
 

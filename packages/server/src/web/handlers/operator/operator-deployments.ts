@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { appendOperatorAuditEntry, registerHostDeployment } from "@kiln/storage";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, operatorOf } from "../../../handlers/handler.js";
+import { type Handler, operatorOf } from "../../http/handler.js";
 import { operatorAuditValue } from "./operator-audit.js";
 import { inventoryView } from "./operator-hosts.js";
 

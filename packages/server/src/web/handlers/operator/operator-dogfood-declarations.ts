@@ -19,7 +19,7 @@ import {
   spendView,
 } from "../../../domain/dogfood/trial-views.js";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, operatorOf } from "../../../handlers/handler.js";
+import { type Handler, operatorOf } from "../../http/handler.js";
 
 /**
  * What operators declare during the dogfood trial: maintenance (rule 11), interventions (a

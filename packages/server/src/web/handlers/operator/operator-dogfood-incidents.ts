@@ -12,7 +12,7 @@ import { loadTrialLedger } from "../../../domain/dogfood/trial-ledger.js";
 import { trialTenantsOf } from "../../../domain/dogfood/trial-tenants.js";
 import { incidentView } from "../../../domain/dogfood/trial-views.js";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, operatorOf } from "../../../handlers/handler.js";
+import { type Handler, operatorOf } from "../../http/handler.js";
 
 /**
  * Dogfood incidents (rule 10): a zero-tolerance class names the run records that exposed it and

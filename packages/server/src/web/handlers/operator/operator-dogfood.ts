@@ -16,7 +16,7 @@ import { loadTrialLedger } from "../../../domain/dogfood/trial-ledger.js";
 import { trialTenantsOf } from "../../../domain/dogfood/trial-tenants.js";
 import { verifyGateReference } from "../../../domain/dogfood/verify-gate-reference.js";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, operatorOf } from "../../../handlers/handler.js";
+import { type Handler, operatorOf } from "../../http/handler.js";
 
 /**
  * The dogfood trial's reads and its entry gate (issue 19; docs/dogfood-trial.md). The period is

@@ -1,5 +1,5 @@
 import { listHostTransitions } from "@kiln/storage";
-import type { Handler } from "../../../handlers/handler.js";
+import type { Handler } from "../../http/handler.js";
 
 /** The most transitions one read answers; the newest are the ones an operator looks for. */
 const HISTORY_LIMIT = 500;

@@ -10,7 +10,7 @@ import {
 } from "@kiln/storage";
 import { EMBEDDED_HOST_ID } from "../../../domain/hosts/host-identities.js";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, operatorOf } from "../../../handlers/handler.js";
+import { type Handler, operatorOf } from "../../http/handler.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 /**

@@ -3,7 +3,7 @@ import type { ResponseDocumentOf } from "@kiln/contract";
 import { type IssuedCertificateRecord, listHostIdentityRecords, listHostRecords } from "@kiln/storage";
 import { EMBEDDED_HOST_ID } from "../../../domain/hosts/host-identities.js";
 import { CertificateAuthority } from "../../../domain/pki/certificate-authority.js";
-import type { Handler } from "../../../handlers/handler.js";
+import type { Handler } from "../../http/handler.js";
 
 /** An inventory entry; IdentityInventory's items are open, and kiln adds what says more (serial, names, …). */
 type Identity = ResponseDocumentOf<"operator.identities.list">["identities"][number] & Record<string, unknown>;

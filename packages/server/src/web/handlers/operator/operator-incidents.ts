@@ -1,7 +1,7 @@
 import { appendOperatorAuditEntry, approveDestructiveStep, closeHostIncident, readHostIncident } from "@kiln/storage";
 import { incidentView } from "../../../domain/hosts/recovery/host-recovery-views.js";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, operatorOf } from "../../../handlers/handler.js";
+import { type Handler, operatorOf } from "../../http/handler.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 /**

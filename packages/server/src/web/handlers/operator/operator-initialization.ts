@@ -10,7 +10,7 @@ import { pendingLedger } from "../../../domain/hosts/fleet/initialization-ledger
 import { EMBEDDED_HOST_ID, ENROLLMENT_TOKEN_SECONDS, HOST_ID_PATTERN } from "../../../domain/hosts/host-identities.js";
 import { hashToken, mintToken } from "../../../domain/identity/token-format.js";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, operatorOf } from "../../../handlers/handler.js";
+import { type Handler, operatorOf } from "../../http/handler.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 function initializationView(record: HostInitializationRecord) {

@@ -17,7 +17,7 @@ import {
   STALE_HEARTBEAT_SECONDS,
 } from "../../../domain/hosts/fleet/live-placements.js";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, operatorOf } from "../../../handlers/handler.js";
+import { type Handler, operatorOf } from "../../http/handler.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 /** The most bytes a host's answer to a reap (its receipt entries) may take. */

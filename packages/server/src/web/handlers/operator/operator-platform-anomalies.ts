@@ -9,7 +9,7 @@ import {
 } from "@kiln/storage";
 import { ledgerView, recoveryAvailableView } from "../../../domain/hosts/recovery/host-recovery-views.js";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, operatorOf } from "../../../handlers/handler.js";
+import { type Handler, operatorOf } from "../../http/handler.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 /**

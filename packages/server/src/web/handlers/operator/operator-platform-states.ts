@@ -1,6 +1,6 @@
 import { canarySettings } from "../../../domain/platform/canaries/canary-settings.js";
 import { computeOperatingStates } from "../../../domain/platform/operating-states/compute-operating-states.js";
-import type { Handler } from "../../../handlers/handler.js";
+import type { Handler } from "../../http/handler.js";
 
 /**
  * operator.platform.states: management liveness, management readiness, execution capacity and

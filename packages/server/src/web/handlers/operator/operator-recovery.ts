@@ -16,7 +16,7 @@ import {
 import { invokeRecovery } from "../../../domain/hosts/recovery/invoke-recovery.js";
 import { recoveryConfirmationOf } from "../../../domain/hosts/recovery/recovery-confirmation.js";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, operatorOf } from "../../../handlers/handler.js";
+import { type Handler, operatorOf } from "../../http/handler.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 /**

@@ -1,5 +1,4 @@
 import { appendOperatorAuditEntry, createSession, endSession } from "@kiln/storage";
-import { type Handler, operatorOf } from "../../../handlers/handler.js";
 import {
   clearSessionCookie,
   cookieOf,
@@ -8,6 +7,7 @@ import {
   setSessionCookie,
 } from "../../auth/session-cookies.js";
 import { hashSecret, mintSecret } from "../../auth/session-secret.js";
+import { type Handler, operatorOf } from "../../http/handler.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 /** operator.session.create: the bootstrap credential (checked by security) opens a session. */

@@ -10,7 +10,7 @@ import {
 } from "@kiln/storage";
 import { refuse } from "../../../domain/refusal.js";
 import { TENANT_CONTROLS_EFFECTIVE, tenantControlsView } from "../../../domain/tenants/tenant-policy.js";
-import { type Handler, operatorOf } from "../../../handlers/handler.js";
+import { type Handler, operatorOf } from "../../http/handler.js";
 import { operatorAuditValue } from "./operator-audit.js";
 
 /**

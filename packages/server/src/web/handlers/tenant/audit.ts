@@ -1,5 +1,5 @@
 import { listAuditEntries } from "@kiln/storage";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 import { pageRequestOf } from "./page-request.js";
 
 /** audit.list: the tenant's audit trail, newest first. */

@@ -1,7 +1,7 @@
 import { appendAuditEntry, listCliTokens, revokeCliToken } from "@kiln/storage";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
 import { latestUse } from "../../auth/last-used-recorder.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 import { pageRequestOf } from "./page-request.js";
 
 /** cli_tokens.list: the calling person's own device tokens (never their values). */

@@ -8,8 +8,8 @@ import {
 } from "@kiln/storage";
 import { hashToken, mintToken } from "../../../domain/identity/token-format.js";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
 import { type LastUsedRecorder, latestUse } from "../../auth/last-used-recorder.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 import { pageRequestOf } from "./page-request.js";
 
 const DEFAULT_REQUESTS_PER_MINUTE = 600;

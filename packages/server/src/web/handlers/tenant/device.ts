@@ -10,8 +10,8 @@ import {
 } from "@kiln/storage";
 import { hashToken, mintToken } from "../../../domain/identity/token-format.js";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
 import { hashSecret, mintSecret } from "../../auth/session-secret.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 
 /**
  * RFC 8628 device authorization. User codes are 8 letters from 20 consonants (no

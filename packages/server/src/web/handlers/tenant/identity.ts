@@ -1,5 +1,5 @@
 import { findTenant, listMembershipsOfPerson } from "@kiln/storage";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 import { installationActive } from "./onboarding.js";
 
 /** identity.current: the closed Identity record for a person or an agent. */

@@ -1,7 +1,7 @@
 import { posix } from "node:path";
 import { readJob } from "@kiln/storage";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 import { sendBlob } from "./job-evidence.js";
 
 /** The stored instant (ISO-8601 text) has passed at `now`. */

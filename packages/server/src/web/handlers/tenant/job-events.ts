@@ -1,7 +1,7 @@
 import { type JobEventRow, latestJobEventSequence, readJobEvents } from "@kiln/storage";
 import { refuse } from "../../../domain/refusal.js";
-import { type BaseContext, type Handler, principalOf, type REPLY_SENT } from "../../../handlers/handler.js";
-import { lastEventIdHeader, type SseStream, serveEventStream } from "../../../handlers/sse-stream.js";
+import { type BaseContext, type Handler, principalOf, type REPLY_SENT } from "../../http/handler.js";
+import { lastEventIdHeader, type SseStream, serveEventStream } from "../../http/sse-stream.js";
 import { StreamWakes } from "./stream-wakes.js";
 
 /**

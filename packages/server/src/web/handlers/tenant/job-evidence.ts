@@ -5,7 +5,7 @@ import { mergeAttemptReports, parseAttemptReport } from "../../../domain/jobs/at
 import { jobView } from "../../../domain/jobs/job-view.js";
 import { storedJson } from "../../../domain/jobs/stored-json.js";
 import { refuse } from "../../../domain/refusal.js";
-import { type BaseContext, type Handler, principalOf, REPLY_SENT } from "../../../handlers/handler.js";
+import { type BaseContext, type Handler, principalOf, REPLY_SENT } from "../../http/handler.js";
 
 type Evidence = Static<typeof JobEvidence>;
 

@@ -8,8 +8,8 @@ import {
 } from "@kiln/storage";
 import { TERMINAL_STATUSES } from "../../../domain/policy/platform-limits.js";
 import { refuse } from "../../../domain/refusal.js";
-import { type BaseContext, type Handler, principalOf } from "../../../handlers/handler.js";
-import { lastEventIdHeader, type SseStream, serveEventStream } from "../../../handlers/sse-stream.js";
+import { type BaseContext, type Handler, principalOf } from "../../http/handler.js";
+import { lastEventIdHeader, type SseStream, serveEventStream } from "../../http/sse-stream.js";
 import { StreamWakes } from "./stream-wakes.js";
 
 /**

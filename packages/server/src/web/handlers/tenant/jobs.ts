@@ -22,8 +22,8 @@ import { Refusal, refuse } from "../../../domain/refusal.js";
 import { requireOnboarded } from "../../../domain/repositories/require-onboarded.js";
 import { requireActiveInstallation } from "../../../domain/source-hosting/require-active-installation.js";
 import { admitTenantPolicy } from "../../../domain/tenants/admit-tenant-policy.js";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
 import { type PreparedSubmission, preparedBody } from "../../http/body-preparations.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 import { pageRequestOf } from "./page-request.js";
 
 /**

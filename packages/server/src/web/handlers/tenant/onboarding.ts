@@ -10,7 +10,7 @@ import type { Principal } from "../../../domain/identity/principal.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type GitHubApp, ProviderError } from "../../../domain/source-hosting/github-app.js";
 import { GITHUB_CLAIM_SETUP_PATH } from "../../../domain/source-hosting/github-claim-paths.js";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 
 /**
  * Whether the tenant holds an active installation of the source-hosting app: null when this

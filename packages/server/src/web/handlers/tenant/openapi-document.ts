@@ -1,5 +1,5 @@
-import { type Handler, REPLY_SENT } from "../../../handlers/handler.js";
-import { openApiDocumentText } from "../../../openapi-document.js";
+import { type Handler, REPLY_SENT } from "../../http/handler.js";
+import { openApiDocumentText } from "../../http/openapi-document.js";
 
 export const openapiDocument: Handler<"openapi.document"> = async ({ deps, reply }) => {
   await reply

@@ -1,6 +1,6 @@
 import type { CatalogueEntry, ResponseDocumentOf } from "@kiln/contract";
 import { refuse } from "../../../domain/refusal.js";
-import type { BaseContext } from "../../../handlers/handler.js";
+import type { BaseContext } from "../../http/handler.js";
 
 /** The deprecated predecessor submission routes (POST /api/jobs, /api/v2/jobs, /api/v3/jobs). */
 export type PredecessorId = Extract<CatalogueEntry, { deprecated: true }>["id"];

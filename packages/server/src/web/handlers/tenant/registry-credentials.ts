@@ -1,6 +1,6 @@
 import { appendAuditEntry, replaceRegistryCredential } from "@kiln/storage";
 import { refuse } from "../../../domain/refusal.js";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 
 /**
  * tenant.registry_credential.replace: seals the tenant's new credential for one private

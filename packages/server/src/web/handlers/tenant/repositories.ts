@@ -10,7 +10,7 @@ import { listedAdvisory, readAdvisories } from "../../../domain/advisories/compu
 import { refuse } from "../../../domain/refusal.js";
 import { repositoryOfPath } from "../../../domain/repositories/require-onboarded.js";
 import { tenantStorageQuota } from "../../../domain/repositories/storage-quota.js";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 import { pageRequestOf } from "./page-request.js";
 
 /** What a purge does, as its receipt says. */

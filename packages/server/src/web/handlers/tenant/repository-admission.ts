@@ -2,7 +2,7 @@ import { findInstallationOfRepository } from "@kiln/storage";
 import { refuse } from "../../../domain/refusal.js";
 import { repositoryOfPath, requireOnboarded } from "../../../domain/repositories/require-onboarded.js";
 import { ProviderError } from "../../../domain/source-hosting/github-app.js";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 
 const COMMIT_ID = /^[0-9a-f]{40}$/;
 

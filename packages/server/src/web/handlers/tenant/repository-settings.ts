@@ -7,7 +7,7 @@ import {
   repositorySettingsView,
   wallClockBounds,
 } from "../../../domain/settings/repository-settings-view.js";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 
 /** repositories.settings.get: a plain read, no lifecycle effect. */
 export const getRepositorySettings: Handler<"repositories.settings.get"> = async (ctx) => {

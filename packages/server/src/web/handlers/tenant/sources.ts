@@ -20,8 +20,8 @@ import { SegmentDigests } from "../../../domain/sources/segment-digests.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../../../domain/sources/upload-view.js";
 import { verifyUpload } from "../../../domain/sources/verify-upload.js";
 import { refuseOverBandwidth } from "../../../domain/tenants/bandwidth-allowance.js";
-import { type BaseContext, type Handler, principalOf } from "../../../handlers/handler.js";
 import { preparedBody, valueOrRefusal } from "../../http/body-preparations.js";
+import { type BaseContext, type Handler, principalOf } from "../../http/handler.js";
 import { ReceivedBytes } from "../../http/received-bytes.js";
 
 /** What the sources helpers read of a request: the caller, the path's upload (and part), the repository query, the key. */

@@ -1,6 +1,6 @@
 import type { JobNotifications, Wake } from "@kiln/storage";
-import type { AppDeps } from "../../../deps.js";
-import type { SseStream } from "../../../handlers/sse-stream.js";
+import type { AppDeps } from "../../http/app-deps.js";
+import type { SseStream } from "../../http/sse-stream.js";
 
 /**
  * How often a stream reads again without a notice while notices arrive. Only a safety net: a

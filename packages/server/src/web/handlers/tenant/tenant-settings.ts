@@ -15,7 +15,7 @@ import {
   TENANT_SETTINGS_NOT_APPLIED,
   tenantSettingsView,
 } from "../../../domain/tenants/tenant-policy.js";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 
 /** tenant.settings.get: the policy at its version, the operator's limits beside consumption. */
 export const getTenantSettings: Handler<"tenant.settings.get"> = async (ctx) => {

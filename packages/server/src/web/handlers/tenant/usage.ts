@@ -9,7 +9,7 @@ import {
   readLedgerPage,
   summarizeUsage,
 } from "../../../domain/usage/usage-ledger.js";
-import { type Handler, principalOf } from "../../../handlers/handler.js";
+import { type Handler, principalOf } from "../../http/handler.js";
 
 /** The tenant's rate card (null when none is set, or the tenant has no controls row). */
 async function rateCardOf(db: Db, tenantId: string) {

@@ -1,12 +1,12 @@
 import type { Clock } from "@kiln/contract";
 import type { BlobStore, JobNotifications, Storage } from "@kiln/storage";
-import type { CanarySettings } from "./domain/platform/canaries/canary-settings.js";
-import type { SecretBox } from "./domain/secrets/secret-box.js";
-import type { GitHubApp } from "./domain/source-hosting/github-app.js";
-import type { LastUsedRecorder } from "./web/auth/last-used-recorder.js";
-import type { OidcSettings } from "./web/auth/oidc-client.js";
-import type { LargeBodies } from "./web/http/body-parsers.js";
-import type { TenantIngress } from "./web/http/tenant-ingress-shaper.js";
+import type { CanarySettings } from "../../domain/platform/canaries/canary-settings.js";
+import type { SecretBox } from "../../domain/secrets/secret-box.js";
+import type { GitHubApp } from "../../domain/source-hosting/github-app.js";
+import type { LastUsedRecorder } from "../auth/last-used-recorder.js";
+import type { OidcSettings } from "../auth/oidc-client.js";
+import type { LargeBodies } from "./body-parsers.js";
+import type { TenantIngress } from "./tenant-ingress-shaper.js";
 
 /** Everything buildApp needs from the outside world; main.ts wires the real ones. */
 export interface AppDeps {

@@ -11,9 +11,9 @@ import type {
 } from "@kiln/contract";
 import type { Db } from "@kiln/storage";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { AppDeps } from "../deps.js";
-import type { OperatorPrincipal, Principal } from "../domain/identity/principal.js";
-import type { ReceivedBytes } from "../web/http/received-bytes.js";
+import type { OperatorPrincipal, Principal } from "../../domain/identity/principal.js";
+import type { AppDeps } from "./app-deps.js";
+import type { ReceivedBytes } from "./received-bytes.js";
 
 /** Returned by handlers of bytes and SSE operations that wrote the reply themselves. */
 export const REPLY_SENT: unique symbol = Symbol("reply sent");
