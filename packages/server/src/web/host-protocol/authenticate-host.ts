@@ -5,7 +5,7 @@ import type { FastifyRequest } from "fastify";
 import { HostIdentityError } from "../../domain/hosts/host-identities.js";
 import type { CertificateAuthority } from "../../domain/pki/certificate-authority.js";
 import { Refusal } from "../../domain/refusal.js";
-import { authenticateHostCertificate } from "../../pki/authenticate-host-certificate.js";
+import { authenticateHostCertificate } from "./authenticate-host-certificate.js";
 
 /** What the host listener authenticates hosts with: the CA, the clock and the client certificates' lifetime. */
 export interface HostPki {

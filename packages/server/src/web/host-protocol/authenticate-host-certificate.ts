@@ -1,8 +1,8 @@
 import type { X509Certificate } from "node:crypto";
 import type { TLSSocket } from "node:tls";
 import { findIssuedCertificate, type Storage } from "@kiln/storage";
-import { HostIdentityError } from "../domain/hosts/host-identities.js";
-import { type CertificateAuthority, certificateSha256 } from "../domain/pki/certificate-authority.js";
+import { HostIdentityError } from "../../domain/hosts/host-identities.js";
+import { type CertificateAuthority, certificateSha256 } from "../../domain/pki/certificate-authority.js";
 
 /**
  * What TLS may report about a certificate kiln's CA did issue. The handshake checks validity
