@@ -1,7 +1,6 @@
 import fastifyCookie from "@fastify/cookie";
 import { startJobNotifications } from "@kiln/storage";
 import Fastify, { type FastifyInstance } from "fastify";
-import { registerGitHubWebhooks } from "./source-hosting/webhook-route.js";
 import { LastUsedRecorder } from "./web/auth/last-used-recorder.js";
 import { defaultHandlers } from "./web/handlers/default-handlers.js";
 import type { AppDeps } from "./web/http/app-deps.js";
@@ -22,6 +21,7 @@ import { registerPages } from "./web/pages/register-pages.js";
 import { registerRepositoryPages } from "./web/pages/repository-pages.js";
 import { registerTenantPages } from "./web/pages/tenant-pages.js";
 import { registerUsagePages } from "./web/pages/usage-pages.js";
+import { registerGitHubWebhooks } from "./web/webhooks/webhook-route.js";
 
 /**
  * The whole HTTP service, built from its dependencies. It never listens: tests

@@ -11,10 +11,10 @@ import {
   syncInstallation,
 } from "@kiln/storage";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
-import type { Principal } from "../domain/identity/principal.js";
-import { Refusal } from "../domain/refusal.js";
-import type { AppDeps } from "../web/http/app-deps.js";
-import { boundHandlerOf, type HandlerTable } from "../web/http/handler.js";
+import type { Principal } from "../../domain/identity/principal.js";
+import { Refusal } from "../../domain/refusal.js";
+import type { AppDeps } from "../http/app-deps.js";
+import { boundHandlerOf, type HandlerTable } from "../http/handler.js";
 
 /** The actor kiln records for what the provider's deliveries change. */
 export const WEBHOOK_ACTOR = "github";

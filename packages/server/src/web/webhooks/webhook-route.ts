@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
-import { refuse } from "../domain/refusal.js";
-import type { AppDeps } from "../web/http/app-deps.js";
-import type { HandlerTable } from "../web/http/handler.js";
+import { refuse } from "../../domain/refusal.js";
+import type { AppDeps } from "../http/app-deps.js";
+import type { HandlerTable } from "../http/handler.js";
 import { applyWebhookDelivery } from "./webhook-delivery.js";
 
 export const GITHUB_WEBHOOK_PATH = "/webhooks/github";
