@@ -1,5 +1,4 @@
-import { readRepositorySettings } from "@kiln/storage";
-import type { BaseContext } from "../../web/http/handler.js";
+import { type Db, readRepositorySettings } from "@kiln/storage";
 import { VCPUS_OF_SIZE } from "../policy/platform-limits.js";
 import { refuse } from "../refusal.js";
 import { decideInjections, type InjectionDecision } from "../settings/injected-build-settings.js";
@@ -29,19 +28,21 @@ const PINNED_CEILING_KEYS = [
  * settings write changes the next admitted job, never this one.
  */
 export async function admitSettings(
-  ctx: BaseContext,
+  db: Db,
   input: {
     tenantId: string;
     repository: string;
     size: string;
     /** The tenant's default ceiling (tenant.settings), for a repository that sets none. */
     tenantWallClockCeilingSeconds?: number | null;
+    /** The platform ceiling as the deployment lowers it (`wallClockSeconds`; undefined: the platform default). */
+    platformWallClockSeconds: number | undefined;
     invocation: { operation: string; arguments: readonly string[]; environment?: Readonly<Record<string, string>> };
     workingDirectory: string;
     source: SourceFileReader;
   },
 ): Promise<AdmittedSettings> {
-  const stored = await readRepositorySettings(ctx.db, { tenantId: input.tenantId, repository: input.repository });
+  const stored = await readRepositorySettings(db, { tenantId: input.tenantId, repository: input.repository });
   const configuration = await RepositoryCargoConfiguration.read(input.source, input.workingDirectory);
   const optOut = stored?.totalInjectionOptOut ?? false;
   const injections = decideInjections(
@@ -59,7 +60,7 @@ export async function admitSettings(
       origin: stored?.totalInjectionOptOut == null ? "platform default" : "dashboard repository setting",
     },
   );
-  const bounds = wallClockBounds(ctx.deps.wallClockSeconds);
+  const bounds = wallClockBounds(input.platformWallClockSeconds);
   const tenantCeiling = input.tenantWallClockCeilingSeconds ?? null;
   let wallClock = {
     seconds: Math.min(

@@ -1,5 +1,4 @@
-import { readTenantControls, readTenantSettings } from "@kiln/storage";
-import type { BaseContext } from "../../web/http/handler.js";
+import { type Db, readTenantControls, readTenantSettings } from "@kiln/storage";
 import type { Principal } from "../identity/principal.js";
 import { refuse } from "../refusal.js";
 import { admissionPolicyOf, type TenantAdmissionPolicy } from "./tenant-policy.js";
@@ -12,19 +11,19 @@ import { admissionPolicyOf, type TenantAdmissionPolicy } from "./tenant-policy.j
  * naming body.size. Returns the policy for what admission snapshots (the tenant's ceiling).
  */
 export async function admitTenantPolicy(
-  ctx: BaseContext,
+  db: Db,
   principal: Principal,
   input: { size: string; bodySize: boolean },
 ): Promise<TenantAdmissionPolicy> {
   const tenantId = principal.tenantId;
-  const controls = await readTenantControls(ctx.db, { tenantId });
+  const controls = await readTenantControls(db, { tenantId });
   if (controls?.suspended) {
     refuse(
       "conflict",
       `tenant ${tenantId} is suspended by the operator since ${controls.suspendedSince ?? "now"} (${controls.suspensionReason ?? "no reason given"}); new submissions are refused until it is lifted`,
     );
   }
-  const policy = admissionPolicyOf(await readTenantSettings(ctx.db, { tenantId }));
+  const policy = admissionPolicyOf(await readTenantSettings(db, { tenantId }));
   if (principal.kind === "agent" && !policy.agentsMaySubmit) {
     refuse("out_of_scope", `tenant ${tenantId}'s settings do not let agents submit jobs (agents_may_submit is false)`, {
       scope: "submit",

@@ -68,7 +68,7 @@ async function admitAndInsert(
   if ((body.schema_version === 1) !== (files !== null)) {
     refuse("invalid_request", "body.schema_version must be 1 with inline files and 2 with an archive reference");
   }
-  const tenantPolicy = await admitTenantPolicy(ctx, principal, { size: body.size, bodySize: true });
+  const tenantPolicy = await admitTenantPolicy(ctx.db, principal, { size: body.size, bodySize: true });
   await requireOnboarded(ctx.db, principal.tenantId, body.repository);
   await requireActiveInstallation(ctx.db, principal.tenantId, body.repository);
   const invocation = body.workspace.invocation;
@@ -86,11 +86,12 @@ async function admitAndInsert(
           { tenantId: principal.tenantId, ...inlineFilesOf(source.files, prepared), invocation, now: ctx.now },
         );
   const sourceFiles = new Map(manifest.filter((entry) => !("kind" in entry)).map((entry) => [entry.path, entry]));
-  const settings = await admitSettings(ctx, {
+  const settings = await admitSettings(ctx.db, {
     tenantId: principal.tenantId,
     repository: body.repository,
     size: body.size,
     tenantWallClockCeilingSeconds: tenantPolicy.wallClockCeilingSeconds,
+    platformWallClockSeconds: ctx.deps.wallClockSeconds,
     invocation,
     workingDirectory: invocation.working_directory ?? ".",
     source: async (path) => {
@@ -239,7 +240,7 @@ export const retryJob: Handler<"jobs.retry"> = async (ctx) => {
   if (!TERMINAL_STATUSES.has(original.status)) {
     return refuse("conflict", `job ${id} is ${original.status}; only a terminal job can be retried`);
   }
-  await admitTenantPolicy(ctx, principal, { size: original.size, bodySize: false });
+  await admitTenantPolicy(ctx.db, principal, { size: original.size, bodySize: false });
   await requireActiveInstallation(ctx.db, principal.tenantId, original.repository);
   const now = ctx.now.toISOString();
   const { job } = await insertJob(
