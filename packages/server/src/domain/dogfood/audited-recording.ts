@@ -1,5 +1,5 @@
 import { appendOperatorAuditEntry, type Db, type Storage } from "@kiln/storage";
-import { operatorAuditValue } from "../../web/handlers/operator/operator-audit.js";
+import { operatorAuditValue } from "../platform/operator-audit-value.js";
 import { refuse } from "../refusal.js";
 
 /** What one recording did: performed it, found the same already recorded, or found different content. */

@@ -8,8 +8,8 @@ import {
   recordDogfoodIncident,
   type Storage,
 } from "@kiln/storage";
-import { operatorAuditValue } from "../../web/handlers/operator/operator-audit.js";
 import { type CanarySettings, canarySettings } from "../platform/canaries/canary-settings.js";
+import { operatorAuditValue } from "../platform/operator-audit-value.js";
 import { dueProbesOf } from "./due-probes.js";
 import { findingOfMissedProbe, findingsOfJob, type LedgerFinding, settlingAttemptOf } from "./ledger-findings.js";
 import { loadTrialLedger } from "./trial-ledger.js";

@@ -7,9 +7,9 @@ import {
   revokeHostCertificates,
   type Storage,
 } from "@kiln/storage";
-import { operatorAuditValue } from "../../web/handlers/operator/operator-audit.js";
 import { hashToken, mintToken, tokenKindOf } from "../identity/token-format.js";
 import type { CertificateAuthority } from "../pki/certificate-authority.js";
+import { operatorAuditValue } from "../platform/operator-audit-value.js";
 
 /** A host id: what HostEnrollment.id admits, restricted to characters safe in logs and paths. */
 export const HOST_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;

@@ -6,11 +6,11 @@ import {
   type TenantAnomalyRecord,
 } from "@kiln/storage";
 import { storedJson } from "../../../domain/jobs/stored-json.js";
+import { operatorAuditValue } from "../../../domain/platform/operator-audit-value.js";
 import type { EvidenceItem } from "../../../domain/platform/tenant-anomalies/anomaly-rule.js";
 import { TENANT_ANOMALY_RULES } from "../../../domain/platform/tenant-anomalies/tenant-anomaly-evaluator.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../http/handler.js";
-import { operatorAuditValue } from "./operator-audit.js";
 
 /** The list answers at most this many flags (undisposed first); older disposed ones fall off. */
 const LIST_LIMIT = 1000;

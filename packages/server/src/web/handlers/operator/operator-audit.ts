@@ -1,15 +1,8 @@
 import type { ParamsOf, ResponseDocumentOf } from "@kiln/contract";
 import { appendOperatorAuditEntry, listOperatorAuditEntries, operatorAuditEntryExists } from "@kiln/storage";
+import { operatorAuditValue } from "../../../domain/platform/operator-audit-value.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type BaseContext, type Handler, operatorOf } from "../../http/handler.js";
-
-/**
- * The operator audit keeps the operation and its outcome inside the entry's value as
- * JSON, so the shared append-only table serves both audits unchanged.
- */
-export function operatorAuditValue(operation: string, outcome: string, value?: string): string {
-  return JSON.stringify({ operation, outcome, ...(value === undefined ? {} : { value }) });
-}
 
 function entryView(e: { sequence: number; actor: string; target: string; value: string; changedAt: string }) {
   let parsed: { operation?: string; outcome?: string; value?: string } = {};

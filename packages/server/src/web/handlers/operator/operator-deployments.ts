@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { appendOperatorAuditEntry, registerHostDeployment } from "@kiln/storage";
+import { operatorAuditValue } from "../../../domain/platform/operator-audit-value.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../http/handler.js";
-import { operatorAuditValue } from "./operator-audit.js";
 import { inventoryView } from "./operator-hosts.js";
 
 /**

@@ -1,9 +1,9 @@
 import type { HostReadKind } from "@kiln/contract";
 import { appendOperatorAuditEntry, readHostRecord } from "@kiln/storage";
 import { awaitHostAnswer, HOST_ANSWER_WAIT_SECONDS } from "../../../domain/hosts/fleet/await-host-answer.js";
+import { operatorAuditValue } from "../../../domain/platform/operator-audit-value.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type BaseContext, type Handler, operatorOf, REPLY_SENT } from "../../http/handler.js";
-import { operatorAuditValue } from "./operator-audit.js";
 
 /** The most bytes one read answers: the newest of a log, the first of an evidence file. */
 export const HOST_READ_MAX_BYTES = 4 * 2 ** 20;

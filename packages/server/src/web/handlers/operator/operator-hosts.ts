@@ -9,9 +9,9 @@ import {
   undrainHost,
 } from "@kiln/storage";
 import { EMBEDDED_HOST_ID } from "../../../domain/hosts/host-identities.js";
+import { operatorAuditValue } from "../../../domain/platform/operator-audit-value.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../http/handler.js";
-import { operatorAuditValue } from "./operator-audit.js";
 
 /**
  * The operator's host operations over the hosts kiln records (the embedded host `local` and

@@ -1,8 +1,8 @@
 import { appendOperatorAuditEntry, approveDestructiveStep, closeHostIncident, readHostIncident } from "@kiln/storage";
 import { incidentView } from "../../../domain/hosts/recovery/host-recovery-views.js";
+import { operatorAuditValue } from "../../../domain/platform/operator-audit-value.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../http/handler.js";
-import { operatorAuditValue } from "./operator-audit.js";
 
 /**
  * operator.hosts.incidents.approve / close (spec operator rules 5 and 6). An approval names

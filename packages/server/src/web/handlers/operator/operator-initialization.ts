@@ -9,9 +9,9 @@ import {
 import { pendingLedger } from "../../../domain/hosts/fleet/initialization-ledger.js";
 import { EMBEDDED_HOST_ID, ENROLLMENT_TOKEN_SECONDS, HOST_ID_PATTERN } from "../../../domain/hosts/host-identities.js";
 import { hashToken, mintToken } from "../../../domain/identity/token-format.js";
+import { operatorAuditValue } from "../../../domain/platform/operator-audit-value.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../http/handler.js";
-import { operatorAuditValue } from "./operator-audit.js";
 
 function initializationView(record: HostInitializationRecord) {
   return {

@@ -16,9 +16,9 @@ import {
   livePlacementsView,
   STALE_HEARTBEAT_SECONDS,
 } from "../../../domain/hosts/fleet/live-placements.js";
+import { operatorAuditValue } from "../../../domain/platform/operator-audit-value.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../http/handler.js";
-import { operatorAuditValue } from "./operator-audit.js";
 
 /** The most bytes a host's answer to a reap (its receipt entries) may take. */
 const REAP_ANSWER_MAX_BYTES = 2 ** 20;

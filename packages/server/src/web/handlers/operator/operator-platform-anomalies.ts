@@ -8,9 +8,9 @@ import {
   type StorageOrTransaction,
 } from "@kiln/storage";
 import { ledgerView, recoveryAvailableView } from "../../../domain/hosts/recovery/host-recovery-views.js";
+import { operatorAuditValue } from "../../../domain/platform/operator-audit-value.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../http/handler.js";
-import { operatorAuditValue } from "./operator-audit.js";
 
 /**
  * operator.anomalies.platform.list / disposition: what the impairment detector raised

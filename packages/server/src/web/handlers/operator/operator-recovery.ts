@@ -15,9 +15,9 @@ import {
 } from "../../../domain/hosts/recovery/host-recovery-views.js";
 import { invokeRecovery } from "../../../domain/hosts/recovery/invoke-recovery.js";
 import { recoveryConfirmationOf } from "../../../domain/hosts/recovery/recovery-confirmation.js";
+import { operatorAuditValue } from "../../../domain/platform/operator-audit-value.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type Handler, operatorOf } from "../../http/handler.js";
-import { operatorAuditValue } from "./operator-audit.js";
 
 /**
  * operator.hosts.recovery.get / invoke / policy.set (spec operator rules 3 and 4). Recovery

@@ -1,4 +1,5 @@
 import { appendOperatorAuditEntry, createSession, endSession } from "@kiln/storage";
+import { operatorAuditValue } from "../../../domain/platform/operator-audit-value.js";
 import {
   clearSessionCookie,
   cookieOf,
@@ -8,7 +9,6 @@ import {
 } from "../../auth/session-cookies.js";
 import { hashSecret, mintSecret } from "../../auth/session-secret.js";
 import { type Handler, operatorOf } from "../../http/handler.js";
-import { operatorAuditValue } from "./operator-audit.js";
 
 /** operator.session.create: the bootstrap credential (checked by security) opens a session. */
 export const createOperatorSession: Handler<"operator.session.create"> = async (ctx) => {

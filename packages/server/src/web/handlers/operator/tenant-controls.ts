@@ -8,10 +8,10 @@ import {
   type TenantControlsChanges,
   writeTenantControls,
 } from "@kiln/storage";
+import { operatorAuditValue } from "../../../domain/platform/operator-audit-value.js";
 import { refuse } from "../../../domain/refusal.js";
 import { TENANT_CONTROLS_EFFECTIVE, tenantControlsView } from "../../../domain/tenants/tenant-policy.js";
 import { type Handler, operatorOf } from "../../http/handler.js";
-import { operatorAuditValue } from "./operator-audit.js";
 
 /**
  * operator.tenants.controls.get: the controls beside consumption. The operation's refusals
