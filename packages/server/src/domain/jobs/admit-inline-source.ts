@@ -1,7 +1,7 @@
 import { type BlobStore, type Db, insertJob, recordInlineSourceBytes } from "@kiln/storage";
-import { type Outcome, valueOrRefusal } from "../../web/http/body-preparations.js";
 import { MAX_INVOCATION_STRING_BYTES, nulIn } from "../policy/host-safe-strings.js";
 import { refuse } from "../refusal.js";
+import { type Outcome, valueOrRefusal } from "../refusal-outcome.js";
 import { refuseOverBandwidth } from "../tenants/bandwidth-allowance.js";
 import { refusedEnvironmentReason } from "./refused-environment.js";
 

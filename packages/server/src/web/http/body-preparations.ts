@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { BodyOf } from "@kiln/contract";
 import type { FastifyRequest } from "fastify";
 import { admitInlineFiles } from "../../domain/policy/inline-file-rules.js";
-import { Refusal, type RefusalDocument } from "../../domain/refusal.js";
+import { type Outcome, outcomeOf } from "../../domain/refusal-outcome.js";
 import { deflateManifestJson, inflateManifestJsonSync } from "../../domain/sources/manifest-codec.js";
 import { type ValidatedManifest, validateManifest } from "../../domain/sources/validate-manifest.js";
 import { requestHashOf } from "./request-hash.js";
@@ -21,24 +21,6 @@ import { requestHashOf } from "./request-hash.js";
  * sources.reserve (256 MiB); every other operation's body is at most Fastify's 1 MiB default.
  */
 export const LARGE_BODY_BYTES = 256 * 1024;
-
-/** A pure step's result or the refusal it threw, carried across threads and thrown where the handler would have. */
-export type Outcome<T> = { readonly value: T } | { readonly refusal: RefusalDocument };
-
-export function outcomeOf<T>(step: () => T): Outcome<T> {
-  try {
-    return { value: step() };
-  } catch (error) {
-    if (error instanceof Refusal) return { refusal: error.toDocument() };
-    throw error;
-  }
-}
-
-export function valueOrRefusal<T>(outcome: Outcome<T>): T {
-  if ("value" in outcome) return outcome.value;
-  const { code, status: _status, detail, ...extras } = outcome.refusal;
-  throw new Refusal(code, detail, extras);
-}
 
 /** jobs.submit: the submission's identity and, for an inline source, its files as bytes. */
 export interface PreparedSubmission {

@@ -13,6 +13,7 @@ import {
   tenantReservations,
 } from "@kiln/storage";
 import { refuse } from "../../../domain/refusal.js";
+import { valueOrRefusal } from "../../../domain/refusal-outcome.js";
 import { requireOnboarded } from "../../../domain/repositories/require-onboarded.js";
 import { DeclaredPartsCache } from "../../../domain/sources/declared-parts.js";
 import { readSourceManifest } from "../../../domain/sources/read-source-manifest.js";
@@ -20,7 +21,7 @@ import { SegmentDigests } from "../../../domain/sources/segment-digests.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../../../domain/sources/upload-view.js";
 import { verifyUpload } from "../../../domain/sources/verify-upload.js";
 import { refuseOverBandwidth } from "../../../domain/tenants/bandwidth-allowance.js";
-import { preparedBody, valueOrRefusal } from "../../http/body-preparations.js";
+import { preparedBody } from "../../http/body-preparations.js";
 import { type BaseContext, type Handler, principalOf } from "../../http/handler.js";
 import { ReceivedBytes } from "../../http/received-bytes.js";
 
