@@ -8,7 +8,6 @@ import {
   reserveCanary,
   type Storage,
 } from "@kiln/storage";
-import type { FastifyInstance } from "fastify";
 import { servingOf } from "../operating-states/host-serving.js";
 import { CANARY_TENANT } from "../platform-tenants.js";
 import { canarySubmission } from "./canary-crate.js";
@@ -25,13 +24,23 @@ export interface CanaryRunnerDeps {
    * The public API the canaries are submitted through, as any client submits (in process:
    * `app.inject`, so authentication, admission, idempotency and audit all apply).
    */
-  readonly app: FastifyInstance;
+  readonly app: InProcessApi;
   /**
    * Told once per canary (per process) when a host's newest canary failed or was late: a
    * canary failure is an impairment of its host (the impairment detector raises the platform
    * anomaly and answers the incident). A failure here is logged; the next pass tells it again.
    */
   readonly onCanaryFailure?: (failure: CanaryFailure) => Promise<void>;
+}
+
+/** What the canaries need of the public API: one request in, its answer out (buildApp's app is one). */
+export interface InProcessApi {
+  inject(request: {
+    readonly method: "POST";
+    readonly url: string;
+    readonly headers: Readonly<Record<string, string>>;
+    readonly payload?: string;
+  }): Promise<{ readonly statusCode: number; readonly body: string; json(): unknown }>;
 }
 
 /** A host's newest canary that failed or was late. */
