@@ -2,7 +2,6 @@ import type { Readable } from "node:stream";
 import { CATALOGUE, type Operation } from "@kiln/contract";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { OperatorPrincipal, Principal } from "../../domain/identity/principal.js";
-import { CANARY_TENANT } from "../../domain/platform/platform-tenants.js";
 import { refuse } from "../../domain/refusal.js";
 import type { AppDeps } from "./app-deps.js";
 import type { LargeBodies } from "./body-parsers.js";
@@ -94,12 +93,9 @@ export function bindCatalogueRoutes(
         request.kiln.principal = caller.principal;
         request.kiln.operator = caller.operator;
         if (op.keyed) request.kiln.idempotencyKey = idempotencyKeyOf(request);
-        // Any request of a tenant makes this process shared for the others' bodies — but not the
-        // platform's own canaries (every few minutes, through app.inject): they would hold a lone
-        // user's uploads to the shared rate for the window after each of them.
-        if (caller.principal !== null && caller.principal.tenantId !== CANARY_TENANT) {
-          ingress?.served(caller.principal.tenantId);
-        }
+        // A request of a tenant makes this process shared for the others' bodies (the bound's
+        // unshared tenants aside: TenantIngress).
+        if (caller.principal !== null) ingress?.served(caller.principal.tenantId);
         if (
           isPreparedOperation(op.id) &&
           caller.principal !== null &&

@@ -39,7 +39,9 @@ export function largeBodiesOf(options: {
   const ingress = options.tenantIngress;
   return {
     ingress:
-      ingress === undefined ? null : new TenantIngressShaper(ingress.bytesPerSecond, ingress.burstBytes, options.clock),
+      ingress === undefined
+        ? null
+        : new TenantIngressShaper(ingress.bytesPerSecond, ingress.burstBytes, options.clock, ingress.unsharedTenants),
     pool: workers > 0 ? new BodyWorkerPool(workers) : null,
     admission: new LargeRequestAdmission(options.largeRequestsPerTenant ?? DEFAULT_LARGE_REQUESTS_PER_TENANT),
     thresholdBytes: LARGE_BODY_BYTES,

@@ -5,6 +5,8 @@ import type { Clock } from "@kiln/contract";
 export interface TenantIngress {
   readonly bytesPerSecond: number;
   readonly burstBytes: number;
+  /** Tenants whose requests do not make the process shared for the others (see `served`). */
+  readonly unsharedTenants?: readonly string[];
 }
 
 /** How long after another tenant's last request this process counts as shared (see `served`). */
@@ -37,24 +39,29 @@ export class TenantIngressShaper {
    */
   #latest: { readonly tenant: string; at: number } | null = null;
   #before: { readonly tenant: string; readonly at: number } | null = null;
+  readonly #unshared: ReadonlySet<string>;
 
   constructor(
     readonly bytesPerSecond: number,
     readonly burstBytes: number,
     private readonly clock: Clock,
+    unsharedTenants: readonly string[] = [],
     readonly sharedForMs: number = SHARED_FOR_MS,
   ) {
     if (!(bytesPerSecond > 0) || !(burstBytes > 0)) {
       throw new Error(`a tenant's ingress rate and burst must be positive, got ${bytesPerSecond} and ${burstBytes}`);
     }
     this.#burstMs = (burstBytes / bytesPerSecond) * 1000;
+    this.#unshared = new Set(unsharedTenants);
   }
 
   /**
    * Notes a request of `tenant` (any operation, once its caller is known): for `sharedForMs`
-   * after it, every other tenant's bodies are read at the rate.
+   * after it, every other tenant's bodies are read at the rate — unless `tenant` is one of the
+   * bound's unshared tenants (TenantIngress.unsharedTenants), whose requests leave it as it was.
    */
   served(tenant: string): void {
+    if (this.#unshared.has(tenant)) return;
     const at = this.clock.now().getTime();
     // Every request passes here: the latest tenant's repeat moves its time, allocating nothing.
     if (this.#latest?.tenant === tenant) this.#latest.at = at;
