@@ -1,6 +1,6 @@
-import { createSession } from "@kiln/storage";
+import type { Clock } from "@kiln/contract";
+import { createSession, type Storage } from "@kiln/storage";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { AppDeps } from "../http/app-deps.js";
 import { SESSION_COOKIE, SESSION_SECONDS, setSessionCookie } from "./session-cookies.js";
 import { hashSecret, mintSecret } from "./session-secret.js";
 
@@ -10,7 +10,7 @@ import { hashSecret, mintSecret } from "./session-secret.js";
  * this opens the server-side session and sets the `kiln_session` cookie.
  */
 export async function establishSession(
-  deps: AppDeps,
+  deps: { readonly storage: Storage; readonly clock: Clock },
   request: FastifyRequest,
   reply: FastifyReply,
   who: { tenantId: string; personId: string },
