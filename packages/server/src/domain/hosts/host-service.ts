@@ -37,7 +37,7 @@ import {
   type UndeliveredRelease,
 } from "@kiln/storage";
 import { Value } from "@sinclair/typebox/value";
-import { HOST_FRESH_SECONDS } from "../platform/operating-states/host-serving.js";
+import { HOST_FRESH_SECONDS } from "../platform/host-serving.js";
 import { ARTIFACT_RETENTION_SECONDS, VCPUS_OF_SIZE } from "../policy/platform-limits.js";
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
 import type { SecretBox } from "../secrets/secret-box.js";

@@ -8,7 +8,7 @@ import {
   reserveCanary,
   type Storage,
 } from "@kiln/storage";
-import { servingOf } from "../operating-states/host-serving.js";
+import { servingOf } from "../host-serving.js";
 import { CANARY_TENANT } from "../platform-tenants.js";
 import { canarySubmission } from "./canary-crate.js";
 import { CanaryCredential } from "./canary-credential.js";

@@ -1,6 +1,6 @@
 import type { HostCapacityObservation } from "@kiln/storage";
 import { SIZE_SHAPES, VCPUS_OF_SIZE } from "../../policy/platform-limits.js";
-import { servingOf } from "./host-serving.js";
+import { servingOf } from "../host-serving.js";
 import { ESCALATION_SECONDS, type OperatingStatesDocument, operatingState } from "./operating-state.js";
 
 /** Memory per vCPU of every size (DESIGN.md §6: 2 GiB per vCPU), for the memory an attempt holds. */

@@ -1,7 +1,7 @@
 import type { CanaryRecord, HostCapacityObservation } from "@kiln/storage";
 import { type CanarySettings, canarySlotOf } from "../canaries/canary-settings.js";
 import { type CanaryVerdict, canaryVerdict } from "../canaries/canary-verdict.js";
-import { servingOf } from "./host-serving.js";
+import { servingOf } from "../host-serving.js";
 import { type OperatingStatesDocument, operatingState, type ReasonCode } from "./operating-state.js";
 
 type HostJudgement = {
