@@ -19,7 +19,7 @@ import {
 } from "@kiln/host";
 import { claimNextJob, createTenant, readJobStatus, registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { LEASE_SECONDS } from "../src/domain/hosts/host-service.js";
+import { LEASE_SECONDS } from "../src/domain/hosts/attempt-lease.js";
 import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { hostProtocolOf, type TestApp, testApp } from "./harness.js";
 import { acceptJob } from "./job-fixtures.js";

@@ -42,13 +42,11 @@ import { ARTIFACT_RETENTION_SECONDS, VCPUS_OF_SIZE } from "../policy/platform-li
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
 import type { SecretBox } from "../secrets/secret-box.js";
 import { assemblePlacement, UnplaceableJobError } from "./assemble-placement.js";
+import { LEASE_SECONDS } from "./attempt-lease.js";
 import { ClaimWaits } from "./claim-waits.js";
 import { HostFleetService } from "./fleet/host-fleet-service.js";
 import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "./lineage-affinity.js";
 import { meterAttempt } from "./meter-attempt.js";
-
-/** How long a lease lives without a heartbeat; hosts renew every few seconds. */
-export const LEASE_SECONDS = 15;
 
 /** What the host service reports besides its answers: jobs it could not place, reports it refused. */
 export type HostServiceEvent =

@@ -1,5 +1,5 @@
 import type { HostSandboxReport, LivePlacementRecord } from "@kiln/storage";
-import { LEASE_SECONDS } from "../host-service.js";
+import { LEASE_SECONDS } from "../attempt-lease.js";
 
 /**
  * A host renews each attempt's lease every 2 seconds by default (start-machine-host.ts); ten
