@@ -66,7 +66,7 @@ export interface ServerConfig {
   readonly blobLocation: S3BlobLocation | undefined;
   /**
    * KILN_HOST_LISTEN (host:port): the host protocol's own HTTPS listener for remote kiln-hosts,
-   * mutual TLS with certificates from kiln's CA (host-protocol/host-listener.ts); undefined (the
+   * mutual TLS with certificates from kiln's CA (web/host-protocol/host-listener.ts); undefined (the
    * default) serves no remote host, the embedded default being one in-process host.
    */
   readonly hostListen: { host: string; port: number } | undefined;
@@ -99,7 +99,7 @@ function countFromEnv(env: NodeJS.ProcessEnv, name: string, least: number): numb
 
 /**
  * The per-tenant ingress bound while this process serves more than one tenant
- * (http/tenant-ingress-shaper.ts), chosen by reliability trial T15's sweep on a two-core
+ * (web/http/tenant-ingress-shaper.ts), chosen by reliability trial T15's sweep on a two-core
  * machine (docs/reliability.md): of the rates swept, the fastest at which a noisy tenant left
  * another's p99 within its promise in most runs on both engines (every run on SQLite). The burst
  * lets an ordinary body (a submission, a manifest of a few thousand files) through at once; a

@@ -63,7 +63,7 @@ program
     // KILN_BLOB_URL puts blobs in S3-compatible object storage (several servers share them);
     // without it they stay files under the data directory. Every put is cleared against the
     // artifact retention sweep first (storage's artifact-blobs/). Streamed source parts are staged
-    // under the data directory before they go up to a bucket (http/received-bytes.ts).
+    // under the data directory before they go up to a bucket (web/http/received-bytes.ts).
     const blobs = new SweepFencedBlobStore(
       config.blobLocation === undefined
         ? new LocalBlobStore(join(config.dataDir, "blobs"))
@@ -71,7 +71,7 @@ program
       { storage, clock: systemClock },
     );
     const secrets = new SecretBox(masterKey(config.dataDir));
-    // The source-hosting app, when KILN_GITHUB_APP_* configure one (source-hosting/github-app.ts).
+    // The source-hosting app, when KILN_GITHUB_APP_* configure one (domain/source-hosting/github-app.ts).
     const gitHubConfig = gitHubAppConfigFromEnv();
     const gitHubApp = gitHubConfig === null ? undefined : new GitHubApp(gitHubConfig, log);
     // Workload health judges canaries by these settings even where this process runs no canary loop.

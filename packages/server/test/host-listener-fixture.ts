@@ -21,7 +21,7 @@ export interface TestHostListener {
 }
 
 /**
- * The app's host listener (mutual TLS, host-protocol/host-listener.ts) on 127.0.0.1, closed
+ * The app's host listener (mutual TLS, web/host-protocol/host-listener.ts) on 127.0.0.1, closed
  * with the app. Hosts' certificates and enrollment tokens are issued and judged by `clock` (the
  * app's by default); the listener's own certificate by the machine's time, which the hosts' TLS
  * checks it against (the test apps' settable clock is days before it).

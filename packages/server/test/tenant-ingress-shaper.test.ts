@@ -1,5 +1,5 @@
 /**
- * The per-tenant ingress bound (http/tenant-ingress-shaper.ts) on a manual clock: while another
+ * The per-tenant ingress bound (web/http/tenant-ingress-shaper.ts) on a manual clock: while another
  * tenant is served, a burst reads at once and what follows at the rate, tenants apart; a tenant
  * alone reads at full speed and owes nothing; a shaped stream passes every byte in order or
  * fails with its source.

@@ -1,5 +1,5 @@
 /**
- * A tenant's request bodies are read at its ingress rate (http/tenant-ingress-shaper.ts) through
+ * A tenant's request bodies are read at its ingress rate (web/http/tenant-ingress-shaper.ts) through
  * the app's routes, with the deployment's unshared tenants (config.ts, DEFAULT_TENANT_INGRESS):
  * alone (the platform's canary tenant aside), a tenant's bodies are read at once; once another
  * tenant makes a request, past its burst its next body waits for the rate's clock while the

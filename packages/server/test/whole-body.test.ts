@@ -1,5 +1,5 @@
 /**
- * A request body read whole (http/whole-body.ts): into a buffer of its exact declared size as it
+ * A request body read whole (web/http/whole-body.ts): into a buffer of its exact declared size as it
  * arrives, or joined from its chunks when undeclared or declared past the preallocated bound;
  * Fastify's refusals for a body over its limit or other than its declared length.
  */

@@ -570,7 +570,7 @@ export interface SourceUploadsTable {
   /** JSON: the manifest {entries, parts} as reserved; empty when `manifest_deflated` holds it. */
   manifest: string;
   /**
-   * The manifest's JSON compressed by the server (server/src/sources/manifest-codec.ts; migration
+   * The manifest's JSON compressed by the server (server/src/domain/sources/manifest-codec.ts; migration
    * 0040); null in rows reserved before, whose `manifest` holds the text.
    */
   manifest_deflated: Uint8Array | null;

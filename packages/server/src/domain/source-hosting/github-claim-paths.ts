@@ -1,5 +1,5 @@
 /**
- * The provider-authorized claim route (pages/github-claim.ts). The setup path is the GitHub
+ * The provider-authorized claim route (web/pages/github-claim.ts). The setup path is the GitHub
  * App's "Setup URL": the provider redirects there after an install with `installation_id` and
  * `setup_action`. The callback path is the app's OAuth "Callback URL".
  */

@@ -18,7 +18,7 @@ export type VerificationOutcome =
  * same reason a file that is exactly one whole part has that part's digest, and a packed file
  * whose slice chunk.put already hashed (`segments`) is looked up rather than read again. Nothing
  * is copied: a job materializes each file from the same slices of the same part blobs
- * (jobs/admit-archive-source.ts, host materialize-source.ts), so what was verified is what the
+ * (domain/jobs/admit-archive-source.ts, host materialize-source.ts), so what was verified is what the
  * job gets, and the upload's bytes are stored once. The first file that does not verify rejects
  * the upload, naming its path.
  */

@@ -38,7 +38,7 @@ export function refusalOf(error: unknown): unknown {
 
 /**
  * Authenticates each request of the host protocol by its connection's client certificate
- * (pki/authenticate-host-certificate.ts), before the body is parsed, checking revocation at
+ * (web/host-protocol/authenticate-host-certificate.ts), before the body is parsed, checking revocation at
  * every request (a keep-alive connection authenticated once is not trusted after a revocation).
  */
 export function hostAuthenticator(storage: Storage, pki: HostPki) {

@@ -3,7 +3,7 @@ import type { HostService } from "../../domain/hosts/host-service.js";
 
 /**
  * The host protocol bound in-process, for the embedded local host: each message goes straight
- * to the control plane's host service (hosts/host-service.ts), which holds all of the logic.
+ * to the control plane's host service (domain/hosts/host-service.ts), which holds all of the logic.
  * A binding only moves messages; an HTTP binding for remote `kiln-host`s does the same over
  * the wire with the same contract schemas.
  */

@@ -20,12 +20,12 @@ export interface AppDeps {
   readonly wallClockSeconds?: number;
   /**
    * The tenant storage quota for lineages, in bytes (default PLATFORM_STORAGE_QUOTA_BYTES in
-   * repositories/storage-quota.ts). Give the local host the same value.
+   * domain/repositories/storage-quota.ts). Give the local host the same value.
    */
   readonly storageQuotaBytes?: number;
   /**
    * How long a queued job waits for the live host holding its lineage before any host takes it
-   * (KILN_LINEAGE_AFFINITY_SECONDS; default DEFAULT_LINEAGE_AFFINITY_SECONDS in hosts/host-service.ts).
+   * (KILN_LINEAGE_AFFINITY_SECONDS; default DEFAULT_LINEAGE_AFFINITY_SECONDS in domain/hosts/host-service.ts).
    * Give the local host the same value.
    */
   readonly lineageAffinitySeconds?: number;
@@ -59,7 +59,7 @@ export interface AppDeps {
   /**
    * Worker threads reading large JSON bodies off the event loop (KILN_BODY_WORKERS; default one
    * or two, the cores the event loop leaves; 0 reads every body on the event loop): see
-   * http/body-parsers.ts.
+   * web/http/body-parsers.ts.
    */
   readonly bodyWorkers?: number;
   /**
@@ -70,7 +70,7 @@ export interface AppDeps {
   /**
    * Each tenant's request bodies read at most this fast in this process, bursts of burstBytes at
    * full speed (KILN_TENANT_INGRESS_BYTES_PER_SECOND and KILN_TENANT_INGRESS_BURST_BYTES; absent:
-   * unbounded): see http/tenant-ingress-shaper.ts.
+   * unbounded): see web/http/tenant-ingress-shaper.ts.
    */
   readonly tenantIngress?: TenantIngress;
   /**
@@ -88,13 +88,13 @@ export interface AppDeps {
   /** pino logger options, or false for none. */
   readonly logger?: boolean | Record<string, unknown>;
   /**
-   * The source-hosting provider (a GitHub App through Octokit, source-hosting/github-app.ts),
+   * The source-hosting provider (a GitHub App through Octokit, domain/source-hosting/github-app.ts),
    * when one is configured (KILN_GITHUB_APP_*): installation claims, merge bases, check runs.
    */
   readonly gitHubApp?: GitHubApp;
   /**
    * KILN_DOGFOOD_TENANT: the tenant whose jobs the dogfood trial observes as its shadow and head
-   * run records (default DEFAULT_DOGFOOD_TENANT in platform/platform-tenants.ts).
+   * run records (default DEFAULT_DOGFOOD_TENANT in domain/platform/platform-tenants.ts).
    */
   readonly dogfoodTenant?: string;
   /**

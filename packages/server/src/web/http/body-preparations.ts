@@ -42,7 +42,7 @@ export interface PreparedInlineSource {
 export interface PreparedReservation {
   readonly validated: Outcome<ValidatedManifest>;
   /**
-   * What `source_uploads.manifest_deflated` stores (sources/manifest-codec.ts); also where the
+   * What `source_uploads.manifest_deflated` stores (domain/sources/manifest-codec.ts); also where the
    * entries come back from if anything reads them, so the worker hands over a seventh of the bytes.
    */
   readonly manifestDeflated: Uint8Array;

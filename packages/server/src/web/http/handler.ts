@@ -34,7 +34,7 @@ export interface HandlerContext<Id extends OperationId = OperationId> {
   readonly operator: OperatorPrincipal | null;
   readonly params: ParamsOf<Id>;
   readonly query: QueryOf<Id>;
-  /** A bytes body arrives streamed to the blob store's staging directory (http/received-bytes.ts). */
+  /** A bytes body arrives streamed to the blob store's staging directory (web/http/received-bytes.ts). */
   readonly body: BodyOf<Id> extends Buffer ? ReceivedBytes : BodyOf<Id>;
   /** For a keyed mutation, the transaction its idempotency receipt commits in. */
   readonly db: Db;

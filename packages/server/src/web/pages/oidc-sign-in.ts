@@ -34,7 +34,7 @@ const TRY_AGAIN = `<p><a href="/auth/oidc/start">Sign in again</a></p>`;
 /**
  * OpenID Connect sign-in (authorization code flow with PKCE) against the configured identity
  * provider: `/auth/oidc/start` redirects there; `/auth/oidc/callback` redeems the code, maps the
- * groups claim to tenant memberships (auth/oidc-memberships.ts) and ends in establishSession,
+ * groups claim to tenant memberships (web/auth/oidc-memberships.ts) and ends in establishSession,
  * as every sign-in method does. Sign-out is the common `POST /auth/sign-out`.
  */
 export function registerOidcSignIn(app: FastifyInstance, deps: AppDeps): void {

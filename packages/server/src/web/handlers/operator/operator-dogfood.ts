@@ -20,7 +20,7 @@ import { type Handler, operatorOf } from "../../http/handler.js";
 
 /**
  * The dogfood trial's reads and its entry gate (issue 19; docs/dogfood-trial.md). The period is
- * computed on every read from what is recorded and from the job ledger (dogfood/trial-period.ts).
+ * computed on every read from what is recorded and from the job ledger (domain/dogfood/trial-period.ts).
  */
 
 /** operator.dogfood.period: gate, state, clock, closed windows, incidents, scorecard, beta decision. */

@@ -7,7 +7,7 @@ import { type BaseContext, type Handler, operatorOf, REPLY_SENT } from "../../ht
 
 /** The most bytes one read answers: the newest of a log, the first of an evidence file. */
 export const HOST_READ_MAX_BYTES = 4 * 2 ** 20;
-/** How long an operator's read waits for the host to answer (hosts/fleet/await-host-answer.ts). */
+/** How long an operator's read waits for the host to answer (domain/hosts/fleet/await-host-answer.ts). */
 export const HOST_READ_WAIT_SECONDS = HOST_ANSWER_WAIT_SECONDS;
 
 /**

@@ -32,7 +32,7 @@ const RECONCILIATIONS: Record<string, readonly string[]> = {
   orphan: ["reap"],
 };
 
-/** operator.placements.list: live placements, flagged first (hosts/fleet/live-placements.ts). */
+/** operator.placements.list: live placements, flagged first (domain/hosts/fleet/live-placements.ts). */
 export const listPlacements: Handler<"operator.placements.list"> = async (ctx) =>
   livePlacementsView(await listLivePlacements(ctx.db), ctx.now);
 

@@ -53,7 +53,7 @@ export const onboardingSurface: Handler<"onboarding.surface"> = async (ctx) => {
  * onboarding.claim (admin) by installation id alone. The person's authorization with the
  * provider cannot be checked from an API call (it needs the provider's OAuth web flow in their
  * browser), so this is refused `upstream_failed` pointing at the provider-authorized route
- * (`/onboarding/github/setup`, see pages/github-claim.ts), unless the runtime allows unverified
+ * (`/onboarding/github/setup`, see web/pages/github-claim.ts), unless the runtime allows unverified
  * claims (KILN_GITHUB_ALLOW_UNVERIFIED_CLAIMS=1).
  */
 export const claimOnboardingInstallation: Handler<"onboarding.claim"> = async (ctx) => {

@@ -27,7 +27,7 @@ const lineageView = (row: LineageRow) => ({
 /**
  * repositories.list: the tenant's onboarded repositories (keyset by name) with the bytes
  * their live lineages hold, those lineages, the tenant's total and its storage quota, and the
- * undismissed advisories of the repositories on the page (advisories/compute-advisories.ts).
+ * undismissed advisories of the repositories on the page (domain/advisories/compute-advisories.ts).
  */
 export const listRepositories: Handler<"repositories.list"> = async (ctx) => {
   const principal = principalOf(ctx);

@@ -234,7 +234,7 @@ export const putSourceChunk: Handler<"sources.chunk.put"> = async (ctx) => {
   requireKeyIsPathUpload(ctx);
   const part = Number(ctx.params.part);
   const { upload, part: held } = await loadUploadForPart(ctx, part);
-  // Streamed to the blob store's staging directory and hashed as it arrived (http/received-bytes.ts):
+  // Streamed to the blob store's staging directory and hashed as it arrived (web/http/received-bytes.ts):
   // stored below once checked, its staging file removed when the response is done either way.
   const received: unknown = ctx.body;
   if (!(received instanceof ReceivedBytes))

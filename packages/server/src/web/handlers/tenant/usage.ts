@@ -18,7 +18,7 @@ async function rateCardOf(db: Db, tenantId: string) {
 
 /**
  * usage.report: the month's usage per day and per repository with totals, derived from the
- * settled attempts, cancellations, operator credits, lineage storage samples and uploads as of now (usage/usage-ledger.ts), priced under
+ * settled attempts, cancellations, operator credits, lineage storage samples and uploads as of now (domain/usage/usage-ledger.ts), priced under
  * the tenant's rate card where one is set.
  */
 export const usageReport: Handler<"usage.report"> = async (ctx) => {
