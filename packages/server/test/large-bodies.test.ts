@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { systemClock } from "@kiln/contract";
-import { onboardRepository, readJob } from "@kiln/storage";
+import { onboardRepository, readJob, readJobManifest } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
@@ -135,7 +135,7 @@ for (const dialect of DIALECTS) {
 
       const record = await readJob(t.storage.db, { tenantId: member.tenant, jobId });
       assert.ok(record !== undefined);
-      const entries = JSON.parse(record.job.source_manifest) as SourceManifestEntry[];
+      const entries = JSON.parse((await readJobManifest(t.storage, jobId)) ?? "null") as SourceManifestEntry[];
       const big = entries.find((entry) => entry.path === "src/big.rs");
       assert.ok(big !== undefined);
       assert.deepEqual([...(await readSourceFile(t.deps.blobs, big))], bulk);

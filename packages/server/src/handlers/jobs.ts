@@ -261,6 +261,8 @@ export const retryJob: Handler<"jobs.retry"> = async (ctx) => {
       failure: null,
       queue_annotation: null,
       retry_of: original.id,
+      // The same source: the database copies the original's manifest (it never passes through here).
+      source_manifest: { copiedFrom: original.id },
       cancel_requested_at: null,
       cancel_requested_by: null,
       usage: null,
