@@ -14,8 +14,9 @@ import {
 } from "@kiln/storage";
 import { type PreparedSubmission, preparedBody } from "../http/body-preparations.js";
 import { Refusal, refuse } from "../http/refusal.js";
+import { admissionSourceOf, pinnedToolchainOf, tomlParserOf } from "../jobs/admission-source.js";
 import { admitArchiveSource } from "../jobs/admit-archive-source.js";
-import { admitInlineSource, jobClassOf, readSourceFile } from "../jobs/admit-inline-source.js";
+import { admitInlineSource, jobClassOf } from "../jobs/admit-inline-source.js";
 import { admitSettings } from "../jobs/admit-settings.js";
 import { decideNetworkPolicy } from "../jobs/decide-network-policy.js";
 import { jobView } from "../jobs/job-view.js";
@@ -72,7 +73,7 @@ async function admitAndInsert(
   await requireOnboarded(ctx.db, principal.tenantId, body.repository);
   await requireActiveInstallation(ctx.db, principal.tenantId, body.repository);
   const invocation = body.workspace.invocation;
-  const { manifest, pinned, insert } =
+  const { manifest, insert } =
     "archive" in source
       ? await admitArchiveSource(ctx.deps, {
           tenantId: principal.tenantId,
@@ -85,27 +86,25 @@ async function admitAndInsert(
           { db: ctx.db, blobs: ctx.deps.blobs },
           { tenantId: principal.tenantId, ...inlineFilesOf(source.files, prepared), invocation, now: ctx.now },
         );
-  const sourceFiles = new Map(manifest.filter((entry) => !("kind" in entry)).map((entry) => [entry.path, entry]));
+  // The Cargo files admission reads: bounded (the admit functions refused larger ones), each
+  // parsed once, on a body worker (a large one holds a thread for up to a second).
+  const admission = admissionSourceOf(
+    manifest,
+    ctx.deps.blobs,
+    tomlParserOf(ctx.deps.largeBodies?.pool ?? null, principal.tenantId),
+  );
+  const workingDirectory = invocation.working_directory ?? ".";
   const settings = await admitSettings(ctx, {
     tenantId: principal.tenantId,
     repository: body.repository,
     size: body.size,
     tenantWallClockCeilingSeconds: tenantPolicy.wallClockCeilingSeconds,
     invocation,
-    workingDirectory: invocation.working_directory ?? ".",
-    source: async (path) => {
-      const entry = sourceFiles.get(path);
-      return entry === undefined ? null : readSourceFile(ctx.deps.blobs, entry);
-    },
+    workingDirectory,
+    toml: admission.toml,
   });
-  const network = await decideNetworkPolicy({
-    paths: [...sourceFiles.keys()],
-    read: async (path) => {
-      const entry = sourceFiles.get(path);
-      return entry === undefined ? null : readSourceFile(ctx.deps.blobs, entry);
-    },
-    workingDirectory: invocation.working_directory ?? ".",
-  });
+  const network = await decideNetworkPolicy({ source: admission, workingDirectory });
+  const pinned = await pinnedToolchainOf(admission, workingDirectory);
   const toolchain = invocation.toolchain ?? pinned ?? "stable";
   const origin =
     invocation.toolchain !== undefined ? "invocation" : pinned !== null ? "rust-toolchain-file" : "host-default";
