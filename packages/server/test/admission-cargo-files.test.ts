@@ -9,6 +9,7 @@ import { readJob } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { MAX_CARGO_FILE_BYTES, MAX_CARGO_LOCK_BYTES, refuseOversizedCargoFiles } from "../src/jobs/admission-source.js";
+import { MAX_TOML_DEPTH, parseTomlDocument } from "../src/jobs/toml-document.js";
 import { bearer } from "./harness.js";
 import { inlineSubmission } from "./job-fixtures.js";
 import { archiveOf, archiveSubmission, Sources } from "./source-archives.js";
@@ -75,6 +76,15 @@ describe("the bounds of the Cargo files admission reads", () => {
       refusal("vendor/x/Cargo.lock", MAX_CARGO_LOCK_BYTES + 1) ?? "",
       /^body\.workspace\.source: vendor\/x\/Cargo\.lock is 4194305 bytes; kiln admits a Cargo lockfile of at most 4194304 bytes \(4 MiB\)/,
     );
+  });
+
+  it("answers a TOML file nested deeper than its bound as one that does not parse", () => {
+    const nested = (levels: number) => Buffer.from(`${Array.from({ length: levels }, () => "a").join(".")} = 1\n`);
+    // A dotted key of n parts is n - 1 tables deep, and its value one more.
+    assert.ok("toml" in parseTomlDocument(nested(MAX_TOML_DEPTH)));
+    assert.deepEqual(parseTomlDocument(nested(MAX_TOML_DEPTH + 2)), {
+      error: `tables or arrays nested deeper than ${MAX_TOML_DEPTH} levels`,
+    });
   });
 
   it("leaves other files alone, whatever their size or a name like a Cargo file's", () => {
@@ -152,6 +162,31 @@ for (const dialect of DIALECTS) {
         past.json().detail,
         /^body\.workspace\.source: \.cargo\/config\.toml is 1048577 bytes; kiln admits a Cargo configuration file of at most 1048576 bytes \(1 MiB\)/,
       );
+    });
+
+    it("a Cargo.toml nested thousands of levels deep decides nothing, and the workers go on", async () => {
+      // 6 KB of dotted key, 3,000 tables deep: copied between threads as parsed, it overflowed the
+      // stack of the thread receiving it, and the worker never answered again.
+      const deep = `${MANIFEST}\n[package.metadata]\n${Array.from({ length: 3000 }, () => "b").join(".")} = 1\n`;
+      const parsed = apps.large.pool?.tomlFilesParsed ?? 0;
+      const submitted = await submit(
+        apps.t.app,
+        withFiles([inlineFile("Cargo.toml", deep), inlineFile("src/lib.rs", "")]),
+      );
+      assert.equal(submitted.status, 200, submitted.body);
+      assert.equal(apps.large.pool?.tomlFilesParsed, parsed + 1);
+      const record = await readJob(apps.t.storage, { tenantId: apps.member.tenant, jobId: submitted.json() });
+      const admitted = JSON.parse(record?.job.admitted ?? "null");
+      assert.equal(
+        admitted.network_policy_reason,
+        "no Cargo.toml is readable on the working directory's path; cargo will say why",
+      );
+      const next = await submit(
+        apps.t.app,
+        withFiles([inlineFile("Cargo.toml", MANIFEST), inlineFile("src/lib.rs", "")]),
+      );
+      assert.equal(next.status, 200, next.body);
+      assert.equal(apps.large.pool?.tomlFilesParsed, parsed + 2);
     });
 
     it("each TOML file is parsed once, on a body worker, and admission decides as it does on the event loop", async () => {

@@ -171,6 +171,12 @@ export class BodyWorkerPool {
       }
     };
     worker.on("error", fail);
+    // An answer this thread cannot read (a value too deep to copy): the task fails, and the
+    // worker is replaced, since it already counts the task as answered.
+    worker.on("messageerror", (error) => {
+      fail(error);
+      void worker.terminate();
+    });
     worker.on("exit", (code) => {
       if (!this.#closed) fail(new Error(`a body worker exited (code ${code})`));
     });
