@@ -28,6 +28,7 @@ import {
   type JobNotifications,
   readCurrentRegistryCredentials,
   readHostAdmission,
+  readJobManifest,
   readTenantControls,
   recordLineageSave,
   registerHost,
@@ -152,8 +153,9 @@ export class HostService {
           repository: job.repository,
           class: job.class,
         });
+        const manifest = await readJobManifest(this.deps.storage, job.id);
         // The job is running now: the claim's transition notified its streams (storage notifications).
-        return assemblePlacement(job, attempt, drop);
+        return assemblePlacement(job, manifest, attempt, drop);
       } catch (error) {
         if (!(error instanceof UnplaceableJobError)) throw error;
         const detail = `job ${job.id} cannot be placed: ${error.message}`;
