@@ -20,7 +20,8 @@ export interface ServerConfig {
   readonly cratesIoIndex: string;
   /**
    * KILN_OIDC_ISSUER, KILN_OIDC_CLIENT_ID, KILN_OIDC_CLIENT_SECRET (all three or none) and
-   * KILN_OIDC_GROUPS_CLAIM (default `groups`): OpenID Connect sign-in; undefined without an issuer.
+   * KILN_OIDC_GROUPS_CLAIM (default `groups`), KILN_OIDC_PROVIDER_VERIFIES_EMAILS (default off):
+   * OpenID Connect sign-in; undefined without an issuer.
    */
   readonly oidc: OidcSettings | undefined;
   /**
@@ -137,7 +138,13 @@ export function oidcFromEnv(env: NodeJS.ProcessEnv): OidcSettings | undefined {
   if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
     throw new Error("KILN_OIDC_ISSUER must be an https:// URL (http:// only on the loopback interface)");
   }
-  return { issuer, clientId, clientSecret, groupsClaim: env.KILN_OIDC_GROUPS_CLAIM?.trim() || "groups" };
+  return {
+    issuer,
+    clientId,
+    clientSecret,
+    groupsClaim: env.KILN_OIDC_GROUPS_CLAIM?.trim() || "groups",
+    providerVerifiesEmails: onOffFromEnv(env, "KILN_OIDC_PROVIDER_VERIFIES_EMAILS", false),
+  };
 }
 
 export function parseListen(value: string, name = "KILN_LISTEN"): { host: string; port: number } {
