@@ -255,6 +255,8 @@ for (const dialect of DIALECTS) {
     it("no certificate, another CA's, an expired or a revoked one is refused; the public listener serves no host route", async () => {
       const { identity, protocol } = await enrolledHost("remote-c");
       assert.equal(await protocol.claim("remote-c", 2), null);
+      // A claim saying its free disk travels too (AttemptClaim.freeDiskBytes).
+      assert.equal(await protocol.claim("remote-c", 2, 2 ** 30), null);
 
       // No client certificate (the server is still verified against the pinned CA).
       const anonymous = new Agent({ ca: [hosts.listener.ca.certificatePem] });

@@ -71,6 +71,7 @@ import { AttemptCgroup, CgroupUnavailableError, type EnforcedLimits } from "./at
 import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "./cgroup-layout.js";
 import { ensureSandboxUser, type SandboxUser } from "./ensure-sandbox-user.js";
 import {
+  type AttemptDiskPolicy,
   type ExecutionOutcome,
   type ExecutionRequest,
   type ExecutionResult,
@@ -392,11 +393,13 @@ async function requestProblem(request: ExecutionRequest, reserved: readonly stri
 
 class SandboxExecutor implements Executor {
   readonly isolation = "sandbox" as const;
+  readonly disk: AttemptDiskPolicy;
   private setupPromise: Promise<Setup> | null = null;
   private readonly options: typeof DEFAULTS & { readonly cgroupLayout?: CgroupLayout; readonly maxDiskBytes?: number };
 
   constructor(options: SandboxExecutorOptions) {
     this.options = { ...DEFAULTS, ...options };
+    this.disk = { maxAttemptBytes: options.maxDiskBytes ?? null };
   }
 
   /** Once per executor: tools present, sandbox user exists, staging directory exists, cgroups detected. */
