@@ -1,5 +1,6 @@
+import type { StatsFs } from "node:fs";
 import { stat, statfs } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { TARGET_DISK_FILE } from "../executor/target-disk.js";
 
 /** A running attempt's claim on the host's disk: its directory in the work root and its quota. */
@@ -21,6 +22,20 @@ async function writtenBytes(attemptDir: string): Promise<number> {
 }
 
 /**
+ * statfs of the file system `path` is or will be on: its nearest existing directory (a host's
+ * work root is made with its first attempt, and is on its parent's file system until then).
+ */
+async function statfsOfVolume(path: string): Promise<StatsFs> {
+  for (let at = path; ; at = dirname(at)) {
+    try {
+      return await statfs(at);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT" || dirname(at) === at) throw error;
+    }
+  }
+}
+
+/**
  * The largest disk quota this host can still grant one more attempt: what the work root's
  * volume has free for an unprivileged writer now, less what each running attempt may still write
  * within its quota (its quota less what its target disk already holds, which the free space
@@ -29,7 +44,7 @@ async function writtenBytes(attemptDir: string): Promise<number> {
  * already; an attempt placed but not yet writing reserves its whole quota.
  */
 export async function diskHeadroom(workRoot: string, running: Iterable<AttemptDiskReservation>): Promise<number> {
-  const volume = await statfs(workRoot);
+  const volume = await statfsOfVolume(workRoot);
   let headroom = volume.bavail * volume.bsize;
   for (const attempt of running) {
     headroom -= Math.max(0, attempt.quotaBytes - (await writtenBytes(attempt.attemptDir)));
