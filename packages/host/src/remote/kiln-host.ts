@@ -1,4 +1,4 @@
-import { mkdir } from "node:fs/promises";
+import { chmod, mkdir } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { type Clock, type Logger, systemClock } from "@kiln/contract";
@@ -120,6 +120,10 @@ export async function startKilnHost(
     log,
     ...(overrides.onRenewal === undefined ? {} : { onEvent: overrides.onRenewal }),
   });
+  // The host's data dir holds tenants' sources, warm targets, crates and its key: root's alone
+  // (0700), whatever an earlier version made it. The sandbox reads nothing here by path.
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  await chmod(config.dataDir, 0o700);
   const workRoot = join(config.dataDir, "attempts");
   await mkdir(workRoot, { recursive: true });
   const machine = await startMachineHost({
