@@ -5,23 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { pathsOpenToOthers } from "@kiln/storage/testing";
 import { type ServerProcess, startServerProcess, stopServerProcess } from "./server-process.js";
-
-/** Every file and directory under `root` (itself included) whose mode lets anyone but its owner in. */
-function openToOthers(root: string): string[] {
-  const found: string[] = [];
-  const visit = (path: string) => {
-    const stats = statSync(path);
-    if ((stats.mode & 0o077) !== 0) found.push(`${path} ${(stats.mode & 0o777).toString(8)}`);
-    if (stats.isDirectory()) for (const name of readdirSync(path)) visit(join(path, name));
-  };
-  visit(root);
-  return found;
-}
 
 describe("kiln-server's data dir", () => {
   const parent = mkdtempSync(join(tmpdir(), "kiln-data-dir-"));
@@ -44,7 +33,7 @@ describe("kiln-server's data dir", () => {
     });
     const names = readdirSync(dataDir);
     for (const name of ["master.key", "kiln.sqlite3"]) assert.ok(names.includes(name), names.join());
-    assert.deepEqual(openToOthers(dataDir), []);
+    assert.deepEqual(pathsOpenToOthers(dataDir), []);
     const listed = spawnSync("runuser", ["-u", "nobody", "--", "ls", dataDir], { encoding: "utf8" });
     assert.notEqual(listed.status, 0, `nobody listed the data dir: ${listed.stdout}`);
     assert.match(listed.stderr, /Permission denied/);

@@ -13,18 +13,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { after, describe, it } from "node:test";
 import { createTenant, LocalBlobStore, openStorage, SQLITE_FILE_NAME, stageBlob } from "../src/index.js";
-
-/** Every file and directory under `root` (itself included) whose mode lets anyone but its owner in. */
-function openToOthers(root: string): string[] {
-  const found: string[] = [];
-  const visit = (path: string) => {
-    const stats = statSync(path);
-    if ((stats.mode & 0o077) !== 0) found.push(`${path} ${(stats.mode & 0o777).toString(8)}`);
-    if (stats.isDirectory()) for (const name of readdirSync(path)) visit(join(path, name));
-  };
-  visit(root);
-  return found;
-}
+import { pathsOpenToOthers } from "../src/testing/index.js";
 
 /** `nobody` greps the tree for `secret`: what it could read that holds it. */
 function nobodyFinds(root: string, secret: string): string {
@@ -47,7 +36,7 @@ describe("the data dir's files are private", () => {
     const staged = await stageBlob(blobs.stagingDirectory, Readable.from([Buffer.from(`staged ${secret}\n`)]), 1 << 20);
     await blobs.putFile(staged.path, staged.sha256);
     await stageBlob(blobs.stagingDirectory, Readable.from([Buffer.from(`left staged ${secret}\n`)]), 1 << 20);
-    assert.deepEqual(openToOthers(root), []);
+    assert.deepEqual(pathsOpenToOthers(root), []);
     assert.equal(nobodyFinds(parent, secret), "");
   });
 
@@ -68,7 +57,7 @@ describe("the data dir's files are private", () => {
       const names = readdirSync(dataDir).sort();
       for (const suffix of ["", "-wal", "-shm"])
         assert.ok(names.includes(`${SQLITE_FILE_NAME}${suffix}`), names.join());
-      assert.deepEqual(openToOthers(dataDir), []);
+      assert.deepEqual(pathsOpenToOthers(dataDir), []);
       assert.equal(nobodyFinds(parent, secret), "");
     } finally {
       await storage.close();
@@ -84,7 +73,7 @@ describe("the data dir's files are private", () => {
     const reopened = await openStorage({ dataDir, databaseUrl: undefined });
     await reopened.close();
     assert.deepEqual(
-      openToOthers(dataDir).filter((line) => line.includes(SQLITE_FILE_NAME)),
+      pathsOpenToOthers(dataDir).filter((line) => line.includes(SQLITE_FILE_NAME)),
       [],
     );
   });
