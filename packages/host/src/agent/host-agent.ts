@@ -164,10 +164,10 @@ export class HostAgent {
     if (policy === undefined) return undefined;
     const headroom = await diskHeadroom(this.deps.workRoot, this.diskReservations.values());
     const limited = policy.maxAttemptBytes === null || headroom < policy.maxAttemptBytes;
-    // Said when it changes (attempts starting and ending, lineages saved): a host whose disk
-    // holds no size's quota claims nothing, and the operator reads why here.
+    // Said when its whole GiB change (attempts starting and ending, lineages saved): a host whose
+    // disk holds no size's quota claims nothing, and the operator reads why here.
     const note = limited
-      ? `disk: ${(headroom / 2 ** 30).toFixed(1)} GiB free for new attempts (the volume's free space less what ${this.diskReservations.size} running attempt(s) may still write); sizes with a larger disk quota are not claimed`
+      ? `disk: ${Math.floor(headroom / 2 ** 30)} GiB free for new attempts (the volume's free space less what ${this.diskReservations.size} running attempt(s) may still write); sizes with a larger disk quota are not claimed`
       : null;
     if (note !== this.diskNote && note !== null)
       this.deps.reporting.log.info({ host: this.deps.hostId, headroom }, note);
