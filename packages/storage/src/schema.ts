@@ -693,6 +693,8 @@ export interface WebhookDeliveriesTable {
   /** What kiln did with it, for an operator reading the table. */
   outcome: string;
   received_at: string;
+  /** SHA-256 of the signed body, unique (migration 0043; null on rows recorded before it). */
+  body_sha256: string | null;
 }
 
 export interface AppInstallationsTable {

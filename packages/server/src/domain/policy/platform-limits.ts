@@ -22,6 +22,10 @@ export const VCPUS_OF_SIZE: Readonly<Record<string, number>> = Object.fromEntrie
   Object.entries(SIZE_SHAPES).map(([size, shape]) => [size, shape.vcpus]),
 );
 
+export const DISK_BYTES_OF_SIZE: Readonly<Record<string, number>> = Object.fromEntries(
+  Object.entries(SIZE_SHAPES).map(([size, shape]) => [size, shape.diskBytes]),
+);
+
 export const TERMINAL_STATUSES = new Set(["passed", "failed", "cancelled"]);
 
 export type Size = (typeof SIZES)[number];
