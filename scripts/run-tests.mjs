@@ -50,7 +50,11 @@ function allTestFiles() {
       process.exit(1);
     }
     if (!existsSync(dir)) continue;
-    for (const f of readdirSync(dir)) if (f.endsWith(".test.js")) files.push(join(dir, f));
+    for (const f of readdirSync(dir)) {
+      // A build left behind by a test file since renamed or removed is not a test any more.
+      const source = join(root, "packages", pkg, "test", f.replace(/\.js$/, ".ts"));
+      if (f.endsWith(".test.js") && existsSync(source)) files.push(join(dir, f));
+    }
   }
   return files;
 }
