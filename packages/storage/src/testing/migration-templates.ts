@@ -73,12 +73,27 @@ async function buildPostgresTemplate(clusterUrl: string): Promise<string> {
     url.pathname = `/${name}`;
     const storage = await openStorage({ databaseUrl: url.toString(), dataDir: "/nonexistent" });
     await storage.close();
-    // No connections from here on: a database being copied must have none.
-    await client.query(`alter database ${name} with allow_connections false is_template true`);
+    // No connections from here on: a database being copied must have none. A closed pool's
+    // backends may still be exiting, and CREATE DATABASE waits only so long for them, so the
+    // template is marked finished (and waiters let go) once the server shows none left.
+    await client.query(`alter database ${name} with allow_connections false`);
+    await untilNoBackendsOn(client, name);
+    await client.query(`alter database ${name} with is_template true`);
     return name;
   } finally {
     // Ending the session releases the lock.
     await client.end();
+  }
+}
+
+async function untilNoBackendsOn(client: pg.Client, database: string): Promise<void> {
+  for (;;) {
+    const left = await client.query<{ n: number }>(
+      "select count(*)::int as n from pg_stat_activity where datname = $1",
+      [database],
+    );
+    if (left.rows[0]?.n === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
 
