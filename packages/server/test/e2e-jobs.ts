@@ -187,7 +187,7 @@ export async function explainJob(jobs: Jobs, id: string): Promise<string> {
   )}\ntests=${tests}\nunits=${units}\n--- log tail\n${log}`;
 }
 
-/** The embedded default (SQLite, local host on a real sandbox executor) as run-jobs.test.ts builds it. */
+/** The embedded default (SQLite, local host on a real sandbox executor) as run-jobs.sandbox.test.ts builds it. */
 export interface Embedded {
   storage: Storage;
   blobs: BlobStore;
