@@ -124,6 +124,7 @@ program
             ...(process.env.KILN_LOCAL_HOST_ID ? { hostId: process.env.KILN_LOCAL_HOST_ID } : {}),
             workRoot: join(config.dataDir, "attempts"),
             crateCache: { root: join(config.dataDir, "crates"), cratesIoIndex: config.cratesIoIndex },
+            gateway: config.gateway,
           },
         );
       } catch (error) {
