@@ -317,7 +317,8 @@ export class EgressPolicy {
       );
     }
     const named = `${what} ${urlForMessage(url)}`;
-    if (url.username !== "" || url.password !== "") {
+    // ssh names its user in the URL (git@…); anything else there is a credential.
+    if (url.password !== "" || (url.username !== "" && url.protocol !== "ssh:")) {
       throw egressRefusal(named, "a URL may not carry credentials (registry credentials are registered with kiln)");
     }
     if (this.isTrusted(url)) return url;

@@ -138,6 +138,10 @@ export class GitMirrors {
   async #update(path: string, url: string, revision: string | null, context: GitFetchContext): Promise<string> {
     const { signal } = context;
     if (revision !== null && (await exists(path)) && (await this.#holds(path, revision, signal))) return path;
+    // A name resolving where the policy refuses is refused before a mirror is made for it. This
+    // is not what enforces the rule (the proxy checks every connection git makes, where a second
+    // answer of the name would go): it keeps a refused URL from leaving an empty mirror behind.
+    await this.options.policy.addressesFor(new URL(url), "the git dependency");
     if (!(await exists(path))) {
       await mkdir(dirname(path), { recursive: true, mode: 0o700 });
       await run("flock", [`${path}.lock`, "git", "init", "--quiet", "--bare", path], { signal, env: LOCAL_GIT_ENV });
