@@ -235,7 +235,11 @@ fn main() {
     assert.ok((job.failure?.detail ?? "").includes(`file://${hostRepo}`), job.failure?.detail);
     assert.match(job.failure?.detail ?? "", /https only/);
     assert.doesNotMatch(run.stdout, /kiln-host-secret/);
-    assert.deepEqual(filesUnderOrNone(join(crateRoot, "git")), mirrorsBefore, "no mirror was made of the host's repository");
+    assert.deepEqual(
+      filesUnderOrNone(join(crateRoot, "git")),
+      mirrorsBefore,
+      "no mirror was made of the host's repository",
+    );
   });
 });
 

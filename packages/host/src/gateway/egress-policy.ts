@@ -253,8 +253,12 @@ export function egressRefusal(what: string, rule: string): GatewayError {
 /** Only the parts of a URL worth naming: never its credentials, query or fragment. */
 export function urlForMessage(url: URL | string): string {
   try {
-    const parsed = typeof url === "string" ? new URL(url) : url;
-    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+    const copy = new URL(typeof url === "string" ? url : url.href);
+    copy.username = "";
+    copy.password = "";
+    copy.search = "";
+    copy.hash = "";
+    return copy.href;
   } catch {
     // Not a URL at all (a path, `fd::17`): said as written, bounded.
     const text = String(url);

@@ -5,7 +5,9 @@
  * in the sandbox. When the agent goes away (it crashed, or killed the worker's process group at
  * the job's ceiling or cancellation), so does everything the worker started.
  */
-import { type RegistryCredentialGrant, systemClock } from "@kiln/contract";
+import type { RegistryCredentialGrant } from "@kiln/contract";
+// Subpaths, not the package: the worker starts for every attempt, and the catalogue it would load costs it half a second.
+import { systemClock } from "@kiln/contract/clock";
 import { DependencyGateway } from "./dependency-gateway.js";
 import { GatewayError } from "./gateway-error.js";
 import type { FromWorker, ToWorker } from "./gateway-worker-protocol.js";

@@ -54,7 +54,8 @@ export class WorkerGateway implements DependencyProvider {
 
   async provide(request: ProvideRequest): Promise<ProvidedDependencies> {
     request.signal.throwIfAborted();
-    const child = fork(WORKER_SCRIPT, [], {
+    // The attempt's id on its command line: `ps` says whose fetch a worker is.
+    const child = fork(WORKER_SCRIPT, [request.attemptId], {
       detached: true,
       execArgv: [`--max-old-space-size=${WORKER_HEAP_MIB}`],
       // Nothing of the agent's environment (database URLs, keys): the worker needs a PATH and a temp dir.
@@ -165,22 +166,12 @@ export class WorkerGateway implements DependencyProvider {
   }
 }
 
-/** SIGKILLs the worker's process group (the worker, and git, flock or ssh it started). */
+/** SIGKILLs the worker's process group: the worker, and any git, flock or ssh it started (alive or not). */
 function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) {
-    // The worker is gone; its group may still hold a git it started.
-    if (child.pid !== undefined) {
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // No such group: nothing left.
-      }
-    }
-    return;
-  }
+  if (child.pid === undefined) return;
   try {
     process.kill(-child.pid, "SIGKILL");
   } catch {
-    child.kill("SIGKILL");
+    // No such group any more: everything in it has ended.
   }
 }
