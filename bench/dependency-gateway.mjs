@@ -16,8 +16,9 @@
 //     is), provide() with the lock;
 //   - kiln, warm: the same gateway again, same lock (every crate from the cache);
 //   - kiln in its worker, cold and warm: the same through WorkerGateway, as the host agent runs
-//     it (a child process per attempt; no cgroup, so the figure is the process's own cost, not a
-//     CPU quota's), with a crate cache of its own;
+//     it (a child process per attempt, started ahead and idle a second before it is asked, as on a
+//     host past its first attempt; no cgroup, so the figure is the process's own cost, not a CPU
+//     quota's), with a crate cache of its own;
 //   - reference: `cargo fetch --offline` with the gateway's generated configuration and an
 //     empty CARGO_HOME on /dev/shm: cargo unpacking the gateway's local registry, work a kiln
 //     job's cargo does in the sandbox and `cargo fetch` does while fetching.
@@ -392,8 +393,13 @@ try {
             },
             cgroupParentName: null,
           });
+          // As on a host past its start: the attempt's worker was started ahead and waits idle.
+          inWorker.prepare();
+          await new Promise((resolve) => setTimeout(resolve, 1000));
           const workerCold = await provideInWorker(inWorker, dir, lock, "worker-deps-cold");
+          await new Promise((resolve) => setTimeout(resolve, 1000));
           const workerWarm = await provideInWorker(inWorker, dir, lock, "worker-deps-warm");
+          inWorker.close();
           const n = lockedNames.length;
           if (cold.provided.cache.misses !== n || warm.provided.cache.hits !== n || warm.provided.cache.misses !== 0) {
             throw new Error(

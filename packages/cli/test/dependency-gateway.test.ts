@@ -7,6 +7,7 @@ import { after, before, describe, it } from "node:test";
 import { createClient, type KilnClient } from "@kiln/client";
 import { gatewayEgressOf } from "@kiln/host";
 import {
+  commitRepository,
   type GitServer,
   makeTestTls,
   type SparseRegistry,
@@ -209,17 +210,11 @@ fn main() {
   it("a git dependency on a repository of the host (file://) is refused before anything is mirrored: cause dependencies, naming the URL and the rule; the CLI exits 101", async () => {
     const hostRepo = mkdtempSync(join(tmpdir(), "kiln-gateway-host-repo-"));
     scratch.push(hostRepo);
-    mkdirSync(join(hostRepo, "gitdep", "src"), { recursive: true });
-    writeFileSync(join(hostRepo, "secret.txt"), "kiln-host-secret-0f9e\n");
-    writeFileSync(join(hostRepo, "gitdep", "Cargo.toml"), `[package]\nname = "gitdep"\nversion = "0.1.0"\n`);
-    writeFileSync(join(hostRepo, "gitdep", "src", "lib.rs"), "");
-    const git = (args: string[]) =>
-      execFileSync("git", ["-C", hostRepo, "-c", "user.name=t", "-c", "user.email=t@t", ...args], {
-        env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" },
-      });
-    git(["init", "--quiet", "--initial-branch=main"]);
-    git(["add", "."]);
-    git(["commit", "--quiet", "-m", "secret"]);
+    commitRepository(hostRepo, {
+      "secret.txt": "kiln-host-secret-0f9e\n",
+      "gitdep/Cargo.toml": `[package]\nname = "gitdep"\nversion = "0.1.0"\n`,
+      "gitdep/src/lib.rs": "",
+    });
     const mirrorsBefore = filesUnderOrNone(join(crateRoot, "git"));
     const dir = project({
       "Cargo.toml": `[package]\nname = "withgit"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\ngitdep = { git = "file://${hostRepo}", branch = "main" }\n`,

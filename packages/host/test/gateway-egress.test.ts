@@ -5,7 +5,6 @@
  * registry credential reaches only the origin it was registered for.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -17,6 +16,7 @@ import { DependencyGateway, type GatewayEgress, type ProvideRequest } from "../s
 import { EgressPolicy, parseGatewayAllow, type Resolver, specialUseOf } from "../src/gateway/egress-policy.js";
 import type { FetchBounds } from "../src/gateway/fetch-bounds.js";
 import { GatewayError } from "../src/gateway/gateway-error.js";
+import { commitRepository } from "../src/testing/git-server.js";
 import {
   makeTestTls,
   type RecordingServer,
@@ -319,16 +319,7 @@ describe("the dependency gateway's egress policy", () => {
 
     it("git dependencies that are not https URLs, and https ones on loopback: the host's repository is never mirrored", async () => {
       const hostRepo = join(root, "host-repo");
-      await mkdir(hostRepo, { recursive: true });
-      await writeFile(join(hostRepo, "secret.txt"), `${UPSTREAM_MARKER}\n`);
-      const git = (args: string[]) =>
-        execFileSync("git", ["-C", hostRepo, "-c", "user.name=t", "-c", "user.email=t@t", ...args], {
-          env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" },
-        });
-      git(["init", "--quiet", "--initial-branch=main"]);
-      git(["add", "."]);
-      git(["commit", "--quiet", "-m", "secret"]);
-      const head = execFileSync("git", ["-C", hostRepo, "rev-parse", "HEAD"]).toString().trim();
+      const head = commitRepository(hostRepo, { "secret.txt": `${UPSTREAM_MARKER}\n` });
       const urls = [
         `file://${hostRepo}`,
         hostRepo,
@@ -410,6 +401,61 @@ describe("the dependency gateway's egress policy", () => {
       );
       assert.match(error.message, /registry\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/);
       assert.equal(target.connections(), 0);
+    });
+  });
+
+  describe("git's connections under DNS rebinding, and over ssh where the operator allows it", () => {
+    it("a name that answers a public address to the first lookup and loopback to the next: the proxy's own lookup refuses it", async () => {
+      const target = await startRecordingServer();
+      try {
+        let lookups = 0;
+        const url = `https://rebinding.test:${target.port}/repo.git`;
+        const error = await refusal(
+          await setUp({
+            files: {
+              "Cargo.toml": `[package]\nname = "p"\nversion = "0.1.0"\n[dependencies]\nd = { git = "${url}" }\n`,
+            },
+            resolver: async () => [{ address: lookups++ === 0 ? "93.184.215.14" : "127.0.0.1", family: 4 }],
+          }),
+        );
+        assert.ok(lookups >= 2, "the proxy resolved the name itself, after the first check");
+        assert.match(error.message, /rebinding\.test resolves to 127\.0\.0\.1, a loopback address/);
+        assert.equal(target.connections(), 0);
+      } finally {
+        await target.close();
+      }
+    });
+
+    it("ssh is refused unless allowed; allowed, ssh's own connection goes through the proxy to the checked address", async () => {
+      const { createServer } = await import("node:net");
+      const received: Buffer[] = [];
+      let connections = 0;
+      const sshd = createServer((socket) => {
+        connections++;
+        socket.on("data", (chunk) => {
+          received.push(chunk);
+          socket.destroy();
+        });
+      });
+      await new Promise<void>((resolve) => sshd.listen(0, "127.0.0.1", resolve));
+      const port = (sshd.address() as import("node:net").AddressInfo).port;
+      const url = `ssh://git@127.0.0.1:${port}/repo.git`;
+      const manifest = {
+        "Cargo.toml": `[package]\nname = "p"\nversion = "0.1.0"\n[dependencies]\nd = { git = "${url}" }\n`,
+      };
+      try {
+        const off = await refusal(await setUp({ files: manifest, egress: allowing(`127.0.0.1:${port}`) }));
+        assert.match(off.message, /git over ssh is not enabled on this host \(KILN_GATEWAY_GIT_SSH\)/);
+        const notAllowed = await refusal(await setUp({ files: manifest, egress: { ...noAllowances, gitSsh: true } }));
+        assert.match(notAllowed.message, /127\.0\.0\.1 is a loopback address/);
+        assert.equal(connections, 0);
+        // Allowed: ssh reaches the listener through the proxy (and fails there: it is no ssh server).
+        await refusal(await setUp({ files: manifest, egress: allowing(`127.0.0.1:${port}`, { gitSsh: true }) }));
+        assert.ok(connections > 0, "ssh connected through the proxy");
+        assert.match(Buffer.concat(received).toString("latin1"), /^SSH-2\.0-/);
+      } finally {
+        await new Promise<void>((resolve) => sshd.close(() => resolve()));
+      }
     });
   });
 

@@ -42,8 +42,12 @@ describe("the dependency gateway in a worker process", () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  const gatewayFor = (cratesIoIndex: string, cacheMaxBytes = 2 ** 30) =>
-    new WorkerGateway({
+  const gateways: WorkerGateway[] = [];
+  after(() => {
+    for (const gateway of gateways) gateway.close();
+  });
+  const gatewayFor = (cratesIoIndex: string, cacheMaxBytes = 2 ** 30) => {
+    const gateway = new WorkerGateway({
       config: {
         cacheRoot: join(root, "cache"),
         cacheMaxBytes,
@@ -53,6 +57,9 @@ describe("the dependency gateway in a worker process", () => {
       // Tests run without a cgroup of their own for the worker (the host's cgroups are the sandbox tests').
       cgroupParentName: null,
     });
+    gateways.push(gateway);
+    return gateway;
+  };
 
   const requestFor = async (lock: string | null, over: Partial<ProvideRequest> = {}): Promise<ProvideRequest> => {
     const dir = join(root, `attempt-${++attempts}`);

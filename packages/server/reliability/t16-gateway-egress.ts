@@ -14,14 +14,14 @@
  * memory growing by 64 MiB or more while the gateway meets the bomb and the 1.5 GiB download.
  */
 
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
+  commitRepository,
   makeTestTls,
   type RecordingServer,
   sparseIndexPath,
@@ -136,16 +136,7 @@ runTrial("T16", "gateway egress", async () => {
 
   // The host's own repository, holding a secret: the probe's first finding.
   const hostRepo = join(scratch, "host-repo");
-  mkdirSync(hostRepo);
-  writeFileSync(join(hostRepo, "secret.txt"), `${MARKER}\n`);
-  const git = (args: string[]) =>
-    execFileSync("git", ["-C", hostRepo, "-c", "user.name=t", "-c", "user.email=t@t", ...args], {
-      env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null" },
-    });
-  git(["init", "--quiet", "--initial-branch=main"]);
-  git(["add", "."]);
-  git(["commit", "--quiet", "-m", "secret"]);
-  const head = execFileSync("git", ["-C", hostRepo, "rev-parse", "HEAD"]).toString().trim();
+  const head = commitRepository(hostRepo, { "secret.txt": `${MARKER}\n` });
   const extRan = join(scratch, "ext-ran");
 
   const kilnPort = await freePort();

@@ -59,6 +59,19 @@ export async function startMachineHost(
 ): Promise<{ agent: HostAgent; stop(): Promise<void> }> {
   const { workRoot, clock, log } = options;
   const scratchRoot = options.scratchRoot === null ? undefined : (options.scratchRoot ?? chooseScratchRoot(workRoot));
+  // Each attempt's fetch phase in a worker process of its own (worker-gateway.ts), in a cgroup
+  // beside the attempts' where the host has cgroups.
+  const gateway = new WorkerGateway({
+    config: {
+      cacheRoot: options.crateCache.root,
+      cacheMaxBytes: options.crateCache.maxBytes ?? DEFAULT_CRATE_CACHE_BYTES,
+      cratesIoIndex: options.crateCache.cratesIoIndex,
+      ...(options.gatewayEgress === undefined ? {} : { egress: options.gatewayEgress }),
+      ...(options.gatewayCa === undefined ? {} : { extraCa: options.gatewayCa }),
+    },
+    cgroupParentName: "kiln",
+  });
+  gateway.prepare();
   const agent = new HostAgent({
     hostId: options.hostId,
     protocol: options.protocol,
@@ -70,18 +83,7 @@ export async function startMachineHost(
     workRoot: join(workRoot),
     ...(scratchRoot === undefined ? {} : { scratchRoot }),
     removeDirectories: removeJobDirectories,
-    // Each attempt's fetch phase in a worker process of its own (worker-gateway.ts), in a cgroup
-    // beside the attempts' where the host has cgroups.
-    gateway: new WorkerGateway({
-      config: {
-        cacheRoot: options.crateCache.root,
-        cacheMaxBytes: options.crateCache.maxBytes ?? DEFAULT_CRATE_CACHE_BYTES,
-        cratesIoIndex: options.crateCache.cratesIoIndex,
-        ...(options.gatewayEgress === undefined ? {} : { egress: options.gatewayEgress }),
-        ...(options.gatewayCa === undefined ? {} : { extraCa: options.gatewayCa }),
-      },
-      cgroupParentName: "kiln",
-    }),
+    gateway,
     ...(options.lineageRoot === null ? {} : { lineages: new LineageStore(options.lineageRoot) }),
     vcpus: options.vcpus,
     memoryBytes: options.memoryBytes ?? totalmem(),
@@ -95,6 +97,7 @@ export async function startMachineHost(
     agent,
     stop: async () => {
       await agent.stop();
+      gateway.close();
       // Every attempt's scratch is removed by now; the host's own directory goes with it.
       if (scratchRoot !== undefined) {
         await rmdir(scratchRoot).catch((error: unknown) =>

@@ -41,6 +41,8 @@ process.on("message", (raw) => {
     case "provide":
       if (started) return;
       started = true;
+      // `ps` says whose fetch this worker is.
+      process.title = `kiln-gateway-worker ${message.request.attemptId}`;
       void provide(message);
       return;
     case "credentials":

@@ -42,10 +42,16 @@ export interface WorkerGatewayOptions {
  * nothing is left to retry. The agent keeps what only it has: the tenant's credentials (handed
  * over only when a private registry is used), the sandbox that generates a lockfile, the job's
  * log, and the crate cache's accounting and eviction (workers store into the shared cache).
+ * A worker serves one attempt and ends; the next one is started as an attempt finishes and waits
+ * idle, since starting Node and loading the gateway is most of what a warm fetch costs
+ * (docs/benchmarks.md).
  */
 export class WorkerGateway implements DependencyProvider {
   /** The crate cache's accounting: workers report what they store, this instance evicts past the bound. */
   readonly cache: CrateCache;
+  /** A worker started ahead of the next attempt (idle, in no cgroup): Node's start-up is most of a warm fetch's time. */
+  #spare: ChildProcess | null = null;
+  #closed = false;
   #cgroupSetup: Promise<{ layout: CgroupLayout; ownCgroups: ReadonlyMap<string, string> } | null> | null = null;
 
   constructor(private readonly options: WorkerGatewayOptions) {
@@ -54,15 +60,7 @@ export class WorkerGateway implements DependencyProvider {
 
   async provide(request: ProvideRequest): Promise<ProvidedDependencies> {
     request.signal.throwIfAborted();
-    // The attempt's id on its command line: `ps` says whose fetch a worker is.
-    const child = fork(WORKER_SCRIPT, [request.attemptId], {
-      detached: true,
-      execArgv: [`--max-old-space-size=${WORKER_HEAP_MIB}`],
-      // Nothing of the agent's environment (database URLs, keys): the worker needs a PATH and a temp dir.
-      env: { PATH: "/usr/bin:/bin", TMPDIR: process.env.TMPDIR ?? "/tmp" },
-      stdio: ["ignore", "ignore", "pipe", "ipc"],
-      serialization: "json",
-    });
+    const child = this.#take();
     const cgroup = await this.#cgroupFor(child, request);
     try {
       return await this.#converse(child, request);
@@ -72,7 +70,55 @@ export class WorkerGateway implements DependencyProvider {
         await cgroup.killAll().catch(() => false);
         await cgroup.remove().catch(() => undefined);
       }
+      // The next attempt's worker starts now (once this answer is on its way), so that attempt
+      // does not wait for Node to start.
+      setImmediate(() => this.prepare());
     }
+  }
+
+  /** Starts the next attempt's worker now (the host starting), rather than as the first attempt ends. */
+  prepare(): void {
+    if (!this.#closed) this.#spare ??= this.#fork();
+  }
+
+  /** Ends the worker kept for the next attempt (the host is stopping). */
+  close(): void {
+    this.#closed = true;
+    const spare = this.#spare;
+    this.#spare = null;
+    if (spare !== null) killGroup(spare);
+  }
+
+  /**
+   * A worker process, started idle: it waits for its attempt's request. Its own process group
+   * (detached) so that it and everything it starts end together, and nothing of the agent's
+   * environment (database URLs, keys): it needs a PATH and a temporary directory. Idle, it never
+   * keeps the agent's process alive; it ends itself when the agent goes.
+   */
+  #fork(): ChildProcess {
+    const child = fork(WORKER_SCRIPT, ["idle"], {
+      detached: true,
+      execArgv: [`--max-old-space-size=${WORKER_HEAP_MIB}`],
+      env: { PATH: "/usr/bin:/bin", TMPDIR: process.env.TMPDIR ?? "/tmp" },
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+      serialization: "json",
+    });
+    child.unref();
+    child.channel?.unref();
+    child.once("exit", () => {
+      if (this.#spare === child) this.#spare = null;
+    });
+    return child;
+  }
+
+  /** The idle worker started ahead, if it is still there, else a new one; held for one attempt. */
+  #take(): ChildProcess {
+    const spare = this.#spare;
+    this.#spare = null;
+    const child = spare?.connected && spare.exitCode === null ? spare : this.#fork();
+    child.ref();
+    child.channel?.ref();
+    return child;
   }
 
   /** Moves the worker into a cgroup of its own, where the host has cgroups; says so in the job's log where not. */

@@ -1,5 +1,6 @@
-import { spawn } from "node:child_process";
-import { basename, dirname } from "node:path";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { type RecordingServer, startRecordingServer, type TestTls } from "./hostile-upstreams.js";
 
 /**
@@ -81,4 +82,25 @@ export async function startGitServer(tls: TestTls): Promise<GitServer> {
       return `${server.origin}/${name}.git`;
     },
   };
+}
+
+/**
+ * A git repository at `dir` whose one commit (branch `main`) holds `files`, made with the
+ * system's git and no user configuration; returns the commit's id.
+ */
+export function commitRepository(dir: string, files: Readonly<Record<string, string>>): string {
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  const git = (args: string[]) =>
+    execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", ...args], {
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" },
+    })
+      .toString()
+      .trim();
+  git(["init", "--quiet", "--initial-branch=main"]);
+  git(["add", "."]);
+  git(["commit", "--quiet", "-m", "the repository's files"]);
+  return git(["rev-parse", "HEAD"]);
 }

@@ -30,14 +30,11 @@ export async function makeTestTls(): Promise<TestTls> {
   const dir = await mkdtemp(join(tmpdir(), "kiln-test-tls-"));
   const openssl = (args: readonly string[]) => promisify(execFile)("openssl", args);
   const at = (name: string) => join(dir, name);
+  const newKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
   await openssl([
     "req",
     "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:prime256v1",
-    "-nodes",
+    ...newKey,
     "-keyout",
     at("ca.key"),
     "-out",
@@ -47,20 +44,7 @@ export async function makeTestTls(): Promise<TestTls> {
     "-subj",
     "/CN=kiln test upstream CA",
   ]);
-  await openssl([
-    "req",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:prime256v1",
-    "-nodes",
-    "-keyout",
-    at("server.key"),
-    "-out",
-    at("server.csr"),
-    "-subj",
-    "/CN=127.0.0.1",
-  ]);
+  await openssl(["req", ...newKey, "-keyout", at("server.key"), "-out", at("server.csr"), "-subj", "/CN=127.0.0.1"]);
   await writeFile(at("server.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n");
   await openssl([
     "x509",

@@ -1,5 +1,5 @@
 export { cgroupDirectoriesNamed } from "./cgroup-directories.js";
-export { type GitServer, startGitServer } from "./git-server.js";
+export { commitRepository, type GitServer, startGitServer } from "./git-server.js";
 export {
   gzipBomb,
   type HostileDownload,
