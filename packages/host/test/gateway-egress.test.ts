@@ -269,7 +269,7 @@ describe("the dependency gateway's egress policy", () => {
 
     it("a DNS name resolving to loopback: localhost, and a name a resolver answers with 127.0.0.1", async () => {
       const viaHosts = await refusal(await setUp(tenantRegistry(`sparse+https://localhost:${recorder.port}/index/`)));
-      assert.match(viaHosts.message, /localhost resolves to (127\.0\.0\.1|::1), a loopback address/);
+      assert.match(viaHosts.message, /localhost resolves to a loopback address/);
       // Any name: the policy resolves it for the connection, and the socket connects only to
       // an address it checked (there is no second lookup for an answer to change in).
       const setup = await setUp({
@@ -277,7 +277,9 @@ describe("the dependency gateway's egress policy", () => {
         resolver: async () => [{ address: "127.0.0.1", family: 4 }],
       });
       const rebound = await refusal(setup);
-      assert.match(rebound.message, /registry\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/);
+      assert.match(rebound.message, /registry\.rebind\.test resolves to a loopback address/);
+      // The rule, never the address: a tenant's names must not read the host's DNS.
+      assert.doesNotMatch(rebound.message, /127\.0\.0\.1/);
       assert.equal(recorder.connections(), 0);
     });
 
@@ -297,7 +299,7 @@ describe("the dependency gateway's egress policy", () => {
         );
         assert.match(
           redirected.message,
-          /a redirect to https:\/\/127\.0\.0\.1:\d+\/secret is refused: 127\.0\.0\.1 is a loopback address/,
+          /a redirect to https:\/\/127\.0\.0\.1:\d+ is refused: 127\.0\.0\.1 is a loopback address/,
         );
         assert.ok(
           redirecting.requests.some((r) => r.url.startsWith("/dl")),
@@ -306,10 +308,7 @@ describe("the dependency gateway's egress policy", () => {
         const dl = await refusal(
           await setUp({ cratesIoIndex: pointing.indexUrl, lock: lockOf([{ name: "victim", source: CRATES_IO }]) }),
         );
-        assert.match(
-          dl.message,
-          /https:\/\/localhost:\d+\/api\/victim\/1\.0\.0\/download is refused: localhost resolves to (127\.0\.0\.1|::1), a loopback address/,
-        );
+        assert.match(dl.message, /https:\/\/localhost:\d+ is refused: localhost resolves to a loopback address/);
         assert.equal(recorder.connections(), 0);
       } finally {
         await redirecting.close();
@@ -399,7 +398,7 @@ describe("the dependency gateway's egress policy", () => {
           extraCa: tls.caPem,
         }),
       );
-      assert.match(error.message, /registry\.rebind\.test resolves to 127\.0\.0\.1, a loopback address/);
+      assert.match(error.message, /registry\.rebind\.test resolves to a loopback address/);
       assert.equal(target.connections(), 0);
     });
   });
@@ -419,7 +418,7 @@ describe("the dependency gateway's egress policy", () => {
           }),
         );
         assert.ok(lookups >= 2, "the proxy resolved the name itself, after the first check");
-        assert.match(error.message, /rebinding\.test resolves to 127\.0\.0\.1, a loopback address/);
+        assert.match(error.message, /rebinding\.test resolves to a loopback address/);
         assert.equal(target.connections(), 0);
       } finally {
         await target.close();

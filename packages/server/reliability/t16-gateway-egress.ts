@@ -246,7 +246,7 @@ runTrial("T16", "gateway egress", async () => {
       {
         name: "git https to a name resolving to loopback",
         files: gitDependency(`https://localhost:${forbiddenTls.port}/repo.git`),
-        rule: /localhost resolves to (127\.0\.0\.1|::1), a loopback address/,
+        rule: /localhost resolves to a loopback address/,
       },
     ];
     const registryProbes: Probe[] = [
@@ -268,7 +268,7 @@ runTrial("T16", "gateway egress", async () => {
       {
         name: "registry at a name resolving to loopback",
         files: tenantRegistry(`sparse+https://localhost:${forbidden.port}/index/`),
-        rule: /localhost resolves to (127\.0\.0\.1|::1), a loopback address/,
+        rule: /localhost resolves to a loopback address/,
       },
       {
         name: "registry at kiln's own port (allowed by address)",
@@ -278,12 +278,12 @@ runTrial("T16", "gateway egress", async () => {
       {
         name: "a redirect into loopback",
         files: tenantRegistry(redirecting.indexUrl),
-        rule: /a redirect to https:\/\/127\.0\.0\.1:\d+\/ is refused: 127\.0\.0\.1 is a loopback address/,
+        rule: /a redirect to https:\/\/127\.0\.0\.1:\d+ is refused: 127\.0\.0\.1 is a loopback address/,
       },
       {
         name: "a dl into loopback",
         files: tenantRegistry(dlToLoopback.indexUrl),
-        rule: /localhost resolves to (127\.0\.0\.1|::1), a loopback address/,
+        rule: /localhost resolves to a loopback address/,
       },
     ];
     const credentialProbes: Probe[] = [

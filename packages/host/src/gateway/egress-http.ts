@@ -5,7 +5,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { LookupFunction } from "node:net";
 import { rootCertificates } from "node:tls";
 import type { Clock } from "@kiln/contract";
-import { type EgressPolicy, urlForMessage } from "./egress-policy.js";
+import { type EgressPolicy, shownUrl } from "./egress-policy.js";
 import { bytesText, type FetchBounds, type FetchBudget } from "./fetch-bounds.js";
 import { GatewayError } from "./gateway-error.js";
 
@@ -31,6 +31,8 @@ export interface EgressGet {
   readonly into: "memory" | { readonly file: string };
   /** The credential for each hop's URL (asked again after every redirect). */
   readonly present?: (url: URL) => Presentation;
+  /** The URL came from an upstream (a config.json's `dl`): messages show its origin only. */
+  readonly fromUpstream?: boolean;
 }
 
 export type EgressAnswer =
@@ -90,9 +92,9 @@ export class EgressHttp {
    * resolution to rebind). A kept-alive socket is reused only for the same host and port, whose
    * address was checked when it connected.
    */
-  #lookupFor(url: URL): LookupFunction {
+  #lookupFor(url: URL, fromUpstream: boolean): LookupFunction {
     return (_hostname, lookupOptions, callback) => {
-      this.options.policy.addressesFor(url, "the connection to").then(
+      this.options.policy.addressesFor(url, "the connection to", fromUpstream).then(
         (addresses) => {
           if ((lookupOptions as { all?: boolean }).all === true) {
             (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [...addresses]);
@@ -125,7 +127,7 @@ export class EgressHttp {
     }
     throw new GatewayError(
       last.includes("timed out") ? "timed_out" : "upstream_unreachable",
-      `${request.what}: ${urlForMessage(raw)} ${last} (${retry.attempts} ${retry.attempts === 1 ? "try" : "tries"})`,
+      `${request.what}: ${shownUrl(raw, request.fromUpstream === true)} ${last} (${retry.attempts} ${retry.attempts === 1 ? "try" : "tries"})`,
     );
   }
 
@@ -134,49 +136,46 @@ export class EgressHttp {
     if (signal?.aborted === true) throw signal.reason ?? new Error("aborted");
   }
 
-  /** One try: the request and every redirect it is answered with. */
+  /**
+   * One try: the request and every redirect it is answered with. A redirect's target is an
+   * upstream's word: it is checked like any URL and shown by its origin only.
+   */
   async #follow(raw: string, request: EgressGet): Promise<EgressAnswer> {
     const { policy, bounds } = this.options;
     let current = raw;
+    let fromUpstream = request.fromUpstream === true;
     for (let hop = 0; hop <= bounds.redirects; hop++) {
-      const url = policy.checkUrl(current, "registry", hop === 0 ? request.what : `${request.what}: a redirect to`);
+      const what = hop === 0 ? request.what : `${request.what}: a redirect to`;
+      const url = policy.checkUrl(current, "registry", what, fromUpstream);
+      const named = `${request.what}: ${shownUrl(url, fromUpstream)}`;
       const presentation = request.present?.(url) ?? null;
       if (presentation !== null && "refused" in presentation) {
-        throw new GatewayError(
-          "egress_refused",
-          `${request.what}: ${urlForMessage(url)} is refused: ${presentation.refused}`,
-        );
+        throw new GatewayError("egress_refused", `${named} is refused: ${presentation.refused}`);
       }
-      const response = await this.#request(url, presentation?.authorization, request.what);
+      const response = await this.#request(url, presentation?.authorization, fromUpstream, request.what);
       const status = response.statusCode ?? 0;
       if ([301, 302, 303, 307, 308].includes(status)) {
         const location = response.headers.location;
         response.destroy();
-        if (location === undefined) {
-          throw new GatewayError(
-            "upstream_refused",
-            `${request.what}: ${urlForMessage(url)} answered a redirect without a location`,
-          );
-        }
+        if (location === undefined)
+          throw new GatewayError("upstream_refused", `${named} answered a redirect without a location`);
         try {
           current = new URL(location, url).toString();
         } catch {
-          throw new GatewayError(
-            "upstream_refused",
-            `${request.what}: ${urlForMessage(url)} redirected to something that is not a URL`,
-          );
+          throw new GatewayError("upstream_refused", `${named} redirected to something that is not a URL`);
         }
+        fromUpstream = true;
         continue;
       }
-      return this.#answer(url, response, request, presentation !== null);
+      return this.#answer(named, response, request, presentation !== null);
     }
     throw new GatewayError(
       "upstream_refused",
-      `${request.what}: ${urlForMessage(raw)} redirected more than ${bounds.redirects} times`,
+      `${request.what}: ${shownUrl(raw, request.fromUpstream === true)} redirected more than ${bounds.redirects} times`,
     );
   }
 
-  #request(url: URL, authorization: string | undefined, what: string): Promise<IncomingMessage> {
+  #request(url: URL, authorization: string | undefined, fromUpstream: boolean, what: string): Promise<IncomingMessage> {
     const https = url.protocol === "https:";
     const headers: Record<string, string> = {
       "user-agent": "kiln-dependency-gateway",
@@ -190,7 +189,7 @@ export class EgressHttp {
           method: "GET",
           headers,
           agent: https ? this.#https : this.#http,
-          lookup: this.#lookupFor(url),
+          lookup: this.#lookupFor(url, fromUpstream),
           timeout: this.options.bounds.idleTimeoutMs,
           ...(this.options.signal === undefined ? {} : { signal: this.options.signal }),
         },
@@ -214,9 +213,13 @@ export class EgressHttp {
     });
   }
 
-  async #answer(url: URL, response: IncomingMessage, request: EgressGet, presented: boolean): Promise<EgressAnswer> {
+  async #answer(
+    named: string,
+    response: IncomingMessage,
+    request: EgressGet,
+    presented: boolean,
+  ): Promise<EgressAnswer> {
     const status = response.statusCode ?? 0;
-    const named = `${request.what}: ${urlForMessage(url)}`;
     if (status !== 200) {
       response.destroy();
       if (status === 404 || status === 410) return { found: false };
@@ -234,9 +237,11 @@ export class EgressHttp {
       .toLowerCase();
     if (encoding !== "identity" && encoding !== "") {
       response.destroy();
+      // Named only when it is an encoding HTTP defines: the header is the upstream's text.
+      const known = ["gzip", "x-gzip", "deflate", "br", "compress", "zstd"].includes(encoding) ? `a ${encoding}` : "an";
       throw new GatewayError(
         "upstream_refused",
-        `${named} sent a ${encoding}-encoded body though the gateway asked for identity; the gateway never decodes a body (it takes at most ${bytesText(request.maxBytes)}, ${request.boundName}, as sent)`,
+        `${named} sent ${known}-encoded body though the gateway asked for identity; the gateway never decodes a body (it takes at most ${bytesText(request.maxBytes)}, ${request.boundName}, as sent)`,
       );
     }
     const declared = Number(response.headers["content-length"] ?? Number.NaN);

@@ -245,6 +245,21 @@ export function originOf(url: string): string {
   return `${parsed.protocol}//${parsed.host}`;
 }
 
+/**
+ * A URL as a message shows it: as the workspace wrote it (without query or userinfo), or only its
+ * origin when an upstream named it (a redirect's target, a config.json's `dl`): what an upstream
+ * sent is not repeated beyond the host it sends the gateway to.
+ */
+export function shownUrl(url: URL | string, fromUpstream: boolean): string {
+  if (!fromUpstream) return urlForMessage(url);
+  try {
+    const parsed = typeof url === "string" ? new URL(url) : url;
+    return `${parsed.protocol}//${parsed.host}`;
+  } catch {
+    return "a URL that does not parse";
+  }
+}
+
 /** A refusal of the policy: the job's own (cause `dependencies`), naming the URL and the rule. */
 export function egressRefusal(what: string, rule: string): GatewayError {
   return new GatewayError("egress_refused", `${what} is refused: ${rule}`);
@@ -308,19 +323,19 @@ export class EgressPolicy {
    * The URL, checked before anything is asked of it: its scheme for the purpose, and an address
    * literal's address. Returns the parsed URL; throws the refusal naming the rule.
    */
-  checkUrl(raw: string, purpose: EgressPurpose, what: string): URL {
+  checkUrl(raw: string, purpose: EgressPurpose, what: string, fromUpstream = false): URL {
     let url: URL;
     try {
       url = new URL(raw);
     } catch {
       throw egressRefusal(
-        `${what} ${urlForMessage(raw)}`,
+        `${what} ${shownUrl(raw, fromUpstream)}`,
         purpose === "git"
           ? "a git dependency must be an https:// URL (never a local path, file, fd or ext)"
           : "it is not a URL",
       );
     }
-    const named = `${what} ${urlForMessage(url)}`;
+    const named = `${what} ${shownUrl(url, fromUpstream)}`;
     // ssh names its user in the URL (git@…); anything else there is a credential.
     if (url.password !== "" || (url.username !== "" && url.protocol !== "ssh:")) {
       throw egressRefusal(named, "a URL may not carry credentials (registry credentials are registered with kiln)");
@@ -393,25 +408,22 @@ export class EgressPolicy {
    * that the rules permit (the operator's upstreams: every one). Throws the refusal when none is.
    * Used as the connection's own lookup, so the socket connects to an address checked here.
    */
-  async addressesFor(url: URL, what: string): Promise<ResolvedAddress[]> {
+  async addressesFor(url: URL, what: string, fromUpstream = false): Promise<ResolvedAddress[]> {
     const host = hostnameOf(url);
     const literal = isIP(host);
     const trusted = this.isTrusted(url);
     const port = portOf(url);
+    const named = `${what} ${shownUrl(url, fromUpstream)}`;
     if (literal !== 0) {
       const refused = trusted ? null : this.#addressRule(host, port);
-      if (refused !== null)
-        throw egressRefusal(`${what} ${urlForMessage(url)}`, `${refused.subject} is ${refused.rule}`);
+      if (refused !== null) throw egressRefusal(named, `${refused.subject} is ${refused.rule}`);
       return [{ address: host, family: literal === 6 ? 6 : 4 }];
     }
     let resolved: readonly ResolvedAddress[];
     try {
       resolved = await this.resolver(host);
     } catch {
-      throw new GatewayError(
-        "upstream_unreachable",
-        `${what} ${urlForMessage(url)}: the host name ${host} does not resolve`,
-      );
+      throw new GatewayError("upstream_unreachable", `${named}: the host name ${host} does not resolve`);
     }
     if (trusted) return [...resolved];
     const permitted: ResolvedAddress[] = [];
@@ -422,11 +434,10 @@ export class EgressPolicy {
       else firstRefusal ??= refused;
     }
     if (permitted.length === 0) {
+      // The rule, not the address: a tenant's name must not become a way to read the host's DNS.
       throw egressRefusal(
-        `${what} ${urlForMessage(url)}`,
-        firstRefusal === null
-          ? `${host} resolves to no address`
-          : `${host} resolves to ${firstRefusal.subject}, ${firstRefusal.rule}`,
+        named,
+        firstRefusal === null ? `${host} resolves to no address` : `${host} resolves to ${firstRefusal.rule}`,
       );
     }
     return permitted;

@@ -1,5 +1,5 @@
 import type { EgressHttp, Presentation } from "./egress-http.js";
-import { urlForMessage } from "./egress-policy.js";
+import { shownUrl } from "./egress-policy.js";
 import { bytesText, type FetchBounds } from "./fetch-bounds.js";
 import { GatewayError } from "./gateway-error.js";
 import { indexPathOf } from "./index-path.js";
@@ -57,12 +57,20 @@ export class SparseRegistryClient {
     this.#base = base.endsWith("/") ? base : `${base}/`;
   }
 
-  #get(url: string, what: string, maxBytes: number, boundName: string, into: "memory" | { file: string }) {
+  #get(
+    url: string,
+    what: string,
+    maxBytes: number,
+    boundName: string,
+    into: "memory" | { file: string },
+    fromUpstream = false,
+  ) {
     return this.options.http.get(url, {
       what,
       maxBytes,
       boundName,
       into,
+      fromUpstream,
       ...(this.options.present === undefined ? {} : { present: this.options.present }),
     });
   }
@@ -130,11 +138,13 @@ export class SparseRegistryClient {
       this.options.bounds.crateBytes,
       "the bound on one crate",
       { file },
+      // The download location is the registry's config.json's word.
+      true,
     );
     if (!answer.found) {
       throw new GatewayError(
         "unknown_crate",
-        `${this.indexUrl} has no download of ${name} ${version} (${urlForMessage(url)})`,
+        `${this.indexUrl} has no download of ${name} ${version} (at ${shownUrl(url, true)})`,
       );
     }
     return { size: answer.size, sha256: answer.sha256 };

@@ -170,7 +170,9 @@ export class WorkerGateway implements DependencyProvider {
         stderr = `${stderr}${chunk.toString("utf8")}`.slice(-STDERR_TAIL_BYTES);
       });
       child.on("error", fail);
-      child.on("exit", (code, signal) =>
+      // `close`, not `exit`: a worker's last message may still be on its way when it has exited;
+      // `close` comes once its IPC channel and stderr are drained.
+      child.on("close", (code, signal) =>
         fail(
           new Error(
             `the dependency gateway's worker ended without an answer (${signal ?? `exit ${code}`})${stderr.trim() === "" ? "" : `: ${stderr.trim()}`}`,
