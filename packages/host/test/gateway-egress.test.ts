@@ -186,6 +186,29 @@ describe("the dependency gateway's egress policy", () => {
       }
     });
 
+    it("a host KILN_GATEWAY_ALLOW names is reached at whatever it resolves to; an entry with a port allows that port only; kiln's own listener never", async () => {
+      const resolver: Resolver = async () => [{ address: "10.1.2.3", family: 4 }];
+      const policy = (allow: string, ownListeners: { host: string; port: number }[] = []) =>
+        new EgressPolicy({ ...allowing(allow, { ownListeners }), trustedOrigins: [] }, resolver);
+      const url = new URL("https://registry.corp.example/index/");
+      assert.deepEqual(await policy("registry.corp.example").addressesFor(url, "x"), [
+        { address: "10.1.2.3", family: 4 },
+      ]);
+      await assert.rejects(policy("other.corp.example").addressesFor(url, "x"), /resolves to a private address/);
+      await assert.rejects(
+        policy("registry.corp.example:8443").addressesFor(url, "x"),
+        /resolves to a private address/,
+      );
+      assert.equal((await policy("10.0.0.0/8").addressesFor(url, "x")).length, 1);
+      await assert.rejects(
+        policy("registry.corp.example", [{ host: "10.1.2.3", port: 443 }]).addressesFor(url, "x"),
+        /resolves to one of kiln's own listeners/,
+      );
+      const byPort = new URL("https://127.0.0.1:7000/");
+      assert.equal((await policy("127.0.0.1:7000").addressesFor(byPort, "x")).length, 1);
+      await assert.rejects(policy("127.0.0.1:7000").addressesFor(new URL("https://127.0.0.1:7001/"), "x"), /loopback/);
+    });
+
     it("refuses every URL a workspace may not use, naming it and the rule", () => {
       const policy = new EgressPolicy({ ...noAllowances, trustedOrigins: [cratesIo.indexUrl] });
       const refused: [string, "registry" | "git", RegExp][] = [

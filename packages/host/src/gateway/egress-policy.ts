@@ -377,10 +377,14 @@ export class EgressPolicy {
    * The rule refusing a connection to `address:port` on a tenant's behalf, or null when it may
    * be made: kiln's own listeners always; special-use addresses unless KILN_GATEWAY_ALLOW lists them.
    */
-  #addressRule(address: string, port: number): { readonly subject: string; readonly rule: string } | null {
+  #addressRule(
+    address: string,
+    port: number,
+    hostAllowed = false,
+  ): { readonly subject: string; readonly rule: string } | null {
     if (this.#isOwnListener(address, port))
       return { subject: `${address}:${port}`, rule: "one of kiln's own listeners" };
-    if (this.#allowsAddress(address, port)) return null;
+    if (hostAllowed || this.#allowsAddress(address, port)) return null;
     const special = specialUseOf(address);
     return special === null
       ? null
@@ -426,10 +430,12 @@ export class EgressPolicy {
       throw new GatewayError("upstream_unreachable", `${named}: the host name ${host} does not resolve`);
     }
     if (trusted) return [...resolved];
+    // A host KILN_GATEWAY_ALLOW names is the operator's: whatever it resolves to (but kiln itself).
+    const hostAllowed = this.rules.allow.some((e) => e.host === host && (e.port === null || e.port === port));
     const permitted: ResolvedAddress[] = [];
     let firstRefusal: { readonly subject: string; readonly rule: string } | null = null;
     for (const candidate of resolved) {
-      const refused = this.#addressRule(candidate.address, port);
+      const refused = this.#addressRule(candidate.address, port, hostAllowed);
       if (refused === null) permitted.push(candidate);
       else firstRefusal ??= refused;
     }

@@ -61,11 +61,14 @@ export class WorkerGateway implements DependencyProvider {
   async provide(request: ProvideRequest): Promise<ProvidedDependencies> {
     request.signal.throwIfAborted();
     const child = this.#take();
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     const cgroup = await this.#cgroupFor(child, request);
     try {
       return await this.#converse(child, request);
     } finally {
+      // Answered only once the worker is gone: a cancelled fetch has ended when provide() says so.
       killGroup(child);
+      await exited;
       if (cgroup !== null) {
         await cgroup.killAll().catch(() => false);
         await cgroup.remove().catch(() => undefined);
