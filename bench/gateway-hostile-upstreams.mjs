@@ -17,11 +17,12 @@
 // The upstreams run on this process's event loop, as the quiet client does: what they cost it
 // delays the quiet requests' sending, never their answers' timing (each latency is measured from
 // the request's send to its answer).
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { dist } from "./support/built-packages.mjs";
+import { inlineJob } from "./support/inline-job.mjs";
 import { option } from "./support/options.mjs";
 import { log } from "./support/output.mjs";
 import { percentile } from "./support/statistics.mjs";
@@ -35,14 +36,13 @@ const KIND = option("jobs", "hostile");
 const { onboardRepository, openStorage } = await import("@kiln/storage");
 const { startHostileRegistry } = await import("@kiln/host/testing");
 const { personWithToken } = await import(dist("test/harness.js"));
-const { startServerProcess, stopServerProcess } = await import(dist("test/server-process.js"));
+const { ResidentMemorySampler, startServerProcess, stopServerProcess } = await import(dist("test/server-process.js"));
 const { crate } = await import(dist("test/e2e-jobs.js"));
 
 const CHECKSUM = "6b".repeat(32);
 const REPOSITORY = "acme/widget";
 const victim = { name: "victim", version: "1.0.0", checksum: CHECKSUM };
 
-const rssOf = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]) * 1024;
 const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 const ms = (x) => `${x.toFixed(1)} ms`;
 
@@ -83,17 +83,7 @@ try {
     return JSON.parse(text);
   };
   const submit = (token, files) =>
-    call(token, "POST", "/api/v4/jobs", {
-      schema_version: 1,
-      repository: REPOSITORY,
-      size: "kiln2-cpu",
-      workspace: {
-        base_commit: "0123456789abcdef0123456789abcdef01234567",
-        branch: "main",
-        invocation: { operation: "build", arguments: [] },
-        source: { files: crate("probe", files) },
-      },
-    });
+    call(token, "POST", "/api/v4/jobs", inlineJob(REPOSITORY, "kiln2-cpu", crate("probe", files), "build"));
   const settle = async (token, id) => {
     for (;;) {
       const job = await call(token, "GET", `/api/jobs/${id}`);
@@ -135,15 +125,7 @@ try {
 
   const loadBefore = loadavg()[0];
   const alone = await quietLoad(Date.now() + SECONDS * 1000);
-  const rssBefore = rssOf(pid);
-  let rssPeak = rssBefore;
-  let sampling = true;
-  const sampler = (async () => {
-    while (sampling) {
-      rssPeak = Math.max(rssPeak, rssOf(pid));
-      await sleep(50);
-    }
-  })();
+  const memory = new ResidentMemorySampler(pid);
   const until = Date.now() + SECONDS * 1000;
   const outcomes = new Map();
   const hostileLoop = async (index) => {
@@ -161,8 +143,7 @@ try {
       ),
     ),
   ]);
-  sampling = false;
-  await sampler;
+  const { before: rssBefore, peak: rssPeak } = await memory.stop();
   const loadAfter = loadavg()[0];
 
   const row = (label, run) =>

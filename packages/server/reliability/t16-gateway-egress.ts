@@ -15,7 +15,7 @@
  */
 
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,7 +31,13 @@ import {
 import { onboardRepository, openStorage } from "@kiln/storage";
 import { crate, TERMINAL } from "../test/e2e-jobs.js";
 import { personWithToken } from "../test/harness.js";
-import { type ServerProcess, startServerProcess, stopServerProcess } from "../test/server-process.js";
+import { inlineSubmission } from "../test/job-fixtures.js";
+import {
+  ResidentMemorySampler,
+  type ServerProcess,
+  startServerProcess,
+  stopServerProcess,
+} from "../test/server-process.js";
 import { REPOSITORY } from "./fixtures.js";
 import { count, runTrial } from "./trial.js";
 
@@ -48,12 +54,6 @@ async function freePort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   if (address === null || typeof address === "string") throw new Error("no port");
   return address.port;
-}
-
-/** Resident memory of a process, from /proc (bytes). */
-function rssOf(pid: number): number {
-  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-  return Number(kb ?? Number.NaN) * 1024;
 }
 
 interface Probe {
@@ -188,17 +188,7 @@ runTrial("T16", "gateway egress", async () => {
       return JSON.parse(text) as unknown;
     };
     const submit = (files: Record<string, string>) =>
-      call("POST", "/api/v4/jobs", {
-        schema_version: 1,
-        repository: REPOSITORY,
-        size: "kiln2-cpu",
-        workspace: {
-          base_commit: "0123456789abcdef0123456789abcdef01234567",
-          branch: "main",
-          invocation: { operation: "build", arguments: [] },
-          source: { files: crate("probe", files) },
-        },
-      }) as Promise<string>;
+      call("POST", "/api/v4/jobs", inlineSubmission(REPOSITORY, "build", crate("probe", files))) as Promise<string>;
     type Job = { status: string; failure: { cause: string; phase: string; detail: string } | null };
     const settle = async (id: string): Promise<Job> => {
       for (;;) {
@@ -335,15 +325,7 @@ runTrial("T16", "gateway egress", async () => {
     }
 
     // The gzip bomb and the 1.5 GiB download, with kiln-server's resident memory sampled throughout.
-    const rssBefore = rssOf(pid);
-    let rssPeak = rssBefore;
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        rssPeak = Math.max(rssPeak, rssOf(pid));
-        await sleep(50);
-      }
-    })();
+    const memory = new ResidentMemorySampler(pid);
     const sizeProbes: Probe[] = [
       {
         name: "a gzip bomb",
@@ -357,9 +339,8 @@ runTrial("T16", "gateway egress", async () => {
       },
     ];
     for (const probe of sizeProbes) await run(probe);
-    sampling = false;
-    await sampler;
-    rssGrowth = rssPeak - rssBefore;
+    const { before, peak } = await memory.stop();
+    rssGrowth = peak - before;
     if (rssGrowth >= RSS_BOUND_BYTES) {
       broken.push(`kiln-server's resident memory grew by ${(rssGrowth / 2 ** 20).toFixed(1)} MiB (bound 64 MiB)`);
     }
