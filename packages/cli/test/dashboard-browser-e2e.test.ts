@@ -105,6 +105,7 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
         clientId: provider.clientId,
         clientSecret: provider.clientSecret,
         groupsClaim: "groups",
+        providerVerifiesEmails: false,
       },
     });
     accounts.ann = { email: "ann@acme.example", name: "Ann Example", groups: [`kiln:${embedded.tenant}:admin`] };

@@ -96,7 +96,10 @@ export class CrateCache {
 
   async #store(scope: CacheScope, sha256: string, what: string, fetch: CrateFetch): Promise<CachedCrate> {
     const paths = this.#paths(scope, sha256);
-    await mkdir(dirname(paths.crate), { recursive: true, mode: 0o755 });
+    // Directories root's alone: a tenant's private crates are reachable by no other user of the
+    // host. The files stay readable: an attempt's registry hard-links them, and the sandbox reads
+    // those links through its launcher's binds, never through these directories.
+    await mkdir(dirname(paths.crate), { recursive: true, mode: 0o700 });
     // Streamed beside and renamed into place once verified: a reader sees a whole crate or none.
     const temporary = `${paths.crate}.${process.pid}.${randomBytes(6).toString("hex")}.partial`;
     try {

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdir, rm, stat } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import type { Clock } from "@kiln/contract";
 import type { GitReference } from "./cargo-lock.js";
 import type { RetryPolicy } from "./egress-http.js";
@@ -143,7 +143,8 @@ export class GitMirrors {
     // answer of the name would go): it keeps a refused URL from leaving an empty mirror behind.
     await this.options.policy.addressesFor(new URL(url), "the git dependency");
     if (!(await exists(path))) {
-      await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+      // Root's alone, as the crate cache: a tenant's mirror is copied into its attempts, never read here by another user.
+      await mkdir(path, { recursive: true, mode: 0o700 });
       await run("flock", [`${path}.lock`, "git", "init", "--quiet", "--bare", path], { signal, env: LOCAL_GIT_ENV });
     }
     await this.#withRetries(url, signal, () =>

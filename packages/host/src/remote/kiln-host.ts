@@ -1,4 +1,4 @@
-import { mkdir } from "node:fs/promises";
+import { chmod, mkdir } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { type Clock, type Logger, systemClock } from "@kiln/contract";
@@ -40,6 +40,8 @@ export interface KilnHostConfig {
   readonly cratesIoIndex: string;
   /** KILN_GATEWAY_ALLOW, KILN_GATEWAY_GIT_SSH, KILN_GATEWAY_LOOPBACK_HTTP_CREDENTIALS, KILN_GATEWAY_CA_FILE. */
   readonly gateway?: GatewayEgressSettings;
+  /** KILN_MAX_ATTEMPT_DISK_BYTES: the most disk one attempt may take here (default: its size's quota). */
+  readonly maxAttemptDiskBytes?: number;
 }
 
 export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): KilnHostConfig {
@@ -59,6 +61,14 @@ export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Kil
   const cratesIoIndex = cratesIoIndexOf(env);
   // A kiln-host listens on nothing of its own; the control plane's listeners are on other machines.
   const gateway = gatewayEgressOf(env);
+  const maxDiskText = env.KILN_MAX_ATTEMPT_DISK_BYTES?.trim() || undefined;
+  const maxAttemptDiskBytes = maxDiskText === undefined ? undefined : Number(maxDiskText);
+  if (
+    maxAttemptDiskBytes !== undefined &&
+    !(Number.isSafeInteger(maxAttemptDiskBytes) && maxAttemptDiskBytes >= 2 ** 20)
+  ) {
+    throw new Error("KILN_MAX_ATTEMPT_DISK_BYTES must be a whole number of bytes, at least 1048576 (1 MiB)");
+  }
   return {
     endpoint: url.origin,
     enrollmentToken: env.KILN_HOST_ENROLLMENT_TOKEN?.trim() || undefined,
@@ -68,6 +78,7 @@ export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Kil
     vcpus,
     cratesIoIndex,
     gateway,
+    ...(maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes }),
   };
 }
 
@@ -114,6 +125,10 @@ export async function startKilnHost(
     log,
     ...(overrides.onRenewal === undefined ? {} : { onEvent: overrides.onRenewal }),
   });
+  // The host's data dir holds tenants' sources, warm targets, crates and its key: root's alone
+  // (0700), whatever an earlier version made it. The sandbox reads nothing here by path.
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  await chmod(config.dataDir, 0o700);
   const workRoot = join(config.dataDir, "attempts");
   await mkdir(workRoot, { recursive: true });
   const machine = await startMachineHost({
@@ -131,6 +146,7 @@ export async function startKilnHost(
     // What operator.hosts.evidence and evidence_export read retained files from.
     evidenceRoot: join(config.dataDir, "evidence"),
     vcpus: config.vcpus,
+    ...(config.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: config.maxAttemptDiskBytes }),
     ...(overrides.memoryBytes === undefined ? {} : { memoryBytes: overrides.memoryBytes }),
     ...(overrides.executor === undefined ? {} : { executor: overrides.executor }),
     ...(overrides.resolveToolchain === undefined ? {} : { resolveToolchain: overrides.resolveToolchain }),
