@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, relative } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createClient, type KilnClient } from "@kiln/client";
-import { TARGET_DISK_FILE, withTargetTree } from "@kiln/host";
+import { gatewayEgressOf, TARGET_DISK_FILE, withTargetTree } from "@kiln/host";
 import { type SparseRegistry, startSparseRegistry } from "@kiln/host/testing";
 import { onboardRepository } from "@kiln/storage";
 import type { Embedded } from "../../server/test/e2e-jobs.js";
@@ -375,7 +375,15 @@ credential-provider = ["/bin/sh", "-c", ${JSON.stringify(`echo ran >> '${provide
     cratesIo = await startSparseRegistry({ crates: ["itoa"] });
     privateRegistry = await startSparseRegistry({ crates: ["semver"], authorization: `Bearer ${secret}` });
     registryHost = new URL(privateRegistry.origin).host;
-    embedded = await startListeningEmbedded({ cratesIoIndex: cratesIo.indexUrl });
+    // The private registry is on loopback: reached because the operator allows exactly it, and its
+    // credential goes over plain http because the operator allows that for loopback (tests only).
+    embedded = await startListeningEmbedded({
+      cratesIoIndex: cratesIo.indexUrl,
+      gateway: gatewayEgressOf({
+        KILN_GATEWAY_ALLOW: registryHost,
+        KILN_GATEWAY_LOOPBACK_HTTP_CREDENTIALS: "on",
+      }),
+    });
     const { personWithToken } = await serverHarness();
     // The registry credential needs the `credentials` scope: the tenant's owner, not the embedded member.
     owner = await personWithToken(embedded.storage, { role: "owner", tenant: embedded.tenant, now: new Date() });

@@ -1,11 +1,20 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createClient, type KilnClient } from "@kiln/client";
-import { type SparseRegistry, startSparseRegistry } from "@kiln/host/testing";
+import { gatewayEgressOf } from "@kiln/host";
+import {
+  commitRepository,
+  type GitServer,
+  makeTestTls,
+  type SparseRegistry,
+  startGitServer,
+  startSparseRegistry,
+  type TestTls,
+} from "@kiln/host/testing";
 import { onboardRepository } from "@kiln/storage";
 import { type CliRun, freshConfigHome, runCli, startListeningEmbedded } from "./harness.js";
 
@@ -39,6 +48,9 @@ mod tests {
 
 describe("kiln cargo test of an ordinary project whose dependencies come from a registry (the dependency gateway)", () => {
   let upstream: SparseRegistry;
+  let tls: TestTls;
+  let gitServer: GitServer;
+  let crateRoot: string;
   let endpoint: string;
   let client: KilnClient;
   let env: Record<string, string>;
@@ -57,8 +69,19 @@ describe("kiln cargo test of an ordinary project whose dependencies come from a 
 
   before(async () => {
     upstream = await startSparseRegistry({ crates: ["itoa", "serde_json"] });
-    const embedded = await startListeningEmbedded({ cratesIoIndex: upstream.indexUrl });
+    // Git dependencies come over https: a real git server on loopback, with a CA of its own that
+    // the operator tells the gateway to trust, at the one address and port the operator allows.
+    tls = await makeTestTls();
+    gitServer = await startGitServer(tls);
+    const embedded = await startListeningEmbedded({
+      cratesIoIndex: upstream.indexUrl,
+      gateway: gatewayEgressOf({
+        KILN_GATEWAY_ALLOW: `127.0.0.1:${gitServer.port}`,
+        KILN_GATEWAY_CA_FILE: tls.caFile,
+      }),
+    });
     endpoint = embedded.endpoint;
+    crateRoot = embedded.crateRoot;
     close = embedded.close;
     for (const name of ["acme/hello", "acme/escape", "acme/withgit"]) {
       await onboardRepository(embedded.storage, { tenantId: embedded.tenant, name, onboardedBy: "test" }, new Date());
@@ -69,6 +92,8 @@ describe("kiln cargo test of an ordinary project whose dependencies come from a 
   after(async () => {
     await close();
     await upstream.close();
+    await gitServer?.close();
+    await tls?.remove();
     for (const d of scratch) rmSync(d, { recursive: true, force: true });
   });
 
@@ -168,7 +193,7 @@ fn main() {
     git(["add", "."]);
     git(["commit", "--quiet", "-m", "first"]);
     const head = git(["rev-parse", "HEAD"]);
-    const url = `file://${upstreamRepo}`;
+    const url = gitServer.serve("gitdep-upstream", upstreamRepo);
     const dir = project({
       "Cargo.toml": `[package]\nname = "withgit"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\ngitdep = { git = "${url}", branch = "main" }\n`,
       "src/lib.rs": `#[test]\nfn renders_through_the_git_dependency() { assert_eq!(gitdep::render(7), "7"); }\n`,
@@ -181,4 +206,43 @@ fn main() {
     assert.deepEqual(job.git_sources, [{ url, rev: head }]);
     assert.ok((job.locked_crates ?? []).some((c) => c.name === "itoa"));
   });
+
+  it("a git dependency on a repository of the host (file://) is refused before anything is mirrored: cause dependencies, naming the URL and the rule; the CLI exits 101", async () => {
+    const hostRepo = mkdtempSync(join(tmpdir(), "kiln-gateway-host-repo-"));
+    scratch.push(hostRepo);
+    commitRepository(hostRepo, {
+      "secret.txt": "kiln-host-secret-0f9e\n",
+      "gitdep/Cargo.toml": `[package]\nname = "gitdep"\nversion = "0.1.0"\n`,
+      "gitdep/src/lib.rs": "",
+    });
+    const mirrorsBefore = filesUnderOrNone(join(crateRoot, "git"));
+    const dir = project({
+      "Cargo.toml": `[package]\nname = "withgit"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\ngitdep = { git = "file://${hostRepo}", branch = "main" }\n`,
+      "src/lib.rs": "",
+    });
+    const run = await runCli(["cargo", "build", "--repository", "acme/withgit", "--json"], { cwd: dir, env });
+    assert.equal(run.code, 101, `${run.stderr}\n${run.stdout.slice(-4000)}`);
+    const result = jsonLines(run).find((l) => l.type === "result");
+    const job = await client.call("jobs.get", { params: { id: result.job } });
+    assert.equal(job.failure?.cause, "dependencies", JSON.stringify(job.failure));
+    assert.equal(job.failure?.phase, "fetch");
+    assert.match(job.failure?.detail ?? "", /egress_refused/);
+    assert.ok((job.failure?.detail ?? "").includes(`file://${hostRepo}`), job.failure?.detail);
+    assert.match(job.failure?.detail ?? "", /https only/);
+    assert.doesNotMatch(run.stdout, /kiln-host-secret/);
+    assert.deepEqual(
+      filesUnderOrNone(join(crateRoot, "git")),
+      mirrorsBefore,
+      "no mirror was made of the host's repository",
+    );
+  });
 });
+
+/** Every file under `dir` (relative), or none when it does not exist. */
+function filesUnderOrNone(dir: string): string[] {
+  try {
+    return (readdirSync(dir, { recursive: true }) as string[]).sort();
+  } catch {
+    return [];
+  }
+}

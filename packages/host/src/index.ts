@@ -55,16 +55,33 @@ export { removeJobDirectories } from "./executor/remove-job-directories.js";
 export { createSandboxExecutor, type SandboxExecutorOptions } from "./executor/sandbox-executor.js";
 export { sandboxSeccompProgram } from "./executor/seccomp-filter.js";
 export { TARGET_DISK_FILE, withTargetTree } from "./executor/target-disk.js";
-export { type CachedCrate, CrateCache } from "./gateway/crate-cache.js";
+export { type CachedCrate, CrateCache, type CrateFetch } from "./gateway/crate-cache.js";
 export {
-  cratesIoIndexOf,
   DEFAULT_CRATE_CACHE_BYTES,
-  DEFAULT_CRATES_IO_INDEX,
   DependencyGateway,
   type GatewayConfig,
+  type GatewayEgress,
   type ProvidedDependencies,
+  type ProvideRequest,
 } from "./gateway/dependency-gateway.js";
+export {
+  type AllowEntry,
+  EgressPolicy,
+  type EgressRules,
+  type OwnListener,
+  parseGatewayAllow,
+  type Resolver,
+  specialUseOf,
+} from "./gateway/egress-policy.js";
+export { DEFAULT_FETCH_BOUNDS, type FetchBounds } from "./gateway/fetch-bounds.js";
 export { GatewayError, type GatewayErrorKind } from "./gateway/gateway-error.js";
+export {
+  cratesIoIndexOf,
+  DEFAULT_CRATES_IO_INDEX,
+  type GatewayEgressSettings,
+  gatewayEgressOf,
+} from "./gateway/gateway-settings.js";
+export { type DependencyProvider, WorkerGateway } from "./gateway/worker-gateway.js";
 export { BareMetalApiError, BareMetalClient, fingerprintOf } from "./operator/bare-metal-client.js";
 export { BareMetalRecoveryProvider } from "./operator/bare-metal-recovery-provider.js";
 export {

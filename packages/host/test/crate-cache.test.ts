@@ -1,15 +1,30 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmod, mkdir, mkdtemp, rm, stat, utimes } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readdir, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { CrateCache } from "../src/gateway/crate-cache.js";
+import { CrateCache, type CrateFetch } from "../src/gateway/crate-cache.js";
 import { GatewayError } from "../src/gateway/gateway-error.js";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 const crate = (text: string) => new TextEncoder().encode(text);
+
+/** A fetch that streams `bytes` into the cache's file, as the registry client does. */
+const serving =
+  (bytes: Uint8Array, indexLine = "{}"): CrateFetch =>
+  async (file) => {
+    await writeFile(file, bytes);
+    return { sha256: sha256(bytes), size: bytes.length, indexLine };
+  };
+
+/** Every file under `root`, relative. */
+async function filesUnder(root: string): Promise<string[]> {
+  return (await readdir(root, { recursive: true, withFileTypes: true }))
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath ?? (e as unknown as { path: string }).path, e.name).slice(root.length + 1));
+}
 
 async function withCache<T>(maxBytes: number, body: (cache: CrateCache) => Promise<T>): Promise<T> {
   const root = await mkdtemp(join(tmpdir(), "kiln-crate-cache-test-"));
@@ -25,9 +40,9 @@ describe("crate cache", () => {
     await withCache(2 ** 20, async (cache) => {
       const bytes = crate("the crate");
       let downloads = 0;
-      const fetch = async () => {
+      const fetch: CrateFetch = async (file) => {
         downloads++;
-        return { bytes, indexLine: '{"name":"x"}' };
+        return serving(bytes, '{"name":"x"}')(file);
       };
       const results = await Promise.all([1, 2, 3].map(() => cache.obtain("public", sha256(bytes), "x 1.0.0", fetch)));
       assert.equal(downloads, 1);
@@ -42,11 +57,14 @@ describe("crate cache", () => {
     await withCache(2 ** 20, async (cache) => {
       const expected = sha256(crate("the real crate"));
       await assert.rejects(
-        cache.obtain("public", expected, "x 1.0.0", async () => ({ bytes: crate("tampered"), indexLine: "{}" })),
+        cache.obtain("public", expected, "x 1.0.0", async (file) => ({
+          ...(await serving(crate("tampered"))(file)),
+        })),
         (error: unknown) => error instanceof GatewayError && error.kind === "checksum_mismatch",
       );
       assert.equal(await cache.lookup("public", expected), null);
       assert.equal(await cache.totalBytes(), 0);
+      assert.deepEqual(await filesUnder(cache.root), [], "the refused download left no file behind");
     });
   });
 
@@ -57,10 +75,12 @@ describe("crate cache", () => {
       await chmod(parent, 0o755);
       const cache = new CrateCache(join(parent, "crates"), 2 ** 20);
       const bytes = crate("acme's private crate");
-      const cached = await cache.obtain("tenant-acme", sha256(bytes), "secret 1.0.0", async () => ({
-        bytes,
-        indexLine: '{"name":"secret"}',
-      }));
+      const cached = await cache.obtain(
+        "tenant-acme",
+        sha256(bytes),
+        "secret 1.0.0",
+        serving(bytes, '{"name":"secret"}'),
+      );
       const asNobody = (path: string) =>
         spawnSync("runuser", ["-u", "nobody", "--", "cat", path], { encoding: "utf8" });
       const denied = asNobody(cached.path);
@@ -82,7 +102,7 @@ describe("crate cache", () => {
   it("keeps scopes apart: a tenant's private crate is not another scope's hit", async () => {
     await withCache(2 ** 20, async (cache) => {
       const bytes = crate("private crate");
-      await cache.obtain("tenant-a/r", sha256(bytes), "p 1.0.0", async () => ({ bytes, indexLine: "{}" }));
+      await cache.obtain("tenant-a/r", sha256(bytes), "p 1.0.0", serving(bytes));
       assert.notEqual(await cache.lookup("tenant-a/r", sha256(bytes)), null);
       assert.equal(await cache.lookup("tenant-b/r", sha256(bytes)), null);
       assert.equal(await cache.lookup("public", sha256(bytes)), null);
@@ -92,8 +112,7 @@ describe("crate cache", () => {
   it("evicts the least recently used crates past its bound", async () => {
     await withCache(25, async (cache) => {
       const [a, b, c] = [crate("a".repeat(10)), crate("b".repeat(10)), crate("c".repeat(10))];
-      const put = (bytes: Uint8Array) =>
-        cache.obtain("public", sha256(bytes), "k", async () => ({ bytes, indexLine: "{}" }));
+      const put = (bytes: Uint8Array) => cache.obtain("public", sha256(bytes), "k", serving(bytes));
       const first = await put(a);
       const second = await put(b);
       // a was used before b: make the order explicit rather than depend on the clock's resolution.

@@ -5,8 +5,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ManualClock, type RegistryCredentialGrant } from "@kiln/contract";
-import { DependencyGateway, type ProvideRequest } from "../src/gateway/dependency-gateway.js";
+import { DependencyGateway, type GatewayEgress, type ProvideRequest } from "../src/gateway/dependency-gateway.js";
+import { parseGatewayAllow } from "../src/gateway/egress-policy.js";
 import { GatewayError } from "../src/gateway/gateway-error.js";
+import { startGitServer } from "../src/testing/git-server.js";
+import { makeTestTls } from "../src/testing/hostile-upstreams.js";
 import { type SparseRegistry, startSparseRegistry } from "../src/testing/sparse-registry.js";
 
 interface CargoRun {
@@ -76,14 +79,23 @@ describe("dependency gateway against a real sparse registry", () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  const gatewayAt = (name: string) =>
+  const gatewayAt = (name: string, more: { egress?: GatewayEgress; extraCa?: string } = {}) =>
     new DependencyGateway({
       cacheRoot: join(root, name, "cache"),
       cacheMaxBytes: 2 ** 30,
       cratesIoIndex: upstream.indexUrl,
       clock,
       retry: { attempts: 1, firstDelayMs: 1 },
+      ...more,
     });
+
+  /** What an operator allows for loopback test upstreams: their addresses, and credentials over loopback http. */
+  const loopbackAllowed = (entries: string): GatewayEgress => ({
+    allow: parseGatewayAllow(entries),
+    ownListeners: [],
+    gitSsh: false,
+    loopbackHttpCredentials: true,
+  });
 
   /** A request whose "sandbox" is the host itself: the deps dir is seen at its own path. */
   const requestFor = async (
@@ -93,9 +105,10 @@ describe("dependency gateway against a real sparse registry", () => {
     over: Partial<ProvideRequest> = {},
   ): Promise<ProvideRequest> => ({
     tenant: "acme",
+    attemptId: "job-a1",
     workspaceDir: project,
     lockfile: await readFile(join(project, "Cargo.lock"), "utf8").catch(() => null),
-    manifests: [await readFile(join(project, "Cargo.toml"), "utf8")],
+    manifestPaths: ["Cargo.toml"],
     depsDir,
     sandboxDepsDir: depsDir,
     credentials: async () => [],
@@ -249,7 +262,8 @@ describe("dependency gateway against a real sparse registry", () => {
       const host = new URL(privateRegistry.origin).host;
       const grants: RegistryCredentialGrant[] = [{ registry: host, version: 1, authorization: secret }];
       const logged: string[] = [];
-      const gateway = gatewayAt("private");
+      // A tenant's registry on loopback: reached only because the operator allows it.
+      const gateway = gatewayAt("private", { egress: loopbackAllowed(host) });
       const provided = await gateway.provide(
         await requestFor(project, join(dir, "deps"), cargoHome, {
           credentials: async () => grants,
@@ -279,7 +293,13 @@ describe("dependency gateway against a real sparse registry", () => {
     }
   });
 
-  it("provides a git dependency at its locked commit: a member of an upstream workspace inheriting `workspace = true` (cargo#11192's shape)", async () => {
+  it("provides a git dependency at its locked commit, fetched over https through the egress proxy: a member of an upstream workspace inheriting `workspace = true` (cargo#11192's shape)", async (t) => {
+    const tls = await makeTestTls();
+    const gitServer = await startGitServer(tls);
+    t.after(async () => {
+      await gitServer.close();
+      await tls.remove();
+    });
     const dir = join(root, "git");
     const upstreamRepo = join(dir, "upstream");
     await mkdir(join(upstreamRepo, "gitdep", "src"), { recursive: true });
@@ -308,12 +328,13 @@ describe("dependency gateway against a real sparse registry", () => {
     await git(["add", "."]);
     await git(["-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "first"]);
     const first = await git(["rev-parse", "HEAD"]);
+    const url = gitServer.serve("upstream", upstreamRepo);
 
     const project = join(dir, "p");
     await mkdir(join(project, "src"), { recursive: true });
     await writeFile(
       join(project, "Cargo.toml"),
-      `[package]\nname = "p"\nversion = "0.1.0"\nedition = "2021"\n[dependencies]\ngitdep = { git = "file://${upstreamRepo}", branch = "main" }\n`,
+      `[package]\nname = "p"\nversion = "0.1.0"\nedition = "2021"\n[dependencies]\ngitdep = { git = "${url}", branch = "main" }\n`,
     );
     await writeFile(
       join(project, "src", "lib.rs"),
@@ -321,9 +342,16 @@ describe("dependency gateway against a real sparse registry", () => {
     );
     const cargoHome = join(dir, "home");
     await mkdir(cargoHome, { recursive: true });
-    const gateway = gatewayAt("git");
+    const gateway = gatewayAt("git", {
+      egress: loopbackAllowed(`127.0.0.1:${gitServer.port}`),
+      extraCa: tls.caPem,
+    });
     const provided = await gateway.provide(await requestFor(project, join(dir, "deps"), cargoHome));
-    assert.deepEqual(provided.gitSources, [{ url: `file://${upstreamRepo}`, rev: first }]);
+    assert.deepEqual(provided.gitSources, [{ url, rev: first }]);
+    assert.ok(
+      gitServer.requests.some((r) => r.url.includes("git-upload-pack")),
+      "fetched from the https server",
+    );
     assert.ok(provided.lockedCrates.some((c) => c.name === "itoa"));
     assert.match(provided.generatedLockfile ?? "", new RegExp(`#${first}`));
 

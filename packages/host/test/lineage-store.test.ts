@@ -147,6 +147,31 @@ describe("LineageStore", () => {
     assert.equal((await checkout("acme/cancelled")).outcome, "warm");
   });
 
+  it("a slot given back (the attempt ended before cargo ran) is the lineage's again, as it was; a cold slot or a superseded one is not", async () => {
+    const first = await checkout("acme/given-back");
+    await writeFile(join(first.targetDir, "marker"), "generation 1");
+    await checkIn(first, { manifest: "one" });
+    const failing = await checkout("acme/given-back");
+    assert.equal(failing.outcome, "warm");
+    assert.equal(await store.giveBack(failing), true);
+    assert.equal(existsSync(failing.slotDir), false, "the slot left the attempt directory");
+    const next = await checkout("acme/given-back");
+    assert.deepEqual([next.outcome, next.baseGeneration, next.record], ["warm", 1, { manifest: "one" }]);
+    assert.equal(await readFile(join(next.targetDir, "marker"), "utf8"), "generation 1");
+
+    // While `next` holds the slot, another attempt starts cold: nothing of it to give back, and the
+    // lineage is not marked discarded for it.
+    const cold = await checkout("acme/given-back");
+    assert.equal(cold.outcome, "cold");
+    assert.equal(await store.giveBack(cold), false);
+    // `next` saves generation 2; an attempt still holding generation 1 cannot give it back over it.
+    const stale = { ...next };
+    await checkIn(next, { manifest: "two" });
+    assert.equal(await store.giveBack(stale), false);
+    const after = await checkout("acme/given-back");
+    assert.deepEqual([after.outcome, after.baseGeneration, after.record], ["warm", 2, { manifest: "two" }]);
+  });
+
   it("a lineage checked out by an agent that stopped is lost: the next agent starts cold and saves anew", async () => {
     const seed = await checkout("acme/crashed");
     await checkIn(seed);

@@ -28,7 +28,14 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ManualClock } from "@kiln/contract";
-import { CrateCache, DependencyGateway, LineageStore, lineageKey } from "@kiln/host";
+import {
+  CrateCache,
+  type CrateFetch,
+  DependencyGateway,
+  LineageStore,
+  lineageKey,
+  parseGatewayAllow,
+} from "@kiln/host";
 import { startSparseRegistry } from "@kiln/host/testing";
 import { LocalBlobStore, onboardRepository } from "@kiln/storage";
 import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "../test/harness.js";
@@ -243,6 +250,14 @@ class ObservedCache extends CrateCache {
   }
 }
 
+/** A crate fetch as the registry client makes one: the bytes streamed into the cache's file, their digest and size. */
+const serving =
+  (bytes: Uint8Array, indexLine: string): CrateFetch =>
+  async (file) => {
+    await writeFile(file, bytes);
+    return { sha256: createHash("sha256").update(bytes).digest("hex"), size: bytes.length, indexLine };
+  };
+
 async function crateCache(tally: Tally): Promise<void> {
   const broken = (what: string) => tally.broken.push(`crate cache: ${what}`);
   const root = await mkdtemp(join(tmpdir(), "kiln-t3-crates-"));
@@ -255,10 +270,7 @@ async function crateCache(tally: Tally): Promise<void> {
     tally.probes += 1;
     tally.poisonSent += 1;
     const refused = await cache
-      .obtain("public", checksum, "serde_json 1.0.0 (A's lock)", async () => ({
-        bytes: Buffer.from("A's bytes"),
-        indexLine: "{}",
-      }))
+      .obtain("public", checksum, "serde_json 1.0.0 (A's lock)", serving(Buffer.from("A's bytes"), "{}"))
       .then(
         () => false,
         () => true,
@@ -271,10 +283,7 @@ async function crateCache(tally: Tally): Promise<void> {
     // A private scope's crate is in no other scope.
     const privateBytes = Buffer.from("A's private crate");
     const privateSum = digestOf(privateBytes);
-    await cache.obtain("tenant-aaaa/r-1", privateSum, "private 0.1.0", async () => ({
-      bytes: privateBytes,
-      indexLine: '{"name":"private"}',
-    }));
+    await cache.obtain("tenant-aaaa/r-1", privateSum, "private 0.1.0", serving(privateBytes, '{"name":"private"}'));
     for (const scope of ["tenant-bbbb/r-1", "public"]) {
       tally.probes += 1;
       if ((await cache.lookup(scope, privateSum)) !== null) {
@@ -294,12 +303,12 @@ async function crateCache(tally: Tally): Promise<void> {
     });
     const aWhat = "itoa 1.0.9 from tenant A's lock (a-private-dependency-name)";
     const aResult = cache
-      .obtain("public", checksum, aWhat, async () => {
+      .obtain("public", checksum, aWhat, async (file) => {
         aStarted();
         await bLookedUp;
         // Every continuation of B's lookup has run before A's answer comes back.
         await new Promise((resolve) => setImmediate(resolve));
-        return { bytes: Buffer.from("itoa's bytes, not serde_json's"), indexLine: '{"name":"itoa"}' };
+        return serving(Buffer.from("itoa's bytes, not serde_json's"), '{"name":"itoa"}')(file);
       })
       .catch(() => undefined);
     await aFetching;
@@ -309,10 +318,7 @@ async function crateCache(tally: Tally): Promise<void> {
     };
     tally.probes += 1;
     const bResult = await cache
-      .obtain("public", checksum, "serde_json 1.0.0 from crates.io", async () => ({
-        bytes: real,
-        indexLine: '{"name":"serde_json"}',
-      }))
+      .obtain("public", checksum, "serde_json 1.0.0 from crates.io", serving(real, '{"name":"serde_json"}'))
       .then(
         async (crate) => ({ ok: true as const, bytes: await readFile(crate.path), line: crate.indexLine }),
         (error: unknown) => ({ ok: false as const, message: String(error) }),
@@ -345,12 +351,20 @@ async function gatewayScopes(tally: Tally): Promise<void> {
       cratesIoIndex: "sparse+http://127.0.0.1:9/index/",
       clock: new ManualClock(new Date("2026-11-25T10:00:00Z")),
       retry: { attempts: 1, firstDelayMs: 1 },
+      // The test registry is a tenant's private registry on loopback: allowed as an operator would.
+      egress: {
+        allow: parseGatewayAllow(new URL(registry.origin).host),
+        ownListeners: [],
+        gitSsh: false,
+        loopbackHttpCredentials: true,
+      },
     });
     const host = new URL(registry.origin).host;
     const lock = `version = 3\n\n[[package]]\nname = "itoa"\nversion = "${itoa.version}"\nsource = "${registry.indexUrl}"\nchecksum = "${itoa.checksum}"\n`;
     const provide = async (tenant: string, withCredential: boolean) => {
       const workspace = join(root, tenant, "src");
       await mkdir(join(workspace, ".cargo"), { recursive: true });
+      await writeFile(join(workspace, "Cargo.toml"), `[package]\nname = "w"\nversion = "0.1.0"\n`);
       await writeFile(
         join(workspace, ".cargo", "config.toml"),
         `[registries.private]\nindex = "${registry.indexUrl}"\n`,
@@ -360,9 +374,10 @@ async function gatewayScopes(tally: Tally): Promise<void> {
       return gateway
         .provide({
           tenant,
+          attemptId: `${tenant}-a1`,
           workspaceDir: workspace,
           lockfile: lock,
-          manifests: [`[package]\nname = "w"\nversion = "0.1.0"\n`],
+          manifestPaths: ["Cargo.toml"],
           depsDir,
           sandboxDepsDir: depsDir,
           credentials: async () => (withCredential ? [{ registry: host, version: 1, authorization }] : []),

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { cratesIoIndexOf } from "@kiln/host";
+import { cratesIoIndexOf, type GatewayEgressSettings, gatewayEgressOf } from "@kiln/host";
 import { parseS3BlobUrl, type S3BlobLocation } from "@kiln/storage";
 import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "./domain/hosts/lineage-affinity.js";
 import { CANARY_TENANT } from "./domain/platform/platform-tenants.js";
@@ -19,6 +19,12 @@ export interface ServerConfig {
    * (a mirror; a test registry); downloads follow its config.json `dl`.
    */
   readonly cratesIoIndex: string;
+  /**
+   * KILN_GATEWAY_ALLOW, KILN_GATEWAY_GIT_SSH, KILN_GATEWAY_LOOPBACK_HTTP_CREDENTIALS and
+   * KILN_GATEWAY_CA_FILE: what the gateway may reach for a tenant besides the public internet
+   * (`gatewayEgressOf`); kiln's own listeners (KILN_LISTEN, KILN_HOST_LISTEN) are never reached.
+   */
+  readonly gateway: GatewayEgressSettings;
   /**
    * KILN_OIDC_ISSUER, KILN_OIDC_CLIENT_ID, KILN_OIDC_CLIENT_SECRET (all three or none) and
    * KILN_OIDC_GROUPS_CLAIM (default `groups`), KILN_OIDC_PROVIDER_VERIFIES_EMAILS (default off):
@@ -191,6 +197,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     publicOrigin = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   }
   const cratesIoIndex = cratesIoIndexOf(env);
+  const hostListen = env.KILN_HOST_LISTEN?.trim() ? parseListen(env.KILN_HOST_LISTEN, "KILN_HOST_LISTEN") : undefined;
+  const gateway = gatewayEgressOf(env, [{ host, port }, ...(hostListen === undefined ? [] : [hostListen])]);
   return {
     host,
     port,
@@ -198,6 +206,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     databaseUrl,
     publicOrigin,
     cratesIoIndex,
+    gateway,
     oidc: oidcFromEnv(env),
     canaryIntervalSeconds: secondsFromEnv(env, "KILN_CANARY_INTERVAL_SECONDS", 300),
     anomalyIntervalSeconds: secondsFromEnv(env, "KILN_ANOMALY_INTERVAL_SECONDS", 300),
@@ -211,7 +220,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     largeRequestsPerTenant: countFromEnv(env, "KILN_LARGE_REQUESTS_PER_TENANT", 1),
     tenantIngress: tenantIngressFromEnv(env),
     blobLocation: env.KILN_BLOB_URL?.trim() ? parseS3BlobUrl(env.KILN_BLOB_URL.trim()) : undefined,
-    hostListen: env.KILN_HOST_LISTEN?.trim() ? parseListen(env.KILN_HOST_LISTEN, "KILN_HOST_LISTEN") : undefined,
+    hostListen,
     hostTlsNames: hostTlsNamesFromEnv(env, publicOrigin),
     hostCertificateSeconds: secondsFromEnv(env, "KILN_HOST_CERTIFICATE_SECONDS", 7 * 24 * 3600) || 7 * 24 * 3600,
   };

@@ -1,7 +1,13 @@
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { Clock, Logger, LoopFailure } from "@kiln/contract";
-import { DEFAULT_CRATES_IO_INDEX, type Executor, type HostEvent, startMachineHost } from "@kiln/host";
+import {
+  DEFAULT_CRATES_IO_INDEX,
+  type Executor,
+  type GatewayEgressSettings,
+  type HostEvent,
+  startMachineHost,
+} from "@kiln/host";
 import type { BlobStore, JobNotifications, Storage } from "@kiln/storage";
 import { HostService, type HostServiceEvent } from "./domain/hosts/host-service.js";
 import { startLeaseReaper } from "./domain/scheduler/lease-reaper.js";
@@ -37,6 +43,8 @@ export interface LocalHostOptions {
    * hard-linked into an attempt on one file system) and the index standing for crates.io.
    */
   readonly crateCache?: { readonly root?: string; readonly maxBytes?: number; readonly cratesIoIndex: string };
+  /** The gateway's egress allowances and extra CAs (config.ts `gateway`); default none. */
+  readonly gateway?: GatewayEgressSettings;
   /** Hears every failure of the host and the control plane's host-side loops (tests assert them). */
   readonly onEvent?: (event: LocalHostEvent) => void;
 }
@@ -84,6 +92,8 @@ export async function startLocalHost(
       cratesIoIndex: options.crateCache?.cratesIoIndex ?? DEFAULT_CRATES_IO_INDEX,
       ...(options.crateCache?.maxBytes === undefined ? {} : { maxBytes: options.crateCache.maxBytes }),
     },
+    ...(options.gateway === undefined ? {} : { gatewayEgress: options.gateway.egress }),
+    ...(options.gateway?.extraCa === undefined ? {} : { gatewayCa: options.gateway.extraCa }),
     vcpus: options.vcpus ?? Math.max(16, availableParallelism()),
     ...(options.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: options.maxAttemptDiskBytes }),
     ...(options.heartbeatSeconds === undefined ? {} : { heartbeatSeconds: options.heartbeatSeconds }),

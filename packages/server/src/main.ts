@@ -129,6 +129,16 @@ program
             ...(process.env.KILN_LOCAL_HOST_ID ? { hostId: process.env.KILN_LOCAL_HOST_ID } : {}),
             workRoot: join(config.dataDir, "attempts"),
             crateCache: { root: join(config.dataDir, "crates"), cratesIoIndex: config.cratesIoIndex },
+            // KILN_LISTEN's port 0 became `port`: that is the listener the gateway must never reach.
+            gateway: {
+              ...config.gateway,
+              egress: {
+                ...config.gateway.egress,
+                ownListeners: config.gateway.egress.ownListeners.map((l) =>
+                  l.host === config.host && l.port === config.port ? { ...l, port } : l,
+                ),
+              },
+            },
             ...(config.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: config.maxAttemptDiskBytes }),
           },
         );

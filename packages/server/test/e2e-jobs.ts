@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { silentLogger, systemClock, TERMINAL_JOB_STATUSES } from "@kiln/contract";
-import { createSandboxExecutor, type Executor } from "@kiln/host";
+import { createSandboxExecutor, type Executor, type GatewayEgressSettings } from "@kiln/host";
 import { type BlobStore, onboardRepository, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
@@ -218,6 +218,11 @@ export async function startEmbedded(
     storageQuotaBytes?: number;
     /** The sparse index standing for crates.io in the host's dependency gateway (a test registry). */
     cratesIoIndex?: string;
+    /**
+     * The gateway's egress allowances, as an operator sets them (`gatewayEgressOf` of KILN_GATEWAY_*):
+     * a tenant's registry or git server on loopback is reached only where they allow it.
+     */
+    gateway?: GatewayEgressSettings;
     /** Seals and opens registry credentials (default: a fresh box under a random key), as main.ts wires its master key. */
     secrets?: SecretBox;
     /** The origin browsers reach the app at (default `http://kiln.test`, which no browser reaches). */
@@ -276,6 +281,7 @@ export async function startEmbedded(
           root: crateRoot,
           cratesIoIndex: options.cratesIoIndex ?? "sparse+http://127.0.0.1:9/index/",
         },
+        ...(options.gateway === undefined ? {} : { gateway: options.gateway }),
         onEvent: (event) => events.push(event),
       },
     );

@@ -427,7 +427,18 @@ export async function eventually(condition: () => boolean): Promise<void> {
  * A jobs.submit body with a two-file inline crate, for tests that place and finish the job
  * themselves through the host protocol (no cargo runs).
  */
-export const inlineSubmission = (repository: string, operation = "test") => ({
+export const inlineSubmission = (
+  repository: string,
+  operation = "test",
+  files: { path: string; bytes: number[]; executable: boolean }[] = [
+    {
+      path: "Cargo.toml",
+      bytes: [...Buffer.from('[package]\nname = "demo"\nversion = "0.1.0"\n')],
+      executable: false,
+    },
+    { path: "src/lib.rs", bytes: [...Buffer.from("pub fn f() {}\n")], executable: false },
+  ],
+) => ({
   schema_version: 1,
   repository,
   size: "kiln2-cpu",
@@ -435,15 +446,6 @@ export const inlineSubmission = (repository: string, operation = "test") => ({
     base_commit: "0123456789abcdef0123456789abcdef01234567",
     branch: "main",
     invocation: { operation, arguments: [] },
-    source: {
-      files: [
-        {
-          path: "Cargo.toml",
-          bytes: [...Buffer.from('[package]\nname = "demo"\nversion = "0.1.0"\n')],
-          executable: false,
-        },
-        { path: "src/lib.rs", bytes: [...Buffer.from("pub fn f() {}\n")], executable: false },
-      ],
-    },
+    source: { files },
   },
 });

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -76,4 +76,42 @@ export async function stopServerProcess(
   const exited = once(server.child, "exit");
   server.child.kill(signal);
   await exited;
+}
+
+/** A process's resident memory (VmRSS, bytes). */
+export function residentBytesOf(pid: number): number {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? Number.NaN) * 1024;
+}
+
+/**
+ * A process's resident memory sampled every `everyMs` from construction until `stop()`, which
+ * answers what it was at the start and its peak meanwhile.
+ */
+export class ResidentMemorySampler {
+  readonly before: number;
+  #peak: number;
+  #sampling = true;
+  readonly #loop: Promise<void>;
+
+  constructor(
+    private readonly pid: number,
+    private readonly everyMs = 50,
+  ) {
+    this.before = residentBytesOf(pid);
+    this.#peak = this.before;
+    this.#loop = this.#sample();
+  }
+
+  async #sample(): Promise<void> {
+    while (this.#sampling) {
+      this.#peak = Math.max(this.#peak, residentBytesOf(this.pid));
+      await new Promise((resolve) => setTimeout(resolve, this.everyMs));
+    }
+  }
+
+  async stop(): Promise<{ readonly before: number; readonly peak: number }> {
+    this.#sampling = false;
+    await this.#loop;
+    return { before: this.before, peak: this.#peak };
+  }
 }

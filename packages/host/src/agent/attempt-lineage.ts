@@ -208,6 +208,24 @@ export class AttemptLineage {
     return `lineage ${this.lease.key}: ${this.saveNote}`;
   }
 
+  /**
+   * When the attempt ended before cargo ran in the slot (the dependency fetch failed, was
+   * cancelled or reached the ceiling): the slot goes back unchanged and the lineage stays as it
+   * was. Returns the log line saying so.
+   */
+  async giveBack(): Promise<string> {
+    if (this.settled) return `lineage ${this.lease.key}: ${this.saveNote ?? "settled"}`;
+    this.settled = true;
+    const kept = await this.store.giveBack(this.lease);
+    this.saveNote =
+      this.lease.outcome === "cold"
+        ? "not saved: the attempt ended before cargo ran"
+        : kept
+          ? `kept as it was (generation ${this.lease.baseGeneration}): the attempt ended before cargo ran`
+          : "not kept: the lineage moved on while the attempt ran";
+    return `lineage ${this.lease.key}: ${this.saveNote}`;
+  }
+
   /** When the attempt ended without reaching save (an error of the agent): give the slot up. */
   async abandon(at: Date): Promise<void> {
     if (this.settled) return;

@@ -36,7 +36,9 @@
  * "evicted"); a slot whose chain started cold after G is kept.
  *
  * The rule after the attempt (see run-attempt.ts): the slot is checked in only when cargo ran
- * to its end (pass or fail: cargo leaves a consistent target dir either way). After a
+ * to its end (pass or fail: cargo leaves a consistent target dir either way). An attempt that
+ * ended before cargo ran in the slot (its dependencies could not be fetched: the tenant's own
+ * failure, or cancelled or out of time while fetching) gives the slot back unchanged (`giveBack`). After a
  * cancellation, the wall-clock ceiling, an infrastructure failure or an agent error, the whole
  * tree was SIGKILLed at an arbitrary point; cargo guards its fingerprints against interruption,
  * but one cold build is cheaper than a lineage poisoned for every later job of the repository,
@@ -307,6 +309,30 @@ export class LineageStore {
             detail: `the lineage's last attempt ${why}; its target dir was discarded`,
           }),
         );
+      }
+    });
+  }
+
+  /**
+   * Puts the attempt's slot back as the lineage's current one, unchanged (its state and record
+   * as they were checked out), for an attempt that ended before cargo ran in it: its
+   * dependencies could not be fetched, or it was cancelled or reached its ceiling while they
+   * were. The lineage stays at its generation, as if the attempt had never checked it out. A
+   * cold slot has nothing to give back; a lineage that moved on meanwhile keeps the newer slot.
+   * Returns whether the slot went back.
+   */
+  async giveBack(lease: LineageLease): Promise<boolean> {
+    const dir = join(this.root, lease.key);
+    return this.locked(lease.key, async () => {
+      const held = this.release(lease.key, lease.attemptId);
+      if (!held || lease.outcome !== "warm") return false;
+      const head = await readJson<Head>(join(dir, "head.json"));
+      if (head === null || head.generation !== lease.baseGeneration) return false;
+      try {
+        await rename(lease.slotDir, join(dir, "current"));
+        return true;
+      } catch {
+        return false;
       }
     });
   }

@@ -7,7 +7,8 @@ import type { Executor } from "../executor/executor.js";
 import { reapStaleAttempts } from "../executor/reap-stale-attempts.js";
 import { removeJobDirectories } from "../executor/remove-job-directories.js";
 import { createSandboxExecutor } from "../executor/sandbox-executor.js";
-import { DEFAULT_CRATE_CACHE_BYTES, DependencyGateway } from "../gateway/dependency-gateway.js";
+import { DEFAULT_CRATE_CACHE_BYTES, type GatewayEgress } from "../gateway/dependency-gateway.js";
+import { WorkerGateway } from "../gateway/worker-gateway.js";
 import type { AttemptRunnerDeps } from "./attempt/attempt-context.js";
 import { cargoOutputObserver } from "./cargo-output-observer.js";
 import { HostAgent } from "./host-agent.js";
@@ -33,6 +34,10 @@ export interface MachineHostOptions {
   readonly scratchRoot?: string | null;
   /** The dependency gateway's crate cache and the index standing for crates.io. */
   readonly crateCache: { readonly root: string; readonly maxBytes?: number; readonly cratesIoIndex: string };
+  /** The dependency gateway's egress allowances (gatewayEgressOf: KILN_GATEWAY_*); default none. */
+  readonly gatewayEgress?: GatewayEgress;
+  /** Certificate authorities (PEM) the gateway trusts besides the system's (KILN_GATEWAY_CA_FILE). */
+  readonly gatewayCa?: string;
   readonly vcpus: number;
   /**
    * KILN_MAX_ATTEMPT_DISK_BYTES: the most disk one attempt may take on this host, below its size's
@@ -59,6 +64,19 @@ export async function startMachineHost(
 ): Promise<{ agent: HostAgent; stop(): Promise<void> }> {
   const { workRoot, clock, log } = options;
   const scratchRoot = options.scratchRoot === null ? undefined : (options.scratchRoot ?? chooseScratchRoot(workRoot));
+  // Each attempt's fetch phase in a worker process of its own (worker-gateway.ts), in a cgroup
+  // beside the attempts' where the host has cgroups.
+  const gateway = new WorkerGateway({
+    config: {
+      cacheRoot: options.crateCache.root,
+      cacheMaxBytes: options.crateCache.maxBytes ?? DEFAULT_CRATE_CACHE_BYTES,
+      cratesIoIndex: options.crateCache.cratesIoIndex,
+      ...(options.gatewayEgress === undefined ? {} : { egress: options.gatewayEgress }),
+      ...(options.gatewayCa === undefined ? {} : { extraCa: options.gatewayCa }),
+    },
+    cgroupParentName: "kiln",
+  });
+  gateway.prepare();
   const agent = new HostAgent({
     hostId: options.hostId,
     protocol: options.protocol,
@@ -74,12 +92,7 @@ export async function startMachineHost(
     workRoot: join(workRoot),
     ...(scratchRoot === undefined ? {} : { scratchRoot }),
     removeDirectories: removeJobDirectories,
-    gateway: new DependencyGateway({
-      cacheRoot: options.crateCache.root,
-      cacheMaxBytes: options.crateCache.maxBytes ?? DEFAULT_CRATE_CACHE_BYTES,
-      cratesIoIndex: options.crateCache.cratesIoIndex,
-      clock,
-    }),
+    gateway,
     ...(options.lineageRoot === null ? {} : { lineages: new LineageStore(options.lineageRoot) }),
     vcpus: options.vcpus,
     memoryBytes: options.memoryBytes ?? totalmem(),
@@ -93,6 +106,7 @@ export async function startMachineHost(
     agent,
     stop: async () => {
       await agent.stop();
+      gateway.close();
       // Every attempt's scratch is removed by now; the host's own directory goes with it.
       if (scratchRoot !== undefined) {
         await rmdir(scratchRoot).catch((error: unknown) =>

@@ -21,8 +21,8 @@ async function pidsIn(directory: string): Promise<number[]> {
  * can be live then, and the control plane has already handed (or will hand) those
  * attempts to the queue once their leases expire.
  *
- * Only this host's own leftovers: an attempt's cgroup is named like its directory in the
- * host's work root (made before the cgroup), so exactly those names are reaped. Other
+ * Only this host's own leftovers: an attempt's cgroups are named like its directory in the
+ * host's work root (made before the cgroup), or that name and a suffix, so exactly those are reaped. Other
  * agents on the machine share the cgroup parent and must keep their live attempts.
  * Returns what it removed.
  */
@@ -54,7 +54,9 @@ export async function reapStaleAttempts(options: {
     let children: string[];
     try {
       children = (await readdir(parent, { withFileTypes: true }))
-        .filter((d) => d.isDirectory() && leftovers.includes(d.name))
+        // The attempt's own cgroup, and those named after it (`-lock`: its lockfile's sandbox;
+        // `-fetch`: its dependency-gateway worker).
+        .filter((d) => d.isDirectory() && leftovers.some((l) => d.name === l || d.name.startsWith(`${l}-`)))
         .map((d) => d.name);
     } catch {
       continue;

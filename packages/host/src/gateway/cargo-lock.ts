@@ -61,7 +61,15 @@ export function lockedPackages(text: string): LockedPackage[] {
     const { name, version, source } = entry;
     if (typeof name !== "string" || typeof version !== "string" || typeof source !== "string") continue;
     if (source.startsWith("git+")) {
-      const url = new URL(source.slice("git+".length));
+      let url: URL;
+      try {
+        url = new URL(source.slice("git+".length));
+      } catch {
+        throw new GatewayError(
+          "invalid_lockfile",
+          `Cargo.lock locks ${name} ${version} to a git source that is not a URL`,
+        );
+      }
       const revision = url.hash.slice(1);
       const reference = gitReferenceOf(url.searchParams);
       url.hash = "";

@@ -1,7 +1,10 @@
-import { createHash } from "node:crypto";
-import { link, mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { copyFile, link, mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { GatewayError } from "./gateway-error.js";
+
+/** A partial download untouched this long belonged to a worker that was killed. */
+const ABANDONED_DOWNLOAD_MS = 60 * 60 * 1000;
 
 /** A cached crate: its verified bytes' path and the registry's index line for that version. */
 export interface CachedCrate {
@@ -12,6 +15,12 @@ export interface CachedCrate {
 
 /** Where a crate may be shared: `public` (crates.io, anyone's) or one tenant's private registry. */
 export type CacheScope = string;
+
+/**
+ * Fetches a crate into `file` (a temporary path beside its cache entry), returning the digest
+ * and size computed as it streamed, and the registry's index line for it.
+ */
+export type CrateFetch = (file: string) => Promise<{ sha256: string; size: number; indexLine: string }>;
 
 /**
  * The host's content-addressed crate cache: `<root>/<scope>/<sha[0:2]>/<sha>.crate` with the
@@ -25,7 +34,11 @@ export type CacheScope = string;
  * the real one would not — a lock naming crate X under crate Y's checksum fails its check —
  * and a job joining it would fail with it and read, in its error, what the other job's lock
  * names (found by reliability trial T3). The cache is bounded: past `maxBytes` the least recently used entries
- * (by mtime, touched on every hit) are removed.
+ * (by mtime, touched on every hit) are removed. A download streams into a file beside its entry
+ * (hashed as it arrives, never held in memory) and is renamed into place once verified, so
+ * several processes may fill one cache: the gateway's per-attempt workers each store into it and
+ * the host agent, the one long-lived owner, does the accounting and eviction (`added`); a worker's
+ * instance has no bound (`maxBytes` infinite) and never walks the cache.
  */
 export class CrateCache {
   readonly #inFlight = new Map<string, Promise<CachedCrate>>();
@@ -66,7 +79,7 @@ export class CrateCache {
     scope: CacheScope,
     sha256: string,
     what: string,
-    fetch: () => Promise<{ bytes: Uint8Array; indexLine: string }>,
+    fetch: CrateFetch,
   ): Promise<CachedCrate & { fetched: boolean }> {
     const hit = await this.lookup(scope, sha256);
     if (hit !== null) return { ...hit, fetched: false };
@@ -81,33 +94,39 @@ export class CrateCache {
     return { ...(await pending), fetched: mine };
   }
 
-  async #store(
-    scope: CacheScope,
-    sha256: string,
-    what: string,
-    fetch: () => Promise<{ bytes: Uint8Array; indexLine: string }>,
-  ): Promise<CachedCrate> {
-    const { bytes, indexLine } = await fetch();
-    const actual = createHash("sha256").update(bytes).digest("hex");
-    if (actual !== sha256) {
-      throw new GatewayError(
-        "checksum_mismatch",
-        `${what}: the registry served bytes with SHA-256 ${actual}, but Cargo.lock's checksum is ${sha256}; nothing of it was used or cached`,
-      );
-    }
+  async #store(scope: CacheScope, sha256: string, what: string, fetch: CrateFetch): Promise<CachedCrate> {
     const paths = this.#paths(scope, sha256);
     // Directories root's alone: a tenant's private crates are reachable by no other user of the
     // host. The files stay readable: an attempt's registry hard-links them, and the sandbox reads
     // those links through its launcher's binds, never through these directories.
     await mkdir(dirname(paths.crate), { recursive: true, mode: 0o700 });
-    // Written beside and renamed into place: a reader sees a whole crate or none.
-    const temporary = `${paths.crate}.${process.pid}.${Math.random().toString(36).slice(2)}`;
-    await writeFile(temporary, bytes, { mode: 0o644 });
-    await writeFile(paths.line, indexLine, { mode: 0o644 });
-    await rename(temporary, paths.crate);
-    if (this.#totalBytes !== null) this.#totalBytes += bytes.length;
+    // Streamed beside and renamed into place once verified: a reader sees a whole crate or none.
+    const temporary = `${paths.crate}.${process.pid}.${randomBytes(6).toString("hex")}.partial`;
+    try {
+      const { sha256: actual, size, indexLine } = await fetch(temporary);
+      if (actual !== sha256) {
+        throw new GatewayError(
+          "checksum_mismatch",
+          `${what}: the registry served bytes with SHA-256 ${actual}, but Cargo.lock's checksum is ${sha256}; nothing of it was used or cached`,
+        );
+      }
+      await writeFile(paths.line, indexLine, { mode: 0o644 });
+      await rename(temporary, paths.crate);
+      await this.added(size);
+      return { path: paths.crate, indexLine, bytes: size };
+    } finally {
+      await rm(temporary, { force: true });
+    }
+  }
+
+  /**
+   * Accounts `bytes` stored in the cache (by this instance, or by a worker process filling the
+   * same directory) and evicts past the bound. An unbounded instance neither counts nor walks.
+   */
+  async added(bytes: number): Promise<void> {
+    if (!Number.isFinite(this.maxBytes)) return;
+    if (this.#totalBytes !== null) this.#totalBytes += bytes;
     await this.#evictOverBound();
-    return { path: paths.crate, indexLine, bytes: bytes.length };
   }
 
   /** Bytes of every cached crate (scanned once, then kept up to date). */
@@ -137,6 +156,10 @@ export class CrateCache {
         if (name.endsWith(".crate")) {
           const info = await stat(path).catch(() => null);
           if (info !== null) found.push({ path, bytes: info.size, usedMs: info.mtimeMs });
+        } else if (name.endsWith(".partial")) {
+          // A download whose worker was killed (the ceiling, a cancellation) before it could clean up.
+          const info = await stat(path).catch(() => null);
+          if (info !== null && Date.now() - info.mtimeMs > ABANDONED_DOWNLOAD_MS) await rm(path, { force: true });
         } else if (!name.includes(".")) await walk(path);
       }
     };
@@ -168,7 +191,7 @@ export class CrateCache {
     try {
       await link(crate.path, target);
     } catch {
-      await writeFile(target, await readFile(crate.path), { mode: 0o644 });
+      await copyFile(crate.path, target);
     }
   }
 }

@@ -1,26 +1,18 @@
 import { createHash } from "node:crypto";
-import { appendFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Clock, RegistryCredentialGrant } from "@kiln/contract";
 import { CRATES_IO_SOURCE, type GitReference, type LockedPackage, lockedPackages } from "./cargo-lock.js";
 import { CrateCache } from "./crate-cache.js";
+import { DEFAULT_RETRY, EgressHttp, type Presentation, type RetryPolicy } from "./egress-http.js";
+import { EgressPolicy, type EgressRules, NO_EGRESS_ALLOWANCES, originOf, type Resolver } from "./egress-policy.js";
+import { DEFAULT_FETCH_BOUNDS, type FetchBounds, FetchBudget } from "./fetch-bounds.js";
 import { GatewayError } from "./gateway-error.js";
-import { GitMirrors, type ProvidedRepository } from "./git-mirrors.js";
+import { GitEgress } from "./git-egress.js";
+import { type GitFetchContext, GitMirrors, type ProvidedRepository } from "./git-mirrors.js";
 import { indexPathOf, isCrateName, isCrateVersion } from "./index-path.js";
-import { DEFAULT_RETRY, type IndexLine, type RetryPolicy, SparseRegistryClient } from "./sparse-registry-client.js";
+import { type IndexLine, SparseRegistryClient } from "./sparse-registry-client.js";
 import { directDependencies, directGitDependencies, workspaceRegistries } from "./workspace-registries.js";
-
-/** crates.io's sparse index: what `KILN_CRATES_IO_INDEX` replaces (a mirror, or a test registry). */
-export const DEFAULT_CRATES_IO_INDEX = "sparse+https://index.crates.io/";
-
-/** KILN_CRATES_IO_INDEX, checked: the sparse index standing for crates.io (default crates.io's own). */
-export function cratesIoIndexOf(env: Readonly<Record<string, string | undefined>>): string {
-  const index = env.KILN_CRATES_IO_INDEX?.trim() || DEFAULT_CRATES_IO_INDEX;
-  if (!/^sparse\+https?:\/\/./.test(index)) {
-    throw new Error("KILN_CRATES_IO_INDEX must be a sparse index URL (sparse+https://…/)");
-  }
-  return index;
-}
 
 /** The crate cache's default bound: LRU entries beyond it are removed. */
 export const DEFAULT_CRATE_CACHE_BYTES = 10 * 2 ** 30;
@@ -28,29 +20,48 @@ export const DEFAULT_CRATE_CACHE_BYTES = 10 * 2 ** 30;
 /** crates.io's index URL as registry `deps[].registry` fields name it. */
 const CRATES_IO_INDEX_NAMES = new Set(["https://github.com/rust-lang/crates.io-index", CRATES_IO_SOURCE]);
 
+/** Most bytes of one Cargo.toml of the workspace the gateway reads. */
+const MAX_MANIFEST_BYTES = 4 * 2 ** 20;
+
 /** Most index files gathered to resolve one workspace without a Cargo.lock. */
 const MAX_INDEX_FILES = 4000;
 /** Parallel requests to one upstream. */
 const CONCURRENCY = 8;
 
+/** What an operator configures of the gateway's egress besides the crates.io index (all but the index default off). */
+export type GatewayEgress = Omit<EgressRules, "trustedOrigins">;
+
 export interface GatewayConfig {
   /** The content-addressed crate cache's directory. */
   readonly cacheRoot: string;
+  /** The cache's bound (infinite in a worker process: the host agent evicts). */
   readonly cacheMaxBytes: number;
-  /** `sparse+…/` standing for crates.io. */
+  /** `sparse+…/` standing for crates.io: the operator's upstream, trusted wherever it points. */
   readonly cratesIoIndex: string;
   readonly clock: Clock;
   readonly retry?: RetryPolicy;
+  /** KILN_GATEWAY_ALLOW and the other allowances (egress-policy.ts); default none. */
+  readonly egress?: GatewayEgress;
+  /** Bounds on what one job fetches (fetch-bounds.ts); default DEFAULT_FETCH_BOUNDS. */
+  readonly bounds?: Partial<FetchBounds>;
+  /** PEM certificates trusted besides the system's (KILN_GATEWAY_CA_FILE: an internal registry's CA). */
+  readonly extraCa?: string;
+  /** The resolver the egress policy checks names with (tests give a fake DNS; default the system's). */
+  readonly resolver?: Resolver;
+  /** Hears each crate stored in the cache (a worker tells the host agent, which evicts). */
+  readonly onCrateStored?: (bytes: number) => void;
 }
 
 export interface ProvideRequest {
   readonly tenant: string;
+  /** The attempt's id (names the fetch worker's cgroup). */
+  readonly attemptId: string;
   /** The materialized workspace (host path); read, never built from, on the host. */
   readonly workspaceDir: string;
   /** The source's Cargo.lock as text, or null: the gateway then has one generated. */
   readonly lockfile: string | null;
-  /** Texts of the workspace's Cargo.toml files: the roots of resolution without a lockfile. */
-  readonly manifests: readonly string[];
+  /** The workspace's Cargo.toml files (paths in the workspace): the roots of resolution without a lockfile. */
+  readonly manifestPaths: readonly string[];
   /** Host directory the job's local registries and configuration are assembled in. */
   readonly depsDir: string;
   /** Where depsDir appears inside the sandbox (read-only). */
@@ -118,17 +129,60 @@ const digest = (text: string) => createHash("sha256").update(text).digest("hex")
 export class DependencyGateway {
   readonly cache: CrateCache;
   readonly git: GitMirrors;
+  readonly policy: EgressPolicy;
+  readonly bounds: FetchBounds;
 
   constructor(readonly config: GatewayConfig) {
     this.cache = new CrateCache(config.cacheRoot, config.cacheMaxBytes);
+    this.policy = new EgressPolicy(
+      { ...(config.egress ?? NO_EGRESS_ALLOWANCES), trustedOrigins: [originOf(config.cratesIoIndex)] },
+      ...(config.resolver === undefined ? [] : [config.resolver]),
+    );
+    this.bounds = { ...DEFAULT_FETCH_BOUNDS, ...config.bounds };
     this.git = new GitMirrors(join(config.cacheRoot, "git"), {
       clock: config.clock,
       retry: config.retry ?? DEFAULT_RETRY,
+      policy: this.policy,
     });
   }
 
   async provide(request: ProvideRequest): Promise<ProvidedDependencies> {
-    const targets = await this.#targets(request);
+    // Everything one job fetches (index files, crates, git objects) counts against one budget.
+    const budget = new FetchBudget(this.bounds.jobBytes);
+    const http = new EgressHttp({
+      policy: this.policy,
+      bounds: this.bounds,
+      budget,
+      clock: this.config.clock,
+      retry: this.config.retry ?? DEFAULT_RETRY,
+      signal: request.signal,
+      ...(this.config.extraCa === undefined ? {} : { extraCa: this.config.extraCa }),
+    });
+    let gitEgress: Promise<GitEgress> | null = null;
+    const gitContext = async (): Promise<GitFetchContext> => {
+      gitEgress ??= GitEgress.start({
+        policy: this.policy,
+        budget,
+        idleTimeoutMs: this.bounds.idleTimeoutMs,
+        ...(this.config.extraCa === undefined ? {} : { extraCa: this.config.extraCa }),
+      });
+      return { egress: await gitEgress, signal: request.signal };
+    };
+    try {
+      return await this.#provide(request, http, gitContext);
+    } finally {
+      http.close();
+      if (gitEgress !== null) await (await (gitEgress as Promise<GitEgress>)).close();
+    }
+  }
+
+  async #provide(
+    request: ProvideRequest,
+    http: EgressHttp,
+    gitContext: () => Promise<GitFetchContext>,
+  ): Promise<ProvidedDependencies> {
+    const targets = await this.#targets(request, http);
+    const manifests = await readManifests(request.workspaceDir, request.manifestPaths);
     await rm(request.depsDir, { recursive: true, force: true });
     await mkdir(request.depsDir, { recursive: true, mode: 0o755 });
     const sandboxConfigPath = `${request.sandboxDepsDir}/config.toml`;
@@ -149,18 +203,21 @@ export class DependencyGateway {
     let generated: string | null = null;
     if (lockText === null) {
       request.log("the source has no Cargo.lock: gathering the registry index it can reach to have cargo generate one");
-      const wantedGit = directGitDependencies(request.manifests);
+      const wantedGit = directGitDependencies(manifests);
+      // Every git URL is checked before any of them is fetched.
+      for (const wanted of wantedGit) this.git.check(wanted.url);
       const repositories = await this.#provideGit(
         request,
+        gitContext,
         wantedGit.map((d) => ({ url: d.url, revision: null, reference: d.reference })),
       );
       // A git dependency's own registry dependencies are roots of the resolution too.
       const gitManifests: string[] = [];
       for (const wanted of wantedGit) {
-        const mirror = await this.git.mirror(request.tenant, wanted.url, null, request.signal);
-        gitManifests.push(...(await GitMirrors.manifests(mirror, wanted.reference, request.signal)));
+        const mirror = await this.git.mirror(request.tenant, wanted.url, null, await gitContext());
+        gitManifests.push(...(await GitMirrors.manifests(mirror, wanted.url, wanted.reference, request.signal)));
       }
-      const used = await this.#gatherIndex(request, targets, indexOf, [...request.manifests, ...gitManifests]);
+      const used = await this.#gatherIndex(request, targets, indexOf, [...manifests, ...gitManifests]);
       await this.#writeConfiguration(request, targets, used, repositories);
       lockText = await request.generateLockfile(sandboxConfigPath, gitEnvironment(request, repositories));
       generated = lockText;
@@ -170,7 +227,8 @@ export class DependencyGateway {
 
     const locked = lockedPackages(lockText);
     const git = locked.filter((p): p is Extract<LockedPackage, { kind: "git" }> => p.kind === "git");
-    const repositories = await this.#provideGit(request, git);
+    for (const wanted of git) this.git.check(wanted.url);
+    const repositories = await this.#provideGit(request, gitContext, git);
     const registryPackages = locked.filter(
       (p): p is Extract<LockedPackage, { kind: "registry" }> => p.kind === "registry",
     );
@@ -203,9 +261,9 @@ export class DependencyGateway {
       let checksum = pkg.checksum;
       if (checksum === null) checksum = (await entryOf()).entry.cksum;
       const expected = checksum;
-      const crate = await this.cache.obtain(target.scope, expected, what, async () => {
+      const crate = await this.cache.obtain(target.scope, expected, what, async (file) => {
         // The lock names the checksum, so the download need not wait for the index line.
-        const download = target.client.download(pkg.name, pkg.version, expected);
+        const download = target.client.download(pkg.name, pkg.version, expected, file);
         download.catch(() => undefined); // awaited below, or abandoned when the index refuses first
         const line = await entryOf();
         if (line.entry.cksum !== expected) {
@@ -214,9 +272,10 @@ export class DependencyGateway {
             `${what}: the registry's index lists checksum ${line.entry.cksum}, but Cargo.lock's is ${expected}; nothing of it was used or cached`,
           );
         }
-        return { bytes: await download, indexLine: line.text };
+        return { ...(await download), indexLine: line.text };
       });
       if (crate.fetched) {
+        this.config.onCrateStored?.(crate.bytes);
         stats.misses++;
         stats.bytesFetched += crate.bytes;
       } else {
@@ -257,22 +316,19 @@ export class DependencyGateway {
 
   /**
    * The registries the job may use: crates.io (at the configured index) and each registry the
-   * workspace's own Cargo configuration names. A private registry's client carries the
-   * tenant's credential for its host, when the tenant holds one.
+   * workspace's own Cargo configuration names. A private registry's client presents the
+   * tenant's credentials, each only to the origin it was registered for (over https; plain http
+   * only to loopback where the operator allows it), whichever URL the request reached — the
+   * index, the config.json's `dl`, or a redirect.
    */
-  async #targets(request: ProvideRequest): Promise<RegistryTarget[]> {
-    const options = {
-      clock: this.config.clock,
-      signal: request.signal,
-      ...(this.config.retry ? { retry: this.config.retry } : {}),
-    };
+  async #targets(request: ProvideRequest, http: EgressHttp): Promise<RegistryTarget[]> {
     const targets: RegistryTarget[] = [
       {
         source: CRATES_IO_SOURCE,
         indexUrl: this.config.cratesIoIndex,
         slug: "crates-io",
         scope: "public",
-        client: new SparseRegistryClient(this.config.cratesIoIndex, options),
+        client: new SparseRegistryClient(this.config.cratesIoIndex, { http, bounds: this.bounds }),
       },
     ];
     const named = await workspaceRegistries(request.workspaceDir);
@@ -289,21 +345,31 @@ export class DependencyGateway {
         continue;
       }
       grants ??= await request.credentials();
-      const host = new URL(index.slice("sparse+".length)).host.toLowerCase();
-      const grant = grants.find((g) => g.registry === host);
       const slug = `r-${digest(index).slice(0, 16)}`;
       targets.push({
         source: index,
         indexUrl: index,
         slug,
         scope: `tenant-${digest(request.tenant).slice(0, 16)}/${slug}`,
-        client: new SparseRegistryClient(index, {
-          ...options,
-          ...(grant === undefined ? {} : { authorization: grant.authorization }),
-        }),
+        client: new SparseRegistryClient(index, { http, bounds: this.bounds, present: this.#presenter(grants) }),
       });
     }
     return targets;
+  }
+
+  /** What each request of a private registry presents: the credential registered for its origin, if any. */
+  #presenter(grants: readonly RegistryCredentialGrant[]): (url: URL) => Presentation {
+    return (url) => {
+      const grant = grants.find((g) => this.policy.credentialOriginMatches(g.registry, url));
+      if (grant !== undefined) return { authorization: grant.authorization };
+      const registered = grants.find((g) => g.registry.toLowerCase() === url.host.toLowerCase());
+      if (registered !== undefined && url.protocol !== "https:") {
+        return {
+          refused: `the tenant's registry credential for ${registered.registry} is presented over https only (not ${url.protocol.replace(/:$/, "")})`,
+        };
+      }
+      return null;
+    };
   }
 
   async #targetOfSource(
@@ -405,6 +471,7 @@ export class DependencyGateway {
    */
   async #provideGit(
     request: ProvideRequest,
+    gitContext: () => Promise<GitFetchContext>,
     wanted: readonly { url: string; revision: string | null; reference: GitReference }[],
   ): Promise<ProvidedRepository[]> {
     const byUrl = new Map<string, { revision: string | null; reference: GitReference }[]>();
@@ -412,7 +479,7 @@ export class DependencyGateway {
     const provided: ProvidedRepository[] = [];
     for (const [url, locks] of byUrl) {
       let mirror = "";
-      for (const lock of locks) mirror = await this.git.mirror(request.tenant, url, lock.revision, request.signal);
+      for (const lock of locks) mirror = await this.git.mirror(request.tenant, url, lock.revision, await gitContext());
       const name = `${digest(url).slice(0, 24)}.git`;
       const hostPath = join(request.depsDir, "git", name);
       await mkdir(join(request.depsDir, "git"), { recursive: true, mode: 0o755 });
@@ -499,6 +566,23 @@ async function inParallel<T>(items: readonly T[], limit: number, work: (item: T)
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   if (failure !== null) throw failure;
+}
+
+/** The workspace's Cargo.toml files as text, each bounded (a real one is a few KiB). */
+async function readManifests(workspaceDir: string, paths: readonly string[]): Promise<string[]> {
+  const texts: string[] = [];
+  for (const path of paths) {
+    const file = join(workspaceDir, path);
+    const info = await stat(file);
+    if (info.size > MAX_MANIFEST_BYTES) {
+      throw new GatewayError(
+        "too_large",
+        `${path} is larger than ${MAX_MANIFEST_BYTES / 2 ** 20} MiB, the bound on a Cargo.toml the dependency gateway reads`,
+      );
+    }
+    texts.push(await readFile(file, "utf8"));
+  }
+  return texts;
 }
 
 /** Reads a file as text, or null when it is not there. */

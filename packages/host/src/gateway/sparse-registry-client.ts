@@ -1,4 +1,6 @@
-import type { Clock } from "@kiln/contract";
+import type { EgressHttp, Presentation } from "./egress-http.js";
+import { shownUrl } from "./egress-policy.js";
+import { bytesText, type FetchBounds } from "./fetch-bounds.js";
 import { GatewayError } from "./gateway-error.js";
 import { indexPathOf } from "./index-path.js";
 
@@ -16,19 +18,21 @@ export interface IndexLine {
   readonly text: string;
 }
 
-/** How often and how patiently an upstream is retried before the job fails naming it. */
-export interface RetryPolicy {
-  readonly attempts: number;
-  readonly firstDelayMs: number;
+/** Where a download went: its size and SHA-256, computed as it streamed in. */
+export interface Downloaded {
+  readonly size: number;
+  readonly sha256: string;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { attempts: 4, firstDelayMs: 250 };
+const isString = (value: unknown): value is string => typeof value === "string";
 
 /**
  * A sparse registry reached over HTTP (cargo's sparse protocol: `config.json`, one index file
- * per crate, downloads at the `dl` template). `authorization`, when given, is presented on
- * every request, as cargo presents a token to an `auth-required` registry; it never appears in
- * an error or a log line.
+ * per crate, downloads at the `dl` template), through the gateway's EgressHttp (the egress
+ * policy, bounds and retries). `present` gives each request's URL its credential — the
+ * tenant's credential for exactly that origin, over https — as cargo presents a token to an
+ * `auth-required` registry; it never appears in an error or a log line. Nothing the registry
+ * sends is quoted in a message: a line that is not an index entry is named by its number.
  */
 export class SparseRegistryClient {
   readonly #base: string;
@@ -38,10 +42,9 @@ export class SparseRegistryClient {
     /** `sparse+https://…/` as cargo names it. */
     readonly indexUrl: string,
     private readonly options: {
-      readonly clock: Clock;
-      readonly authorization?: string;
-      readonly retry?: RetryPolicy;
-      readonly signal?: AbortSignal;
+      readonly http: EgressHttp;
+      readonly bounds: FetchBounds;
+      readonly present?: (url: URL) => Presentation;
     },
   ) {
     if (!indexUrl.startsWith("sparse+")) {
@@ -54,43 +57,124 @@ export class SparseRegistryClient {
     this.#base = base.endsWith("/") ? base : `${base}/`;
   }
 
+  #get(
+    url: string,
+    what: string,
+    maxBytes: number,
+    boundName: string,
+    into: "memory" | { file: string },
+    fromUpstream = false,
+  ) {
+    return this.options.http.get(url, {
+      what,
+      maxBytes,
+      boundName,
+      into,
+      fromUpstream,
+      ...(this.options.present === undefined ? {} : { present: this.options.present }),
+    });
+  }
+
   /** Every version of `name` the registry lists, or null when it does not know the crate. */
   async index(name: string): Promise<IndexLine[] | null> {
-    const response = await this.#get(`${this.#base}${indexPathOf(name)}`, { notFound: "null" });
-    if (response === null) return null;
-    const text = Buffer.from(response).toString("utf8");
+    const { bounds } = this.options;
+    const what = `the index file of ${name} from ${this.indexUrl}`;
+    const answer = await this.#get(
+      `${this.#base}${indexPathOf(name)}`,
+      what,
+      bounds.indexFileBytes,
+      "the bound on one index file",
+      "memory",
+    );
+    if (!answer.found || answer.bytes === null) return null;
     const lines: IndexLine[] = [];
-    for (const line of text.split("\n")) {
-      if (line.trim() === "") continue;
-      try {
-        lines.push({ entry: JSON.parse(line) as IndexEntry, text: line });
-      } catch {
+    let start = 0;
+    let number = 0;
+    const body = answer.bytes;
+    while (start < body.length) {
+      let end = body.indexOf(10, start);
+      if (end === -1) end = body.length;
+      number++;
+      if (end - start > bounds.indexLineBytes) {
         throw new GatewayError(
-          "upstream_refused",
-          `${this.indexUrl} served an index line for ${name} that is not JSON`,
+          "too_large",
+          `${what}: line ${number} is longer than ${bytesText(bounds.indexLineBytes)}, the bound on one index line`,
         );
       }
+      const text = body.toString("utf8", start, end);
+      start = end + 1;
+      if (text.trim() === "") continue;
+      let entry: unknown;
+      try {
+        entry = JSON.parse(text);
+      } catch {
+        throw new GatewayError("upstream_refused", `${what}: line ${number} is not JSON`);
+      }
+      const e = entry as Partial<IndexEntry> | null;
+      if (
+        typeof e !== "object" ||
+        e === null ||
+        !isString(e.name) ||
+        !isString(e.vers) ||
+        !isString(e.cksum) ||
+        (e.deps !== undefined && !Array.isArray(e.deps))
+      ) {
+        throw new GatewayError("upstream_refused", `${what}: line ${number} is not an index entry (name, vers, cksum)`);
+      }
+      lines.push({ entry: { ...(e as IndexEntry), deps: e.deps ?? [] }, text });
     }
     return lines;
   }
 
-  /** The `.crate` bytes of one version (not yet verified: the caller checks them against the lock). */
-  async download(name: string, version: string, checksum: string): Promise<Uint8Array> {
-    const bytes = await this.#get(this.#downloadUrl(await this.#dlTemplate(), name, version, checksum), {
-      notFound: "throw",
-    });
-    if (bytes === null) throw new GatewayError("unknown_crate", `${this.indexUrl} has no ${name} ${version}`);
-    return bytes;
+  /**
+   * Streams the `.crate` bytes of one version into `file` (not yet verified: the caller checks
+   * the digest against the lock), bounded by the crate size bound and the job's budget.
+   */
+  async download(name: string, version: string, checksum: string, file: string): Promise<Downloaded> {
+    const url = this.#downloadUrl(await this.#dlTemplate(), name, version, checksum);
+    const answer = await this.#get(
+      url,
+      `${name} ${version} from ${this.indexUrl}`,
+      this.options.bounds.crateBytes,
+      "the bound on one crate",
+      { file },
+      // The download location is the registry's config.json's word.
+      true,
+    );
+    if (!answer.found) {
+      throw new GatewayError(
+        "unknown_crate",
+        `${this.indexUrl} has no download of ${name} ${version} (at ${shownUrl(url, true)})`,
+      );
+    }
+    return { size: answer.size, sha256: answer.sha256 };
   }
 
   #dlTemplate(): Promise<string> {
-    this.#dl ??= this.#get(`${this.#base}config.json`, { notFound: "throw" }).then((bytes) => {
-      const config = JSON.parse(Buffer.from(bytes ?? new Uint8Array()).toString("utf8")) as { dl?: unknown };
-      if (typeof config.dl !== "string") {
-        throw new GatewayError("upstream_refused", `${this.indexUrl} config.json names no download location (dl)`);
+    this.#dl ??= (async () => {
+      const what = `the configuration of ${this.indexUrl}`;
+      const answer = await this.#get(
+        `${this.#base}config.json`,
+        what,
+        this.options.bounds.configBytes,
+        "the bound on a registry's config.json",
+        "memory",
+      );
+      if (!answer.found || answer.bytes === null) {
+        throw new GatewayError("upstream_refused", `${what}: ${this.indexUrl} has no config.json`);
       }
-      return config.dl;
-    });
+      let config: unknown;
+      try {
+        config = JSON.parse(answer.bytes.toString("utf8"));
+      } catch {
+        throw new GatewayError("upstream_refused", `${what}: config.json is not JSON`);
+      }
+      const dl = (config as { dl?: unknown } | null)?.dl;
+      if (typeof dl !== "string" || dl.length === 0 || dl.length > 2048) {
+        throw new GatewayError("upstream_refused", `${what}: config.json names no download location (dl)`);
+      }
+      return dl;
+    })();
     // A failed read is not remembered: the next crate asks again.
     this.#dl.catch(() => {
       this.#dl = null;
@@ -110,60 +194,4 @@ export class SparseRegistryClient {
       .replaceAll("{sha256-checksum}", checksum)
       .replaceAll("{lowercrate}", lower);
   }
-
-  /**
-   * GET with retries: a network error, 429 or 5xx is retried with exponential backoff on the
-   * clock; 401/403 is the registry refusing the credential (not retried); 404 is an unknown
-   * crate or version.
-   */
-  async #get(url: string, how: { notFound: "null" | "throw" }): Promise<Uint8Array | null> {
-    const retry = this.options.retry ?? DEFAULT_RETRY;
-    const headers: Record<string, string> = { "user-agent": "kiln-dependency-gateway" };
-    if (this.options.authorization !== undefined) headers.authorization = this.options.authorization;
-    let last = "";
-    for (let attempt = 1; attempt <= retry.attempts; attempt++) {
-      let response: Response;
-      try {
-        response = await fetch(url, { headers, redirect: "follow", signal: this.options.signal ?? null });
-      } catch (error) {
-        if (this.options.signal?.aborted === true) throw error;
-        last = `${(error as Error).message}${(error as { cause?: { code?: string } }).cause?.code === undefined ? "" : ` (${(error as { cause: { code: string } }).cause.code})`}`;
-        await this.#backoff(attempt, retry);
-        continue;
-      }
-      if (response.ok) return new Uint8Array(await response.arrayBuffer());
-      await response.body?.cancel();
-      if (response.status === 404 || response.status === 410) {
-        if (how.notFound === "null") return null;
-        throw new GatewayError("unknown_crate", `${this.indexUrl} answered ${response.status} for ${pathOf(url)}`);
-      }
-      if (response.status === 401 || response.status === 403) {
-        throw new GatewayError(
-          "upstream_refused",
-          `${this.indexUrl} refused ${this.options.authorization === undefined ? "the request without a credential" : "the tenant's registry credential"} (HTTP ${response.status})`,
-        );
-      }
-      if (response.status !== 429 && response.status < 500) {
-        throw new GatewayError(
-          "upstream_refused",
-          `${this.indexUrl} answered HTTP ${response.status} for ${pathOf(url)}`,
-        );
-      }
-      last = `HTTP ${response.status}`;
-      await this.#backoff(attempt, retry);
-    }
-    throw new GatewayError(
-      "upstream_unreachable",
-      `${this.indexUrl} could not be reached for ${pathOf(url)} after ${retry.attempts} tries: ${last}`,
-    );
-  }
-
-  async #backoff(attempt: number, retry: RetryPolicy): Promise<void> {
-    if (attempt < retry.attempts)
-      await this.options.clock.sleep(retry.firstDelayMs * 2 ** (attempt - 1), this.options.signal);
-  }
-}
-
-function pathOf(url: string): string {
-  return new URL(url).pathname;
 }

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { dependencyTablesOf } from "@kiln/contract";
+import { dependencyTablesOf } from "@kiln/contract/cargo-manifest";
 import { parse } from "smol-toml";
 import type { GitReference } from "./cargo-lock.js";
 

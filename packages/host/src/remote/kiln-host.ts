@@ -7,7 +7,7 @@ import type { HostAgent } from "../agent/host-agent.js";
 import type { HostEvent } from "../agent/host-events.js";
 import { startMachineHost } from "../agent/start-machine-host.js";
 import type { Executor } from "../executor/executor.js";
-import { cratesIoIndexOf } from "../gateway/dependency-gateway.js";
+import { cratesIoIndexOf, type GatewayEgressSettings, gatewayEgressOf } from "../gateway/gateway-settings.js";
 import { httpHostOperatorClient } from "../operator/host-operator-client.js";
 import { type RenewalEvent, startCertificateRenewal } from "./certificate-renewal.js";
 import { startHealthReporter } from "./health-reporter.js";
@@ -38,6 +38,8 @@ export interface KilnHostConfig {
   readonly vcpus: number;
   /** KILN_CRATES_IO_INDEX: the sparse index standing for crates.io in the dependency gateway. */
   readonly cratesIoIndex: string;
+  /** KILN_GATEWAY_ALLOW, KILN_GATEWAY_GIT_SSH, KILN_GATEWAY_LOOPBACK_HTTP_CREDENTIALS, KILN_GATEWAY_CA_FILE. */
+  readonly gateway?: GatewayEgressSettings;
   /** KILN_MAX_ATTEMPT_DISK_BYTES: the most disk one attempt may take here (default: its size's quota). */
   readonly maxAttemptDiskBytes?: number;
 }
@@ -57,6 +59,8 @@ export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Kil
   const vcpus = env.KILN_HOST_VCPUS === undefined ? availableParallelism() : Number(env.KILN_HOST_VCPUS);
   if (!Number.isInteger(vcpus) || vcpus < 1) throw new Error("KILN_HOST_VCPUS must be a positive integer");
   const cratesIoIndex = cratesIoIndexOf(env);
+  // A kiln-host listens on nothing of its own; the control plane's listeners are on other machines.
+  const gateway = gatewayEgressOf(env);
   const maxDiskText = env.KILN_MAX_ATTEMPT_DISK_BYTES?.trim() || undefined;
   const maxAttemptDiskBytes = maxDiskText === undefined ? undefined : Number(maxDiskText);
   if (
@@ -73,6 +77,7 @@ export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Kil
     dataDir,
     vcpus,
     cratesIoIndex,
+    gateway,
     ...(maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes }),
   };
 }
@@ -136,6 +141,8 @@ export async function startKilnHost(
     lineageRoot: overrides.lineages === null ? null : join(config.dataDir, "lineages"),
     ...(overrides.scratchRoot === undefined ? {} : { scratchRoot: overrides.scratchRoot }),
     crateCache: { root: join(config.dataDir, "crates"), cratesIoIndex: config.cratesIoIndex },
+    ...(config.gateway === undefined ? {} : { gatewayEgress: config.gateway.egress }),
+    ...(config.gateway?.extraCa === undefined ? {} : { gatewayCa: config.gateway.extraCa }),
     // What operator.hosts.evidence and evidence_export read retained files from.
     evidenceRoot: join(config.dataDir, "evidence"),
     vcpus: config.vcpus,

@@ -1,4 +1,16 @@
 export { cgroupDirectoriesNamed } from "./cgroup-directories.js";
+export { commitRepository, type GitServer, startGitServer } from "./git-server.js";
+export {
+  gzipBomb,
+  type HostileDownload,
+  makeTestTls,
+  type RecordedRequest,
+  type RecordingServer,
+  startHostileRegistry,
+  startRecordingServer,
+  type TestTls,
+  type UpstreamHandler,
+} from "./hostile-upstreams.js";
 export { InMemoryExecutor, type ScriptedRun } from "./in-memory-executor.js";
 export {
   type SkippedDependency,

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import type { Clock } from "@kiln/contract";
 import type { AdmittedToolchain, Executor } from "../../executor/executor.js";
-import type { DependencyGateway } from "../../gateway/dependency-gateway.js";
+import type { DependencyProvider } from "../../gateway/worker-gateway.js";
 import { type OutputObserver, PhaseClock } from "../attempt-evidence.js";
 import type { CredentialHolds } from "../credential-holds.js";
 import type { HostReporting } from "../host-events.js";
@@ -43,7 +43,7 @@ export interface AttemptRunnerDeps {
    * Provides a `dependency-gateway` job's locked packages; without it such a job fails in its
    * fetch phase saying the host has no gateway.
    */
-  readonly gateway?: DependencyGateway;
+  readonly gateway?: DependencyProvider;
   /** Registry credential versions this host's attempts hold (the agent acknowledges from it). */
   readonly credentialHolds?: CredentialHolds;
 }
@@ -69,6 +69,8 @@ export class AttemptContext {
   readonly abort = new AbortController();
   /** Set when the heartbeat was answered `cancel`. */
   cancelled = false;
+  /** When the job's wall-clock ceiling started counting (ms), once started. */
+  #ceilingStartedMs: number | null = null;
 
   constructor(
     readonly deps: AttemptRunnerDeps,
@@ -81,6 +83,25 @@ export class AttemptContext {
     this.dirs = { base, scratch, workspace: join(scratch, "src"), home: join(scratch, "home") };
     this.logs = new LogShipper(deps.protocol, this.ref, deps.clock, deps.reporting);
     this.phases = new PhaseClock(deps.clock);
+  }
+
+  /**
+   * Starts the job's wall-clock ceiling, once: from the first phase the tenant's input drives
+   * (the dependency fetch, else cargo), so the fetch, a lockfile's generation and cargo share it.
+   */
+  startCeiling(): void {
+    this.#ceilingStartedMs ??= this.deps.clock.now().getTime();
+  }
+
+  /** Milliseconds of the ceiling left (all of it before it started). */
+  ceilingLeftMs(): number {
+    const whole = this.placement.wallClockSeconds * 1000;
+    return this.#ceilingStartedMs === null ? whole : whole - (this.deps.clock.now().getTime() - this.#ceilingStartedMs);
+  }
+
+  /** Whole seconds of the ceiling a sandbox run may still take (at least 1: it then ends at once). */
+  ceilingLeftSeconds(): number {
+    return Math.max(1, Math.ceil(this.ceilingLeftMs() / 1000));
   }
 
   /** A line of the service's own in the job's log. */

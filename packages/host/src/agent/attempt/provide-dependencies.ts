@@ -1,9 +1,9 @@
-import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { AttemptFailure, CacheItem, DependencyReport } from "@kiln/contract";
 import type { AdmittedToolchain } from "../../executor/executor.js";
-import type { DependencyGateway, ProvidedDependencies } from "../../gateway/dependency-gateway.js";
+import type { ProvidedDependencies } from "../../gateway/dependency-gateway.js";
 import { GatewayError } from "../../gateway/gateway-error.js";
+import type { DependencyProvider } from "../../gateway/worker-gateway.js";
 import { SANDBOX_MOUNTS } from "../attempt-lineage.js";
 import { captureGeneratedLockfiles, lockfileCandidates } from "../generated-lockfiles.js";
 import { LineSplitter } from "../line-splitter.js";
@@ -15,6 +15,14 @@ export const SANDBOX_DEPS_DIR = "/kiln/deps";
 
 /** Most Cargo.toml files read as roots of resolution (a workspace has far fewer). */
 const MAX_MANIFESTS = 4000;
+
+/** The fetch phase reached the job's wall-clock ceiling: the job fails with cause `wall_clock_ceiling`. */
+export class FetchCeilingReached extends Error {
+  constructor(readonly seconds: number) {
+    super(`the attempt ran past its ${seconds} s wall-clock ceiling while its dependencies were fetched`);
+    this.name = "FetchCeilingReached";
+  }
+}
 
 /** What the build runs with once the gateway provided the job's packages. */
 export interface ProvidedForBuild {
@@ -29,40 +37,70 @@ export interface ProvidedForBuild {
  * Cargo.lock locks (having cargo generate the lock in the sandbox first when the source has
  * none), the job's log says what came from the cache and what from upstream, and the build
  * then runs with the generated configuration and still no network.
+ *
+ * The job's wall-clock ceiling starts here: an upstream that never answers, or a fetch that
+ * never ends, ends the phase at the ceiling (FetchCeilingReached), and cancellation ends it at
+ * once. Either aborts the gateway, whose worker is killed with everything it started, so
+ * nothing is retried after.
  */
 export async function provideDependencies(
   attempt: AttemptContext,
-  gateway: DependencyGateway,
+  gateway: DependencyProvider,
   build: { readonly toolchain: AdmittedToolchain; readonly targetDir: string },
 ): Promise<ProvidedForBuild> {
   const { placement, dirs, deps } = attempt;
   const depsDir = join(dirs.base, "deps");
   const readOnlyBinds = [{ source: depsDir, target: SANDBOX_DEPS_DIR }];
   const workingDirectory = placement.invocation.working_directory ?? ".";
-  const provided = await attempt.phases.run("fetch", async () => {
-    const files = placement.source.filter((e) => e.kind !== "symlink");
-    const manifests: string[] = [];
-    for (const entry of files.filter((e) => /(^|\/)Cargo\.toml$/.test(e.path)).slice(0, MAX_MANIFESTS)) {
-      manifests.push(await readFile(join(dirs.workspace, entry.path), "utf8"));
-    }
-    return gateway.provide({
-      tenant: placement.tenant,
-      workspaceDir: dirs.workspace,
-      lockfile: await sourceLockfile(attempt),
-      manifests,
-      depsDir,
-      sandboxDepsDir: SANDBOX_DEPS_DIR,
-      credentials: async () => {
-        const grants = await deps.protocol.registryCredentials(attempt.ref);
-        deps.credentialHolds?.hold(attempt.attemptId, placement.tenant, grants);
-        return grants;
-      },
-      generateLockfile: (config, environment) =>
-        generateLockfile(attempt, { ...build, config, environment, readOnlyBinds, workingDirectory }),
-      log: (line) => attempt.system(`kiln: dependency gateway: ${line}`),
-      signal: attempt.abort.signal,
-    });
+  attempt.startCeiling();
+  const fetching = new AbortController();
+  let ceilingReached = false;
+  const stop = () => fetching.abort(attempt.abort.signal.reason);
+  if (attempt.abort.signal.aborted) stop();
+  attempt.abort.signal.addEventListener("abort", stop, { once: true });
+  const ceiling = deps.clock.after(Math.max(0, attempt.ceilingLeftMs()), () => {
+    ceilingReached = true;
+    fetching.abort(new FetchCeilingReached(placement.wallClockSeconds));
   });
+  let provided: ProvidedDependencies;
+  try {
+    provided = await attempt.phases.run("fetch", async () =>
+      gateway.provide({
+        tenant: placement.tenant,
+        attemptId: attempt.attemptId,
+        workspaceDir: dirs.workspace,
+        lockfile: await sourceLockfile(attempt),
+        manifestPaths: placement.source
+          .filter((e) => e.kind !== "symlink" && /(^|\/)Cargo\.toml$/.test(e.path))
+          .slice(0, MAX_MANIFESTS)
+          .map((e) => e.path),
+        depsDir,
+        sandboxDepsDir: SANDBOX_DEPS_DIR,
+        credentials: async () => {
+          const grants = await deps.protocol.registryCredentials(attempt.ref);
+          deps.credentialHolds?.hold(attempt.attemptId, placement.tenant, grants);
+          return grants;
+        },
+        generateLockfile: (config, environment) =>
+          generateLockfile(attempt, {
+            ...build,
+            config,
+            environment,
+            readOnlyBinds,
+            workingDirectory,
+            signal: fetching.signal,
+          }),
+        log: (line) => attempt.system(`kiln: dependency gateway: ${line}`),
+        signal: fetching.signal,
+      }),
+    );
+  } catch (error) {
+    if (ceilingReached) throw new FetchCeilingReached(placement.wallClockSeconds);
+    throw error;
+  } finally {
+    ceiling.cancel();
+    attempt.abort.signal.removeEventListener("abort", stop);
+  }
   const { cache } = provided;
   attempt.system(
     `kiln: dependency gateway: ${provided.lockedCrates.length} locked crates provided (${cache.hits} from the host's crate cache, ${cache.misses} downloaded, ${cache.bytesFetched} bytes fetched); configuration sha256 ${provided.configurationSha256}`,
@@ -130,6 +168,8 @@ async function generateLockfile(
     readonly environment: Readonly<Record<string, string>>;
     readonly readOnlyBinds: readonly { source: string; target: string }[];
     readonly workingDirectory: string;
+    /** The fetch phase's signal: cancellation, or the ceiling. */
+    readonly signal: AbortSignal;
   },
 ): Promise<string> {
   const { deps, placement, dirs } = attempt;
@@ -154,12 +194,15 @@ async function generateLockfile(
       ...input.environment,
       CARGO_TERM_COLOR: "never",
     },
-    wallClockSeconds: placement.wallClockSeconds,
+    wallClockSeconds: attempt.ceilingLeftSeconds(),
     network: "offline",
-    signal: attempt.abort.signal,
+    signal: input.signal,
     onOutput: (_stream, chunk) => stderr.push(chunk),
   });
   stderr.end();
+  if (run.outcome === "wall_clock_ceiling") throw new FetchCeilingReached(placement.wallClockSeconds);
+  // Cancelled (the job, or the ceiling through the fetch's signal): the phase's signal says why.
+  if (run.outcome === "cancelled") throw input.signal.reason ?? new Error("cancelled");
   if (run.outcome !== "exited" || run.exitCode !== 0) {
     throw new GatewayError(
       "resolution_failed",

@@ -12,6 +12,7 @@ import { injectedEnvironment, injectionItems } from "./injections.js";
 import {
   crateCacheItem,
   dependencyReport,
+  FetchCeilingReached,
   gatewayFailure,
   type ProvidedForBuild,
   provideDependencies,
@@ -126,8 +127,13 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
       artifacts,
     });
   } catch (error) {
-    // The job's dependencies could not be provided: a result of the job, said in its terms.
-    if (error instanceof GatewayError) return await failedBeforeCargo(attempt, gatewayFailure(error));
+    const ended = endedInFetch(attempt, phase, error);
+    if (ended !== null) {
+      // Cargo never ran in the lineage's slot: it goes back as it was (a tenant's dependency
+      // failure is not a reason to make its next job cold).
+      if (lineage !== null) attempt.system(`kiln: ${await lineage.giveBack()}`);
+      return await failedBeforeCargo(attempt, ended.failure, ended.outcome);
+    }
     deps.reporting.emit({ type: "attempt:error", jobId: placement.jobId, attempt: placement.attempt, phase, error });
     deps.reporting.log.error(
       { jobId: placement.jobId, attempt: placement.attempt, phase, err: error },
@@ -152,11 +158,46 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
   }
 }
 
+/**
+ * How an attempt that stopped in its fetch phase ended, when that is the job's own result: the
+ * gateway could not provide its dependencies (cause `dependencies`), the fetch reached the
+ * job's wall-clock ceiling, or the job was cancelled (or its lease lost) while fetching.
+ * Null for anything else (an error of the host).
+ */
+function endedInFetch(
+  attempt: AttemptContext,
+  phase: string,
+  error: unknown,
+): { failure: AttemptFailure; outcome: AttemptResult["outcome"] } | null {
+  if (error instanceof GatewayError) return { failure: gatewayFailure(error), outcome: "failed" };
+  if (error instanceof FetchCeilingReached) {
+    return {
+      failure: { phase: "fetch", cause: "wall_clock_ceiling", detail: error.message },
+      outcome: "failed",
+    };
+  }
+  if (phase === "fetch" && attempt.abort.signal.aborted) {
+    return {
+      failure: {
+        phase: "fetch",
+        cause: "cancelled",
+        detail: "cancelled while its dependencies were fetched; the fetch was stopped",
+      },
+      outcome: "cancelled",
+    };
+  }
+  return null;
+}
+
 /** Reports an attempt that failed before cargo produced anything: the failure in its log and result. */
-async function failedBeforeCargo(attempt: AttemptContext, failure: AttemptFailure): Promise<AttemptEnd> {
+async function failedBeforeCargo(
+  attempt: AttemptContext,
+  failure: AttemptFailure,
+  outcome: AttemptResult["outcome"] = "failed",
+): Promise<AttemptEnd> {
   attempt.system(`kiln: ${failure.detail}`);
   return report(attempt, {
-    outcome: "failed",
+    outcome,
     exitCode: null,
     failure,
     report: { phases: attempt.phases.phases, crates: [], tests: [], unit: null },

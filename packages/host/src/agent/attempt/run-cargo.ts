@@ -80,6 +80,7 @@ export async function runCargo(
   } else {
     const argv = cargoArgv(placement, input.arguments, input.provided?.cargoConfig ?? null);
     attempt.system(`kiln: ${argv.join(" ")} (toolchain ${input.toolchain.name}, no network)`);
+    attempt.startCeiling();
     run = await attempt.phases.run(
       step,
       () =>
@@ -101,7 +102,7 @@ export async function runCargo(
             ...(input.provided?.dependencies.environment ?? {}),
             CARGO_TERM_COLOR: "never",
           },
-          wallClockSeconds: placement.wallClockSeconds,
+          wallClockSeconds: attempt.ceilingLeftSeconds(),
           network: "offline",
           signal: attempt.abort.signal,
           onOutput: (stream, chunk) => {
