@@ -191,6 +191,9 @@ async function runCargo(argv: readonly string[]): Promise<void> {
       "which repository is this? pass --repository owner/name (or set `repository` in the config file, or a git remote origin)",
     );
   }
+  // Asked before the tree is read and hashed: a wrong token, or a repository the tenant has not
+  // onboarded, is refused at once rather than after the whole workspace was scanned.
+  const capabilities = await client.call("sources.capabilities", { query: { repository } });
   const size = args.size ?? environment.config.size ?? "kiln2-cpu";
   const check = args.check ? checkedCommit(root, facts.commit) : undefined;
   if (check !== undefined && check.differs.length > 0) {
@@ -222,6 +225,7 @@ async function runCargo(argv: readonly string[]): Promise<void> {
     ({ summary, archive } = await uploadWorkspace(client, {
       repository,
       capture,
+      capabilities,
       ...(layoutCache === undefined ? {} : { layoutCache }),
       onArchive: (archive) =>
         say(
