@@ -9,7 +9,7 @@ import { DIALECTS } from "./dialects.js";
 for (const dialect of DIALECTS) {
   describe(`migrations [${dialect.name}]`, { skip: dialect.skip }, () => {
     it("applies each migration once; reopening changes nothing and keeps the data", async () => {
-      const database = await dialect.createDatabase();
+      const database = await dialect.createDatabase({ migrated: false });
       try {
         const first = await database.open();
         await createTenant(first, { id: "acme", displayName: "Acme" }, systemClock.now());
@@ -36,7 +36,7 @@ for (const dialect of DIALECTS) {
     });
 
     it("several Storages opening one fresh database at once migrate it exactly once", async () => {
-      const database = await dialect.createDatabase();
+      const database = await dialect.createDatabase({ migrated: false });
       try {
         const storages = await Promise.all(Array.from({ length: 4 }, () => database.open()));
         try {

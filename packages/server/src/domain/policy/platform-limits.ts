@@ -26,8 +26,6 @@ export const DISK_BYTES_OF_SIZE: Readonly<Record<string, number>> = Object.fromE
   Object.entries(SIZE_SHAPES).map(([size, shape]) => [size, shape.diskBytes]),
 );
 
-export const TERMINAL_STATUSES = new Set(["passed", "failed", "cancelled"]);
-
 export type Size = (typeof SIZES)[number];
 
 /** A job's size as admission stored it (jobs.submit accepts only the contract's sizes). */

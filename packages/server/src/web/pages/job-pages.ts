@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { JOB_STATUSES, type ResponseDocumentOf } from "@kiln/contract";
+import { JOB_STATUSES, type ResponseDocumentOf, TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Refusal } from "../../domain/refusal.js";
 import type { AppDeps } from "../http/app-deps.js";
@@ -17,7 +17,6 @@ import {
   renderPhases,
   renderTests,
   renderUsage,
-  TERMINAL_JOB_STATUSES,
 } from "./job-parts.js";
 import { JOBS_LIST_SCRIPT } from "./jobs-list-script.js";
 import { dashboardPages, formKey, registerFormRoutes } from "./open-page.js";

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import {
   annotateQueuedJob,
   type Db,
@@ -18,7 +19,7 @@ import { admitInlineSource, jobClassOf } from "../../../domain/jobs/admit-inline
 import { admitSettings } from "../../../domain/jobs/admit-settings.js";
 import { decideNetworkPolicy } from "../../../domain/jobs/decide-network-policy.js";
 import { jobView } from "../../../domain/jobs/job-view.js";
-import { MAX_ATTEMPTS, TERMINAL_STATUSES } from "../../../domain/policy/platform-limits.js";
+import { MAX_ATTEMPTS } from "../../../domain/policy/platform-limits.js";
 import { Refusal, refuse } from "../../../domain/refusal.js";
 import { requireOnboarded } from "../../../domain/repositories/require-onboarded.js";
 import { requireActiveInstallation } from "../../../domain/source-hosting/require-active-installation.js";
@@ -237,7 +238,7 @@ export const retryJob: Handler<"jobs.retry"> = async (ctx) => {
   const record = await readJob(ctx.db, { tenantId: principal.tenantId, jobId: id });
   if (record === undefined) return refuse("not_found", `no job ${id}`);
   const original = record.job;
-  if (!TERMINAL_STATUSES.has(original.status)) {
+  if (!TERMINAL_JOB_STATUSES.has(original.status)) {
     return refuse("conflict", `job ${id} is ${original.status}; only a terminal job can be retried`);
   }
   await admitTenantPolicy(ctx.db, principal, { size: original.size, bodySize: false });
