@@ -264,16 +264,26 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     const home = freshConfigHome();
     mkdirSync(join(home, "kiln"));
     writeFileSync(join(home, "kiln", "config.json"), JSON.stringify({ repository: "acme/widget", size: "kiln2-cpu" }));
-    const run = await runCli(["cargo", "build", "--artifact", "debug/hello", "--json"], {
+    const run = await runCli(["cargo", "build", "--artifact", "debug/hello", "--artifact", "debug/hello.d", "--json"], {
       cwd: root,
       env: { ...env, XDG_CONFIG_HOME: home },
     });
     assert.equal(run.code, 0, run.stderr);
     const result = jsonLines(run).find((l) => l.type === "result");
-    assert.equal(result.artifacts.length, 1, JSON.stringify(result));
+    assert.equal(result.artifacts.length, 2, JSON.stringify(result));
     const file = join(root, "target", "kiln-artifacts", result.job, "debug", "hello");
     assert.ok(existsSync(file));
     assert.ok(statSync(file).size > 1000);
+    // The built binary keeps its execute bit and runs as downloaded; the dep-info file stays plain.
+    assert.notEqual(statSync(file).mode & 0o100, 0, "the binary is executable");
+    assert.equal(execFileSync(file, { encoding: "utf8" }), "hi\n");
+    assert.equal(statSync(`${file}.d`).mode & 0o111, 0, "hello.d is not");
+    const inventory = await client.call("jobs.artifacts", { params: { id: result.job } });
+    const published = inventory.publications.flatMap((p) => p.files);
+    assert.deepEqual(published.map((f) => [f.path, (f as { executable?: boolean }).executable]).sort(), [
+      ["debug/hello", true],
+      ["debug/hello.d", false],
+    ]);
   });
 
   it("Ctrl-C during a running job cancels it and exits 130", async () => {
