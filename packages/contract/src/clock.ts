@@ -49,12 +49,6 @@ function sleepOn(clock: Pick<Clock, "after">, ms: number, signal?: AbortSignal):
   });
 }
 
-/** A clock whose `now` is fixed at one instant, with the given clock's timers (one request sees one instant). */
-export function frozenAt(clock: Clock, instant: Date): Clock {
-  const at = instant.getTime();
-  return { now: () => new Date(at), after: (ms, fn) => clock.after(ms, fn), sleep: (ms, s) => clock.sleep(ms, s) };
-}
-
 interface Scheduled {
   readonly id: number;
   readonly at: number;

@@ -10,7 +10,7 @@ import type { JobRow } from "./insert-job.js";
 import { settleJob } from "./settle-job.js";
 
 export interface AttemptCompletion {
-  /** passed / failed end the job; cancelled ends it cancelled; lost hands it back to the queue. */
+  /** passed / failed end the job; cancelled ends it cancelled (a lost attempt is answer-lost-attempt.ts's). */
   readonly outcome: "passed" | "failed" | "cancelled";
   readonly exitCode: number | null;
   readonly failure: { phase: string; cause: string; detail: string } | null;

@@ -25,7 +25,7 @@ export interface AppDeps {
   readonly storageQuotaBytes?: number;
   /**
    * How long a queued job waits for the live host holding its lineage before any host takes it
-   * (KILN_LINEAGE_AFFINITY_SECONDS; default DEFAULT_LINEAGE_AFFINITY_SECONDS in domain/hosts/host-service.ts).
+   * (KILN_LINEAGE_AFFINITY_SECONDS; default DEFAULT_LINEAGE_AFFINITY_SECONDS in domain/hosts/lineage-affinity.ts).
    * Give the local host the same value.
    */
   readonly lineageAffinitySeconds?: number;
