@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type KilnClient, KilnTransportError, type OutputOf, serverSentEvents } from "@kiln/client";
@@ -168,6 +168,8 @@ export async function downloadArtifacts(
       throw new Error(`artifact ${file.path} arrived with SHA-256 ${digest}, not ${file.sha256}`);
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, bytes);
+    // A built binary keeps the execute bit it had in the target directory, so it runs as downloaded.
+    if (file.executable === true) chmodSync(target, 0o755);
     saved.push({ path: file.path, file: join(directory, file.path), bytes: bytes.length, sha256: digest });
   }
   return saved;

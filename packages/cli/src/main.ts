@@ -4,6 +4,8 @@
  * full program also loads the MCP server, the operator commands derived from the catalogue and
  * their libraries, which took about half of the CLI's start (docs/benchmarks.md, issue 21).
  */
+const { quietOnClosedOutput } = await import("./output.js");
+quietOnClosedOutput();
 if (process.argv[2] === "cargo") {
   const [{ baseProgram }, { registerCargoCommand }] = await Promise.all([
     import("./program-base.js"),

@@ -62,6 +62,35 @@ const causeOf = (error: Error): string => {
 };
 
 /**
+ * A refusal as a person reads it: its code and the service's detail, without the operation's
+ * id (a person ran a command, not an operation), and the next step where the code implies one.
+ */
+export function describeRefusal(refusal: KilnRefusal): string {
+  const { code, detail } = refusal.refusal;
+  const next: Partial<Record<string, string>> = {
+    unauthenticated: "sign in with `kiln login` (or set KILN_TOKEN to a valid token)",
+    credential_revoked: "sign in again with `kiln login`",
+    credential_expired: "use a current credential (`kiln login`, or a new agent credential)",
+    out_of_scope:
+      "your role or credential lacks that scope (owners and admins hold every scope, members read and submit, viewers read); ask a tenant admin or owner",
+    role_required: "ask a tenant admin or owner",
+  };
+  const hint = next[code];
+  return `refused (${code}): ${withoutOperationId(detail, refusal.operation)}${hint === undefined ? "" : `; ${hint}`}`;
+}
+
+/** "jobs.submit needs …" → "this needs …": the service names its operation where a person ran a command. */
+const withoutOperationId = (detail: string, operation: string): string =>
+  detail.startsWith(`${operation} `) ? `this ${detail.slice(operation.length + 1)}` : detail;
+
+/** A transport failure without the operation's id: what could not be reached and why. */
+const describeTransport = (error: KilnTransportError): string => {
+  const prefix = `${error.operation}: `;
+  const message = error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message;
+  return `${message}${causeOf(error)}`;
+};
+
+/**
  * Runs a command body: a refusal prints its code and detail (with --json, the Refusal document
  * on stdout) and exits 2; transport, configuration and capture errors print one line and exit 2.
  */
@@ -77,12 +106,12 @@ export async function runCommand(json: boolean, body: () => Promise<void>): Prom
     if (error instanceof KilnRefusal) {
       // One line, so it also ends a JSON-lines stream (kiln cargo --json) cleanly.
       if (json) printJsonLine(error.refusal);
-      err(`kiln: ${error.operation} refused: ${error.refusal.code}: ${error.refusal.detail}`);
+      err(`kiln: ${describeRefusal(error)}`);
       process.exitCode = EXIT.error;
       return;
     }
     if (error instanceof KilnTransportError) {
-      err(`kiln: ${error.message}${causeOf(error)}`);
+      err(`kiln: ${describeTransport(error)}`);
       process.exitCode = EXIT.error;
       return;
     }
@@ -92,6 +121,32 @@ export async function runCommand(json: boolean, body: () => Promise<void>): Prom
       return;
     }
     throw error;
+  }
+}
+
+/**
+ * What happens when the reader of stdout or stderr goes away (`kiln jobs list | head -3`: the
+ * pipe closes, the next write fails with EPIPE). By default the command ends quietly, as a
+ * reader that stopped reading asked for; `kiln cargo` replaces it to cancel its job first.
+ */
+let onClosedOutput: () => void = () => process.exit(EXIT.ok);
+
+/** Replaces what a closed output does; the function returned puts the previous handling back. */
+export function whenOutputCloses(handler: () => void): () => void {
+  const previous = onClosedOutput;
+  onClosedOutput = handler;
+  return () => {
+    onClosedOutput = previous;
+  };
+}
+
+/** Installs the EPIPE handling on stdout and stderr (main.ts, before any command writes). */
+export function quietOnClosedOutput(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code === "EPIPE") onClosedOutput();
+      else throw error;
+    });
   }
 }
 

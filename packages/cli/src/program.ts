@@ -3,6 +3,7 @@ import { registerAuthCommands } from "./commands/auth.js";
 import { registerCargoCommand } from "./commands/cargo.js";
 import { registerJobsCommands } from "./commands/jobs.js";
 import { registerMcpCommand } from "./commands/mcp-command.js";
+import { registerReposCommands } from "./commands/repos.js";
 import { registerSettingsCommand } from "./commands/settings.js";
 import { registerUsageCommand } from "./commands/usage.js";
 import { registerOperatorCommands } from "./operator/register-operator-commands.js";
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
   registerJobsCommands(program);
   registerMcpCommand(program);
   registerOperatorCommands(program);
+  registerReposCommands(program);
   registerSettingsCommand(program);
   registerUsageCommand(program);
   return program;

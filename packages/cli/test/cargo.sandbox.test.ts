@@ -1,7 +1,17 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -254,16 +264,26 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     const home = freshConfigHome();
     mkdirSync(join(home, "kiln"));
     writeFileSync(join(home, "kiln", "config.json"), JSON.stringify({ repository: "acme/widget", size: "kiln2-cpu" }));
-    const run = await runCli(["cargo", "build", "--artifact", "debug/hello", "--json"], {
+    const run = await runCli(["cargo", "build", "--artifact", "debug/hello", "--artifact", "debug/hello.d", "--json"], {
       cwd: root,
       env: { ...env, XDG_CONFIG_HOME: home },
     });
     assert.equal(run.code, 0, run.stderr);
     const result = jsonLines(run).find((l) => l.type === "result");
-    assert.equal(result.artifacts.length, 1, JSON.stringify(result));
+    assert.equal(result.artifacts.length, 2, JSON.stringify(result));
     const file = join(root, "target", "kiln-artifacts", result.job, "debug", "hello");
     assert.ok(existsSync(file));
     assert.ok(statSync(file).size > 1000);
+    // The built binary keeps its execute bit and runs as downloaded; the dep-info file stays plain.
+    assert.notEqual(statSync(file).mode & 0o100, 0, "the binary is executable");
+    assert.equal(execFileSync(file, { encoding: "utf8" }), "hi\n");
+    assert.equal(statSync(`${file}.d`).mode & 0o111, 0, "hello.d is not");
+    const inventory = await client.call("jobs.artifacts", { params: { id: result.job } });
+    const published = inventory.publications.flatMap((p) => p.files);
+    assert.deepEqual(published.map((f) => [f.path, (f as { executable?: boolean }).executable]).sort(), [
+      ["debug/hello", true],
+      ["debug/hello.d", false],
+    ]);
   });
 
   it("Ctrl-C during a running job cancels it and exits 130", async () => {
@@ -290,6 +310,57 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
       async () => (await client.call("jobs.get", { params: { id: job } })).status === "cancelled",
       30_000,
       () => `job ${job} not cancelled`,
+    );
+  });
+
+  it("SIGTERM (what CI runners and `timeout` send) of a following run cancels the remote job and exits 143; the job's page is printed", async () => {
+    const root = workspace({
+      "Cargo.toml": manifest("sleepy"),
+      "src/lib.rs":
+        "#[test] fn quick() {}\n#[test] fn slow() { std::thread::sleep(std::time::Duration::from_secs(300)); }\n",
+    });
+    const cli = startCli(["cargo", "test", "--repository", "acme/widget", "--", "--test-threads=1"], {
+      cwd: root,
+      env,
+    });
+    let job = "";
+    await until(
+      () => {
+        job = /job (\S+) submitted/.exec(cli.stderr())?.[1] ?? "";
+        return job !== "" && /test quick \.\.\. ok/.test(cli.stdout());
+      },
+      180_000,
+      () => cli.stderr() + cli.stdout(),
+    );
+    const page = `${endpoint}/jobs/${job}`;
+    assert.match(cli.stderr(), new RegExp(`job ${job} submitted \\(kiln2-cpu\\): ${page.replaceAll(".", "\\.")}\n`));
+    cli.child.kill("SIGTERM");
+    const done = await cli.done;
+    assert.equal(done.signal, null, "the CLI handled the signal (cancelled the job) rather than dying of it");
+    assert.equal(done.code, 143, done.stderr);
+    assert.match(done.stderr, new RegExp(`interrupted: cancelling job ${job} \\(SIGTERM\\)`));
+    const finished = await client.call("jobs.get", { params: { id: job } });
+    assert.equal(finished.status, "cancelled", "the job had ended cancelled before the CLI exited");
+    // One final line with the real exit code and the page; the tests that did not run are not crashes.
+    const last = done.stderr.trim().split("\n").at(-1) ?? "";
+    assert.equal(last, `[kiln] job ${job} cancelled (SIGTERM): ${page}; exit 143`);
+    assert.doesNotMatch(done.stderr, /crashed|\(unattributed\)/);
+    const evidence = await client.call("jobs.evidence", { params: { id: job } });
+    assert.doesNotMatch(JSON.stringify(evidence), /crashed before reporting/);
+
+    const opened = await runCli(["jobs", "open", job, "--no-browser"], { env });
+    assert.equal(opened.code, 0, opened.stderr);
+    assert.equal(opened.stdout.trim(), page);
+    // Where a browser is configured ($BROWSER), `jobs open` starts it on the page.
+    const browser = workspace({ "browser.sh": '#!/bin/sh\necho "$1" > "$(dirname "$0")/opened"\n' });
+    chmodSync(join(browser, "browser.sh"), 0o755);
+    const shown = await runCli(["jobs", "open", job], { env: { ...env, BROWSER: join(browser, "browser.sh") } });
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stderr, /opened in the browser/);
+    await until(
+      () => existsSync(join(browser, "opened")) && readFileSync(join(browser, "opened"), "utf8") === `${page}\n`,
+      30_000,
+      () => "the browser was not started on the page",
     );
   });
 

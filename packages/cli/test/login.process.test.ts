@@ -103,12 +103,40 @@ describe("kiln login / whoami / logout against a real server", () => {
     assert.match(after.stderr, /no credential .*kiln login/);
   });
 
-  it("a refusal prints its code and detail; --json prints the Refusal document", async () => {
+  it("login --server signs in to that service without KILN_ENDPOINT, and later commands use it; a bad URL is refused", async () => {
+    const home = freshConfigHome();
+    const login = startCli(["login", "--server", `${endpoint}/`], { env: { XDG_CONFIG_HOME: home } });
+    let userCode = "";
+    await until(
+      () => {
+        userCode = /confirm the code ([A-Z]{4}-[A-Z]{4})/.exec(login.stderr())?.[1] ?? "";
+        return userCode !== "";
+      },
+      15_000,
+      () => `no user code in: ${login.stderr()}`,
+    );
+    assert.match(login.stderr(), new RegExp(`To sign in to kiln at ${endpoint.replaceAll(".", "\\.")},`));
+    await approve(userCode);
+    const finished = await login.done;
+    assert.equal(finished.code, 0, finished.stderr);
+    const who = await runCli(["whoami", "--json"], { env: { XDG_CONFIG_HOME: home } });
+    assert.equal(who.code, 0, who.stderr);
+    assert.equal((JSON.parse(who.stdout) as { endpoint: string }).endpoint, endpoint);
+
+    const refused = await runCli(["login", "--server", "kiln.example.com"], { env: { XDG_CONFIG_HOME: home } });
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /--server must be the service's URL, e\.g\. https:\/\/kiln\.example\.com/);
+  });
+
+  it("a refusal prints its code, detail and next step, without the operation id; --json prints the Refusal document", async () => {
     const home = freshConfigHome();
     const env = { XDG_CONFIG_HOME: home, KILN_ENDPOINT: endpoint, KILN_TOKEN: "kiln_cli_not-a-real-token-at-all" };
     const text = await runCli(["whoami"], { env });
     assert.equal(text.code, 2);
-    assert.match(text.stderr, /identity\.current refused: unauthenticated: /);
+    assert.match(text.stderr, /refused \(unauthenticated\): /);
+    // In the user's words: the next step, never the operation's id.
+    assert.match(text.stderr, /sign in with `kiln login`/);
+    assert.doesNotMatch(text.stderr, /identity\.current/);
     const json = await runCli(["jobs", "list", "--json"], { env });
     assert.equal(json.code, 2);
     assert.equal((JSON.parse(json.stdout) as { code: string }).code, "unauthenticated");

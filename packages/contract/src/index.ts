@@ -3,6 +3,7 @@ import "./formats.js";
 export * from "./cargo-manifest.js";
 export * from "./catalogue.js";
 export * from "./clock.js";
+export * from "./dashboard-paths.js";
 export * from "./host-operator-protocol.js";
 export * from "./host-protocol-http.js";
 export * from "./logger.js";

@@ -241,6 +241,7 @@ export function buildOpenApiDocument(catalogue: readonly Operation[], refusal: T
       ...(op.description === undefined ? {} : { description: op.description }),
       tags: [op.tag],
       ...(op.deprecated === true ? { deprecated: true } : {}),
+      ...(op.extension === undefined ? {} : { "x-kiln-extension": { reason: op.extension.reason } }),
       security: securityOf(op),
       parameters: parametersOf(op, components),
       ...(body === undefined ? {} : { requestBody: body }),

@@ -65,6 +65,12 @@ export interface Operation {
   readonly idempotency?: "receipt" | "durable-owner";
   readonly deprecated?: boolean;
   /**
+   * A kiln operation the spec lacks (its tables list none of this id): the served document
+   * marks it `x-kiln-extension` with why it exists. It may only add; a spec record's closed
+   * shape is never changed for it.
+   */
+  readonly extension?: { readonly reason: string };
+  /**
    * Response members that are secrets shown once (credentials.create's `credential`).
    * A keyed mutation's stored receipt never holds them: a replay carries a notice in
    * their place, so no secret sits in the idempotency store.

@@ -21,20 +21,32 @@ describe("operation catalogue against the spec's endpoint tables", () => {
     }
   });
 
-  it("besides the spec's operations, only the three deprecated predecessor routes", () => {
+  it("besides the spec's operations, only the three deprecated predecessor routes and the marked extensions", () => {
     const specIds = new Set(spec.map((s) => s.id));
     const extra = CATALOGUE.filter((op) => !specIds.has(op.id));
-    assert.deepEqual(extra.map((op) => `${op.method} ${op.path}`).sort(), [
+    const predecessors = extra.filter((op) => op.extension === undefined);
+    assert.deepEqual(predecessors.map((op) => `${op.method} ${op.path}`).sort(), [
       "POST /api/jobs",
       "POST /api/v2/jobs",
       "POST /api/v3/jobs",
     ]);
-    for (const op of extra) {
+    for (const op of predecessors) {
       assert.equal(op.deprecated, true, op.id);
       assert.equal(op.keyed, false, op.id);
       assert.ok(op.refusals.includes("legacy_unsupported"), op.id);
     }
     assert.equal(CATALOGUE.filter((op) => op.deprecated === true).length, 3);
+    // An extension is kiln's own: never one of the spec's ids; like every operation it has an MCP tool.
+    const extensions = extra.filter((op) => op.extension !== undefined);
+    assert.deepEqual(
+      extensions.map((op) => op.id),
+      ["repositories.onboard"],
+    );
+    for (const op of CATALOGUE.filter((o) => specIds.has(o.id))) assert.equal(op.extension, undefined, op.id);
+    for (const op of extensions) {
+      assert.ok(op.mcp !== undefined, `${op.id} has an MCP tool`);
+      assert.ok((op.extension?.reason ?? "").length > 20, `${op.id} says why it exists`);
+    }
   });
 
   it("each entry lists exactly the spec's refusals (A and K expanded)", () => {
@@ -73,10 +85,10 @@ describe("operation catalogue against the spec's endpoint tables", () => {
     }
   });
 
-  it("MCP tools and scopes equal the spec's MCP table, and only those operations have one", () => {
+  it("MCP tools and scopes equal the spec's MCP table plus kiln's extensions, and only those operations have one", () => {
     const table = specMcpTools();
     assert.equal(table.length, 27);
-    const fromCatalogue = CATALOGUE.filter((op) => op.mcp !== undefined).map((op) => ({
+    const fromCatalogue = CATALOGUE.filter((op) => op.mcp !== undefined && op.extension === undefined).map((op) => ({
       tool: op.mcp?.tool,
       operation: op.id,
       scope: op.mcp?.scope,

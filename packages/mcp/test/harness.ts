@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createClient, type KilnClient } from "@kiln/client";
-import { type Scope, silentLogger, systemClock } from "@kiln/contract";
+import { CATALOGUE, type Scope, silentLogger, systemClock } from "@kiln/contract";
 import { buildApp, hashToken, mintToken } from "@kiln/server";
 import {
   addPersonToTenant,
@@ -153,6 +153,18 @@ export function specMcpTable(): { tool: string; operation: string; scope: string
   const found = candidates.find((p) => existsSync(p));
   if (found === undefined) throw new Error(`interface specification not found in ${candidates.join(", ")}`);
   return parseMcpTable(readFileSync(found, "utf8"));
+}
+
+/**
+ * The tools kiln serves: the spec's table, then each kiln extension's (a catalogue operation the
+ * spec lacks, marked `extension`; the spec gives every operation a tool).
+ */
+export function kilnMcpTable(): { tool: string; operation: string; scope: string }[] {
+  const extensions = CATALOGUE.filter((op) => op.extension !== undefined).map((op) => {
+    if (op.mcp === undefined) throw new Error(`extension ${op.id} names no MCP tool`);
+    return { tool: op.mcp.tool, operation: op.id, scope: op.mcp.scope };
+  });
+  return [...specMcpTable(), ...extensions];
 }
 
 export function parseMcpTable(text: string): { tool: string; operation: string; scope: string }[] {

@@ -9,11 +9,11 @@ import {
   KILN_BIN,
   type KilnUnderTest,
   kilnEnv,
+  kilnMcpTable,
   MCP_POST_HEADERS,
   rawRequest,
   resultJson,
   run,
-  specMcpTable,
   startHttpMcp,
   startKiln,
   toolNames,
@@ -38,7 +38,7 @@ describe("`kiln mcp http` (streamable HTTP), against a real kiln server", () => 
     return started;
   };
   const readTools = () =>
-    specMcpTable()
+    kilnMcpTable()
       .filter((row) => row.scope === "read")
       .map((row) => row.tool)
       .sort();

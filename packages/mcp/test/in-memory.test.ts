@@ -6,7 +6,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { createKilnMcpServer, discoverScopes, RESOURCE_NOT_FOUND } from "../src/index.js";
-import { combinations, type KilnUnderTest, resultJson, specMcpTable, startKiln, toolNames } from "./harness.js";
+import { combinations, type KilnUnderTest, kilnMcpTable, resultJson, startKiln, toolNames } from "./harness.js";
 
 /** The SDK's own client, connected in memory to kiln's server acting with `token`. */
 async function connect(endpoint: string, token: string): Promise<{ client: Client; scopes: Scope[] }> {
@@ -36,8 +36,8 @@ describe("kiln's MCP server over the SDK's in-memory transport, against a real k
     await kiln.close();
   });
 
-  it("for credentials of each scope combination, lists exactly the spec's tools for those scopes", async () => {
-    const table = specMcpTable();
+  it("for credentials of each scope combination, lists exactly the spec's tools and kiln's extensions for those scopes", async () => {
+    const table = kilnMcpTable();
     const all = combinations(SCOPES);
     assert.equal(all.length, 31);
     for (const [i, scopes] of all.entries()) {
@@ -61,7 +61,7 @@ describe("kiln's MCP server over the SDK's in-memory transport, against a real k
     const bytes = Buffer.byteLength(JSON.stringify(listed));
     t.diagnostic(`tools/list payload: ${bytes} bytes for ${listed.tools.length} tools`);
     console.log(`tools/list payload: ${bytes} bytes for ${listed.tools.length} tools`);
-    assert.equal(listed.tools.length, 27);
+    assert.equal(listed.tools.length, 28, "the spec's 27 and repositories_onboard");
     assert.ok(bytes < 16_000, `tools/list is ${bytes} bytes`);
     for (const tool of listed.tools) {
       assert.ok((tool.description ?? "").length <= 120, `${tool.name}'s description is tight`);

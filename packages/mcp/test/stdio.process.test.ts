@@ -11,9 +11,9 @@ import {
   KILN_BIN,
   type KilnUnderTest,
   kilnEnv,
+  kilnMcpTable,
   resultJson,
   run,
-  specMcpTable,
   startKiln,
   toolNames,
 } from "./harness.js";
@@ -26,7 +26,7 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
   let kiln: KilnUnderTest;
   let token: string;
   const expected = () =>
-    specMcpTable()
+    kilnMcpTable()
       .filter((row) => row.scope === "read" || row.scope === "submit")
       .map((row) => row.tool)
       .sort();

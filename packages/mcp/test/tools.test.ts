@@ -8,15 +8,20 @@ import {
   splitArguments,
   toolByName,
 } from "../src/index.js";
-import { specMcpTable } from "./harness.js";
+import { kilnMcpTable, specMcpTable } from "./harness.js";
 
 describe("tools derived from the catalogue", () => {
-  it("are exactly the spec's MCP table: names, operations and scopes", () => {
-    const spec = specMcpTable();
-    assert.equal(spec.length, 27);
+  it("are exactly the spec's MCP table and kiln's extensions: names, operations and scopes", () => {
+    assert.equal(specMcpTable().length, 27);
+    const expected = kilnMcpTable();
     assert.deepEqual(
-      KILN_TOOLS.map((t) => ({ tool: t.name, operation: t.operation.id, scope: t.scope })),
-      spec,
+      expected.map((row) => row.tool).filter((tool) => !specMcpTable().some((row) => row.tool === tool)),
+      ["repositories_onboard"],
+    );
+    const byName = (a: { tool: string }, b: { tool: string }) => a.tool.localeCompare(b.tool);
+    assert.deepEqual(
+      KILN_TOOLS.map((t) => ({ tool: t.name, operation: t.operation.id, scope: t.scope })).sort(byName),
+      [...expected].sort(byName),
     );
     for (const tool of KILN_TOOLS) assert.ok(SCOPES.includes(tool.scope));
   });

@@ -16,7 +16,13 @@ type Schema = {
   description?: string;
   properties?: Record<string, Schema>;
 };
-type Doc = { openapi: string; paths: Record<string, Record<string, { operationId: string; deprecated?: boolean }>> };
+type Doc = {
+  openapi: string;
+  paths: Record<
+    string,
+    Record<string, { operationId: string; deprecated?: boolean; "x-kiln-extension"?: { reason: string } }>
+  >;
+};
 
 async function served(): Promise<{ text: string; status: number; doc: Doc }> {
   const t = await testApp(await openSqliteForTest());
@@ -38,10 +44,22 @@ describe("GET /api/openapi.json", () => {
       for (const [method, entry] of Object.entries(methods))
         listed.set(entry.operationId, `${method.toUpperCase()} ${path}`);
     }
-    assert.equal(listed.size, 95);
+    assert.equal(listed.size, 96);
     for (const op of CATALOGUE) assert.equal(listed.get(op.id), `${op.method} ${op.path}`, op.id);
     const deprecated = Object.values(doc.paths).flatMap((m) => Object.values(m).filter((e) => e.deprecated === true));
     assert.equal(deprecated.length, 3);
+  });
+
+  it("marks kiln's own operations, which the spec lacks, as extensions saying why they exist", async () => {
+    const { doc } = await served();
+    const extensions = Object.values(doc.paths).flatMap((m) =>
+      Object.values(m).filter((e) => e["x-kiln-extension"] !== undefined),
+    );
+    assert.deepEqual(
+      extensions.map((e) => e.operationId),
+      ["repositories.onboard"],
+    );
+    assert.match(extensions[0]?.["x-kiln-extension"]?.reason ?? "", /source-hosting app/);
   });
 
   it("passes @readme/openapi-parser", async () => {

@@ -339,6 +339,8 @@ export interface ArtifactsTable {
   sha256: string;
   published_at: string;
   expires_at: string;
+  /** Migration 0044: 1 when the file had its owner's execute bit (a download keeps it), else 0. */
+  executable: Generated<number>;
 }
 
 export type ArtifactBlobState = "held" | "shared" | "deleting" | "deleted";

@@ -113,7 +113,7 @@ function publish(
   placed: Placed,
   now: Date,
   artifacts: readonly StoredBlob[],
-  options: { retention?: number; cargoOutput?: StoredBlob } = {},
+  options: { retention?: number; cargoOutput?: StoredBlob; executable?: readonly boolean[] } = {},
 ) {
   return finishAttempt(storage, {
     ...placed,
@@ -124,7 +124,12 @@ function publish(
       failure: null,
       report: "{}",
       cargoOutput: options.cargoOutput ?? null,
-      artifacts: artifacts.map((a, i) => ({ path: `target/release/out-${i}`, bytes: a.bytes, sha256: a.sha256 })),
+      artifacts: artifacts.map((a, i) => ({
+        path: `target/release/out-${i}`,
+        bytes: a.bytes,
+        sha256: a.sha256,
+        ...(options.executable === undefined ? {} : { executable: options.executable[i] }),
+      })),
       artifactRetentionSeconds: options.retention ?? RETENTION,
     },
     meter: (attempt) => ({ size: attempt.size, seconds: 1, vcpuSeconds: attempt.vcpus }),
@@ -207,6 +212,34 @@ for (const dialect of DIALECTS) {
         assert.equal(await stateOf(w.main, stored.sha256), "deleted");
         assert.equal((await sweepArtifactBlobs(w.main, w.local, { now: at(LATE + DAY) })).examined, 0);
       }),
+    );
+
+    it(
+      "keeps each published file's execute bit (migration 0044); a host that does not say: not executable",
+      NO_HANG,
+      () =>
+        withWorld(dialect, async (w) => {
+          const blobs = [await w.fenced(w.main).put(randomBytes(100)), await w.fenced(w.main).put(randomBytes(101))];
+          const placed = await running(w.main, T0);
+          assert.equal(await publish(w.main, placed, T0, blobs, { executable: [true, false] }), "finished");
+          const older = await running(w.main, T0);
+          assert.equal(await publish(w.main, older, T0, [blobs[0] as StoredBlob]), "finished");
+          const rows = await w.main.db
+            .selectFrom("artifacts")
+            .select(["job_id", "path", "executable"])
+            .where("job_id", "in", [placed.jobId, older.jobId])
+            .orderBy("job_id")
+            .orderBy("path")
+            .execute();
+          assert.deepEqual(
+            rows.map((r) => [r.job_id === placed.jobId ? "new" : "old", r.path, Number(r.executable)]).sort(),
+            [
+              ["new", "target/release/out-0", 1],
+              ["new", "target/release/out-1", 0],
+              ["old", "target/release/out-0", 0],
+            ],
+          );
+        }),
     );
 
     it("keeps a digest an unexpired artifact still serves, and deletes it once that one expires", NO_HANG, () =>

@@ -28,7 +28,12 @@ export interface UploadOptions {
   readonly firstGeneration?: number;
   /** Called with the reserved upload before any part is sent. */
   readonly onReserved?: (upload: string, missingParts: number) => void;
+  /** sources.capabilities for the repository when the caller already asked (before hashing the tree). */
+  readonly capabilities?: SourceCapabilities;
 }
+
+/** What the service accepts (sources.capabilities). */
+export type SourceCapabilities = OutputOf<"sources.capabilities">;
 
 /** The upload could not be finished: the message names why. */
 export class UploadError extends Error {
@@ -79,7 +84,7 @@ async function withRetries<T>(call: () => Promise<T>): Promise<T> {
 export async function uploadArchive(client: KilnClient, options: UploadOptions): Promise<UploadSummary> {
   const started = Date.now();
   const { repository, archive } = options;
-  const capabilities = await client.call("sources.capabilities", { query: { repository } });
+  const capabilities = options.capabilities ?? (await client.call("sources.capabilities", { query: { repository } }));
   if (capabilities.max_chunk_bytes < PART_BYTES) {
     throw new UploadError(`the service takes parts of at most ${capabilities.max_chunk_bytes} bytes; kiln cuts 4 MiB`);
   }

@@ -30,9 +30,9 @@ async function issuedTokenId(client: KilnClient, issuedAfter: Date): Promise<str
   }
 }
 
-async function login(options: JsonOption): Promise<void> {
+async function login(options: JsonOption & { server?: string }): Promise<void> {
   const environment = resolveEnvironment(process.env);
-  const endpoint = environment.endpoint;
+  const endpoint = options.server === undefined ? environment.endpoint : serverUrl(options.server);
   const anonymous = createClient({ endpoint });
   const started = await anonymous.call("device.start", {});
   const startedAt = new Date();
@@ -103,6 +103,23 @@ async function login(options: JsonOption): Promise<void> {
   }
 }
 
+/** `--server`'s URL (its origin and path, without a trailing slash), or a refusal saying what a URL is here. */
+function serverUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new CliExit(
+      EXIT.error,
+      `--server must be the service's URL, e.g. https://kiln.example.com; got ${JSON.stringify(text)}`,
+    );
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") {
+    throw new CliExit(EXIT.error, `--server must be an http(s) URL, got ${JSON.stringify(text)}`);
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+}
+
 async function logout(options: JsonOption): Promise<void> {
   const environment = resolveEnvironment(process.env);
   const stored = readStoredCredentials(environment.configDir);
@@ -159,8 +176,12 @@ export function registerAuthCommands(program: Command): void {
   program
     .command("login")
     .description("sign in with a device code: prints a URL and code to approve in the dashboard, then stores the token")
+    .option(
+      "--server <url>",
+      "the kiln service to sign in to (later commands use it); default KILN_ENDPOINT or the config file's",
+    )
     .option("--json", "print the result as one JSON document")
-    .action((options: JsonOption) => runCommand(options.json === true, () => login(options)));
+    .action((options: JsonOption & { server?: string }) => runCommand(options.json === true, () => login(options)));
   program
     .command("logout")
     .description("revoke the stored token (when the service allows) and remove it")

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { InputOf, KilnClient } from "@kiln/client";
-import { CARGO_OPERATIONS, SIZES, TERMINAL_JOB_STATUSES } from "@kiln/contract";
+import { type InputOf, type KilnClient, KilnRefusal } from "@kiln/client";
+import { CARGO_OPERATIONS, jobPagePath, SIZES, TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import type { Command } from "commander";
 import { captureWorkspaceConcurrently } from "../archive/capture.js";
 import type { Archive } from "../archive/layout.js";
@@ -23,6 +23,7 @@ import {
   testSummary,
 } from "../job-output.js";
 import { CliExit, connect, EXIT, err, printJsonLine, runCommand } from "../output.js";
+import { STOP_EXIT_CODES, type StopSignal, watchStopSignals } from "../stop-signals.js";
 
 /** A captured workspace submission (jobs.submit's CargoWorkspaceRequest). */
 type CargoWorkspaceRequest = InputOf<"jobs.submit">["body"];
@@ -180,6 +181,7 @@ async function runCargo(argv: readonly string[]): Promise<void> {
   const root = findWorkspaceRoot(process.cwd());
   if (root === undefined) throw new ConfigError("no Cargo.toml in this directory or above");
   const { environment, client } = connect();
+  const pageOf = (id: string) => `${environment.endpoint}${jobPagePath(id)}`;
   // git lists the workspace's files while it is asked for its facts: both in child processes at once.
   const capturing = captureWorkspaceConcurrently(root);
   // Awaited below; a refusal before then must not leave its failure unhandled.
@@ -191,6 +193,9 @@ async function runCargo(argv: readonly string[]): Promise<void> {
       "which repository is this? pass --repository owner/name (or set `repository` in the config file, or a git remote origin)",
     );
   }
+  // Asked before the tree is read and hashed: a wrong token, or a repository the tenant has not
+  // onboarded, is refused at once rather than after the whole workspace was scanned.
+  const capabilities = await client.call("sources.capabilities", { query: { repository } });
   const size = args.size ?? environment.config.size ?? "kiln2-cpu";
   const check = args.check ? checkedCommit(root, facts.commit) : undefined;
   if (check !== undefined && check.differs.length > 0) {
@@ -199,140 +204,182 @@ async function runCargo(argv: readonly string[]): Promise<void> {
     );
   }
 
-  // Before a job exists Ctrl-C just stops: a later run resumes the same upload.
+  // A stop (Ctrl-C, SIGTERM, SIGHUP, a closed output) before a job exists just ends the run: a
+  // later run resumes the same upload. Once the job exists it is cancelled first; while it is
+  // being submitted, as soon as its id is known. A second stop ends the run at once.
   let job: string | undefined;
-  let interrupted = false;
-  const onInterrupt = () => {
-    if (interrupted) process.exit(EXIT.interrupted);
-    interrupted = true;
-    if (job === undefined) process.exit(EXIT.interrupted);
-    void cancelAndExit(client, job, say);
-  };
-  process.on("SIGINT", onInterrupt);
-
-  const capture = await capturing;
-  const cacheDirectory = layoutCacheDirectory(process.env);
-  const layoutCache =
-    cacheDirectory === undefined ? undefined : layoutCachePath(cacheDirectory, environment.endpoint, repository);
-  const bar = process.stderr.isTTY && !args.json ? progressBar() : undefined;
-  let summary: UploadSummary;
-  let layoutSha256: string;
-  try {
-    let archive: Archive;
-    ({ summary, archive } = await uploadWorkspace(client, {
-      repository,
-      capture,
-      ...(layoutCache === undefined ? {} : { layoutCache }),
-      onArchive: (archive) =>
-        say(
-          `${repository}: ${archive.totals.entries} files (${(archive.totals.file_bytes / MB).toFixed(1)} MiB, ${capture.method}) in ${archive.totals.parts} parts${archive.reusedPacks > 0 ? ` (${archive.reusedPacks} packs of the last upload reused)` : ""}`,
-        ),
-      ...(args.concurrency === undefined ? {} : { concurrency: args.concurrency }),
-      ...(bar === undefined ? {} : { onProgress: (sent, total) => bar.update(sent, total) }),
-    }));
-    layoutSha256 = archive.layoutSha256;
-  } finally {
-    bar?.done();
-  }
-  emit({ type: "upload", repository, ...summary });
-  say(
-    `uploaded ${(summary.bytes_sent / MB).toFixed(1)} MiB in ${summary.parts_sent} parts (${summary.parts_reused} of ${summary.parts_total} already held) in ${summary.seconds.toFixed(1)} s`,
-  );
-
-  const invocation: CargoInvocation = {
-    operation: args.operation,
-    arguments: args.cargoArguments,
-    working_directory: workingDirectory(root, process.cwd()),
-    ...(args.toolchain === undefined ? {} : { toolchain: args.toolchain }),
-    ...(args.artifacts.length === 0 ? {} : { artifacts: args.artifacts }),
-  };
-  const body: CargoWorkspaceRequest = {
-    schema_version: 2,
-    repository,
-    // The config file's `size` is not checked here: the service refuses a size it does not know.
-    size: size as Size,
-    workspace: {
-      base_commit: facts.commit ?? "unknown",
-      branch: facts.branch ?? "unknown",
-      invocation,
-      source: { archive: { upload: summary.upload, manifest_sha256: summary.manifest_sha256 } },
-    },
-    ...(check === undefined ? {} : { check: { head_sha: check.headSha } }),
-  };
-  const key = `cargo-${createHash("sha256").update(JSON.stringify(body)).digest("hex").slice(0, 40)}`;
-  job = await client.call("jobs.submit", { body, idempotencyKey: key });
-  if (layoutCache !== undefined) {
-    try {
-      writeClaimedGeneration(layoutCache, layoutSha256, summary.generation);
-    } catch {
-      // Not kept: the next run of these bytes walks past the claimed uploads again.
+  let submitting = false;
+  let stopped: StopSignal | undefined;
+  const stops = watchStopSignals((signal) => {
+    if (stopped !== undefined) process.exit(STOP_EXIT_CODES[stopped]);
+    stopped = signal;
+    if (job !== undefined) void requestCancellation(client, job, signal, { say, page: pageOf(job) });
+    else if (!submitting) {
+      say(
+        `interrupted (${signal}) before a job was submitted; a later run resumes the upload; exit ${STOP_EXIT_CODES[signal]}`,
+      );
+      process.exit(STOP_EXIT_CODES[signal]);
     }
-  }
-  emit({
-    type: "job",
-    job,
-    repository,
-    size,
-    invocation,
-    ...(check === undefined ? {} : { check: { head_sha: check.headSha, workspace_differs: check.differs } }),
   });
-  say(`job ${job} submitted (${size}); following its log, Ctrl-C cancels it`);
-  if (interrupted) {
-    await cancelAndExit(client, job, say);
-    return;
-  }
 
-  await followLogs(
-    client,
-    job,
-    args.json ? (record) => emit({ type: "log", ...record }) : (record) => printRecord(record, args.serviceLog),
-  );
-  const { job: finished, evidence } = await settledWithEvidence(client, job);
-  const code = exitCodeOf(finished, evidence);
-  const tests = testSummary(evidence);
-  let downloaded: DownloadedArtifact[] = [];
-  if (args.artifacts.length > 0 && finished.status === "passed") {
-    const directory = join(root, "target", "kiln-artifacts", job);
-    downloaded = await downloadArtifacts(client, job, directory);
-    for (const file of downloaded) say(`artifact ${file.file} (${file.bytes} bytes)`);
+  try {
+    const capture = await capturing;
+    const cacheDirectory = layoutCacheDirectory(process.env);
+    const layoutCache =
+      cacheDirectory === undefined ? undefined : layoutCachePath(cacheDirectory, environment.endpoint, repository);
+    const bar = process.stderr.isTTY && !args.json ? progressBar() : undefined;
+    let summary: UploadSummary;
+    let layoutSha256: string;
+    try {
+      let archive: Archive;
+      ({ summary, archive } = await uploadWorkspace(client, {
+        repository,
+        capture,
+        capabilities,
+        ...(layoutCache === undefined ? {} : { layoutCache }),
+        onArchive: (archive) =>
+          say(
+            `${repository}: ${archive.totals.entries} files (${(archive.totals.file_bytes / MB).toFixed(1)} MiB, ${capture.method}) in ${archive.totals.parts} parts${archive.reusedPacks > 0 ? ` (${archive.reusedPacks} packs of the last upload reused)` : ""}`,
+          ),
+        ...(args.concurrency === undefined ? {} : { concurrency: args.concurrency }),
+        ...(bar === undefined ? {} : { onProgress: (sent, total) => bar.update(sent, total) }),
+      }));
+      layoutSha256 = archive.layoutSha256;
+    } finally {
+      bar?.done();
+    }
+    emit({ type: "upload", repository, ...summary });
+    say(
+      `uploaded ${(summary.bytes_sent / MB).toFixed(1)} MiB in ${summary.parts_sent} parts (${summary.parts_reused} of ${summary.parts_total} already held) in ${summary.seconds.toFixed(1)} s`,
+    );
+
+    const invocation: CargoInvocation = {
+      operation: args.operation,
+      arguments: args.cargoArguments,
+      working_directory: workingDirectory(root, process.cwd()),
+      ...(args.toolchain === undefined ? {} : { toolchain: args.toolchain }),
+      ...(args.artifacts.length === 0 ? {} : { artifacts: args.artifacts }),
+    };
+    const body: CargoWorkspaceRequest = {
+      schema_version: 2,
+      repository,
+      // The config file's `size` is not checked here: the service refuses a size it does not know.
+      size: size as Size,
+      workspace: {
+        base_commit: facts.commit ?? "unknown",
+        branch: facts.branch ?? "unknown",
+        invocation,
+        source: { archive: { upload: summary.upload, manifest_sha256: summary.manifest_sha256 } },
+      },
+      ...(check === undefined ? {} : { check: { head_sha: check.headSha } }),
+    };
+    const key = `cargo-${createHash("sha256").update(JSON.stringify(body)).digest("hex").slice(0, 40)}`;
+    submitting = true;
+    job = await client.call("jobs.submit", { body, idempotencyKey: key });
+    submitting = false;
+    const page = pageOf(job);
+    if (layoutCache !== undefined) {
+      try {
+        writeClaimedGeneration(layoutCache, layoutSha256, summary.generation);
+      } catch {
+        // Not kept: the next run of these bytes walks past the claimed uploads again.
+      }
+    }
+    emit({
+      type: "job",
+      job,
+      url: page,
+      repository,
+      size,
+      invocation,
+      ...(check === undefined ? {} : { check: { head_sha: check.headSha, workspace_differs: check.differs } }),
+    });
+    say(`job ${job} submitted (${size}): ${page}`);
+    say("following its log; Ctrl-C cancels the job");
+    if (stopped !== undefined) void requestCancellation(client, job, stopped, { say, page });
+
+    await followLogs(
+      client,
+      job,
+      args.json ? (record) => emit({ type: "log", ...record }) : (record) => printRecord(record, args.serviceLog),
+    );
+    const { job: finished, evidence } = await settledWithEvidence(client, job);
+    // Stopped from outside, the run ends as the signal would have ended it, whatever the job did.
+    const code = stopped === undefined ? exitCodeOf(finished, evidence) : STOP_EXIT_CODES[stopped];
+    const tests = testSummary(evidence);
+    let downloaded: DownloadedArtifact[] = [];
+    if (args.artifacts.length > 0 && finished.status === "passed" && stopped === undefined) {
+      const directory = join(root, "target", "kiln-artifacts", job);
+      downloaded = await downloadArtifacts(client, job, directory);
+      for (const file of downloaded) say(`artifact ${file.file} (${file.bytes} bytes)`);
+    }
+    emit({
+      type: "result",
+      job,
+      url: page,
+      status: finished.status,
+      failure: finished.failure ?? null,
+      exit_code: code,
+      cargo_exit_code: stopped !== undefined || code === EXIT.service ? null : code,
+      interrupted: stopped ?? null,
+      tests: { ...tests.total, by_target: tests.byTarget, failed_tests: tests.failed },
+      artifacts: downloaded,
+    });
+    if (Object.keys(tests.byTarget).length > 0) {
+      const cancelled = finished.status === "cancelled" ? "; the tests still running were cancelled (not run)" : "";
+      say(`test summary: ${describeCounts(tests.total)}${cancelled}`);
+      for (const name of tests.failed) say(`  failed: ${name}`);
+    }
+    say(`job ${job} ${describeEnd(finished, stopped)}: ${page}; exit ${code}`);
+    if (code !== 0) throw new CliExit(code);
+  } catch (error) {
+    // Stopped from outside and then unable to follow the job to its end: still the signal's code.
+    if (stopped === undefined || error instanceof CliExit) throw error;
+    err(`kiln: ${error instanceof Error ? error.message : String(error)}`);
+    throw new CliExit(STOP_EXIT_CODES[stopped]);
+  } finally {
+    stops.release();
   }
-  emit({
-    type: "result",
-    job,
-    status: finished.status,
-    failure: finished.failure ?? null,
-    exit_code: code,
-    cargo_exit_code: code === EXIT.service ? null : code,
-    tests: { ...tests.total, by_target: tests.byTarget, failed_tests: tests.failed },
-    artifacts: downloaded,
-  });
-  if (Object.keys(tests.byTarget).length > 0) {
-    say(`test summary: ${describeCounts(tests.total)}`);
-    for (const name of tests.failed) say(`  failed: ${name}`);
-  }
-  const failure = finished.failure;
-  say(`job ${job} ${finished.status}${failure ? ` (${failure.cause}: ${failure.detail})` : ""}; exit ${code}`);
-  process.off("SIGINT", onInterrupt);
-  if (code !== 0) throw new CliExit(code);
 }
 
-async function cancelAndExit(client: KilnClient, job: string, say: (line: string) => void): Promise<never> {
-  say(`interrupted: cancelling job ${job}`);
+/** How the job ended, in the final line's words. */
+function describeEnd(job: Job, stopped: StopSignal | undefined): string {
+  if (job.status === "cancelled") return stopped === undefined ? "cancelled (elsewhere)" : `cancelled (${stopped})`;
+  const failure = job.failure;
+  const ended = `${job.status}${failure ? ` (${failure.cause}: ${failure.detail})` : ""}`;
+  return stopped === undefined ? ended : `${ended} before the cancellation (${stopped}) reached it`;
+}
+
+/** How long a stopped run waits for its cancelled job to end before it exits all the same. */
+const CANCELLATION_WAIT_MS = 30_000;
+
+/**
+ * Cancels the job after a stop (jobs.cancel); the log being followed then settles and the run
+ * ends with the stop's exit code. Should the job not end in time (the service unreachable), the
+ * run exits anyway, saying where to look.
+ */
+async function requestCancellation(
+  client: KilnClient,
+  job: string,
+  signal: StopSignal,
+  out: { say: (line: string) => void; page: string },
+): Promise<void> {
+  out.say(`interrupted: cancelling job ${job} (${signal})`);
+  setTimeout(() => {
+    out.say(
+      `job ${job} had not ended ${CANCELLATION_WAIT_MS / 1000} s after its cancellation was requested; see ${out.page}; exit ${STOP_EXIT_CODES[signal]}`,
+    );
+    process.exit(STOP_EXIT_CODES[signal]);
+  }, CANCELLATION_WAIT_MS).unref();
   try {
     await client.call("jobs.cancel", { params: { id: job }, idempotencyKey: `cancel-${job}` });
-    const deadline = Date.now() + 15_000;
-    while (Date.now() < deadline) {
-      const state = await client.call("jobs.get", { params: { id: job } });
-      if (TERMINAL_JOB_STATUSES.has(state.status)) {
-        say(`job ${job} ${state.status}`);
-        break;
-      }
-      await sleep(200);
-    }
   } catch (error) {
-    err(`kiln: could not cancel job ${job}: ${error instanceof Error ? error.message : String(error)}`);
+    // Already terminal (conflict): the log settles on its own. Anything else: said, and the run
+    // still ends when the log does (or at the deadline).
+    if (!(error instanceof KilnRefusal && error.code === "conflict")) {
+      err(`kiln: could not cancel job ${job}: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
-  process.exit(EXIT.interrupted);
 }
 
 export function registerCargoCommand(program: Command): void {
@@ -355,7 +402,9 @@ export function registerCargoCommand(program: Command): void {
         "with git its tracked and untracked-not-ignored files are captured (executable bits and symlinks",
         "kept), without git every file but target/ and .git/. Only parts the service lacks are sent.",
         "Cargo's output is shown as cargo prints it; --service-log adds the service's own lines",
-        "(placement, sandbox, cache) marked [kiln].",
+        "(placement, sandbox, cache) marked [kiln]. The job's page is printed at submission and at the end.",
+        "Ctrl-C, SIGTERM and SIGHUP (and a closed output) cancel the job, then exit 130, 143 and 129 (141);",
+        "a second one exits at once.",
         "",
         "--json prints JSON lines on stdout: {type:upload…}, {type:job…}, one {type:log…} per log",
         "record, and a final {type:result, status, exit_code, tests, artifacts}.",

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { JOB_STATUSES } from "@kiln/contract";
-import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
+import { type JOB_STATUSES, jobPagePath, TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import type { Command } from "commander";
 import {
   describeCounts,
@@ -12,7 +11,8 @@ import {
   readLogs,
   testSummary,
 } from "../job-output.js";
-import { connect, out, printJson, printJsonLine, runCommand, table } from "../output.js";
+import { browserCommand, openInBrowser } from "../open-in-browser.js";
+import { connect, err, out, printJson, printJsonLine, runCommand, table } from "../output.js";
 
 type JobStatus = (typeof JOB_STATUSES)[number];
 
@@ -45,10 +45,11 @@ async function list(options: JsonOption & { repository?: string; status?: string
 }
 
 async function get(id: string, options: JsonOption) {
-  const { client } = connect();
+  const { environment, client } = connect();
   const job = await client.call("jobs.get", { params: { id } });
   if (options.json) return printJson(job);
   out(`job        ${job.id}`);
+  out(`page       ${environment.endpoint}${jobPagePath(job.id)}`);
   out(`status     ${job.status}${job.failure ? ` (${job.failure.cause}: ${job.failure.detail})` : ""}`);
   out(`repository ${job.repo} @ ${job.branch}${job.sha_short ? ` ${job.sha_short}` : ""}`);
   out(`command    ${job.description}`);
@@ -83,6 +84,18 @@ async function evidence(id: string, options: JsonOption) {
   for (const name of summary.failed) out(`  failed: ${name}`);
   if (doc.usage) out(`usage: ${doc.usage.seconds} s on ${doc.usage.size} (${doc.usage.vcpu_seconds} vCPU-s)`);
   if (TERMINAL_JOB_STATUSES.has(job.status)) out(`exit code: ${exitCodeOf(job, doc)}`);
+}
+
+/** The job's page: printed always, and shown in a browser where there is one (never an error where not). */
+async function open(id: string, options: JsonOption & { browser?: boolean }) {
+  const { environment, client } = connect();
+  const job = await client.call("jobs.get", { params: { id } });
+  const url = `${environment.endpoint}${jobPagePath(job.id)}`;
+  const command = options.browser === false ? null : browserCommand(url);
+  const opened = command !== null && (await openInBrowser(command));
+  if (options.json) return printJson({ job: job.id, url, opened });
+  out(url);
+  if (opened) err(`opened in the browser (${command?.[0]})`);
 }
 
 async function cancel(id: string, options: JsonOption) {
@@ -150,6 +163,13 @@ export function registerJobsCommands(program: Command): void {
   json(jobs.command("evidence").description("phases, caches, test results and usage").argument("<job>")).action(
     wrap(evidence),
   );
+  json(
+    jobs
+      .command("open")
+      .description("print a job's page in the dashboard and open it in a browser where there is one")
+      .argument("<job>")
+      .option("--no-browser", "only print the page's URL"),
+  ).action(wrap(open));
   json(jobs.command("cancel").description("request cancellation of a job").argument("<job>")).action(wrap(cancel));
   json(jobs.command("retry").description("submit a fresh job retrying a terminal one").argument("<job>")).action(
     wrap(retry),

@@ -6,6 +6,8 @@ import {
   PurgeReceipt,
   PurgeRequest,
   RepositoriesPage,
+  RepositoryOnboarded,
+  RepositoryOnboardingRequest,
   RepositoryPage,
   RepositorySettings,
 } from "../records/repositories.js";
@@ -138,5 +140,26 @@ export const REPOSITORIES_OPERATIONS = [
     refusals: [...A, ...K, "confirmation_required", "not_found", "invalid_request"],
     keyed: true,
     mcp: { tool: "repositories_lineages_purge", scope: "admin" },
+  }),
+  defineOperation({
+    id: "repositories.onboard",
+    method: "POST",
+    path: "/api/repositories",
+    summary: "Onboard a repository for the tenant, so its jobs are admitted; onboarding it again changes nothing.",
+    description:
+      "A tenant admin's self-service onboarding, without the source-hosting app (which stays the way to get " +
+      "check runs: installing it onboards its repositories too). Audited. Keyed: a repeat under the same " +
+      "idempotency-key returns the first answer.",
+    tag: "repositories",
+    security: { kind: "tenant", scope: "admin" },
+    request: { body: { encoding: "json", schema: RepositoryOnboardingRequest } },
+    response: { encoding: "json", schema: RepositoryOnboarded },
+    refusals: [...A, ...K, "invalid_request"],
+    keyed: true,
+    mcp: { tool: "repositories_onboard", scope: "admin" },
+    extension: {
+      reason:
+        "Self-service onboarding (issue 36): the spec onboards repositories only by the source-hosting app's installation claim.",
+    },
   }),
 ];

@@ -441,7 +441,14 @@ export const AttemptResult = Type.Object(
     cargoOutput: Nullable(StoredBlob),
     artifacts: Type.Array(
       Type.Object(
-        { path: Type.String({ minLength: 1 }), bytes: Count(), sha256: Sha256Hex() },
+        {
+          path: Type.String({ minLength: 1 }),
+          bytes: Count(),
+          sha256: Sha256Hex(),
+          executable: Type.Optional(
+            Type.Boolean({ description: "The file had its owner's execute bit; absent from older hosts: false." }),
+          ),
+        },
         { additionalProperties: false },
       ),
     ),

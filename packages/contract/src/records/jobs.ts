@@ -626,6 +626,12 @@ export const ArtifactInventory = Open(
                 path: Type.String({ description: "Path relative to the Cargo target directory." }),
                 bytes: Type.Integer({ minimum: 0 }),
                 sha256: Sha256Hex(),
+                executable: Type.Optional(
+                  Type.Boolean({
+                    description:
+                      "The file had its owner's execute bit when published: a download keeps it (kiln's own member).",
+                  }),
+                ),
               },
               { additionalProperties: true },
             ),

@@ -157,3 +157,26 @@ export const PurgeReceipt = Closed(
   },
   { description: "Receipt of a lineage purge." },
 );
+
+export const RepositoryOnboardingRequest = Closed(
+  "RepositoryOnboardingRequest",
+  { repository: RepositoryName("The repository to onboard, `owner/name` as the source host spells it.") },
+  { description: "Onboard one repository for the caller's tenant (a kiln extension: repositories.onboard)." },
+);
+
+export const RepositoryOnboarded = Closed(
+  "RepositoryOnboarded",
+  {
+    repository: RepositoryName(),
+    created: Type.Boolean({
+      description:
+        "false: it was already onboarded; nothing changed and the first onboarding's time and principal stay.",
+    }),
+    onboarded_at: Timestamp("When the repository was first onboarded for the tenant."),
+    onboarded_by: Type.String({ description: "Principal that first onboarded it." }),
+  },
+  {
+    description:
+      "The repository is onboarded: jobs may name it. Check runs on its commits still need the source-hosting app installed on it.",
+  },
+);

@@ -6,8 +6,12 @@ import type { Clock, CrateItem, PhaseItem, TestItem } from "@kiln/contract";
  */
 export interface OutputObserver {
   pushLine(stream: "stdout" | "stderr", line: string): void;
-  /** Both streams have ended: unfinished blocks (a binary killed mid-run) are closed as crashed. */
-  end(): void;
+  /**
+   * Both streams have ended: unfinished blocks (a binary killed mid-run) are closed as crashed —
+   * unless cargo was `stoppedFromOutside` (cancelled, the wall-clock ceiling): the binary running
+   * then was stopped, not crashed, and its remaining tests did not run.
+   */
+  end(stoppedFromOutside?: boolean): void;
   summary(): OutputSummary;
 }
 

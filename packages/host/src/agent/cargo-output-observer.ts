@@ -7,7 +7,10 @@ export function cargoOutputObserver(attempt: number): OutputObserver {
   const parser = new CargoOutputParser();
   return {
     pushLine: (stream, line) => parser.pushLine(stream, line, Date.now()),
-    end: () => parser.end(undefined, Date.now()),
+    end: (stoppedFromOutside = false) => {
+      if (stoppedFromOutside) parser.stoppedFromOutside();
+      parser.end(undefined, Date.now());
+    },
     summary(): OutputSummary {
       const parsed = parser.result();
       const items = toReportItems(parsed, { attempt });

@@ -34,7 +34,7 @@ export async function collectArtifacts(
   targetDir: string,
   patterns: readonly string[],
   limit = 1000,
-): Promise<{ path: string; read: () => Promise<Buffer>; bytes: number }[]> {
+): Promise<{ path: string; read: () => Promise<Buffer>; bytes: number; executable: boolean }[]> {
   if (patterns.length === 0) return [];
   const matchers = patterns.map(patternMatcher);
   const found: string[] = [];
@@ -44,10 +44,9 @@ export async function collectArtifacts(
   }
   found.sort();
   return Promise.all(
-    found.map(async (path) => ({
-      path,
-      bytes: (await stat(join(targetDir, path))).size,
-      read: () => readFile(join(targetDir, path)),
-    })),
+    found.map(async (path) => {
+      const { size, mode } = await stat(join(targetDir, path));
+      return { path, bytes: size, executable: (mode & 0o100) !== 0, read: () => readFile(join(targetDir, path)) };
+    }),
   );
 }

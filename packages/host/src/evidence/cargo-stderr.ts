@@ -33,8 +33,13 @@ export interface StderrRun {
   readonly rerunArgs: string | null;
   /** e.g. `exit status: 101` or `signal: 6, SIGABRT: process abort signal`. */
   readonly exitDetail: string | null;
-  /** Another run followed, or stderr ended: the run's outcome is final. */
+  /**
+   * Another run followed, or stderr ended: the run's outcome is final. The last run of a cargo
+   * stopped from outside (cancelled, the wall-clock ceiling) never completes: it was stopped.
+   */
   readonly complete: boolean;
+  /** The last run, stderr ended, and cargo was stopped from outside while it ran. */
+  readonly interrupted: boolean;
   readonly atMs: number | null;
 }
 
@@ -106,9 +111,15 @@ export class CargoStderrReader {
   #pendingDiagnostic: "error" | "warning" | null = null;
   #inTargetList = false;
   #ended = false;
+  #stopped = false;
 
   finish(): void {
     this.#ended = true;
+  }
+
+  /** Cargo was stopped from outside: the run going on then did not end on its own. */
+  stopped(): void {
+    this.#stopped = true;
   }
 
   pushLine(raw: string, atMs: number | null = null): void {
@@ -245,7 +256,11 @@ export class CargoStderrReader {
     return {
       compiling: [...this.#compiling],
       finishedLine: this.#finishedLine,
-      runs: this.#runs.map((r) => ({ ...r, complete: r.index < last || this.#ended })),
+      runs: this.#runs.map((r) => ({
+        ...r,
+        complete: r.index < last || (this.#ended && !this.#stopped),
+        interrupted: r.index === last && this.#ended && this.#stopped,
+      })),
       failedUnits: [...this.#failedUnits],
       renderedErrors: this.#renderedErrors,
       renderedWarnings: this.#renderedWarnings,

@@ -117,6 +117,15 @@ export class CargoOutputParser {
     for (const line of lines) this.pushLine(stream, line, atMs);
   }
 
+  /**
+   * Cargo was stopped from outside (the job cancelled, its wall-clock ceiling reached), not ended
+   * on its own: the test binary running then is `interrupted`, never `crashed`, and the tests it
+   * had reported stay attributed to it. Call before `end()`.
+   */
+  stoppedFromOutside(): void {
+    this.#stderr.stopped();
+  }
+
   /** The stream (both when omitted) is closed: flushes a partial line and makes the result final. */
   end(stream?: CargoStream, atMs?: number): void {
     for (const s of stream ? [stream] : (["stdout", "stderr"] as const)) {

@@ -24,8 +24,10 @@ export interface TestBinary {
   readonly sourcePath: string | null;
   /** failed: Cargo reported it failed; passed: it finished otherwise; running: not known yet. */
   readonly status: "passed" | "failed" | "running";
-  /** Killed by a signal, or its libtest output stops before `test result`. */
+  /** Killed by a signal, or its libtest output stops before `test result` (and cargo was not stopped from outside). */
   readonly crashed: boolean;
+  /** Running when cargo was stopped from outside (cancelled, the wall-clock ceiling): its remaining tests did not run. */
+  readonly interrupted: boolean;
   readonly exitDetail: string | null;
   readonly rerunArgs: string | null;
   /** It printed libtest output (false for `harness = false` binaries and binaries that died first). */
@@ -165,13 +167,15 @@ export function assembleTests(
       b.cases.map((c) => ({ ...c, binary: identity.label, binaryIndex: run?.index ?? null })),
     );
     const signalled = run?.exitDetail?.startsWith("signal") ?? false;
+    const interrupted = run?.interrupted ?? false;
     return {
       index: run?.index ?? null,
       ...identity,
       executable: run?.executable ?? null,
       sourcePath: run?.sourcePath ?? null,
       status: run === null ? statusOfBlocks(own) : run.failed ? "failed" : run.complete ? "passed" : "running",
-      crashed: signalled || own.some((b) => b.status === "aborted"),
+      crashed: !interrupted && (signalled || own.some((b) => b.status === "aborted")),
+      interrupted,
       exitDetail: run?.exitDetail ?? null,
       rerunArgs: run?.rerunArgs ?? null,
       libtest: own.length > 0,

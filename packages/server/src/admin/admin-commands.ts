@@ -1,9 +1,10 @@
 import { REPOSITORY_PATTERN, ROLES, type Role, systemClock } from "@kiln/contract";
-import { addPersonToTenant, createTenant, onboardRepository, type Storage } from "@kiln/storage";
+import { addPersonToTenant, createTenant, type Storage } from "@kiln/storage";
 import { Command, Option } from "commander";
 import type { ServerConfig } from "../config.js";
 import { ENROLLMENT_TOKEN_SECONDS, mintHostEnrollmentToken, revokeHost } from "../domain/hosts/host-identities.js";
 import { CertificateAuthority } from "../domain/pki/certificate-authority.js";
+import { onboardTenantRepository } from "../domain/repositories/onboard-repository.js";
 import { SecretBox } from "../domain/secrets/secret-box.js";
 import { masterKey, operatorCredential } from "../web/auth/operator-credential.js";
 import { mintSignInLink } from "./mint-sign-in-link.js";
@@ -93,7 +94,7 @@ export function adminCommand(open: AdminContext): Command {
         throw new Error(`repository must be owner/name, got ${JSON.stringify(repository)}`);
       }
       await withStorage(open, (s) =>
-        onboardRepository(s, { tenantId: opts.tenant, name: repository, onboardedBy: "admin" }, systemClock.now()),
+        onboardTenantRepository(s, { tenantId: opts.tenant, repository, actor: "admin" }, systemClock.now()),
       );
       print(opts.json === true, { repository, tenant: opts.tenant }, `${repository} onboarded for ${opts.tenant}`);
     });

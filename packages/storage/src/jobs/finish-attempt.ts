@@ -17,7 +17,7 @@ export interface AttemptCompletion {
   /** JSON of the attempt's evidence. */
   readonly report: string;
   readonly cargoOutput: { sha256: string; bytes: number } | null;
-  readonly artifacts: readonly { path: string; bytes: number; sha256: string }[];
+  readonly artifacts: readonly { path: string; bytes: number; sha256: string; executable?: boolean }[];
   /** How long published artifacts are served when the job's tenant set no artifact retention of its own. */
   readonly artifactRetentionSeconds: number;
 }
@@ -143,6 +143,7 @@ export async function finishAttempt(
             path: a.path,
             bytes: a.bytes,
             sha256: a.sha256,
+            executable: a.executable === true ? 1 : 0,
             published_at: now,
             expires_at: expires,
           })),

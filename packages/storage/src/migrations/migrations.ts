@@ -32,6 +32,7 @@ import { uploadManifestsDeflated } from "./0040-upload-manifests-deflated.js";
 import { slidingWindowFunction } from "./0041-sliding-window-function.js";
 import { jobManifests } from "./0042-job-manifests.js";
 import { webhookDeliveryDigests } from "./0043-webhook-delivery-digests.js";
+import { artifactExecutable } from "./0044-artifact-executable.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -75,6 +76,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0041-sliding-window-function": slidingWindowFunction(dialect),
     "0042-job-manifests": jobManifests(dialect),
     "0043-webhook-delivery-digests": webhookDeliveryDigests(),
+    "0044-artifact-executable": artifactExecutable(),
   };
 }
 

@@ -16,7 +16,7 @@ export async function publishArtifacts(
       const published = [];
       for (const file of await collectArtifacts(tree, patterns)) {
         const stored = await attempt.deps.protocol.putBlob(await file.read());
-        published.push({ path: file.path, bytes: stored.bytes, sha256: stored.sha256 });
+        published.push({ path: file.path, bytes: stored.bytes, sha256: stored.sha256, executable: file.executable });
       }
       return published;
     });

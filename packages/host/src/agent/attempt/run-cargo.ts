@@ -119,7 +119,7 @@ export async function runCargo(
   }
   splitters.stdout.end();
   splitters.stderr.end();
-  observer.end();
+  observer.end(run?.outcome === "cancelled" || run?.outcome === "wall_clock_ceiling");
   if (run !== null) {
     const seconds = ((run.finishedAt.getTime() - run.startedAt.getTime()) / 1000).toFixed(1);
     attempt.system(

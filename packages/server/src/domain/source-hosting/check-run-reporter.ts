@@ -1,4 +1,4 @@
-import { type Clock, type Logger, type PeriodicLoop, startPeriodicLoop } from "@kiln/contract";
+import { type Clock, jobPagePath, type Logger, type PeriodicLoop, startPeriodicLoop } from "@kiln/contract";
 import {
   type BlobStore,
   type DueCheckRun,
@@ -145,7 +145,7 @@ export class CheckRunReporter {
           ...first,
           head_sha: row.headSha,
           external_id: row.jobId,
-          details_url: `${this.deps.publicOrigin}/jobs/${encodeURIComponent(row.jobId)}`,
+          details_url: `${this.deps.publicOrigin}${jobPagePath(row.jobId)}`,
           ...(stage === "queued" ? {} : { started_at: this.deps.clock.now().toISOString() }),
         });
       } else {

@@ -46,6 +46,7 @@ import {
   dismissRepositoryAdvisory,
   getRepository,
   listRepositories,
+  onboardRepositoryHandler,
   purgeRepositoryLineage,
 } from "./tenant/repositories.js";
 import { repositoryAdmission } from "./tenant/repository-admission.js";
@@ -89,6 +90,7 @@ export const defaultHandlers: HandlerTable = {
   "repositories.list": listRepositories,
   "repositories.get": getRepository,
   "repositories.lineages.purge": purgeRepositoryLineage,
+  "repositories.onboard": onboardRepositoryHandler,
   "repositories.admission": repositoryAdmission,
   "repositories.settings.get": getRepositorySettings,
   "repositories.settings.write": writeRepositorySettingsHandler,

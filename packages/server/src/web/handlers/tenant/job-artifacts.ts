@@ -32,7 +32,7 @@ export const jobArtifacts: Handler<"jobs.artifacts"> = async (ctx) => {
       attempt: number;
       published_at: string;
       expires_at: string;
-      files: { index: number; path: string; bytes: number; sha256: string }[];
+      files: { index: number; path: string; bytes: number; sha256: string; executable: boolean }[];
     }
   >();
   for (const a of record.artifacts) {
@@ -42,7 +42,13 @@ export const jobArtifacts: Handler<"jobs.artifacts"> = async (ctx) => {
       publication = { attempt: a.attempt, published_at: a.published_at, expires_at: a.expires_at, files: [] };
       publications.set(a.attempt, publication);
     }
-    publication.files.push({ index: a.idx, path: a.path, bytes: a.bytes, sha256: a.sha256 });
+    publication.files.push({
+      index: a.idx,
+      path: a.path,
+      bytes: a.bytes,
+      sha256: a.sha256,
+      executable: a.executable === 1,
+    });
   }
   return {
     expires_at: expiresAt,

@@ -8,6 +8,7 @@ import {
 } from "@kiln/storage";
 import { listedAdvisory, readAdvisories } from "../../../domain/advisories/compute-advisories.js";
 import { refuse } from "../../../domain/refusal.js";
+import { notOnboardedDetail, onboardTenantRepository } from "../../../domain/repositories/onboard-repository.js";
 import { repositoryOfPath } from "../../../domain/repositories/require-onboarded.js";
 import { tenantStorageQuota } from "../../../domain/repositories/storage-quota.js";
 import { type Handler, principalOf } from "../../http/handler.js";
@@ -52,7 +53,7 @@ export const getRepository: Handler<"repositories.get"> = async (ctx) => {
   const repository = repositoryOfPath(ctx.params);
   const tenantId = principalOf(ctx).tenantId;
   const storage = await readRepositoryStorage(ctx.db, { tenantId, repository });
-  if (storage === undefined) return refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
+  if (storage === undefined) return refuse("not_found", notOnboardedDetail(repository));
   const advisories = await readAdvisories(ctx.db, { tenantId, repositories: [repository] });
   return {
     repository,
@@ -74,7 +75,7 @@ export const dismissRepositoryAdvisory: Handler<"repositories.advisories.dismiss
   const repository = repositoryOfPath(ctx.params);
   const advisory = ctx.params.advisory;
   const onboarded = await readRepositoryStorage(ctx.db, { tenantId: principal.tenantId, repository });
-  if (onboarded === undefined) return refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
+  if (onboarded === undefined) return refuse("not_found", notOnboardedDetail(repository));
   const current = await readAdvisories(ctx.db, {
     tenantId: principal.tenantId,
     repositories: [repository],
@@ -139,4 +140,17 @@ export const purgeRepositoryLineage: Handler<"repositories.lineages.purge"> = as
     ctx.clock.now(),
   );
   return { lineage: body.lineage, consequence: PURGE_CONSEQUENCE, purged_by: principal.principal };
+};
+
+/**
+ * repositories.onboard (a kiln extension): a tenant admin onboards a repository without the
+ * source-hosting app; onboarding it again answers the first onboarding. Audited.
+ */
+export const onboardRepositoryHandler: Handler<"repositories.onboard"> = async (ctx) => {
+  const principal = principalOf(ctx);
+  return onboardTenantRepository(
+    ctx.db,
+    { tenantId: principal.tenantId, repository: ctx.body.repository, actor: principal.principal },
+    ctx.now,
+  );
 };

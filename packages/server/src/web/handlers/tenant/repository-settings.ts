@@ -1,6 +1,7 @@
 import { REPOSITORY_WRITABLE_SETTINGS } from "@kiln/contract";
 import { appendAuditEntry, readRepositorySettings, writeRepositorySettings } from "@kiln/storage";
 import { refuse } from "../../../domain/refusal.js";
+import { notOnboardedDetail } from "../../../domain/repositories/onboard-repository.js";
 import { repositoryOfPath } from "../../../domain/repositories/require-onboarded.js";
 import {
   EFFECTIVE,
@@ -13,7 +14,7 @@ import { type Handler, principalOf } from "../../http/handler.js";
 export const getRepositorySettings: Handler<"repositories.settings.get"> = async (ctx) => {
   const repository = repositoryOfPath(ctx.params);
   const stored = await readRepositorySettings(ctx.db, { tenantId: principalOf(ctx).tenantId, repository });
-  if (stored === undefined) return refuse("not_found", `repository ${repository} is not onboarded for this tenant`);
+  if (stored === undefined) return refuse("not_found", notOnboardedDetail(repository));
   return repositorySettingsView(stored, ctx.deps.wallClockSeconds);
 };
 
@@ -60,7 +61,7 @@ export const writeRepositorySettingsHandler: Handler<"repositories.settings.writ
   if (result.kind === "not_found") {
     // The operation's refusals (spec) are invalid_request and stale_version: the path names
     // a repository this tenant has not onboarded, so the request's repository is invalid.
-    return refuse("invalid_request", `path repository ${repository} is not onboarded for this tenant`);
+    return refuse("invalid_request", `path ${notOnboardedDetail(repository)}`);
   }
   if (result.kind === "stale") {
     return refuse(
