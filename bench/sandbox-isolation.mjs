@@ -26,9 +26,11 @@ import { dist, requireBuilt, root } from "./support/built-packages.mjs";
 import { option } from "./support/options.mjs";
 
 const hostDist = (path) => join(root, "packages", "host", "dist", path);
-requireBuilt(hostDist("src/executor/target-disk.js"), dist("test/debian-crates.js"));
+requireBuilt(hostDist("src/executor/shared/target-disk.js"), dist("test/debian-crates.js"));
 const { admitToolchain, createSandboxExecutor } = await import("@kiln/host");
-const { diskTools, prepareTargetDisk, waitUntilDetached } = await import(hostDist("src/executor/target-disk.js"));
+const { diskTools, prepareTargetDisk, waitUntilDetached } = await import(
+  hostDist("src/executor/shared/target-disk.js")
+);
 const { debianCrate, debianCrateInstalled, materialize } = await import(dist("test/debian-crates.js"));
 
 const RUNS = Number(option("runs", "5"));

@@ -22,6 +22,9 @@ export { chooseScratchRoot } from "./agent/scratch-root.js";
 export * from "./agent/source-mtimes.js";
 export { type MachineHostOptions, startMachineHost } from "./agent/start-machine-host.js";
 export * from "./evidence/index.js";
+export * from "./executor/executor.js";
+export { createSandboxExecutor, type SandboxExecutorOptions } from "./executor/sandbox/sandbox-executor.js";
+export { sandboxSeccompProgram } from "./executor/sandbox/seccomp-filter.js";
 export {
   admitToolchain,
   hostTriple,
@@ -30,14 +33,14 @@ export {
   resolveToolchain,
   ToolchainNotAdmittedError,
   type ToolchainOptions,
-} from "./executor/admit-toolchains.js";
+} from "./executor/shared/admit-toolchains.js";
 export {
   AttemptCgroup,
   type AttemptCgroupOptions,
   CgroupUnavailableError,
   type CgroupUsage,
   type EnforcedLimits,
-} from "./executor/attempt-cgroup.js";
+} from "./executor/shared/attempt-cgroup.js";
 export {
   type CgroupHierarchy,
   type CgroupLayout,
@@ -48,13 +51,10 @@ export {
   NO_CGROUPS,
   parseCgroupLayout,
   parseProcessCgroups,
-} from "./executor/cgroup-layout.js";
-export * from "./executor/executor.js";
-export { reapStaleAttempts } from "./executor/reap-stale-attempts.js";
-export { removeJobDirectories } from "./executor/remove-job-directories.js";
-export { createSandboxExecutor, type SandboxExecutorOptions } from "./executor/sandbox-executor.js";
-export { sandboxSeccompProgram } from "./executor/seccomp-filter.js";
-export { TARGET_DISK_FILE, withTargetTree } from "./executor/target-disk.js";
+} from "./executor/shared/cgroup-layout.js";
+export { reapStaleAttempts } from "./executor/shared/reap-stale-attempts.js";
+export { removeJobDirectories } from "./executor/shared/remove-job-directories.js";
+export { TARGET_DISK_FILE, withTargetTree } from "./executor/shared/target-disk.js";
 export { type CachedCrate, CrateCache } from "./gateway/crate-cache.js";
 export {
   cratesIoIndexOf,

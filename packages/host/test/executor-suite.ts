@@ -13,7 +13,6 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { admitToolchain } from "../src/executor/admit-toolchains.js";
 import {
   type AdmittedToolchain,
   type ExecutionRequest,
@@ -21,8 +20,9 @@ import {
   type Executor,
   NEUTRAL_MOUNTS,
 } from "../src/executor/executor.js";
-import { removeJobDirectories } from "../src/executor/remove-job-directories.js";
-import { withTargetTree } from "../src/executor/target-disk.js";
+import { admitToolchain } from "../src/executor/shared/admit-toolchains.js";
+import { removeJobDirectories } from "../src/executor/shared/remove-job-directories.js";
+import { withTargetTree } from "../src/executor/shared/target-disk.js";
 import { cgroupDirectoriesNamed } from "../src/testing/index.js";
 
 export interface Job {

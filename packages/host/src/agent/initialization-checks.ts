@@ -2,10 +2,14 @@ import { execFile } from "node:child_process";
 import { constants } from "node:fs";
 import { access } from "node:fs/promises";
 import { promisify } from "node:util";
-import { listAdmittedToolchains, resolveToolchain, type ToolchainOptions } from "../executor/admit-toolchains.js";
-import { AttemptCgroup } from "../executor/attempt-cgroup.js";
-import { describeCgroupLayout, detectCgroupLayout, readOwnCgroups } from "../executor/cgroup-layout.js";
-import { ensureSandboxUser } from "../executor/ensure-sandbox-user.js";
+import {
+  listAdmittedToolchains,
+  resolveToolchain,
+  type ToolchainOptions,
+} from "../executor/shared/admit-toolchains.js";
+import { AttemptCgroup } from "../executor/shared/attempt-cgroup.js";
+import { describeCgroupLayout, detectCgroupLayout, readOwnCgroups } from "../executor/shared/cgroup-layout.js";
+import { ensureSandboxUser } from "../executor/shared/ensure-sandbox-user.js";
 
 const run = promisify(execFile);
 

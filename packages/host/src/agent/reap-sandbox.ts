@@ -2,8 +2,8 @@ import { readFile, rmdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Clock } from "@kiln/contract";
-import { cgroupDirectory, detectCgroupLayout, hierarchyKey, readOwnCgroups } from "../executor/cgroup-layout.js";
-import { removeJobDirectories } from "../executor/remove-job-directories.js";
+import { cgroupDirectory, detectCgroupLayout, hierarchyKey, readOwnCgroups } from "../executor/shared/cgroup-layout.js";
+import { removeJobDirectories } from "../executor/shared/remove-job-directories.js";
 
 /** One entry of a reap receipt. */
 export interface ReapEntry {

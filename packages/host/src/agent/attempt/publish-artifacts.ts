@@ -1,4 +1,4 @@
-import { withTargetTree } from "../../executor/target-disk.js";
+import { withTargetTree } from "../../executor/shared/target-disk.js";
 import { collectArtifacts } from "../collect-artifacts.js";
 import type { AttemptResult } from "../host-protocol.js";
 import type { AttemptContext } from "./attempt-context.js";

@@ -67,9 +67,6 @@ import { access, lstat, mkdir, readFile, readlink, rm, stat, statfs } from "node
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
-import { AttemptCgroup, CgroupUnavailableError, type EnforcedLimits } from "./attempt-cgroup.js";
-import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "./cgroup-layout.js";
-import { ensureSandboxUser, type SandboxUser } from "./ensure-sandbox-user.js";
 import {
   type ExecutionOutcome,
   type ExecutionRequest,
@@ -77,10 +74,19 @@ import {
   type Executor,
   type MountPoints,
   NEUTRAL_MOUNTS,
-} from "./executor.js";
+} from "../executor.js";
+import { AttemptCgroup, CgroupUnavailableError, type EnforcedLimits } from "../shared/attempt-cgroup.js";
+import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "../shared/cgroup-layout.js";
+import { ensureSandboxUser, type SandboxUser } from "../shared/ensure-sandbox-user.js";
+import {
+  type DiskTools,
+  diskTools,
+  prepareTargetDisk,
+  targetDiskOutcome,
+  waitUntilDetached,
+} from "../shared/target-disk.js";
 import { rlimitFallback } from "./rlimit-fallback.js";
 import { sandboxSeccompProgram } from "./seccomp-filter.js";
-import { type DiskTools, diskTools, prepareTargetDisk, targetDiskOutcome, waitUntilDetached } from "./target-disk.js";
 
 const run = promisify(execFile);
 
