@@ -9,22 +9,16 @@ export * from "./agent/host-agent.js";
 export type { HostEvent, HostReporting } from "./agent/host-events.js";
 export * from "./agent/host-protocol.js";
 export { type HostReadResult, type HostReads, realHostReads } from "./agent/host-reads.js";
-export {
-  type InitializationCheckOptions,
-  type InitializationChecks,
-  realInitializationChecks,
-} from "./agent/initialization-checks.js";
 export * from "./agent/lineage-store.js";
 export { measureTreeBytes } from "./agent/measure-tree-bytes.js";
-export { type ReapEntry, realSandboxReaper, type SandboxReaper } from "./agent/reap-sandbox.js";
 export { runHostInitialization } from "./agent/run-host-initialization.js";
 export { chooseScratchRoot } from "./agent/scratch-root.js";
 export * from "./agent/source-mtimes.js";
 export { type MachineHostOptions, startMachineHost } from "./agent/start-machine-host.js";
 export * from "./evidence/index.js";
 export * from "./executor/executor.js";
-export { createSandboxExecutor, type SandboxExecutorOptions } from "./executor/sandbox/sandbox-executor.js";
-export { sandboxSeccompProgram } from "./executor/sandbox/seccomp-filter.js";
+export type { HostIsolation, InitializationStep, IsolationChoice, TargetFile } from "./executor/host-isolation.js";
+export { MICROVM_TARGET_DISK_FILE } from "./executor/microvm/guest-disks.js";
 export {
   admitToolchain,
   hostTriple,
@@ -52,6 +46,7 @@ export {
   parseCgroupLayout,
   parseProcessCgroups,
 } from "./executor/shared/cgroup-layout.js";
+export { type AttemptReaper, attemptReaper, type ReapEntry } from "./executor/shared/reap-attempt.js";
 export { reapStaleAttempts } from "./executor/shared/reap-stale-attempts.js";
 export { removeJobDirectories } from "./executor/shared/remove-job-directories.js";
 export { TARGET_DISK_FILE, withTargetTree } from "./executor/shared/target-disk.js";

@@ -7,13 +7,14 @@ import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AdmittedToolchain, ExecutionRequest, ExecutionResult, Executor } from "../src/executor/executor.js";
 import { createSandboxExecutor } from "../src/executor/sandbox/sandbox-executor.js";
+import { sandboxIsolation } from "../src/executor/sandbox/sandbox-isolation.js";
 import { admitToolchain } from "../src/executor/shared/admit-toolchains.js";
 import { NO_CGROUPS } from "../src/executor/shared/cgroup-layout.js";
 import { removeJobDirectories } from "../src/executor/shared/remove-job-directories.js";
 import { cgroupDirectoriesNamed } from "../src/testing/index.js";
 import { assertNothingSurvives, executorSuite, hostProcessesMatching, type Job, makeJob } from "./executor-suite.js";
 
-executorSuite("sandbox", () => createSandboxExecutor());
+executorSuite("sandbox", () => sandboxIsolation());
 
 const MiB = 1024 * 1024;
 

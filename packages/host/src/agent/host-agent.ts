@@ -6,8 +6,6 @@ import { CredentialHolds } from "./credential-holds.js";
 import { FleetChannel } from "./fleet-channel.js";
 import type { Placement } from "./host-protocol.js";
 import type { HostReads } from "./host-reads.js";
-import type { InitializationChecks } from "./initialization-checks.js";
-import { realSandboxReaper } from "./reap-sandbox.js";
 
 /** An attempt's directory in the work root, named by its attempt id (`<job>-a<n>`). */
 const ATTEMPT_DIRECTORY = /^[A-Za-z0-9_.-]{1,200}-a[1-9][0-9]{0,8}$/;
@@ -52,10 +50,10 @@ export class HostAgent {
       readonly pollMs?: number;
       /** How long a long-poll claim asks the control plane to wait (default CLAIM_MAX_WAIT_MS, its bound). */
       readonly claimWaitMs?: number;
-      /** Removes what attempts of a previous, killed agent left on this host. */
-      readonly reapStale?: () => Promise<unknown>;
-      /** Runs operator-started initializations on this host (issue 17); absent, the agent polls for none. */
-      readonly initializationChecks?: InitializationChecks;
+      /** Removes what attempts of a previous, killed agent left on this host (the isolation's reapStale), before enrolling. */
+      readonly reapStale?: boolean;
+      /** Runs operator-started initializations (the isolation's steps) and operator reads on this host (issue 17); absent, the agent polls for none. */
+      readonly fleet?: boolean;
       /** Answers operators' reads of this host (journal, kernel log, evidence files). */
       readonly hostReads?: HostReads;
     },
@@ -64,12 +62,18 @@ export class HostAgent {
   }
 
   async start(): Promise<void> {
-    await this.deps.reapStale?.();
+    const { isolation } = this.deps;
+    const where = {
+      workRoot: this.deps.workRoot,
+      ...(this.deps.scratchRoot === undefined ? {} : { scratchRoot: this.deps.scratchRoot }),
+    };
+    if (this.deps.reapStale === true) await isolation.reapStale(where);
     await this.deps.protocol.enroll({
       id: this.deps.hostId,
       vcpus: this.deps.vcpus,
       memoryBytes: this.deps.memoryBytes,
-      isolation: this.deps.executor.isolation,
+      isolation: isolation.choice.isolation,
+      isolationReason: isolation.choice.reason,
     });
     // Registry credentials: acknowledge now (a new host holds nothing), then periodically and
     // whenever an attempt that held some ends, so prior values are removed promptly.
@@ -82,18 +86,14 @@ export class HostAgent {
       run: () => this.deps.protocol.acknowledgeCredentials(this.deps.hostId, this.holds.held()),
     });
     this.acknowledging.nudge();
-    if (this.deps.initializationChecks !== undefined) {
+    if (this.deps.fleet === true) {
       this.fleet = new FleetChannel({
         ...this.deps,
-        checks: this.deps.initializationChecks,
+        steps: isolation.initializationSteps,
         sandboxes: () => this.sandboxesOnHost(),
         running: () => [...this.sandboxes],
         ...(this.deps.hostReads === undefined ? {} : { reads: this.deps.hostReads }),
-        reaper: realSandboxReaper({
-          workRoot: this.deps.workRoot,
-          ...(this.deps.scratchRoot === undefined ? {} : { scratchRoot: this.deps.scratchRoot }),
-          clock: this.deps.clock,
-        }),
+        reaper: isolation.reaper(where),
       });
       this.fleet.start();
     }

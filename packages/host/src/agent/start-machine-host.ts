@@ -2,11 +2,9 @@ import { rmdir } from "node:fs/promises";
 import { totalmem } from "node:os";
 import { join } from "node:path";
 import { type Clock, type Logger, messageOf } from "@kiln/contract";
-import type { Executor } from "../executor/executor.js";
-import { createSandboxExecutor } from "../executor/sandbox/sandbox-executor.js";
+import type { HostIsolation } from "../executor/host-isolation.js";
+import { sandboxIsolation } from "../executor/sandbox/sandbox-isolation.js";
 import { admitToolchain } from "../executor/shared/admit-toolchains.js";
-import { reapStaleAttempts } from "../executor/shared/reap-stale-attempts.js";
-import { removeJobDirectories } from "../executor/shared/remove-job-directories.js";
 import { DEFAULT_CRATE_CACHE_BYTES, DependencyGateway } from "../gateway/dependency-gateway.js";
 import type { AttemptRunnerDeps } from "./attempt/attempt-context.js";
 import { cargoOutputObserver } from "./cargo-output-observer.js";
@@ -14,7 +12,6 @@ import { HostAgent } from "./host-agent.js";
 import type { HostEvent } from "./host-events.js";
 import type { HostProtocol } from "./host-protocol.js";
 import { realHostReads } from "./host-reads.js";
-import { type InitializationChecks, realInitializationChecks } from "./initialization-checks.js";
 import { LineageStore } from "./lineage-store.js";
 import { chooseScratchRoot } from "./scratch-root.js";
 
@@ -36,18 +33,18 @@ export interface MachineHostOptions {
   readonly vcpus: number;
   readonly memoryBytes?: number;
   readonly heartbeatSeconds?: number;
-  readonly executor?: Executor;
+  /** How attempts are isolated (default: the sandbox; `selectHostIsolation` chooses per KILN_EXECUTOR). */
+  readonly isolation?: HostIsolation;
   readonly resolveToolchain?: AttemptRunnerDeps["resolveToolchain"];
-  /** Operator-started initializations' steps (default: the real checks of this machine). */
-  readonly initializationChecks?: InitializationChecks;
   /** The directory operator.hosts.evidence reads files of; absent, the host keeps none. */
   readonly evidenceRoot?: string;
 }
 
 /**
- * A host agent wired with the machine's real parts — the sandbox executor, admitted rustup
- * toolchains, warm lineages, the scratch root, the dependency gateway, the reaper of stale
- * attempts — started, and a stop that also removes the host's scratch root.
+ * A host agent wired with the machine's real parts — its isolation (the sandbox's or the
+ * microVM's executor, reaping, initialization steps), admitted rustup toolchains, warm lineages,
+ * the scratch root, the dependency gateway — started, and a stop that also removes the host's
+ * scratch root.
  */
 export async function startMachineHost(
   options: MachineHostOptions,
@@ -59,12 +56,11 @@ export async function startMachineHost(
     protocol: options.protocol,
     clock,
     reporting: { log, emit: options.onEvent ?? (() => {}) },
-    executor: options.executor ?? createSandboxExecutor(),
+    isolation: options.isolation ?? sandboxIsolation({ clock }),
     resolveToolchain: options.resolveToolchain ?? ((name) => admitToolchain(name)),
     newObserver: cargoOutputObserver,
     workRoot: join(workRoot),
     ...(scratchRoot === undefined ? {} : { scratchRoot }),
-    removeDirectories: removeJobDirectories,
     gateway: new DependencyGateway({
       cacheRoot: options.crateCache.root,
       cacheMaxBytes: options.crateCache.maxBytes ?? DEFAULT_CRATE_CACHE_BYTES,
@@ -75,9 +71,9 @@ export async function startMachineHost(
     vcpus: options.vcpus,
     memoryBytes: options.memoryBytes ?? totalmem(),
     heartbeatSeconds: options.heartbeatSeconds ?? 2,
-    initializationChecks: options.initializationChecks ?? realInitializationChecks(),
+    fleet: true,
     hostReads: realHostReads({ evidenceRoot: options.evidenceRoot ?? null }),
-    reapStale: () => reapStaleAttempts({ workRoot, ...(scratchRoot === undefined ? {} : { scratchRoot }) }),
+    reapStale: true,
   });
   await agent.start();
   return {

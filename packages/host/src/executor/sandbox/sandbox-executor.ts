@@ -63,21 +63,16 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { constants } from "node:fs";
-import { access, lstat, mkdir, readFile, readlink, rm, stat, statfs } from "node:fs/promises";
-import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { access, lstat, mkdir, readFile, readlink, rm, statfs } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
-import {
-  type ExecutionOutcome,
-  type ExecutionRequest,
-  type ExecutionResult,
-  type Executor,
-  type MountPoints,
-  NEUTRAL_MOUNTS,
-} from "../executor.js";
+import type { ExecutionOutcome, ExecutionRequest, ExecutionResult, Executor } from "../executor.js";
 import { AttemptCgroup, CgroupUnavailableError, type EnforcedLimits } from "../shared/attempt-cgroup.js";
 import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "../shared/cgroup-layout.js";
+import { commandEnvironment, executorVariables } from "../shared/command-environment.js";
 import { ensureSandboxUser, type SandboxUser } from "../shared/ensure-sandbox-user.js";
+import { mountPointsOf, requestProblem } from "../shared/request-problem.js";
 import {
   type DiskTools,
   diskTools,
@@ -110,7 +105,7 @@ export interface SandboxExecutorOptions {
   readonly maxDiskBytes?: number;
 }
 
-const DEFAULTS = {
+export const SANDBOX_DEFAULTS = {
   bwrapPath: "/usr/bin/bwrap",
   sandboxUser: "kiln-sandbox",
   cgroupParentName: "kiln",
@@ -194,9 +189,6 @@ type SystemPath =
   | { readonly kind: "symlink"; readonly path: string; readonly target: string }
   | { readonly kind: "directory"; readonly path: string; readonly name: string };
 
-/** Paths a job directory may not be (or be inside): the sandbox's own structure (plus the staging and toolchain paths). */
-const RESERVED_PATHS = ["/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/dev", "/sys"];
-
 interface Setup {
   readonly user: SandboxUser;
   readonly tools: {
@@ -276,16 +268,6 @@ async function maskedProcEntries(): Promise<{ path: string; directory: boolean }
 /** statfs f_type of tmpfs. */
 const TMPFS_MAGIC = 0x01021994;
 
-function within(path: string, parent: string): boolean {
-  const rel = relative(parent, path);
-  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
-}
-
-/** Where the job directories appear inside: the request's mount points, else neutral ones. */
-function mountPointsOf(request: ExecutionRequest): MountPoints {
-  return request.mounts ?? NEUTRAL_MOUNTS;
-}
-
 /** The empty work directory an overlay over the writable `directory` needs, beside it (same file system). */
 function overlayWorkDirectory(directory: string): string {
   return join(dirname(directory), `.kiln-overlay-${basename(directory)}`);
@@ -334,67 +316,16 @@ async function killLauncher(child: ChildProcess): Promise<void> {
   }
 }
 
-/** Returns what is wrong with the request, or null. */
-async function requestProblem(request: ExecutionRequest, reserved: readonly string[]): Promise<string | null> {
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(request.attemptId))
-    return `attemptId ${JSON.stringify(request.attemptId)} must be 1–128 of [A-Za-z0-9_.-]`;
-  if (request.argv.length === 0) return "argv is empty";
-  if (request.network !== "offline") return `network policy ${String(request.network)} is not supported`;
-  if (!(request.wallClockSeconds > 0)) return "wallClockSeconds must be positive";
-  const { vcpus, memoryBytes, pids, diskBytes } = request.limits;
-  if (!(vcpus > 0) || !(memoryBytes > 0) || !(pids > 0) || !(diskBytes > 0)) return "limits must be positive";
-  if (request.workspaceDir === "/" || request.homeDir === "/") return "the workspace and home may not be /";
-  const directories: [string, string][] = [
-    ["workspaceDir", request.workspaceDir],
-    ["targetDir", request.targetDir],
-    ["homeDir", request.homeDir],
-    ["toolchain.path", request.toolchain.path],
-    ...(request.readOnlyBinds ?? []).map((b, i): [string, string] => [`readOnlyBinds[${i}].source`, b.source]),
-  ];
-  for (const [name, path] of directories) {
-    if (!isAbsolute(path) || resolve(path) !== path) return `${name} must be an absolute, normalized path: ${path}`;
-    try {
-      if (!(await stat(path)).isDirectory()) return `${name} is not a directory: ${path}`;
-    } catch {
-      return `${name} does not exist: ${path}`;
-    }
-    if (name === "toolchain.path") continue;
-    // The host's memory-backed scratch (scratch-root.ts) lies under /dev, but it is a plain
-    // tmpfs directory of the agent's, not part of any device tree the sandbox builds.
-    const scratch = within(path, "/dev/shm") && path !== "/dev/shm";
-    if (path === "/" || path === "/tmp" || (!scratch && [...RESERVED_PATHS, ...reserved].some((r) => within(path, r))))
-      return `${name} may not be ${path}: it would cover the sandbox's own structure`;
-  }
-  // The in-sandbox side: the same rules as host paths (nothing may cover the sandbox's own
-  // structure), and disjoint, so that no job directory hides part of another or a read-only bind.
-  const mounts = mountPointsOf(request);
-  const points: [string, string][] = [
-    ["mounts.workspace", mounts.workspace],
-    ["mounts.target", mounts.target],
-    ["mounts.home", mounts.home],
-    ...(request.readOnlyBinds ?? []).map((b, i): [string, string] => [`readOnlyBinds[${i}].target`, b.target]),
-  ];
-  for (const [name, path] of points) {
-    if (!isAbsolute(path) || resolve(path) !== path) return `${name} must be an absolute, normalized path: ${path}`;
-    if (path === "/" || path === "/tmp" || [...RESERVED_PATHS, ...reserved].some((r) => within(path, r)))
-      return `${name} may not be ${path}: it would cover the sandbox's own structure`;
-    for (const [other, otherPath] of points) {
-      if (other !== name && (within(path, otherPath) || within(otherPath, path)))
-        return `${name} (${path}) overlaps ${other} (${otherPath})`;
-    }
-  }
-  if (!within(resolve(mounts.workspace, request.workingDirectory), mounts.workspace))
-    return `workingDirectory ${JSON.stringify(request.workingDirectory)} leaves the workspace`;
-  return null;
-}
-
 class SandboxExecutor implements Executor {
   readonly isolation = "sandbox" as const;
   private setupPromise: Promise<Setup> | null = null;
-  private readonly options: typeof DEFAULTS & { readonly cgroupLayout?: CgroupLayout; readonly maxDiskBytes?: number };
+  private readonly options: typeof SANDBOX_DEFAULTS & {
+    readonly cgroupLayout?: CgroupLayout;
+    readonly maxDiskBytes?: number;
+  };
 
   constructor(options: SandboxExecutorOptions) {
-    this.options = { ...DEFAULTS, ...options };
+    this.options = { ...SANDBOX_DEFAULTS, ...options };
   }
 
   /** Once per executor: tools present, sandbox user exists, staging directory exists, cgroups detected. */
@@ -824,24 +755,9 @@ class SandboxExecutor implements Executor {
     const mounts = mountPointsOf(request);
     const workingDirectory = resolve(mounts.workspace, request.workingDirectory);
 
-    // The executor's variables win over declared ones of the same name; RUSTUP_TOOLCHAIN is never
-    // set (there is no rustup inside: the toolchain's own cargo and rustc are on PATH).
-    const executorVariables: Record<string, string> = {
-      PATH: `${toolchain}/bin:/usr/bin:/bin`,
-      HOME: mounts.home,
-      CARGO_HOME: mounts.home,
-      CARGO_TARGET_DIR: mounts.target,
-      CARGO_NET_OFFLINE: "true",
-    };
-    const environment: string[] = [];
-    for (const [name, value] of Object.entries(request.environment)) {
-      if (name in executorVariables || name === "RUSTUP_TOOLCHAIN") {
-        detail.push(`environment: declared ${name} is set by the executor and was not used`);
-      } else if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || value.includes("\0")) {
-        detail.push(`environment: declared ${JSON.stringify(name)} is not a valid variable and was not set`);
-      } else environment.push("--setenv", name, value);
-    }
-    for (const [name, value] of Object.entries(executorVariables)) environment.push("--setenv", name, value);
+    const environment = commandEnvironment(request, executorVariables(mounts, toolchain), detail).flatMap(
+      ([name, value]) => ["--setenv", name, value],
+    );
 
     return [
       "--unshare-all",

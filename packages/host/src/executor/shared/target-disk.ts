@@ -208,8 +208,10 @@ export async function prepareTargetDisk(
   targetDir: string,
   quotaBytes: number,
   owner: string,
+  /** The image's name in the target dir: the sandbox's, or the microVM's own (microvm/guest-disks.ts says why). */
+  fileName = TARGET_DISK_FILE,
 ): Promise<PreparedTargetDisk> {
-  const image = join(targetDir, TARGET_DISK_FILE);
+  const image = join(targetDir, fileName);
   const notes: string[] = [];
   let fresh = false;
   if (!(await exists(image))) {
@@ -257,7 +259,7 @@ export async function prepareTargetDisk(
   if (geometry.reserved !== reserved) geometry = await writeReservedBlocks(image, reserved);
   const usage = diskUsage(geometry);
   notes.push(
-    `disk: the target dir is a file system of its own (a sparse ext4 image mounted only inside the sandbox), writable up to the size's ${gib(quotaBytes)} quota: ${
+    `disk: the target dir is a file system of its own (a sparse ext4 image mounted only inside the attempt's isolation), writable up to the size's ${gib(quotaBytes)} quota: ${
       fresh ? "a fresh one" : `the lineage's, holding ${mib(usage.usedBytes)}`
     }, ${mib(usage.availableBytes)} left to write`,
   );
