@@ -19,6 +19,27 @@ export * from "./evidence/index.js";
 export * from "./executor/executor.js";
 export type { HostIsolation, InitializationStep, IsolationChoice, TargetFile } from "./executor/host-isolation.js";
 export { MICROVM_TARGET_DISK_FILE } from "./executor/microvm/guest-disks.js";
+export { type GuestArtifact, GuestImages } from "./executor/microvm/guest-images.js";
+export {
+  createMicrovmExecutor,
+  MicrovmExecutor,
+  type MicrovmExecutorOptions,
+} from "./executor/microvm/microvm-executor.js";
+export {
+  type MicrovmHostIsolation,
+  type MicrovmIsolationOptions,
+  microvmIsolation,
+} from "./executor/microvm/microvm-isolation.js";
+export { type ProbeResult, probeGuest } from "./executor/microvm/probe-guest.js";
+export { createSandboxExecutor, type SandboxExecutorOptions } from "./executor/sandbox/sandbox-executor.js";
+export { type SandboxIsolationOptions, sandboxIsolation } from "./executor/sandbox/sandbox-isolation.js";
+export { sandboxSeccompProgram } from "./executor/sandbox/seccomp-filter.js";
+export {
+  DEFAULT_PROBE_SECONDS,
+  type IsolationSettings,
+  isolationSettingsFromEnv,
+  selectHostIsolation,
+} from "./executor/select-isolation.js";
 export {
   admitToolchain,
   hostTriple,

@@ -16,7 +16,7 @@ const MiB = 2 ** 20;
 
 /**
  * The sandbox's disk quota (target-disk.ts), its seccomp filter (seccomp-filter.ts) and what it
- * shows of the host through /proc (docs/sandbox.md), checked from inside a real sandbox.
+ * shows of the host through /proc (docs/isolation.md), checked from inside a real sandbox.
  */
 describe("sandbox isolation: disk quota, seccomp, what /proc shows", () => {
   const executor = createSandboxExecutor();
@@ -189,7 +189,7 @@ describe("sandbox isolation: disk quota, seccomp, what /proc shows", () => {
     for (const f of ["cmdline", "partitions", "diskstats", "swaps"])
       assert.match(a.stdout, new RegExp(`^PROC ${f} 0$`, "m"), `/proc/${f} is masked`);
     assert.match(a.stdout, /^PROCFS 0$/m);
-    // What does show: the overlays and the target disk's loop device (docs/sandbox.md).
+    // What does show: the overlays and the target disk's loop device (docs/isolation.md).
     assert.match(a.stdout, / \/kiln\/src .* - overlay kiln /);
     assert.match(a.stdout, / \/usr .* - overlay kiln ro,lowerdir=lower\/system-usr:empty/);
     assert.match(a.stdout, / \/kiln\/target .* - ext4 \/dev\/loop\d+ /);

@@ -1,7 +1,7 @@
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { Clock, Logger, LoopFailure } from "@kiln/contract";
-import { DEFAULT_CRATES_IO_INDEX, type Executor, type HostEvent, startMachineHost } from "@kiln/host";
+import { DEFAULT_CRATES_IO_INDEX, type HostEvent, type HostIsolation, startMachineHost } from "@kiln/host";
 import type { BlobStore, JobNotifications, Storage } from "@kiln/storage";
 import { inProcessHostProtocol } from "./host-protocol/in-process-host-protocol.js";
 import { HostService, type HostServiceEvent } from "./hosts/host-service.js";
@@ -23,7 +23,8 @@ export interface LocalHostOptions {
    * size's quota.
    */
   readonly vcpus?: number;
-  readonly executor?: Executor;
+  /** How attempts are isolated (default: the sandbox; main.ts chooses by KILN_EXECUTOR). */
+  readonly isolation?: HostIsolation;
   readonly heartbeatSeconds?: number;
   /**
    * Where attempts' workspaces and homes are made (default: chooseScratchRoot, a directory on
@@ -84,7 +85,7 @@ export async function startLocalHost(
     },
     vcpus: options.vcpus ?? Math.max(16, availableParallelism()),
     ...(options.heartbeatSeconds === undefined ? {} : { heartbeatSeconds: options.heartbeatSeconds }),
-    ...(options.executor === undefined ? {} : { executor: options.executor }),
+    ...(options.isolation === undefined ? {} : { isolation: options.isolation }),
   });
   const reaper = startLeaseReaper({
     storage: deps.storage,

@@ -2,6 +2,7 @@
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { systemClock } from "@kiln/contract";
+import { isolationSettingsFromEnv, selectHostIsolation } from "@kiln/host";
 import { LocalBlobStore, openStorage, S3BlobStore, SweepFencedBlobStore, startJobNotifications } from "@kiln/storage";
 import { Command } from "commander";
 import { pino } from "pino";
@@ -124,6 +125,8 @@ program
             ...(process.env.KILN_LOCAL_HOST_ID ? { hostId: process.env.KILN_LOCAL_HOST_ID } : {}),
             workRoot: join(config.dataDir, "attempts"),
             crateCache: { root: join(config.dataDir, "crates"), cratesIoIndex: config.cratesIoIndex },
+            // KILN_EXECUTOR=auto|microvm|sandbox (auto: a microVM where KVM boots a probe guest).
+            isolation: await selectHostIsolation(isolationSettingsFromEnv(process.env, config.dataDir), { log }),
           },
         );
       } catch (error) {

@@ -4,8 +4,9 @@
 //! `kiln.control` port, reads one request from the host, mounts the attempt's disks under a
 //! fresh root, says `ready`, runs the command there as an unprivileged user with exactly the
 //! environment it was given — its stdout and stderr are the `kiln.stdout` and `kiln.stderr`
-//! ports, its processes in a cgroup of their own — reports how it ended, releases the writable
-//! disks and powers the machine off.
+//! ports, its processes in a cgroup and a pid namespace of their own (under a small init, this
+//! same binary run as `--job-init`, which reaps orphans as bubblewrap's does in the sandbox) —
+//! reports how it ended, releases the writable disks and powers the machine off.
 //!
 //! The control port carries, guest to host, lines:
 //!   `hello`                                  the agent is up and reads its request
@@ -25,7 +26,7 @@ use std::io::{Read, Write};
 use std::os::raw::{c_char, c_int, c_long, c_ulong, c_void};
 use std::os::unix::fs::symlink;
 use std::os::unix::io::AsRawFd;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -52,7 +53,14 @@ extern "C" {
     fn write(fd: c_int, buffer: *const u8, count: usize) -> isize;
     fn close(fd: c_int) -> c_int;
     fn umask(mask: u32) -> u32;
+    fn unshare(flags: c_int) -> c_int;
+    fn waitpid(pid: c_int, status: *mut c_int, options: c_int) -> c_int;
+    fn _exit(status: c_int) -> !;
 }
+
+const CLONE_NEWPID: c_int = 0x2000_0000;
+/// Where the job's init leaves the command's status for the agent (outside the command's root).
+const JOB_STATUS: &str = "/run/job-status";
 
 #[repr(C)]
 struct Timespec {
@@ -198,15 +206,26 @@ fn disk_with_serial(serial: &str) -> Option<String> {
     None
 }
 
-fn read_request(control: &mut File) -> Result<Request, String> {
+fn read_request(input: &mut impl Read) -> Result<Request, String> {
+    parse_request(&read_raw_request(input)?)
+}
+
+/// The request as the host sent it: the length, then the fields.
+fn read_raw_request(input: &mut impl Read) -> Result<Vec<u8>, String> {
     let mut length = [0u8; 4];
-    control.read_exact(&mut length).map_err(|e| format!("reading the request's length: {e}"))?;
-    let length = u32::from_le_bytes(length) as usize;
-    if length > MAX_REQUEST_BYTES {
-        return Err(format!("the request is {length} bytes, more than {MAX_REQUEST_BYTES}"));
+    input.read_exact(&mut length).map_err(|e| format!("reading the request's length: {e}"))?;
+    let size = u32::from_le_bytes(length) as usize;
+    if size > MAX_REQUEST_BYTES {
+        return Err(format!("the request is {size} bytes, more than {MAX_REQUEST_BYTES}"));
     }
-    let mut bytes = vec![0u8; length];
-    control.read_exact(&mut bytes).map_err(|e| format!("reading the request: {e}"))?;
+    let mut bytes = vec![0u8; 4 + size];
+    bytes[..4].copy_from_slice(&length);
+    input.read_exact(&mut bytes[4..]).map_err(|e| format!("reading the request: {e}"))?;
+    Ok(bytes)
+}
+
+fn parse_request(raw: &[u8]) -> Result<Request, String> {
+    let bytes = &raw[4..];
     let mut fields: Vec<String> =
         bytes.split(|b| *b == 0).map(|f| String::from_utf8_lossy(f).into_owned()).collect();
     // Every field ends in a NUL, which leaves one empty field after the last.
@@ -264,6 +283,10 @@ fn prepare(request: &Request) -> Result<(), String> {
         return Err(os_error("setting the host name"));
     }
     loopback_up()?;
+    // Memory is committed when it is touched, as on a host whose memory far exceeds a job's: an
+    // allocation beyond the VM's memory then meets the OOM killer (reported as such), not a
+    // refusal at malloc that the job would report as its own abort.
+    write_file("/proc/sys/vm/overcommit_memory", "1")?;
 
     let disk = |serial: &str| wait_for(&format!("disk {serial}"), || disk_with_serial(serial));
     mkdirs("/mnt/root")?;
@@ -302,8 +325,8 @@ fn prepare(request: &Request) -> Result<(), String> {
     for file in ["passwd", "group", "hosts"] {
         bind(&format!("/run/etc/{file}"), &format!("/job/etc/{file}"), true)?;
     }
+    // /job/proc is mounted by the job's init, inside the command's own pid namespace.
     mkdirs("/job/proc")?;
-    do_mount("proc", "/job/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "")?;
     mkdirs("/job/dev")?;
     do_mount("devtmpfs", "/job/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, "")?;
     mkdirs("/job/tmp")?;
@@ -375,67 +398,122 @@ fn decimal(mut value: u32, digits: &mut [u8; 12]) -> &[u8] {
     }
 }
 
-/// Runs the command and returns the status line the host reads.
-fn run(request: &Request, control: &mut File) -> Result<String, String> {
-    let uid = request.number("uid")? as u32;
-    let gid = request.number("gid")? as u32;
-    let argv = request.all("argv");
-    let program = *argv.first().ok_or("argv is empty")?;
-    let cwd = cstr(request.one("cwd")?);
+/// Runs the command (under its init, in a pid namespace of its own) and returns the status line the host reads.
+fn run(request: &Request, raw: &[u8], control: &mut File) -> Result<String, String> {
     let open_port = |name: &str| -> Result<File, String> {
         let device = wait_for(&format!("port {name}"), || port_named(name))?;
         OpenOptions::new().write(true).open(&device).map_err(|e| format!("{device}: {e}"))
     };
     let (stdout, stderr) = (open_port("kiln.stdout")?, open_port("kiln.stderr")?);
-    let mut command = Command::new(program);
-    command.args(&argv[1..]).env_clear().stdin(Stdio::null()).stdout(stdout).stderr(stderr);
-    for pair in request.all("env") {
-        if let Some((name, value)) = pair.split_once('=') {
-            command.env(name, value);
-        }
+    request.all("argv").first().ok_or("argv is empty")?;
+    // The next child is pid 1 of a new pid namespace: the command and its descendants see only themselves.
+    if unsafe { unshare(CLONE_NEWPID) } != 0 {
+        return Err(os_error("a pid namespace for the command"));
     }
-    let root = cstr("/job");
     let procs = cstr("/sys/fs/cgroup/job/cgroup.procs");
-    // Between fork and exec: into the command's cgroup (by its own pid), its root and working
-    // directory, a session of its own, then the unprivileged user with no way back. std would
-    // drop the user before running this, when chroot is no longer allowed, so it is done here.
+    let mut init = Command::new("/init");
+    init.arg("--job-init").env_clear().stdin(Stdio::piped()).stdout(stdout).stderr(stderr);
     unsafe {
-        command.pre_exec(move || {
-            let mut digits = [0u8; 12];
-            let pid = decimal(getpid() as u32, &mut digits);
-            let fd = open(procs.as_ptr(), O_WRONLY);
-            if fd < 0 || write(fd, pid.as_ptr(), pid.len()) != pid.len() as isize {
-                return Err(std::io::Error::last_os_error());
-            }
-            close(fd);
-            if chroot(root.as_ptr()) != 0 || chdir(cwd.as_ptr()) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            setsid();
-            umask(0o022);
-            if setgroups(0, std::ptr::null()) != 0 || setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        // Into the command's cgroup before anything of it runs.
+        init.pre_exec(move || join_cgroup(&procs));
     }
     let oom_before = counter("/proc/vmstat", "oom_kill");
     let _ = control.write_all(b"ready\n");
-    let mut child = command.spawn().map_err(|e| format!("starting {program}: {e}"))?;
-    let status = child.wait().map_err(|e| format!("waiting for {program}: {e}"))?;
-    // Whatever the command left running goes before the status is sent.
+    let mut child = init.spawn().map_err(|e| format!("starting the command's init: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(raw).map_err(|e| format!("handing the request to the command's init: {e}"))?;
+    }
+    child.wait().map_err(|e| format!("waiting for the command's init: {e}"))?;
+    // Whatever the command left running goes before the status is sent (its init's exit took the
+    // pid namespace with it; the cgroup is the backstop).
     let _ = fs::write("/sys/fs/cgroup/job/cgroup.kill", "1");
     let _ = wait_for("an empty job cgroup", || {
         fs::read_to_string("/sys/fs/cgroup/job/cgroup.procs").ok().filter(|t| t.trim().is_empty())
     });
+    let status = fs::read_to_string(JOB_STATUS).map_err(|e| format!("the command's init left no status: {e}"))?;
+    if let Some(error) = status.strip_prefix("error ") {
+        return Err(error.trim().to_string());
+    }
     let ooms = counter("/proc/vmstat", "oom_kill").saturating_sub(oom_before);
     let refused = counter("/sys/fs/cgroup/job/pids.events", "max");
-    let code = status.code().map(|c| c.to_string()).unwrap_or("-".into());
-    let signal = status.signal().map(|s| s.to_string()).unwrap_or("-".into());
-    Ok(format!("exit {code} {signal} {ooms} {refused}\n"))
+    Ok(format!("exit {} {ooms} {refused}\n", status.trim()))
+}
+
+/// Writes the calling process's pid into a cgroup.procs file, without allocating (it runs between fork and exec).
+fn join_cgroup(procs: &CString) -> std::io::Result<()> {
+    let mut digits = [0u8; 12];
+    let pid = decimal(unsafe { getpid() } as u32, &mut digits);
+    let fd = unsafe { open(procs.as_ptr(), O_WRONLY) };
+    if fd < 0 || unsafe { write(fd, pid.as_ptr(), pid.len()) } != pid.len() as isize {
+        return Err(std::io::Error::last_os_error());
+    }
+    unsafe { close(fd) };
+    Ok(())
+}
+
+/// The command's init: pid 1 of its pid namespace, root, not in the command's root. It mounts the
+/// namespace's /proc under the command's root, starts the command there as the unprivileged user,
+/// reaps every process that ends (orphans reparent to it), and when the command has ended leaves
+/// `<code|-> <signal|->` for the agent and exits, which ends every process left in the namespace.
+fn job_init() -> ! {
+    let outcome = (|| -> Result<String, String> {
+        let request = read_request(&mut std::io::stdin())?;
+        do_mount("proc", "/job/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "")?;
+        let uid = request.number("uid")? as u32;
+        let gid = request.number("gid")? as u32;
+        let argv = request.all("argv");
+        let program = *argv.first().ok_or("argv is empty")?;
+        let cwd = cstr(request.one("cwd")?);
+        let mut command = Command::new(program);
+        command.args(&argv[1..]).env_clear().stdin(Stdio::null());
+        for pair in request.all("env") {
+            if let Some((name, value)) = pair.split_once('=') {
+                command.env(name, value);
+            }
+        }
+        let root = cstr("/job");
+        // Between fork and exec: the command's root and working directory, a session of its own,
+        // then the unprivileged user with no way back. std would drop the user before running
+        // this, when chroot is no longer allowed, so it is done here.
+        unsafe {
+            command.pre_exec(move || {
+                if chroot(root.as_ptr()) != 0 || chdir(cwd.as_ptr()) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                setsid();
+                umask(0o022);
+                if setgroups(0, std::ptr::null()) != 0 || setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn().map_err(|e| format!("starting {program}: {e}"))?;
+        let command_pid = child.id() as c_int;
+        loop {
+            let mut status: c_int = 0;
+            let pid = unsafe { waitpid(-1, &mut status, 0) };
+            if pid < 0 {
+                return Err(os_error("waiting for the command"));
+            }
+            if pid == command_pid {
+                let exited = status & 0x7f == 0;
+                let code = if exited { ((status >> 8) & 0xff).to_string() } else { "-".into() };
+                let signal = if exited { "-".into() } else { (status & 0x7f).to_string() };
+                return Ok(format!("{code} {signal}"));
+            }
+        }
+    })();
+    let line = match outcome {
+        Ok(status) => status,
+        Err(error) => format!("error {}", error.replace('\n', " ")),
+    };
+    let _ = fs::write(JOB_STATUS, format!("{line}\n"));
+    unsafe { _exit(0) }
 }
 
 /// The writable disks unmounted, so their superblocks (free counts) are on disk before power-off.
@@ -464,11 +542,11 @@ fn serve() -> Result<(), String> {
     let device = wait_for("port kiln.control", || port_named("kiln.control"))?;
     let mut control = OpenOptions::new().read(true).write(true).open(&device).map_err(|e| format!("{device}: {e}"))?;
     control.write_all(b"hello\n").map_err(|e| format!("{device}: {e}"))?;
-    let line = match read_request(&mut control) {
+    let line = match read_raw_request(&mut control).and_then(|raw| parse_request(&raw).map(|r| (raw, r))) {
         Err(error) => format!("error {error}\n"),
-        Ok(request) if request.one("probe").is_ok() => format!("probed {}\n", kernel_release()),
-        Ok(request) => {
-            let outcome = prepare(&request).and_then(|()| run(&request, &mut control));
+        Ok((_, request)) if request.one("probe").is_ok() => format!("probed {}\n", kernel_release()),
+        Ok((raw, request)) => {
+            let outcome = prepare(&request).and_then(|()| run(&request, &raw, &mut control));
             release_disks(&request);
             outcome.unwrap_or_else(|error| format!("error {}\n", error.replace('\n', " ")))
         }
@@ -478,6 +556,9 @@ fn serve() -> Result<(), String> {
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("--job-init") {
+        job_init();
+    }
     let _ = do_mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "");
     let _ = do_mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "");
     let _ = do_mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "");

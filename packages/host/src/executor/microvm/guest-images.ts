@@ -27,7 +27,7 @@
 import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
-import { join, relative, sep } from "node:path";
+import { dirname, join, relative, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import type { AdmittedToolchain } from "../executor.js";
@@ -151,41 +151,49 @@ export class GuestImages {
   async ensureKernel(): Promise<GuestArtifact> {
     const release = await this.#kernelRelease();
     const directory = join(this.directory, `kernel-${release}`);
-    return this.#once(`kernel ${release}`, directory, join(directory, "complete"), async (building) => {
-      this.#log(`guest kernel: downloading linux-image-${release} from Debian (apt-get download, dpkg-deb -x)`);
-      await command("apt-get", ["download", `linux-image-${release}`], { cwd: building });
-      const deb = (await readdir(building)).find((f) => f.endsWith(".deb"));
-      if (deb === undefined) throw new Error(`apt-get download left no .deb of linux-image-${release}`);
-      const extracted = join(building, "x");
-      await command("dpkg-deb", ["-x", join(building, deb), extracted]);
-      const modulesRoot = join(extracted, "lib", "modules", release);
-      const modules = await this.#neededModules(modulesRoot);
-      const out = join(building, "out");
-      await mkdir(join(out, "modules"), { recursive: true });
-      await writeFile(join(out, "vmlinuz"), await readFile(join(extracted, "boot", `vmlinuz-${release}`)));
-      for (const [name, path] of modules) await writeFile(join(out, "modules", `${name}.ko`), await readFile(path));
-      await writeFile(join(out, "modules", "order"), `${modules.map(([name]) => `${name}.ko`).join("\n")}\n`);
-      await writeFile(join(out, "complete"), `${deb}\n`);
-      return out;
-    });
+    return this.#once(
+      `kernel ${release}`,
+      directory,
+      join(directory, "complete"),
+      async (building) => {
+        this.#log(`guest kernel: downloading linux-image-${release} from Debian (apt-get download, dpkg-deb -x)`);
+        await command("apt-get", ["download", `linux-image-${release}`], { cwd: building });
+        const deb = (await readdir(building)).find((f) => f.endsWith(".deb"));
+        if (deb === undefined) throw new Error(`apt-get download left no .deb of linux-image-${release}`);
+        const extracted = join(building, "x");
+        await command("dpkg-deb", ["-x", join(building, deb), extracted]);
+        const modulesRoot = join(extracted, "lib", "modules", release);
+        const modules = await this.#neededModules(modulesRoot);
+        const out = join(building, "out");
+        await mkdir(join(out, "modules"), { recursive: true });
+        await writeFile(join(out, "vmlinuz"), await readFile(join(extracted, "boot", `vmlinuz-${release}`)));
+        for (const [name, path] of modules) await writeFile(join(out, "modules", `${name}.ko`), await readFile(path));
+        await writeFile(join(out, "modules", "order"), `${modules.map(([name]) => `${name}.ko`).join("\n")}\n`);
+        await writeFile(join(out, "complete"), `${deb}\n`);
+        return out;
+      },
+      "kernel-",
+    );
   }
 
-  /** The kernel release `linux-image-cloud-amd64` depends on now, else the newest one already here. */
+  /**
+   * The newest kernel already here; only when there is none, the release `linux-image-cloud-amd64`
+   * depends on now (asking apt loads its whole package cache: seconds on a busy host, at every
+   * start). To take a newer kernel, remove the guest directory's `kernel-*`: the next start
+   * downloads the current one (and builds an initramfs for it).
+   */
   async #kernelRelease(): Promise<string> {
-    try {
-      const { stdout } = await run("apt-cache", ["depends", "linux-image-cloud-amd64"]);
-      const release = /Depends: linux-image-(\S+-cloud-amd64)/.exec(stdout)?.[1];
-      if (release !== undefined) return release;
-    } catch {
-      // No apt here: only a kernel already taken will do.
-    }
     const present = (await readdir(this.directory).catch(() => [] as string[]))
-      .filter((d) => d.startsWith("kernel-"))
+      .filter((d) => d.startsWith("kernel-") && !d.endsWith(".lock"))
       .sort();
     const newest = present.at(-1);
-    if (newest === undefined)
-      throw new Error("no guest kernel here and apt-cache names no linux-image-cloud-amd64 to download");
-    return newest.slice("kernel-".length);
+    if (newest !== undefined && (await exists(join(this.directory, newest, "complete"))))
+      return newest.slice("kernel-".length);
+    const { stdout } = await run("apt-cache", ["depends", "linux-image-cloud-amd64"]).catch(() => ({ stdout: "" }));
+    const release = /Depends: linux-image-(\S+-cloud-amd64)/.exec(stdout)?.[1];
+    if (release === undefined)
+      throw new Error("no guest kernel here, and apt-cache names no linux-image-cloud-amd64 to download");
+    return release;
   }
 
   /** The needed modules and everything they depend on, dependencies first; built-in ones skipped. */
@@ -229,46 +237,54 @@ export class GuestImages {
       this.directory,
       `initramfs-${key(release, toolchain.version ?? toolchain.name, ...sources)}.cpio`,
     );
-    return this.#once("initramfs", file, file, async (building) => {
-      this.#log(`guest agent: building with ${toolchain.name} (cargo build --release, statically linked)`);
-      await command(
-        join(toolchain.path, "bin", "cargo"),
-        ["build", "--release", "--locked", "--offline", "--target", "x86_64-unknown-linux-gnu"],
-        {
-          cwd: AGENT_SOURCE,
-          env: {
-            PATH: `${join(toolchain.path, "bin")}:/usr/bin:/bin`,
-            HOME: building,
-            CARGO_HOME: join(building, "cargo-home"),
-            CARGO_TARGET_DIR: join(building, "target"),
-            RUSTC: join(toolchain.path, "bin", "rustc"),
-            RUSTFLAGS: "-C target-feature=+crt-static",
+    return this.#once(
+      "initramfs",
+      file,
+      file,
+      async (building) => {
+        this.#log(`guest agent: building with ${toolchain.name} (cargo build --release, statically linked)`);
+        await command(
+          join(toolchain.path, "bin", "cargo"),
+          ["build", "--release", "--locked", "--offline", "--target", "x86_64-unknown-linux-gnu"],
+          {
+            cwd: AGENT_SOURCE,
+            env: {
+              PATH: `${join(toolchain.path, "bin")}:/usr/bin:/bin`,
+              HOME: building,
+              CARGO_HOME: join(building, "cargo-home"),
+              CARGO_TARGET_DIR: join(building, "target"),
+              RUSTC: join(toolchain.path, "bin", "rustc"),
+              RUSTFLAGS: "-C target-feature=+crt-static",
+            },
           },
-        },
-      );
-      const agent = await readFile(join(building, "target", "x86_64-unknown-linux-gnu", "release", "kiln-guest-agent"));
-      const modules = join(kernelDirectory, "modules");
-      const order = (await readFile(join(modules, "order"), "utf8")).split("\n").filter((l) => l !== "");
-      const entries: InitramfsEntry[] = [
-        ...["dev", "proc", "sys", "lib", "lib/modules"].map((path) => ({
-          path,
-          kind: "directory" as const,
-          mode: 0o755,
-        })),
-        { path: "init", kind: "file", mode: 0o755, content: agent },
-        { path: "lib/modules/order", kind: "file", mode: 0o644, content: Buffer.from(`${order.join("\n")}\n`) },
-      ];
-      for (const name of order)
-        entries.push({
-          path: `lib/modules/${name}`,
-          kind: "file",
-          mode: 0o644,
-          content: await readFile(join(modules, name)),
-        });
-      const out = join(building, "initramfs.cpio");
-      await writeFile(out, newcArchive(entries));
-      return out;
-    });
+        );
+        const agent = await readFile(
+          join(building, "target", "x86_64-unknown-linux-gnu", "release", "kiln-guest-agent"),
+        );
+        const modules = join(kernelDirectory, "modules");
+        const order = (await readFile(join(modules, "order"), "utf8")).split("\n").filter((l) => l !== "");
+        const entries: InitramfsEntry[] = [
+          ...["dev", "proc", "sys", "lib", "lib/modules"].map((path) => ({
+            path,
+            kind: "directory" as const,
+            mode: 0o755,
+          })),
+          { path: "init", kind: "file", mode: 0o755, content: agent },
+          { path: "lib/modules/order", kind: "file", mode: 0o644, content: Buffer.from(`${order.join("\n")}\n`) },
+        ];
+        for (const name of order)
+          entries.push({
+            path: `lib/modules/${name}`,
+            kind: "file",
+            mode: 0o644,
+            content: await readFile(join(modules, name)),
+          });
+        const out = join(building, "initramfs.cpio");
+        await writeFile(out, newcArchive(entries));
+        return out;
+      },
+      "initramfs-",
+    );
   }
 
   /** The read-only guest root: Debian minbase and the C toolchain, from debootstrap. */
@@ -276,29 +292,41 @@ export class GuestImages {
     const suite = await debianSuite();
     const mirror = this.options.mirror ?? DEFAULT_DEBIAN_MIRROR;
     const file = join(this.directory, `root-${key(suite, "minbase", ...ROOT_PACKAGES)}.erofs`);
-    return this.#once("guest root", file, file, async (building) => {
-      this.#log(
-        `guest root: installing Debian ${suite} minbase with ${ROOT_PACKAGES.join(", ")} from ${mirror} (debootstrap; minutes, once)`,
-      );
-      const tree = join(building, "root");
-      await command("debootstrap", ["--variant=minbase", `--include=${ROOT_PACKAGES.join(",")}`, suite, tree, mirror]);
-      // What no job reads: package lists and caches, documentation, translations.
-      for (const path of [
-        "var/cache/apt",
-        "var/lib/apt/lists",
-        "usr/share/doc",
-        "usr/share/man",
-        "usr/share/info",
-        "usr/share/locale",
-      ])
-        await rm(join(tree, path), { recursive: true, force: true });
-      // The agent binds its own identity files over these, which must exist to be bound over.
-      for (const name of ["passwd", "group", "hosts"])
-        if (!(await exists(join(tree, "etc", name)))) await writeFile(join(tree, "etc", name), "");
-      const out = join(building, "root.erofs");
-      await command("mkfs.erofs", ["--quiet", out, tree]);
-      return out;
-    });
+    return this.#once(
+      "guest root",
+      file,
+      file,
+      async (building) => {
+        this.#log(
+          `guest root: installing Debian ${suite} minbase with ${ROOT_PACKAGES.join(", ")} from ${mirror} (debootstrap; minutes, once)`,
+        );
+        const tree = join(building, "root");
+        await command("debootstrap", [
+          "--variant=minbase",
+          `--include=${ROOT_PACKAGES.join(",")}`,
+          suite,
+          tree,
+          mirror,
+        ]);
+        // What no job reads: package lists and caches, documentation, translations.
+        for (const path of [
+          "var/cache/apt",
+          "var/lib/apt/lists",
+          "usr/share/doc",
+          "usr/share/man",
+          "usr/share/info",
+          "usr/share/locale",
+        ])
+          await rm(join(tree, path), { recursive: true, force: true });
+        // The agent binds its own identity files over these, which must exist to be bound over.
+        for (const name of ["passwd", "group", "hosts"])
+          if (!(await exists(join(tree, "etc", name)))) await writeFile(join(tree, "etc", name), "");
+        const out = join(building, "root.erofs");
+        await command("mkfs.erofs", ["--quiet", out, tree]);
+        return out;
+      },
+      "root-",
+    );
   }
 
   /** The read-only image of one admitted toolchain, built when its content changed; older images of it removed. */
@@ -306,21 +334,20 @@ export class GuestImages {
     const name = toolchain.name.replace(/[^A-Za-z0-9_.-]/g, "_");
     const directory = join(this.directory, "toolchains");
     const file = join(directory, `${name}-${await toolchainKey(toolchain.path)}.erofs`);
-    const artifact = await this.#once(`toolchain ${toolchain.name}`, file, file, async (building) => {
-      this.#log(
-        `toolchain image: ${toolchain.name} from ${toolchain.path} (mkfs.erofs, without its HTML documentation)`,
-      );
-      const out = join(building, "toolchain.erofs");
-      await command("mkfs.erofs", ["--quiet", "--all-root", "--exclude-path=share/doc", out, toolchain.path]);
-      return out;
-    });
-    if (artifact.built) {
-      // An attempt still running on an older image keeps it open; the name goes now.
-      for (const old of await readdir(directory))
-        if (old.startsWith(`${name}-`) && join(directory, old) !== file)
-          await rm(join(directory, old), { force: true });
-    }
-    return artifact;
+    return this.#once(
+      `toolchain ${toolchain.name}`,
+      file,
+      file,
+      async (building) => {
+        this.#log(
+          `toolchain image: ${toolchain.name} from ${toolchain.path} (mkfs.erofs, without its HTML documentation)`,
+        );
+        const out = join(building, "toolchain.erofs");
+        await command("mkfs.erofs", ["--quiet", "--all-root", "--exclude-path=share/doc", out, toolchain.path]);
+        return out;
+      },
+      `${name}-`,
+    );
   }
 
   /**
@@ -332,12 +359,14 @@ export class GuestImages {
     path: string,
     marker: string,
     build: (building: string) => Promise<string>,
+    /** Earlier artifacts of the same kind (`initramfs-`, `root-`, …), removed once this one is built. */
+    superseded: string,
   ): Promise<GuestArtifact> {
     let pending = this.#building.get(path);
     if (pending === undefined) {
       pending = (async () => {
         if (await exists(marker)) return { name, path, built: false };
-        await mkdir(this.directory, { recursive: true });
+        await mkdir(dirname(path), { recursive: true });
         const release = await this.#lock(path);
         try {
           // Another process may have built it while we waited for the lock.
@@ -347,12 +376,12 @@ export class GuestImages {
           try {
             const started = Date.now();
             const out = await build(building);
-            await mkdir(join(path, ".."), { recursive: true });
             await rm(path, { recursive: true, force: true });
             await rename(out, path);
             this.#log(
               `${name}: built in ${((Date.now() - started) / 1000).toFixed(1)} s (${relative(this.directory, path)})`,
             );
+            await this.#removeSuperseded(path, superseded);
             return { name, path, built: true };
           } finally {
             await rm(building, { recursive: true, force: true });
@@ -362,10 +391,25 @@ export class GuestImages {
         }
       })();
       this.#building.set(path, pending);
-      // A failure is tried again by the next caller (the operator may have fixed the machine).
-      pending.catch(() => this.#building.delete(path));
+      // Shared only while under way: a later caller finds the artifact in place (or, after a
+      // failure, tries again: the operator may have fixed the machine).
+      const settled = () => this.#building.delete(path);
+      pending.then(settled, settled);
     }
     return pending;
+  }
+
+  /**
+   * Removes the artifacts `path` replaces: its siblings named with the same prefix (a VM still
+   * running on one keeps it open; only the name goes now). Never a lock or a build under way.
+   */
+  async #removeSuperseded(path: string, prefix: string): Promise<void> {
+    const directory = dirname(path);
+    for (const entry of await readdir(directory)) {
+      const full = join(directory, entry);
+      if (entry.startsWith(prefix) && full !== path && !entry.endsWith(".lock"))
+        await rm(full, { recursive: true, force: true });
+    }
   }
 
   /** A lock directory beside `path` holding its owner's pid; a dead owner's, or one older than a build could take, is taken over. */

@@ -54,25 +54,27 @@
  * write lands in the host directory the agent reads afterwards. The target dir is not an
  * overlay: overlayfs writes with its mounter's (root's) credentials, which ext4's reserved
  * blocks let through, so it is a plain bind of the target disk's directory (mountinfo: ext4 on
- * a loop device, root `/target`). docs/sandbox.md lists what stays visible.
+ * a loop device, root `/target`). docs/isolation.md lists what stays visible.
  *
  * Where the job directories appear inside: at the request's mount points, else at
  * `NEUTRAL_MOUNTS` (/kiln/src, /kiln/target, /kiln/home) — never at their host paths. The
  * agent passes the same fixed ones, so that every attempt of a lineage sees the same paths and
  * cargo's path-hashing fingerprints stay fresh.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { constants } from "node:fs";
-import { access, lstat, mkdir, readFile, readlink, rm, statfs } from "node:fs/promises";
+import { access, lstat, mkdir, readlink, rm, statfs } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
 import type { ExecutionOutcome, ExecutionRequest, ExecutionResult, Executor } from "../executor.js";
 import { AttemptCgroup, CgroupUnavailableError, type EnforcedLimits } from "../shared/attempt-cgroup.js";
+import { beginAttempt } from "../shared/begin-attempt.js";
 import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "../shared/cgroup-layout.js";
 import { commandEnvironment, executorVariables } from "../shared/command-environment.js";
 import { ensureSandboxUser, type SandboxUser } from "../shared/ensure-sandbox-user.js";
-import { mountPointsOf, requestProblem } from "../shared/request-problem.js";
+import { killLauncher } from "../shared/kill-launcher.js";
+import { mountPointsOf } from "../shared/request-problem.js";
 import {
   type DiskTools,
   diskTools,
@@ -292,30 +294,6 @@ const gib = (bytes: number) =>
     ? `${(bytes / 2 ** 30).toFixed(bytes % 2 ** 30 === 0 ? 0 : 1)} GiB`
     : `${(bytes / 2 ** 20).toFixed(bytes % 2 ** 20 === 0 ? 0 : 1)} MiB`;
 
-/**
- * Kills the launcher, pid 1 of the attempt's pid namespace (unshare's child): the kernel then
- * kills every process in the namespace, and unshare reports its exit once they are all gone.
- * This also ends a launcher that has not joined its cgroup yet (the join runs while it mounts),
- * which a kill of the cgroup alone would miss. Before unshare has forked it, unshare itself is
- * killed (its --kill-child then takes the launcher down as it starts).
- */
-async function killLauncher(child: ChildProcess): Promise<void> {
-  const pid = child.pid;
-  if (pid === undefined) return;
-  const children = (await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => ""))
-    .split(/\s+/)
-    .filter((p) => p !== "")
-    .map(Number);
-  if (children.length === 0) child.kill("SIGKILL");
-  for (const launcher of children) {
-    try {
-      process.kill(launcher, "SIGKILL");
-    } catch {
-      // Already gone.
-    }
-  }
-}
-
 class SandboxExecutor implements Executor {
   readonly isolation = "sandbox" as const;
   private setupPromise: Promise<Setup> | null = null;
@@ -373,41 +351,12 @@ class SandboxExecutor implements Executor {
   }
 
   async run(request: ExecutionRequest): Promise<ExecutionResult> {
-    const startedAt = new Date();
-    const detail: string[] = [];
-    const result = (outcome: ExecutionOutcome, rest: Partial<ExecutionResult> = {}): ExecutionResult => ({
-      outcome,
-      exitCode: null,
-      signal: null,
-      oomKilled: false,
-      diskQuotaExceeded: false,
-      diskBytes: null,
-      diskUsedBytes: null,
-      cpuSeconds: null,
-      peakMemoryBytes: null,
-      ...rest,
-      startedAt,
-      finishedAt: new Date(),
-      isolation: "sandbox",
-      detail,
-    });
-    if (request.signal.aborted) {
-      detail.push("cancelled before the sandbox started");
-      return result("cancelled");
-    }
-
-    let setup: Setup;
-    try {
-      setup = await this.setup();
-    } catch (error) {
-      detail.push(`sandbox setup failed: ${errorText(error)}`);
-      return result("infrastructure");
-    }
-    const problem = await requestProblem(request, [this.options.toolchainMountPoint, this.options.stagingDirectory]);
-    if (problem !== null) {
-      detail.push(`request refused: ${problem}`);
-      return result("infrastructure");
-    }
+    const begun = await beginAttempt("sandbox", request, () => this.setup(), [
+      this.options.toolchainMountPoint,
+      this.options.stagingDirectory,
+    ]);
+    if ("refused" in begun) return begun.refused;
+    const { result, detail, setup } = begun;
     detail.push(
       `isolation: sandbox — bubblewrap ${setup.bwrapVersion}; new user, mount, pid, network (loopback only), ipc, uts and cgroup namespaces${
         setup.supportsDisableUserns ? "; further user namespaces disabled inside" : ""

@@ -192,7 +192,7 @@ export interface PreparedTargetDisk {
 }
 
 /** "16 GiB", "1.5 GiB", "64 MiB". */
-const gib = (bytes: number) =>
+export const gib = (bytes: number) =>
   bytes >= 2 ** 30
     ? `${(bytes / 2 ** 30).toFixed(bytes % 2 ** 30 === 0 ? 0 : 1)} GiB`
     : `${(bytes / 2 ** 20).toFixed(bytes % 2 ** 20 === 0 ? 0 : 1)} MiB`;
