@@ -113,9 +113,12 @@ export async function hostTscKhz(): Promise<number | null> {
 
 /**
  * The guest kernel's command line: the serial console (quiet: only errors, which the host keeps
- * as diagnostics), a panic powers the VM off at once (-no-reboot), no PCI to probe. Under TCG the
- * TSC's rate is given, as this kernel finds no timer to calibrate it against on a microvm
- * machine and would otherwise hang at boot.
+ * as diagnostics), a panic powers the VM off at once (-no-reboot), no PCI to probe, and no
+ * speculative-execution mitigations: they keep a kernel's processes from reading its memory, and
+ * this kernel runs one job's processes and the agent only — the job's own guest, whose boundary
+ * is the VM (the host's kernel keeps its own mitigations). Under TCG the TSC's rate is given, as
+ * this kernel finds no timer to calibrate it against on a microvm machine and would otherwise
+ * hang at boot.
  */
 export function kernelCommandLine(spec: Pick<MicrovmSpec, "accel" | "tscKhz">): string {
   return [
@@ -124,6 +127,7 @@ export function kernelCommandLine(spec: Pick<MicrovmSpec, "accel" | "tscKhz">): 
     "panic=-1",
     "pci=off",
     "random.trust_cpu=on",
+    "mitigations=off",
     ...(spec.accel === "tcg" && spec.tscKhz !== null ? [`tsc_early_khz=${spec.tscKhz}`] : []),
   ].join(" ");
 }

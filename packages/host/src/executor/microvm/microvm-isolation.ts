@@ -18,7 +18,7 @@ export interface MicrovmIsolationOptions extends Omit<MicrovmExecutorOptions, "i
   readonly guestDirectory: string;
   /** The Debian mirror the guest root is installed from. */
   readonly mirror?: string;
-  /** Why the host serves with microVMs (default: it was asked for). */
+  /** Why the host serves with microVMs (default: the host was started with it). */
   readonly choice?: IsolationChoice;
   /** What the guest image builds say as they go (they take minutes, once). */
   readonly log?: (line: string) => void;
@@ -108,7 +108,7 @@ export function microvmIsolation(options: MicrovmIsolationOptions): MicrovmHostI
     choice: options.choice ?? {
       isolation: "microvm",
       requested: "microvm",
-      reason: `microvm: asked for (KILN_EXECUTOR=microvm, ${accel === "kvm" ? "KVM" : "KILN_MICROVM_ACCEL=tcg: software emulation"})`,
+      reason: `microvm: the host was started with it (${accel === "kvm" ? "KVM" : "TCG: software emulation, no hardware virtualization"})`,
     },
     executor,
     images,

@@ -16,7 +16,7 @@ import { createSandboxExecutor, SANDBOX_DEFAULTS, type SandboxExecutorOptions } 
 const run = promisify(execFile);
 
 export interface SandboxIsolationOptions extends SandboxExecutorOptions {
-  /** Why the host serves with the sandbox (default: it was asked for). */
+  /** Why the host serves with the sandbox (default: the host was started with it). */
   readonly choice?: IsolationChoice;
   readonly toolchains?: ToolchainOptions;
   readonly clock?: Clock;
@@ -32,7 +32,7 @@ export function sandboxIsolation(options: SandboxIsolationOptions = {}): HostIso
     choice: options.choice ?? {
       isolation: "sandbox",
       requested: "sandbox",
-      reason: "sandbox: asked for (KILN_EXECUTOR=sandbox)",
+      reason: "sandbox: the host was started with it",
     },
     executor: options.executor ?? createSandboxExecutor(options),
     // The target dir is an ext4 image the host's own kernel mounted for the job: a read-only mount of it.
