@@ -121,8 +121,10 @@ describe("kiln cargo on a microVM host (TCG)", () => {
     const vmResult = jsonLines(inVm).find((l) => l.type === "result");
     const sandboxResult = jsonLines(inSandbox).find((l) => l.type === "result");
     assert.equal(vmResult?.status, "failed", `${inVm.stderr}\n${inVm.stdout.slice(-4000)}`);
-    assert.deepEqual(vmResult.tests, { passed: 1, failed: 1, ignored: 1 });
-    assert.deepEqual(vmResult.tests, sandboxResult.tests, "the same counts as the sandbox");
+    const { passed, failed, ignored } = vmResult.tests;
+    assert.deepEqual({ passed, failed, ignored }, { passed: 1, failed: 1, ignored: 1 });
+    assert.deepEqual(vmResult.tests.failed_tests, ["trio (lib): tests::doubles_wrongly"]);
+    assert.deepEqual(vmResult.tests, sandboxResult.tests, "the same counts and failing test as the sandbox");
 
     const vmEvidence = await microvm.client.call("jobs.evidence", { params: { id: vmResult.job } });
     const sandboxEvidence = await sandbox.client.call("jobs.evidence", { params: { id: sandboxResult.job } });

@@ -18,7 +18,7 @@
  */
 import { execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdir, open, readFile, rename, rm, rmdir, stat } from "node:fs/promises";
+import { lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, utimes } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import type { TargetFile } from "../host-isolation.js";
@@ -134,8 +134,79 @@ export async function makeWorkspaceDisk(
     workspaceDir,
     image,
   ]);
+  // mkfs.ext4 -d copies each file's mtime in whole seconds; cargo compares mtimes exactly, and a
+  // truncated one could make a changed file look older than outputs of its old bytes. So each
+  // file's nanoseconds are written into its inode (root's debugfs on the image it just made).
+  const commands: string[] = [];
+  for (const { path, mtimeNs } of await regularFiles(workspaceDir)) {
+    const nanoseconds = Number(mtimeNs % NS_PER_SECOND);
+    const name = quoted(`/${path}`);
+    if (nanoseconds !== 0 && name !== null) commands.push(`set_inode_field ${name} mtime_extra ${nanoseconds * 4}`);
+  }
+  if (commands.length > 0) await debugfsAsRoot(image, `${commands.join("\n")}\n`);
   await run("chown", [`${user.uid}:${user.gid}`, image]);
 }
+
+const NS_PER_SECOND = 1_000_000_000n;
+
+/** Every regular file under `root`, relative and `/`-separated, with its mtime in nanoseconds (no link followed). */
+async function regularFiles(root: string): Promise<{ path: string; mtimeNs: bigint }[]> {
+  const found: { path: string; mtimeNs: bigint }[] = [];
+  const walk = async (relativeDir: string): Promise<void> => {
+    for (const entry of await readdir(join(root, relativeDir), { withFileTypes: true })) {
+      const path = relativeDir === "" ? entry.name : `${relativeDir}/${entry.name}`;
+      if (entry.isDirectory()) await walk(path);
+      else if (entry.isFile()) found.push({ path, mtimeNs: (await lstat(join(root, path), { bigint: true })).mtimeNs });
+    }
+  };
+  await walk("");
+  return found;
+}
+
+/** debugfs writing the image (-w) as root: only on an image the host itself just made, before any guest saw it. */
+async function debugfsAsRoot(image: string, input: string): Promise<void> {
+  const child = spawn("debugfs", ["-w", "-f", "-", image], { stdio: ["pipe", "ignore", "pipe"] });
+  child.stdin?.on("error", () => undefined);
+  child.stdin?.end(input);
+  let err = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    err = (err + chunk.toString("utf8")).slice(-8000);
+  });
+  const code = await new Promise<number | null>((done, fail) => {
+    child.once("error", fail);
+    child.once("close", (status) => done(status));
+  });
+  if (code !== 0 || /while (opening|reading) filesystem|Bad magic number/.test(err))
+    throw new Error(`debugfs -w could not write ${image}: ${err.trim().slice(-500) || `exit ${code}`}`);
+}
+
+/**
+ * `debugfs stat` output → each file's mtime as the image holds it: the seconds' low 32 bits, and
+ * the extra field's nanoseconds (bits 2–31) and epoch bits (0–1, the seconds beyond 2^32).
+ */
+function parseMtimes(output: string): Map<string, { seconds: bigint; nanoseconds: bigint }> {
+  const mtimes = new Map<string, { seconds: bigint; nanoseconds: bigint }>();
+  let current: string | null = null;
+  for (const line of output.split("\n")) {
+    const command = /^debugfs: stat "\/(.*)"$/.exec(line);
+    if (command !== null) {
+      current = command[1] ?? null;
+      continue;
+    }
+    const mtime = /^ ?mtime: 0x([0-9a-f]{1,8}):([0-9a-f]{1,8})/.exec(line);
+    if (mtime === null || current === null) continue;
+    const low = BigInt(`0x${mtime[1]}`);
+    const extra = BigInt(`0x${mtime[2]}`);
+    // The low word is signed before the epoch bits extend it.
+    const signed = low >= 2n ** 31n ? low - 2n ** 32n : low;
+    mtimes.set(current, { seconds: signed + ((extra & 3n) << 32n), nanoseconds: extra >> 2n });
+    current = null;
+  }
+  return mtimes;
+}
+
+/** The most files whose exact nanoseconds are set one `touch` each; beyond, milliseconds (see readWorkspaceBack). */
+const MAX_EXACT_TOUCHES = 256;
 
 /** A read-only erofs image of `directory` at `image`, every file root's (the guest's user reads, never writes it). */
 export async function makeReadOnlyDisk(directory: string, image: string): Promise<void> {
@@ -154,6 +225,7 @@ export async function readWorkspaceBack(image: string, workspaceDir: string, use
   try {
     // As the user, who cannot change the dumped files' owner (debugfs says so, and goes on).
     await debugfsAsUser(user, image, ["-R", "rdump / ."], { cwd: back });
+    await restoreMtimes(image, back, user);
     // mkfs's own directory, not the job's (unless the job's source had one, which it keeps).
     await rmdir(join(back, "lost+found")).catch(() => undefined);
     await removeJobDirectories([workspaceDir]);
@@ -161,6 +233,34 @@ export async function readWorkspaceBack(image: string, workspaceDir: string, use
   } catch (error) {
     await removeJobDirectories([back]).catch(() => undefined);
     throw error;
+  }
+}
+
+/**
+ * rdump gives each file its mtime in whole seconds; the lineage compares mtimes to the
+ * millisecond (source-mtimes.ts) and a generated lockfile to the nanosecond, so each file gets the
+ * image's exact mtime back: whole milliseconds (every source file the host materialized) through
+ * utimes, other values (what the guest wrote) through `touch` — at most MAX_EXACT_TOUCHES of them,
+ * the rest to the millisecond, which only a host without lineages would meet.
+ */
+async function restoreMtimes(image: string, back: string, user: SandboxUser): Promise<void> {
+  const files = await regularFiles(back);
+  const stats = files.flatMap(({ path }) => (quoted(`/${path}`) === null ? [] : [`stat ${quoted(`/${path}`)}`]));
+  if (stats.length === 0) return;
+  const mtimes = parseMtimes(await debugfsAsUser(user, image, ["-f", "-"], { input: `${stats.join("\n")}\n` }));
+  let touches = 0;
+  for (const { path } of files) {
+    const mtime = mtimes.get(path);
+    if (mtime === undefined) continue;
+    const full = join(back, path);
+    if (mtime.nanoseconds % 1_000_000n === 0n || touches >= MAX_EXACT_TOUCHES) {
+      const at = new Date(Number(mtime.seconds * 1000n + mtime.nanoseconds / 1_000_000n));
+      await utimes(full, at, at);
+    } else {
+      touches += 1;
+      const stamp = `@${mtime.seconds}.${mtime.nanoseconds.toString().padStart(9, "0")}`;
+      await run("touch", ["--no-dereference", "--no-create", "-d", stamp, full]);
+    }
   }
 }
 
