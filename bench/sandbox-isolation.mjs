@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// What the sandbox's disk quota, seccomp filter and overlays cost (docs/sandbox.md), measured in
+// What the sandbox's disk quota, seccomp filter and overlays cost (docs/isolation.md), measured in
 // one run against baselines measured in the same run, interleaved:
 //
 //   npm run build && node bench/sandbox-isolation.mjs [--runs N] [--json FILE] [--baseline-host DIR]
