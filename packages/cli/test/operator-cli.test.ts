@@ -8,9 +8,9 @@ import { pathToFileURL } from "node:url";
 import { createTenant, registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
-import type * as OperatorCredential from "../../server/src/auth/operator-credential.js";
 import type * as BuildApp from "../../server/src/build-app.js";
-import type * as DefaultHandlers from "../../server/src/handlers/default-handlers.js";
+import type * as OperatorCredential from "../../server/src/web/auth/operator-credential.js";
+import type * as DefaultHandlers from "../../server/src/web/handlers/default-handlers.js";
 import type * as ServerHarness from "../../server/test/harness.js";
 import { type CliRun, freshConfigHome, REPO_ROOT, runCli, serverHarness } from "./harness.js";
 
@@ -60,9 +60,9 @@ for (const dialect of DIALECTS) {
     before(async () => {
       const { testApp } = await serverHarness();
       const { buildApp } = await serverModule<typeof BuildApp>("src/build-app.js");
-      const { defaultHandlers } = await serverModule<typeof DefaultHandlers>("src/handlers/default-handlers.js");
+      const { defaultHandlers } = await serverModule<typeof DefaultHandlers>("src/web/handlers/default-handlers.js");
       const { masterKey, operatorCredential } = await serverModule<typeof OperatorCredential>(
-        "src/auth/operator-credential.js",
+        "src/web/auth/operator-credential.js",
       );
       t = await testApp(await dialect.openFresh());
       for (const id of ["local", "builder-1", "builder-2"]) {

@@ -1,9 +1,10 @@
 import { resolve } from "node:path";
 import { cratesIoIndexOf } from "@kiln/host";
 import { parseS3BlobUrl, type S3BlobLocation } from "@kiln/storage";
-import type { OidcSettings } from "./auth/oidc-client.js";
-import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "./hosts/lineage-affinity.js";
-import type { TenantIngress } from "./http/tenant-ingress-shaper.js";
+import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "./domain/hosts/lineage-affinity.js";
+import { CANARY_TENANT } from "./domain/platform/platform-tenants.js";
+import type { OidcSettings } from "./web/auth/oidc-client.js";
+import type { TenantIngress } from "./web/http/tenant-ingress-shaper.js";
 
 /** The harness contract of DESIGN.md §7: KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL. */
 export interface ServerConfig {
@@ -65,7 +66,7 @@ export interface ServerConfig {
   readonly blobLocation: S3BlobLocation | undefined;
   /**
    * KILN_HOST_LISTEN (host:port): the host protocol's own HTTPS listener for remote kiln-hosts,
-   * mutual TLS with certificates from kiln's CA (host-protocol/host-listener.ts); undefined (the
+   * mutual TLS with certificates from kiln's CA (web/host-protocol/host-listener.ts); undefined (the
    * default) serves no remote host, the embedded default being one in-process host.
    */
   readonly hostListen: { host: string; port: number } | undefined;
@@ -98,13 +99,19 @@ function countFromEnv(env: NodeJS.ProcessEnv, name: string, least: number): numb
 
 /**
  * The per-tenant ingress bound while this process serves more than one tenant
- * (http/tenant-ingress-shaper.ts), chosen by reliability trial T15's sweep on a two-core
+ * (web/http/tenant-ingress-shaper.ts), chosen by reliability trial T15's sweep on a two-core
  * machine (docs/reliability.md): of the rates swept, the fastest at which a noisy tenant left
  * another's p99 within its promise in most runs on both engines (every run on SQLite). The burst
  * lets an ordinary body (a submission, a manifest of a few thousand files) through at once; a
- * larger one let a whole large body in as one stall of the event loop.
+ * larger one let a whole large body in as one stall of the event loop. The platform's own
+ * canaries (every few minutes, through app.inject) do not make the process shared: they would
+ * hold a lone user's uploads to the shared rate for the window after each of them.
  */
-export const DEFAULT_TENANT_INGRESS: TenantIngress = { bytesPerSecond: 2 ** 20, burstBytes: 2 ** 20 };
+export const DEFAULT_TENANT_INGRESS: TenantIngress = {
+  bytesPerSecond: 2 ** 20,
+  burstBytes: 2 ** 20,
+  unsharedTenants: [CANARY_TENANT],
+};
 
 /** KILN_TENANT_INGRESS_BYTES_PER_SECOND (0: unbounded) and KILN_TENANT_INGRESS_BURST_BYTES. */
 function tenantIngressFromEnv(env: NodeJS.ProcessEnv): TenantIngress | undefined {
@@ -112,7 +119,7 @@ function tenantIngressFromEnv(env: NodeJS.ProcessEnv): TenantIngress | undefined
     countFromEnv(env, "KILN_TENANT_INGRESS_BYTES_PER_SECOND", 0) ?? DEFAULT_TENANT_INGRESS.bytesPerSecond;
   if (bytesPerSecond === 0) return undefined;
   const burstBytes = countFromEnv(env, "KILN_TENANT_INGRESS_BURST_BYTES", 1) ?? DEFAULT_TENANT_INGRESS.burstBytes;
-  return { bytesPerSecond, burstBytes };
+  return { bytesPerSecond, burstBytes, unsharedTenants: DEFAULT_TENANT_INGRESS.unsharedTenants };
 }
 
 function onOffFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {

@@ -3,10 +3,10 @@ import { join } from "node:path";
 import type { Clock, Logger, LoopFailure } from "@kiln/contract";
 import { DEFAULT_CRATES_IO_INDEX, type HostEvent, type HostIsolation, startMachineHost } from "@kiln/host";
 import type { BlobStore, JobNotifications, Storage } from "@kiln/storage";
-import { inProcessHostProtocol } from "./host-protocol/in-process-host-protocol.js";
-import { HostService, type HostServiceEvent } from "./hosts/host-service.js";
-import { startLeaseReaper } from "./scheduler/lease-reaper.js";
-import type { SecretBox } from "./secrets/secret-box.js";
+import { HostService, type HostServiceEvent } from "./domain/hosts/host-service.js";
+import { startLeaseReaper } from "./domain/scheduler/lease-reaper.js";
+import type { SecretBox } from "./domain/secrets/secret-box.js";
+import { inProcessHostProtocol } from "./web/host-protocol/in-process-host-protocol.js";
 
 export interface LocalHostOptions {
   readonly hostId?: string;

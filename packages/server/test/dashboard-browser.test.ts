@@ -12,7 +12,7 @@ import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { buildApp } from "../src/build-app.js";
-import { OIDC_CALLBACK_PATH } from "../src/pages/oidc-sign-in.js";
+import { OIDC_CALLBACK_PATH } from "../src/web/pages/oidc-sign-in.js";
 import { type SeededJobs, seedDashboardJobs } from "./dashboard-fixtures.js";
 import { TestClock, testBlobs } from "./harness.js";
 import { acceptJob, appendLines, claimJob, finishJob } from "./job-fixtures.js";

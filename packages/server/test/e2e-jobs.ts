@@ -16,9 +16,9 @@ import { type BlobStore, onboardRepository, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import type { AppDeps } from "../src/deps.js";
+import { SecretBox } from "../src/domain/secrets/secret-box.js";
 import { type LocalHostEvent, startLocalHost } from "../src/local-host.js";
-import { SecretBox } from "../src/secrets/secret-box.js";
+import type { AppDeps } from "../src/web/http/app-deps.js";
 import { type SourceFile, sorted } from "./crates.js";
 import { bearer, personWithToken, testBlobs } from "./harness.js";
 

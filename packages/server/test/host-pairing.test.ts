@@ -16,10 +16,10 @@ import { cargoOutputObserver, HostAgent, type HostProtocol, sandboxIsolation } f
 import { InMemoryExecutor } from "@kiln/host/testing";
 import { type BlobStore, createTenant, readJob, requestCancellation, type Storage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
-import { HostService } from "../src/hosts/host-service.js";
+import { HostService } from "../src/domain/hosts/host-service.js";
+import { startLeaseReaper } from "../src/domain/scheduler/lease-reaper.js";
 import type { LocalHostEvent } from "../src/local-host.js";
-import { startLeaseReaper } from "../src/scheduler/lease-reaper.js";
+import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
 import { testBlobs } from "./harness.js";
 import { acceptJob, eventually } from "./job-fixtures.js";
 

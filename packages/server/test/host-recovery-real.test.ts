@@ -13,8 +13,8 @@ import {
   tlsFilesIn,
 } from "@kiln/host";
 import { DIALECTS } from "@kiln/storage/testing";
-import { CanaryRunner } from "../src/platform/canaries/canary-runner.js";
-import { canarySettings } from "../src/platform/canaries/canary-settings.js";
+import { CanaryRunner } from "../src/domain/platform/canaries/canary-runner.js";
+import { canarySettings } from "../src/domain/platform/canaries/canary-settings.js";
 import { type TestApp, testApp } from "./harness.js";
 import {
   confirmationFor,

@@ -4,8 +4,8 @@ import { JobEvent, operationById, systemClock } from "@kiln/contract";
 import { latestJobEventSequence, recordTransition } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import Fastify from "fastify";
-import type { HandlerContext } from "../src/handlers/handler.js";
-import { serveEventStream } from "../src/handlers/sse-stream.js";
+import type { HandlerContext } from "../src/web/http/handler.js";
+import { serveEventStream } from "../src/web/http/sse-stream.js";
 import { bearer, personWithToken } from "./harness.js";
 import {
   acceptJob,

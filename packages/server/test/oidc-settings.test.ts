@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { membershipsFromGroups } from "../src/auth/oidc-memberships.js";
 import { oidcFromEnv } from "../src/config.js";
+import { membershipsFromGroups } from "../src/web/auth/oidc-memberships.js";
 
 describe("OpenID Connect settings and the groups rule", () => {
   it("maps kiln:<tenant>:<role> values to memberships, the most privileged role per tenant", () => {

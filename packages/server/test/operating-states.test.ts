@@ -3,8 +3,8 @@ import { after, before, describe, it } from "node:test";
 import { claimNextJob, createTenant, LocalBlobStore, registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { sql } from "kysely";
-import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
-import { HOST_FRESH_SECONDS } from "../src/platform/operating-states/host-serving.js";
+import { HOST_FRESH_SECONDS } from "../src/domain/platform/host-serving.js";
+import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { type TestApp, testApp } from "./harness.js";
 import { acceptJob } from "./job-fixtures.js";
 

@@ -42,10 +42,10 @@ import {
 import { InMemoryExecutor } from "@kiln/host/testing";
 import { onboardRepository, openStorage, readJob, readLogRecords, type Storage } from "@kiln/storage";
 import { DIALECTS, openSqliteForTest } from "@kiln/storage/testing";
-import { masterKey } from "../src/auth/operator-credential.js";
-import { mintHostEnrollmentToken, revokeHost } from "../src/hosts/host-identities.js";
-import { CertificateAuthority } from "../src/pki/certificate-authority.js";
-import { SecretBox } from "../src/secrets/secret-box.js";
+import { mintHostEnrollmentToken, revokeHost } from "../src/domain/hosts/host-identities.js";
+import { CertificateAuthority } from "../src/domain/pki/certificate-authority.js";
+import { SecretBox } from "../src/domain/secrets/secret-box.js";
+import { masterKey } from "../src/web/auth/operator-credential.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { listenForHosts, type TestHostListener, WEEK_SECONDS } from "./host-listener-fixture.js";
 import { eventually, inlineSubmission } from "./job-fixtures.js";

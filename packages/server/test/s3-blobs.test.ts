@@ -12,7 +12,7 @@ import { silentLogger } from "@kiln/contract";
 import { onboardRepository, S3BlobStore } from "@kiln/storage";
 import { DIALECTS, type S3TestServer, startS3TestServer } from "@kiln/storage/testing";
 import { configFromEnv } from "../src/config.js";
-import { HostService } from "../src/hosts/host-service.js";
+import { HostService } from "../src/domain/hosts/host-service.js";
 import { type Embedded, explainJob, startEmbedded } from "./e2e-jobs.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { claimJob, finishJob } from "./job-fixtures.js";

@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { silentLogger } from "@kiln/contract";
 import { findInstallationOfRepository, readInstallation, readWebhookDelivery } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { GitHubApp } from "../src/source-hosting/github-app.js";
+import { GitHubApp } from "../src/domain/source-hosting/github-app.js";
 import { GitHubSimulator, type SimulatedDelivery } from "./github-simulator.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { inlineSubmission } from "./job-fixtures.js";

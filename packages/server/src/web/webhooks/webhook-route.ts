@@ -1,0 +1,58 @@
+import type { FastifyInstance } from "fastify";
+import { refuse } from "../../domain/refusal.js";
+import type { AppDeps } from "../http/app-deps.js";
+import type { HandlerTable } from "../http/handler.js";
+import { applyWebhookDelivery } from "./webhook-delivery.js";
+
+export const GITHUB_WEBHOOK_PATH = "/webhooks/github";
+
+/** The provider's largest webhook payload (25 MB); a larger body is refused before it is read further. */
+const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
+
+/**
+ * `POST /webhooks/github`: the provider's deliveries, outside the operation catalogue (the spec
+ * says webhook deliveries are "not shown": no tenant calls this, the provider does, and it
+ * authenticates with the delivery's HMAC signature, not a kiln credential). The route keeps the
+ * raw body — the signature covers the exact bytes, which a parse-and-reserialize would change —
+ * in its own encapsulated scope, so the API's JSON parser is untouched. A missing or wrong
+ * `X-Hub-Signature-256` is `unauthenticated` (401) before anything is parsed or written.
+ * Registered only when a source-hosting app is configured.
+ */
+export function registerGitHubWebhooks(app: FastifyInstance, deps: AppDeps, handlers: HandlerTable): void {
+  const gitHubApp = deps.gitHubApp;
+  if (gitHubApp === undefined) return;
+  void app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser("*", { parseAs: "buffer", bodyLimit: MAX_WEBHOOK_BYTES }, (_request, body, done) =>
+      done(null, body),
+    );
+    scope.post(GITHUB_WEBHOOK_PATH, { bodyLimit: MAX_WEBHOOK_BYTES }, async (request, reply) => {
+      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+      const signature = request.headers["x-hub-signature-256"];
+      if (typeof signature !== "string" || signature === "" || raw.length === 0) {
+        return refuse("unauthenticated", "a webhook delivery needs a body and its X-Hub-Signature-256 signature");
+      }
+      // Constant-time comparison of the HMAC (Octokit's verify); the secret never leaves the app object.
+      const valid = await gitHubApp.verifyWebhook(raw.toString("utf8"), signature).catch(() => false);
+      if (!valid) return refuse("unauthenticated", "the webhook delivery's X-Hub-Signature-256 does not match");
+      const event = request.headers["x-github-event"];
+      const deliveryId = request.headers["x-github-delivery"];
+      if (typeof event !== "string" || event === "" || typeof deliveryId !== "string" || deliveryId === "") {
+        return refuse("invalid_request", "a webhook delivery needs X-GitHub-Event and X-GitHub-Delivery headers");
+      }
+      let payload: unknown;
+      try {
+        payload = JSON.parse(raw.toString("utf8"));
+      } catch {
+        return refuse("invalid_request", "the webhook delivery's body is not JSON");
+      }
+      const result = await applyWebhookDelivery(
+        { deps, handlers, request, reply, log: request.log },
+        { deliveryId, event, payload },
+      );
+      // 200 when it changed something, 202 when it was recorded and ignored (unknown event or
+      // installation, a replay): either way the provider need not redeliver it.
+      return reply.code(result.applied ? 200 : 202).send({ delivery: deliveryId, outcome: result.outcome });
+    });
+  });
+}
