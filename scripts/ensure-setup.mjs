@@ -8,6 +8,7 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   rmSync,
@@ -24,12 +25,15 @@ const purpose = process.argv.includes("--for") ? process.argv[process.argv.index
 /**
  * What the `microvm` isolation runs with (packages/host/src/executor/microvm/): QEMU with its
  * microvm machine type, mkfs.erofs for the guest's read-only images, debootstrap for the guest
- * root. The guest kernel is taken from Debian's package by the host itself (apt-get download).
+ * root, glibc's static library for the guest agent (a statically linked Rust binary). The guest
+ * kernel is taken from Debian's package by the host itself (apt-get download: see
+ * ensureAptLists).
  */
 const MICROVM = [
   { pkg: "qemu-system-x86", proof: "/usr/bin/qemu-system-x86_64" },
   { pkg: "erofs-utils", proof: "/usr/bin/mkfs.erofs" },
   { pkg: "debootstrap", proof: "/usr/sbin/debootstrap" },
+  { pkg: "libc6-dev", proof: "/usr/lib/x86_64-linux-gnu/libc.a" },
 ];
 
 /**
@@ -188,7 +192,25 @@ function linkWorkspaceBins() {
  */
 function buildTestGuest() {
   if (purpose !== "test" && purpose !== "bench") return;
+  ensureAptLists();
   run(process.execPath, [join(root, "scripts", "build-guest-images.mjs")]);
+}
+
+/**
+ * The guest kernel is downloaded by name (`apt-cache depends linux-image-cloud-amd64`, then
+ * `apt-get download`): on a machine whose package lists were never fetched (a fresh container)
+ * apt knows no such package, so the lists are fetched once here when it does not. Asked only
+ * while the test guest has no kernel yet (asking apt costs seconds).
+ */
+function ensureAptLists() {
+  const guest = process.env.KILN_TEST_GUEST_DIR ?? "/var/cache/kiln-test/guest";
+  const kernels = existsSync(guest) ? readdirSync(guest).filter((d) => d.startsWith("kernel-")) : [];
+  if (kernels.some((d) => existsSync(join(guest, d, "complete")))) return;
+  const known = spawnSync("apt-cache", ["depends", "linux-image-cloud-amd64"], { encoding: "utf8" });
+  if (/Depends: linux-image-\S+-cloud-amd64/.test(known.stdout ?? "")) return;
+  process.stderr.write("setup: fetching Debian's package lists (the microVM guest's kernel comes from them)\n");
+  const sudo = process.getuid?.() === 0 ? [] : ["sudo"];
+  run(sudo[0] ?? "apt-get", sudo.length ? ["apt-get", "update", "-qq"] : ["update", "-qq"]);
 }
 
 ensureDebianPackages();
