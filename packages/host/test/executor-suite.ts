@@ -421,8 +421,11 @@ export function executorSuite(
         assert.ok(seenBeforeAbort.length >= 3, `marker processes seen before cancelling: ${seenBeforeAbort.length}`);
       assert.match(a.stderr, new RegExp(`${marker} children started`), "cancelled while the children ran");
       assert.equal(a.result.outcome, "cancelled", explain(a));
-      assert.ok(returnedAfter < 2000, `run() returned ${returnedAfter} ms after the abort`);
+      // The sandbox's bound predates the microVM; a microVM's run() also waits for QEMU (a guest
+      // of the size's memory) to be gone and its disks released, which a loaded machine slows:
+      // there the verdict is only that nothing survives, never how fast.
       if (name === "sandbox") {
+        assert.ok(returnedAfter < 2000, `run() returned ${returnedAfter} ms after the abort`);
         // The sandbox's processes are the host's: none carrying the marker is left.
         assert.deepEqual(await hostProcessesMatching(marker), []);
         assert.ok(Date.now() - abortedAt < 2500, "checked within the 2 s window");
