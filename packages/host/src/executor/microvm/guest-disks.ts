@@ -16,7 +16,7 @@
  * disk of its kind and starts that lineage empty), while a sandbox-written one a microVM finds is
  * likewise started afresh rather than trusted across the change.
  */
-import { execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, utimes } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -38,8 +38,7 @@ const MAX_LISTED_ENTRIES = 2_000_000;
  * Runs debugfs on `image` as the unprivileged user: no groups, no capabilities, no new
  * privileges. The image is handed over as an open descriptor (/proc/self/fd/3) and the output
  * directory as the working directory, both opened by root, so the user needs no way through the
- * (root-only) directories above them. debugfs exits 0 even when it could not open the image; that
- * is found in what it says.
+ * (root-only) directories above them.
  */
 async function debugfsAsUser(
   user: SandboxUser,
@@ -69,24 +68,33 @@ async function debugfsAsUser(
         ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
       },
     );
-    child.stdin?.on("error", () => undefined);
-    child.stdin?.end(options.input ?? "");
-    const out: Buffer[] = [];
-    let err = "";
-    child.stdout?.on("data", (chunk: Buffer) => out.push(chunk));
-    child.stderr?.on("data", (chunk: Buffer) => {
-      err = (err + chunk.toString("utf8")).slice(-8000);
-    });
-    const code = await new Promise<number | null>((done, fail) => {
-      child.once("error", fail);
-      child.once("close", (status) => done(status));
-    });
-    if (code !== 0 || /while (opening|reading) filesystem|Bad magic number/.test(err))
-      throw new Error(`debugfs could not read ${image}: ${err.trim().slice(-500) || `exit ${code}`}`);
-    return Buffer.concat(out).toString("utf8");
+    return await debugfsFinished(child, options.input ?? "", `debugfs could not read ${image}`);
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Feeds a started debugfs its commands and waits for it: what it printed, or an error saying
+ * `failure` and its last words. debugfs exits 0 even when it could not open the image; that is
+ * found in what it says.
+ */
+async function debugfsFinished(child: ChildProcess, input: string, failure: string): Promise<string> {
+  child.stdin?.on("error", () => undefined);
+  child.stdin?.end(input);
+  const out: Buffer[] = [];
+  let err = "";
+  child.stdout?.on("data", (chunk: Buffer) => out.push(chunk));
+  child.stderr?.on("data", (chunk: Buffer) => {
+    err = (err + chunk.toString("utf8")).slice(-8000);
+  });
+  const code = await new Promise<number | null>((done, fail) => {
+    child.once("error", fail);
+    child.once("close", (status) => done(status));
+  });
+  if (code !== 0 || /while (opening|reading) filesystem|Bad magic number/.test(err))
+    throw new Error(`${failure}: ${err.trim().slice(-500) || `exit ${code}`}`);
+  return Buffer.concat(out).toString("utf8");
 }
 
 /** A debugfs argument: double-quoted; a name holding a quote or a line break cannot be said and is refused. */
@@ -166,18 +174,7 @@ async function regularFiles(root: string): Promise<{ path: string; mtimeNs: bigi
 /** debugfs writing the image (-w) as root: only on an image the host itself just made, before any guest saw it. */
 async function debugfsAsRoot(image: string, input: string): Promise<void> {
   const child = spawn("debugfs", ["-w", "-f", "-", image], { stdio: ["pipe", "ignore", "pipe"] });
-  child.stdin?.on("error", () => undefined);
-  child.stdin?.end(input);
-  let err = "";
-  child.stderr?.on("data", (chunk: Buffer) => {
-    err = (err + chunk.toString("utf8")).slice(-8000);
-  });
-  const code = await new Promise<number | null>((done, fail) => {
-    child.once("error", fail);
-    child.once("close", (status) => done(status));
-  });
-  if (code !== 0 || /while (opening|reading) filesystem|Bad magic number/.test(err))
-    throw new Error(`debugfs -w could not write ${image}: ${err.trim().slice(-500) || `exit ${code}`}`);
+  await debugfsFinished(child, input, `debugfs -w could not write ${image}`);
 }
 
 /**

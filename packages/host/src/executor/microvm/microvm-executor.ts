@@ -31,7 +31,7 @@ import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "../shared
 import { commandEnvironment, executorVariables } from "../shared/command-environment.js";
 import { ensureSandboxUser, type SandboxUser } from "../shared/ensure-sandbox-user.js";
 import { mountPointsOf } from "../shared/request-problem.js";
-import { diskTools, gib, prepareTargetDisk, targetDiskOutcome } from "../shared/target-disk.js";
+import { diskTools, gib, prepareTargetDisk, reportTargetDiskUsage } from "../shared/target-disk.js";
 import { encodeRequest, type GuestLine, GuestLineReader } from "./guest-channel.js";
 import { MICROVM_TARGET_DISK_FILE, makeReadOnlyDisk, makeWorkspaceDisk, readWorkspaceBack } from "./guest-disks.js";
 import type { GuestBoot, GuestImages } from "./guest-images.js";
@@ -253,7 +253,7 @@ export class MicrovmExecutor implements Executor {
         cpuSeconds: ran.usage?.cpuSeconds ?? null,
         peakMemoryBytes: ran.usage?.peakMemoryBytes ?? null,
       };
-      const disk = await this.diskAfter(targetDisk.value.image, quotaBytes, detail);
+      const disk = await reportTargetDiskUsage(targetDisk.value.image, quotaBytes, detail);
       if (ran.ending !== null) return result(ran.ending, { ...measured, ...disk, signal: "SIGKILL" });
       if (ran.exit === null) return result("infrastructure", { ...measured, ...disk });
       try {
@@ -443,26 +443,6 @@ export class MicrovmExecutor implements Executor {
       ...environment.map(([name, value]): [string, string] => ["env", `${name}=${value}`]),
       ...(request.readOnlyBinds ?? []).map((bind): [string, string] => ["bind", bind.target]),
     ]);
-  }
-
-  /** After the VM: what the target disk holds and whether the job filled its quota (its superblock, written at the guest's unmount). */
-  private async diskAfter(
-    image: string,
-    quotaBytes: number,
-    detail: string[],
-  ): Promise<Pick<ExecutionResult, "diskBytes" | "diskUsedBytes" | "diskQuotaExceeded">> {
-    try {
-      const after = await targetDiskOutcome(image);
-      detail.push(
-        after.full
-          ? `disk: the job filled the ${gib(quotaBytes)} disk quota of its target dir; writes past it failed with ENOSPC (No space left on device)`
-          : `disk: the target dir holds ${(after.usedBytes / 2 ** 20).toFixed(1)} MiB of its ${gib(quotaBytes)} quota`,
-      );
-      return { diskBytes: quotaBytes, diskUsedBytes: after.usedBytes, diskQuotaExceeded: after.full };
-    } catch (error) {
-      detail.push(`disk: the target disk's usage could not be read: ${errorText(error)}`);
-      return { diskBytes: quotaBytes, diskUsedBytes: null, diskQuotaExceeded: false };
-    }
   }
 }
 

@@ -79,7 +79,7 @@ import {
   type DiskTools,
   diskTools,
   prepareTargetDisk,
-  targetDiskOutcome,
+  reportTargetDiskUsage,
   waitUntilDetached,
 } from "../shared/target-disk.js";
 import { rlimitFallback } from "./rlimit-fallback.js";
@@ -462,18 +462,7 @@ class SandboxExecutor implements Executor {
       detail.push("cleanup incomplete: the target disk is still attached to a loop device");
       return { diskBytes: quotaBytes, diskUsedBytes: null, diskQuotaExceeded: false };
     }
-    try {
-      const after = await targetDiskOutcome(image);
-      detail.push(
-        after.full
-          ? `disk: the job filled the ${gib(quotaBytes)} disk quota of its target dir; writes past it failed with ENOSPC (No space left on device)`
-          : `disk: the target dir holds ${(after.usedBytes / 2 ** 20).toFixed(1)} MiB of its ${gib(quotaBytes)} quota`,
-      );
-      return { diskBytes: quotaBytes, diskUsedBytes: after.usedBytes, diskQuotaExceeded: after.full };
-    } catch (error) {
-      detail.push(`disk: the target disk's usage could not be read: ${errorText(error)}`);
-      return { diskBytes: quotaBytes, diskUsedBytes: null, diskQuotaExceeded: false };
-    }
+    return reportTargetDiskUsage(image, quotaBytes, detail);
   }
 
   private async launch(

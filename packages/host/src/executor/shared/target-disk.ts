@@ -35,6 +35,8 @@ import { access, mkdir, open, readdir, readFile, realpath, rm, rmdir, stat } fro
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
+import { messageOf } from "@kiln/contract";
+import type { ExecutionResult } from "../executor.js";
 import { type DiskGeometry, readGeometry, SuperblockError, writeReservedBlocks } from "./ext4-superblock.js";
 
 export type { DiskGeometry } from "./ext4-superblock.js";
@@ -272,6 +274,29 @@ export async function targetDiskOutcome(
 ): Promise<{ usedBytes: number; availableBytes: number; full: boolean }> {
   const usage = diskUsage(await readGeometry(image));
   return { ...usage, full: usage.availableBytes < FULL_MARGIN_BYTES };
+}
+
+/**
+ * After the attempt, as both executors report it: what the target disk holds and whether the job
+ * filled its quota, said in `detail`; usage that cannot be read is said there too, not thrown.
+ */
+export async function reportTargetDiskUsage(
+  image: string,
+  quotaBytes: number,
+  detail: string[],
+): Promise<Pick<ExecutionResult, "diskBytes" | "diskUsedBytes" | "diskQuotaExceeded">> {
+  try {
+    const after = await targetDiskOutcome(image);
+    detail.push(
+      after.full
+        ? `disk: the job filled the ${gib(quotaBytes)} disk quota of its target dir; writes past it failed with ENOSPC (No space left on device)`
+        : `disk: the target dir holds ${mib(after.usedBytes)} of its ${gib(quotaBytes)} quota`,
+    );
+    return { diskBytes: quotaBytes, diskUsedBytes: after.usedBytes, diskQuotaExceeded: after.full };
+  } catch (error) {
+    detail.push(`disk: the target disk's usage could not be read: ${messageOf(error)}`);
+    return { diskBytes: quotaBytes, diskUsedBytes: null, diskQuotaExceeded: false };
+  }
 }
 
 /**
