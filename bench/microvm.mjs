@@ -16,7 +16,7 @@
 // emulation costs, not what a microVM costs under KVM. docs/benchmarks.md says what to expect
 // with KVM and why. The guest comes from KILN_TEST_GUEST_DIR (default /var/cache/kiln-test/guest;
 // `npm run bench`'s setup builds it). Must run as root.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { dist, requireBuilt } from "./support/built-packages.mjs";
@@ -24,7 +24,7 @@ import { option } from "./support/options.mjs";
 
 requireBuilt(dist("test/debian-crates.js"));
 const { admitToolchain, microvmIsolation, sandboxIsolation } = await import("@kiln/host");
-const { debianCrate, debianCrateInstalled, materialize } = await import(dist("test/debian-crates.js"));
+const { DEBIAN_REGISTRY, debianCrate, debianCrateInstalled, materialize } = await import(dist("test/debian-crates.js"));
 
 const RUNS = Number(option("runs", "3"));
 const ACCEL = option("accel", "tcg");
@@ -57,9 +57,19 @@ function jobDirs(prefix) {
   return dirs;
 }
 
+/**
+ * The crates semver's build resolves (itself and its optional serde), as a cargo directory source
+ * shown read-only at /kiln/deps in both isolations: a guest sees none of the host's /usr, so the
+ * sandbox's usual source (Debian's registry under /usr/share/cargo) is not there.
+ */
+const DEPS_MOUNT = "/kiln/deps";
+const SEMVER_DEPS = ["semver-1.0.14", "serde-1.0.152"];
+const DEPS_SOURCE_CONFIG = `[source.crates-io]\nreplace-with = "debian"\n\n[source.debian]\ndirectory = "${DEPS_MOUNT}"\n`;
+
 /** Runs argv in the isolation; its wall time, and the microVM's boot as the executor measured it. */
-async function attempt(kind, dirs, argv, warm) {
+async function attempt(kind, dirs, argv, warm, readOnlyBinds = []) {
   const started = process.hrtime.bigint();
+  let stderr = "";
   const result = await isolations[kind].executor.run({
     attemptId: `bench-vm-${process.pid}-${Math.random().toString(16).slice(2, 10)}`,
     limits: { vcpus: 2, memoryBytes: 4 * 2 ** 30, pids: 1024, diskBytes: 16 * 2 ** 30 },
@@ -73,12 +83,15 @@ async function attempt(kind, dirs, argv, warm) {
     environment: { CARGO_BUILD_JOBS: "2" },
     wallClockSeconds: 3600,
     network: "offline",
-    onOutput: () => {},
+    readOnlyBinds,
+    onOutput: (stream, chunk) => {
+      if (stream === "stderr") stderr = (stderr + chunk.toString("utf8")).slice(-4000);
+    },
     signal: new AbortController().signal,
   });
   const elapsed = seconds(started);
   if (result.outcome !== "exited" || result.exitCode !== 0)
-    throw new Error(`${kind}: ${argv.join(" ")} failed: ${result.detail.join("; ")}`);
+    throw new Error(`${kind}: ${argv.join(" ")} failed: ${result.detail.join("; ")}\n${stderr}`);
   const boot = /boot: the guest agent was ready ([\d.]+) s after QEMU started/.exec(result.detail.join("\n"));
   return { elapsed, boot: boot === null ? null : Number(boot[1]), cpuSeconds: result.cpuSeconds };
 }
@@ -105,23 +118,30 @@ for (let i = 0; i < RUNS; i++) {
 if (!debianCrateInstalled("semver", "1.0.14")) {
   process.stderr.write("bench: librust-semver-dev is not installed; skipping the semver runs\n");
 } else {
-  const crate = debianCrate("semver", "1.0.14");
+  const crate = debianCrate("semver", "1.0.14").map((file) =>
+    file.path === ".cargo/config.toml" ? { ...file, bytes: [...Buffer.from(DEPS_SOURCE_CONFIG)] } : file,
+  );
+  const registry = mkdtempSync(join(tmpdir(), "kiln-bench-vm-registry-"));
+  chmodSync(registry, 0o755); // the job's user reads it in the sandbox
+  for (const name of SEMVER_DEPS) cpSync(join(DEBIAN_REGISTRY, name), join(registry, name), { recursive: true });
+  const binds = [{ source: registry, target: DEPS_MOUNT }];
   const build = ["cargo", "build", "--offline"];
   const jobs = {};
   for (const kind of ["sandbox", "microvm"]) {
     jobs[kind] = jobDirs(`kiln-bench-vm-semver-${kind}-`);
     materialize(crate, jobs[kind].src);
-    const cold = await attempt(kind, jobs[kind], build, false);
+    const cold = await attempt(kind, jobs[kind], build, false, binds);
     record(`semver cold: ${kind}`, cold.elapsed);
     if (cold.cpuSeconds !== null) record(`semver cold cpu-seconds: ${kind}`, cold.cpuSeconds);
   }
   for (let i = 0; i < RUNS; i++) {
     for (const kind of ["sandbox", "microvm"]) {
-      const warm = await attempt(kind, jobs[kind], build, true);
+      const warm = await attempt(kind, jobs[kind], build, true, binds);
       record(`semver warm: ${kind}`, warm.elapsed);
     }
   }
   for (const dirs of Object.values(jobs)) rmSync(dirs.base, { recursive: true, force: true });
+  rmSync(registry, { recursive: true, force: true });
 }
 
 const m = (name) => median(samples[name] ?? []);
