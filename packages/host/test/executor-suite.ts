@@ -398,7 +398,8 @@ export function executorSuite(
         },
         () => {
           void (async () => {
-            await Promise.race([childrenStarted, sleep(280_000)]);
+            // Unreferenced: once the children started, this timer must not keep the file's process alive.
+            await Promise.race([childrenStarted, sleep(280_000, undefined, { ref: false })]);
             // A sandbox's processes are the host's: all three children are there to see.
             if (name === "sandbox") {
               const deadline = Date.now() + 30_000;
