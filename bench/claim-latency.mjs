@@ -39,6 +39,7 @@ const {
   newKeyAndSigningRequest,
   requestEnrollment,
   startMachineHost,
+  sandboxIsolation,
 } = await import("@kiln/host");
 const { InMemoryExecutor } = await import("@kiln/host/testing");
 const { personWithToken } = await import(dist("test/harness.js"));
@@ -115,7 +116,7 @@ async function measure(dialect) {
         crateCache: { root: temp("kiln-claim-bench-crates-"), cratesIoIndex: DEFAULT_CRATES_IO_INDEX },
         vcpus: 2,
         memoryBytes: 2 ** 33,
-        executor: new InMemoryExecutor(systemClock),
+        isolation: sandboxIsolation({ executor: new InMemoryExecutor(systemClock) }),
         resolveToolchain: async (name) => ({ name, path: "/nonexistent/toolchain" }),
       });
       try {

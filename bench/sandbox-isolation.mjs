@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// What the sandbox's disk quota, seccomp filter and overlays cost (docs/sandbox.md), measured in
+// What the sandbox's disk quota, seccomp filter and overlays cost (docs/isolation.md), measured in
 // one run against baselines measured in the same run, interleaved:
 //
 //   npm run build && node bench/sandbox-isolation.mjs [--runs N] [--json FILE] [--baseline-host DIR]
@@ -26,9 +26,11 @@ import { dist, requireBuilt, root } from "./support/built-packages.mjs";
 import { option } from "./support/options.mjs";
 
 const hostDist = (path) => join(root, "packages", "host", "dist", path);
-requireBuilt(hostDist("src/executor/target-disk.js"), dist("test/debian-crates.js"));
+requireBuilt(hostDist("src/executor/shared/target-disk.js"), dist("test/debian-crates.js"));
 const { admitToolchain, createSandboxExecutor } = await import("@kiln/host");
-const { diskTools, prepareTargetDisk, waitUntilDetached } = await import(hostDist("src/executor/target-disk.js"));
+const { diskTools, prepareTargetDisk, waitUntilDetached } = await import(
+  hostDist("src/executor/shared/target-disk.js")
+);
 const { debianCrate, debianCrateInstalled, materialize } = await import(dist("test/debian-crates.js"));
 
 const RUNS = Number(option("runs", "5"));

@@ -8,6 +8,7 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   rmSync,
@@ -21,6 +22,28 @@ const PACKAGES = ["contract", "storage", "host", "server", "client", "mcp", "cli
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const purpose = process.argv.includes("--for") ? process.argv[process.argv.indexOf("--for") + 1] : "start";
 
+/**
+ * What the `microvm` isolation runs with (packages/host/src/executor/microvm/): QEMU with its
+ * microvm machine type, mkfs.erofs for the guest's read-only images, debootstrap for the guest
+ * root, glibc's static library for the guest agent (a statically linked Rust binary). The guest
+ * kernel is taken from Debian's package by the host itself (apt-get download: see
+ * ensureAptLists).
+ */
+const MICROVM = [
+  { pkg: "qemu-system-x86", proof: "/usr/bin/qemu-system-x86_64" },
+  { pkg: "erofs-utils", proof: "/usr/bin/mkfs.erofs" },
+  { pkg: "debootstrap", proof: "/usr/sbin/debootstrap" },
+  { pkg: "libc6-dev", proof: "/usr/lib/x86_64-linux-gnu/libc.a" },
+];
+
+/**
+ * `npm start`'s host chooses its isolation itself (KILN_EXECUTOR=auto): a microVM where KVM boots a
+ * probe guest, else the sandbox. Without /dev/kvm there is nothing to probe, so the microVM's
+ * packages are installed only where the machine has it; without them `auto` serves with the
+ * sandbox and says why.
+ */
+const MICROVM_FOR_START = existsSync("/dev/kvm") ? MICROVM : [];
+
 /** Debian packages each purpose needs, with a file that proves each is installed. */
 const DEBIAN = {
   // bubblewrap: the `sandbox` executor (packages/host) runs every attempt in it; e2fsprogs makes
@@ -28,6 +51,7 @@ const DEBIAN = {
   start: [
     { pkg: "bubblewrap", proof: "/usr/bin/bwrap" },
     { pkg: "e2fsprogs", proof: "/usr/sbin/debugfs" },
+    ...MICROVM_FOR_START,
   ],
   test: [
     { pkg: "postgresql-15", proof: "/usr/lib/postgresql/15/bin/initdb" },
@@ -53,6 +77,8 @@ const DEBIAN = {
     { pkg: "librust-pest-derive-dev", proof: "/usr/share/cargo/registry/pest_derive-2.5.2/Cargo.toml" },
     // The dashboard's browser test (packages/server/test/dashboard-browser.browser.test.ts) drives it with playwright-core.
     { pkg: "chromium", proof: "/usr/bin/chromium" },
+    // The microVM isolation's tests (real QEMU under TCG on these machines).
+    ...MICROVM,
   ],
   // `npm run bench`: the test set plus regex (issue 6's larger real crate) and its dev-dependencies.
   bench: [
@@ -79,6 +105,8 @@ const DEBIAN = {
     { pkg: "librust-pest-derive-dev", proof: "/usr/share/cargo/registry/pest_derive-2.5.2/Cargo.toml" },
     { pkg: "librust-unic-ucd-version-dev", proof: "/usr/share/cargo/registry/unic-ucd-version-0.9.0/Cargo.toml" },
     { pkg: "librust-unic-char-range-dev", proof: "/usr/share/cargo/registry/unic-char-range-0.9.0/Cargo.toml" },
+    // bench/microvm.mjs.
+    ...MICROVM,
   ],
 };
 
@@ -157,8 +185,37 @@ function linkWorkspaceBins() {
   }
 }
 
+/**
+ * The tests' and benchmarks' microVMs boot the machine's shared test guest (KILN_TEST_GUEST_DIR,
+ * default /var/cache/kiln-test/guest): built here once (its guest root takes debootstrap a few
+ * minutes the first time), found afterwards.
+ */
+function buildTestGuest() {
+  if (purpose !== "test" && purpose !== "bench") return;
+  ensureAptLists();
+  run(process.execPath, [join(root, "scripts", "build-guest-images.mjs")]);
+}
+
+/**
+ * The guest kernel is downloaded by name (`apt-cache depends linux-image-cloud-amd64`, then
+ * `apt-get download`): on a machine whose package lists were never fetched (a fresh container)
+ * apt knows no such package, so the lists are fetched once here when it does not. Asked only
+ * while the test guest has no kernel yet (asking apt costs seconds).
+ */
+function ensureAptLists() {
+  const guest = process.env.KILN_TEST_GUEST_DIR ?? "/var/cache/kiln-test/guest";
+  const kernels = existsSync(guest) ? readdirSync(guest).filter((d) => d.startsWith("kernel-")) : [];
+  if (kernels.some((d) => existsSync(join(guest, d, "complete")))) return;
+  const known = spawnSync("apt-cache", ["depends", "linux-image-cloud-amd64"], { encoding: "utf8" });
+  if (/Depends: linux-image-\S+-cloud-amd64/.test(known.stdout ?? "")) return;
+  process.stderr.write("setup: fetching Debian's package lists (the microVM guest's kernel comes from them)\n");
+  const sudo = process.getuid?.() === 0 ? [] : ["sudo"];
+  run(sudo[0] ?? "apt-get", sudo.length ? ["apt-get", "update", "-qq"] : ["update", "-qq"]);
+}
+
 ensureDebianPackages();
 ensureNpmPackages();
 build();
 linkWorkspaceBins();
+buildTestGuest();
 // Quiet on success: the command that follows prints what matters.

@@ -10,7 +10,7 @@ import { dist, requireBuilt } from "./built-packages.mjs";
 requireBuilt(dist("src/build-app.js"), dist("src/local-host.js"), dist("test/harness.js"));
 const { LocalBlobStore, onboardRepository, openStorage, startJobNotifications } = await import("@kiln/storage");
 const { silentLogger, systemClock } = await import("@kiln/contract");
-const { createSandboxExecutor } = await import("@kiln/host");
+const { sandboxIsolation } = await import("@kiln/host");
 const { buildApp } = await import(dist("src/build-app.js"));
 const { startLocalHost } = await import(dist("src/local-host.js"));
 const { bearer, personWithToken } = await import(dist("test/harness.js"));
@@ -63,7 +63,7 @@ export async function startInProcessKiln({
     {
       workRoot: join(dataDir, "attempts"),
       lineageRoot,
-      executor: createSandboxExecutor({ cgroupParentName }),
+      isolation: sandboxIsolation({ cgroupParentName }),
       ...hostOptions,
     },
   );

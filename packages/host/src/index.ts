@@ -9,19 +9,37 @@ export * from "./agent/host-agent.js";
 export type { HostEvent, HostReporting } from "./agent/host-events.js";
 export * from "./agent/host-protocol.js";
 export { type HostReadResult, type HostReads, realHostReads } from "./agent/host-reads.js";
-export {
-  type InitializationCheckOptions,
-  type InitializationChecks,
-  realInitializationChecks,
-} from "./agent/initialization-checks.js";
 export * from "./agent/lineage-store.js";
 export { measureTreeBytes } from "./agent/measure-tree-bytes.js";
-export { type ReapEntry, realSandboxReaper, type SandboxReaper } from "./agent/reap-sandbox.js";
 export { runHostInitialization } from "./agent/run-host-initialization.js";
 export { chooseScratchRoot } from "./agent/scratch-root.js";
 export * from "./agent/source-mtimes.js";
 export { type MachineHostOptions, startMachineHost } from "./agent/start-machine-host.js";
 export * from "./evidence/index.js";
+export * from "./executor/executor.js";
+export type { HostIsolation, InitializationStep, IsolationChoice, TargetFile } from "./executor/host-isolation.js";
+export { MICROVM_TARGET_DISK_FILE } from "./executor/microvm/guest-disks.js";
+export { type GuestArtifact, GuestImages } from "./executor/microvm/guest-images.js";
+export {
+  createMicrovmExecutor,
+  MicrovmExecutor,
+  type MicrovmExecutorOptions,
+} from "./executor/microvm/microvm-executor.js";
+export {
+  type MicrovmHostIsolation,
+  type MicrovmIsolationOptions,
+  microvmIsolation,
+} from "./executor/microvm/microvm-isolation.js";
+export { type ProbeResult, probeGuest } from "./executor/microvm/probe-guest.js";
+export { createSandboxExecutor, type SandboxExecutorOptions } from "./executor/sandbox/sandbox-executor.js";
+export { type SandboxIsolationOptions, sandboxIsolation } from "./executor/sandbox/sandbox-isolation.js";
+export { sandboxSeccompProgram } from "./executor/sandbox/seccomp-filter.js";
+export {
+  DEFAULT_PROBE_SECONDS,
+  type IsolationSettings,
+  isolationSettingsFromEnv,
+  selectHostIsolation,
+} from "./executor/select-isolation.js";
 export {
   admitToolchain,
   hostTriple,
@@ -30,14 +48,14 @@ export {
   resolveToolchain,
   ToolchainNotAdmittedError,
   type ToolchainOptions,
-} from "./executor/admit-toolchains.js";
+} from "./executor/shared/admit-toolchains.js";
 export {
   AttemptCgroup,
   type AttemptCgroupOptions,
   CgroupUnavailableError,
   type CgroupUsage,
   type EnforcedLimits,
-} from "./executor/attempt-cgroup.js";
+} from "./executor/shared/attempt-cgroup.js";
 export {
   type CgroupHierarchy,
   type CgroupLayout,
@@ -48,13 +66,11 @@ export {
   NO_CGROUPS,
   parseCgroupLayout,
   parseProcessCgroups,
-} from "./executor/cgroup-layout.js";
-export * from "./executor/executor.js";
-export { reapStaleAttempts } from "./executor/reap-stale-attempts.js";
-export { removeJobDirectories } from "./executor/remove-job-directories.js";
-export { createSandboxExecutor, type SandboxExecutorOptions } from "./executor/sandbox-executor.js";
-export { sandboxSeccompProgram } from "./executor/seccomp-filter.js";
-export { TARGET_DISK_FILE, withTargetTree } from "./executor/target-disk.js";
+} from "./executor/shared/cgroup-layout.js";
+export { type AttemptReaper, attemptReaper, type ReapEntry } from "./executor/shared/reap-attempt.js";
+export { reapStaleAttempts } from "./executor/shared/reap-stale-attempts.js";
+export { removeJobDirectories } from "./executor/shared/remove-job-directories.js";
+export { TARGET_DISK_FILE, withTargetTree } from "./executor/shared/target-disk.js";
 export { type CachedCrate, CrateCache, type CrateFetch } from "./gateway/crate-cache.js";
 export {
   DEFAULT_CRATE_CACHE_BYTES,

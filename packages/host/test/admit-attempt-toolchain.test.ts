@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { resolveRemembered } from "../src/agent/attempt/admit-attempt-toolchain.js";
-import { admitToolchain, hostTriple, ToolchainNotAdmittedError } from "../src/executor/admit-toolchains.js";
+import { admitToolchain, hostTriple, ToolchainNotAdmittedError } from "../src/executor/shared/admit-toolchains.js";
 
 /**
  * An attempt's toolchain admission is remembered while what it was read from is unchanged:

@@ -9,8 +9,8 @@ import {
   listAdmittedToolchains,
   resolveToolchain,
   ToolchainNotAdmittedError,
-} from "../src/executor/admit-toolchains.js";
-import { removeJobDirectories } from "../src/executor/remove-job-directories.js";
+} from "../src/executor/shared/admit-toolchains.js";
+import { removeJobDirectories } from "../src/executor/shared/remove-job-directories.js";
 
 describe("toolchain admission", () => {
   it("admits the host's stable toolchain by channel, by full name and by its version", async () => {

@@ -5,7 +5,7 @@ import {
   hierarchyKey,
   parseCgroupLayout,
   parseProcessCgroups,
-} from "../src/executor/cgroup-layout.js";
+} from "../src/executor/shared/cgroup-layout.js";
 
 /** A systemd machine in unified mode (Debian 12 default). */
 const PURE_V2 = `22 27 0:21 / /proc rw,relatime - proc proc rw

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { diskHeadroom } from "../src/agent/disk-headroom.js";
-import { TARGET_DISK_FILE } from "../src/executor/target-disk.js";
+import { TARGET_DISK_FILE } from "../src/executor/shared/target-disk.js";
 
 const MiB = 2 ** 20;
 

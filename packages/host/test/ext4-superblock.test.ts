@@ -4,7 +4,7 @@ import { mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { readGeometry, SuperblockError, writeReservedBlocks } from "../src/executor/ext4-superblock.js";
+import { readGeometry, SuperblockError, writeReservedBlocks } from "../src/executor/shared/ext4-superblock.js";
 
 const PATH = { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" };
 

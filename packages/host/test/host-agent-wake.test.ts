@@ -17,7 +17,7 @@ describe("the host agent's claim loop", () => {
       protocol,
       clock,
       reporting: { log: silentLogger, emit: () => {} },
-      executor: { isolation: "none" },
+      isolation: { choice: { isolation: "sandbox", requested: "sandbox", reason: "test" } },
       vcpus: 2,
       memoryBytes: 2 ** 30,
     } as unknown as ConstructorParameters<typeof HostAgent>[0]);

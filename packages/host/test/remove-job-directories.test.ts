@@ -4,7 +4,7 @@ import { chmod, mkdir, mkdtemp, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { removeJobDirectories } from "../src/executor/remove-job-directories.js";
+import { removeJobDirectories } from "../src/executor/shared/remove-job-directories.js";
 
 describe("removeJobDirectories", () => {
   it("removes trees the job made read-only, without following its symlinks out", async () => {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type HostInitializationReport, ManualClock } from "@kiln/contract";
-import { type HostProtocol, type InitializationChecks, runHostInitialization } from "../src/index.js";
+import { type HostProtocol, type InitializationStep, runHostInitialization } from "../src/index.js";
 
 /**
  * The host's run of an initialization (run-host-initialization.ts): steps in order, the ledger
@@ -11,24 +11,37 @@ import { type HostProtocol, type InitializationChecks, runHostInitialization } f
 describe("a host initialization run", () => {
   const order = { operation: "init-1", toolchains: ["stable"] };
   const ran: string[] = [];
-  const checks: InitializationChecks = {
-    sandboxUser: async () => {
-      ran.push("sandbox_user");
-      return "user ok";
+  // A host's own steps, in its order (a sandbox host's names; a microVM host's differ).
+  const steps: InitializationStep[] = [
+    {
+      name: "sandbox_user",
+      run: async () => {
+        ran.push("sandbox_user");
+        return "user ok";
+      },
     },
-    bubblewrap: async () => {
-      ran.push("bubblewrap");
-      throw new Error("bubblewrap could not start a sandbox: no user namespaces");
+    {
+      name: "bubblewrap",
+      run: async () => {
+        ran.push("bubblewrap");
+        throw new Error("bubblewrap could not start a sandbox: no user namespaces");
+      },
     },
-    cgroupDelegation: async () => {
-      ran.push("cgroup_delegation");
-      return "cgroup ok";
+    {
+      name: "cgroup_delegation",
+      run: async () => {
+        ran.push("cgroup_delegation");
+        return "cgroup ok";
+      },
     },
-    toolchains: async (requested) => {
-      ran.push(`toolchains ${requested.join(",")}`);
-      return "toolchains ok";
+    {
+      name: "toolchains",
+      run: async (order) => {
+        ran.push(`toolchains ${order.toolchains.join(",")}`);
+        return "toolchains ok";
+      },
     },
-  };
+  ];
   const protocolAnswering = (answer: (report: HostInitializationReport) => "accepted" | "stale") => {
     const reports: HostInitializationReport[] = [];
     const protocol = {
@@ -43,7 +56,7 @@ describe("a host initialization run", () => {
   it("a failed step fails with its reason and leaves the later steps skipped, never run", async () => {
     ran.length = 0;
     const { protocol, reports } = protocolAnswering(() => "accepted");
-    const end = await runHostInitialization({ hostId: "h", protocol, clock: new ManualClock(), checks }, order);
+    const end = await runHostInitialization({ hostId: "h", protocol, clock: new ManualClock(), steps }, order);
     assert.equal(end, "finished");
     assert.deepEqual(ran, ["sandbox_user", "bubblewrap"]);
     const last = reports.at(-1);
@@ -68,7 +81,7 @@ describe("a host initialization run", () => {
   it("stops as soon as the control plane answers stale", async () => {
     ran.length = 0;
     const { protocol, reports } = protocolAnswering(() => "stale");
-    const end = await runHostInitialization({ hostId: "h", protocol, clock: new ManualClock(), checks }, order);
+    const end = await runHostInitialization({ hostId: "h", protocol, clock: new ManualClock(), steps }, order);
     assert.equal(end, "stale");
     assert.deepEqual(ran, [], "no step runs once the operation is not the host's");
     assert.equal(reports.length, 1);

@@ -5,15 +5,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { admitToolchain } from "../src/executor/admit-toolchains.js";
-import { NO_CGROUPS } from "../src/executor/cgroup-layout.js";
 import type { AdmittedToolchain, ExecutionRequest, ExecutionResult, Executor } from "../src/executor/executor.js";
-import { removeJobDirectories } from "../src/executor/remove-job-directories.js";
-import { createSandboxExecutor } from "../src/executor/sandbox-executor.js";
+import { createSandboxExecutor } from "../src/executor/sandbox/sandbox-executor.js";
+import { sandboxIsolation } from "../src/executor/sandbox/sandbox-isolation.js";
+import { admitToolchain } from "../src/executor/shared/admit-toolchains.js";
+import { NO_CGROUPS } from "../src/executor/shared/cgroup-layout.js";
+import { removeJobDirectories } from "../src/executor/shared/remove-job-directories.js";
 import { cgroupDirectoriesNamed } from "../src/testing/index.js";
 import { assertNothingSurvives, executorSuite, hostProcessesMatching, type Job, makeJob } from "./executor-suite.js";
 
-executorSuite("sandbox", () => createSandboxExecutor());
+executorSuite("sandbox", () => sandboxIsolation());
 
 const MiB = 1024 * 1024;
 

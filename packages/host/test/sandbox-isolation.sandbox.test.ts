@@ -4,19 +4,19 @@ import { mkdtemp, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { admitToolchain } from "../src/executor/admit-toolchains.js";
 import type { AdmittedToolchain, ExecutionRequest, ExecutionResult } from "../src/executor/executor.js";
-import { removeJobDirectories } from "../src/executor/remove-job-directories.js";
-import { createSandboxExecutor } from "../src/executor/sandbox-executor.js";
-import { DENIED_SYSCALLS_X86_64 } from "../src/executor/seccomp-filter.js";
-import { TARGET_DISK_FILE, withTargetTree } from "../src/executor/target-disk.js";
+import { createSandboxExecutor } from "../src/executor/sandbox/sandbox-executor.js";
+import { DENIED_SYSCALLS_X86_64 } from "../src/executor/sandbox/seccomp-filter.js";
+import { admitToolchain } from "../src/executor/shared/admit-toolchains.js";
+import { removeJobDirectories } from "../src/executor/shared/remove-job-directories.js";
+import { TARGET_DISK_FILE, withTargetTree } from "../src/executor/shared/target-disk.js";
 import { assertNothingSurvives, type Job, makeJob } from "./executor-suite.js";
 
 const MiB = 2 ** 20;
 
 /**
  * The sandbox's disk quota (target-disk.ts), its seccomp filter (seccomp-filter.ts) and what it
- * shows of the host through /proc (docs/sandbox.md), checked from inside a real sandbox.
+ * shows of the host through /proc (docs/isolation.md), checked from inside a real sandbox.
  */
 describe("sandbox isolation: disk quota, seccomp, what /proc shows", () => {
   const executor = createSandboxExecutor();
@@ -189,7 +189,7 @@ describe("sandbox isolation: disk quota, seccomp, what /proc shows", () => {
     for (const f of ["cmdline", "partitions", "diskstats", "swaps"])
       assert.match(a.stdout, new RegExp(`^PROC ${f} 0$`, "m"), `/proc/${f} is masked`);
     assert.match(a.stdout, /^PROCFS 0$/m);
-    // What does show: the overlays and the target disk's loop device (docs/sandbox.md).
+    // What does show: the overlays and the target disk's loop device (docs/isolation.md).
     assert.match(a.stdout, / \/kiln\/src .* - overlay kiln /);
     assert.match(a.stdout, / \/usr .* - overlay kiln ro,lowerdir=lower\/system-usr:empty/);
     assert.match(a.stdout, / \/kiln\/target .* - ext4 \/dev\/loop\d+ /);

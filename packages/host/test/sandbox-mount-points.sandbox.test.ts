@@ -4,11 +4,11 @@ import { mkdir, mkdtemp, readdir, readFile, stat, writeFile } from "node:fs/prom
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { admitToolchain } from "../src/executor/admit-toolchains.js";
 import type { AdmittedToolchain, ExecutionRequest, ExecutionResult, MountPoints } from "../src/executor/executor.js";
-import { removeJobDirectories } from "../src/executor/remove-job-directories.js";
-import { createSandboxExecutor } from "../src/executor/sandbox-executor.js";
-import { TARGET_DISK_FILE, withTargetTree } from "../src/executor/target-disk.js";
+import { createSandboxExecutor } from "../src/executor/sandbox/sandbox-executor.js";
+import { admitToolchain } from "../src/executor/shared/admit-toolchains.js";
+import { removeJobDirectories } from "../src/executor/shared/remove-job-directories.js";
+import { TARGET_DISK_FILE, withTargetTree } from "../src/executor/shared/target-disk.js";
 import { assertNothingSurvives, type Job, makeJob } from "./executor-suite.js";
 
 /**

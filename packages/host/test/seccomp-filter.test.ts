@@ -13,7 +13,7 @@ import {
   SECCOMP_RET_KILL_PROCESS,
   sandboxSeccompInstructions,
   sandboxSeccompProgram,
-} from "../src/executor/seccomp-filter.js";
+} from "../src/executor/sandbox/seccomp-filter.js";
 
 const EPERM = SECCOMP_RET_ERRNO | 1;
 const ENOSYS = SECCOMP_RET_ERRNO | 38;

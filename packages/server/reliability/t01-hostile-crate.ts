@@ -13,6 +13,12 @@
  * - a fork bomb (counted by the kernel's refusals at pids.max, pids.events, never by time),
  *   a test allocating 6 GiB on a 4 GiB size, and a build script filling its disk.
  *
+ * With KILN_T1_ISOLATION=microvm the host is a microVM host (under TCG: `KILN_TEST_GUEST_DIR`,
+ * default /var/cache/kiln-test/guest, holds its guest): the same probes from inside a VM, but for
+ * the seccomp ones (in a microVM a job's system calls reach only its own guest kernel). The
+ * victim then cannot be released from the host (its workspace is a disk image inside its VM): it
+ * sleeps, and is cancelled once the hostile job has probed it.
+ *
  * Broken: any escape allowed (a build probe ALLOWED or a hostile test failing), a connection
  * reaching a listener, the victim's file changed or a marker file outside the jobs' directories,
  * the fork bomb never refused or seen above pids.max, the memory job not OOM-killed, the disk
@@ -27,15 +33,15 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { admitToolchain, chooseScratchRoot, createSandboxExecutor } from "@kiln/host";
+import { admitToolchain, chooseScratchRoot, createSandboxExecutor, microvmIsolation } from "@kiln/host";
 import { cgroupDirectoriesNamed } from "@kiln/host/testing";
 import { crate, type Doc, type Embedded, type Jobs, processesCarrying, startEmbedded } from "../test/e2e-jobs.js";
 import {
   DISK_FILL_CRATE,
-  ESCAPES,
+  escapesFor,
   FORK_BOMB_CRATE,
-  HOSTILE_CRATE,
-  HOSTILE_TESTS,
+  hostileCrateFor,
+  hostileTestsFor,
   hostPathsFor,
   MEMORY_HOG_CRATE,
   VICTIM_CRATE,
@@ -46,6 +52,17 @@ const MiB = 2 ** 20;
 /** The disk quota the trial's host grants (kiln2-cpu's is 16 GiB; filling 512 MiB proves the same bound in seconds). */
 const DISK_QUOTA = 512 * MiB;
 const KILN2_PIDS = 1024;
+const ISOLATION = process.env.KILN_T1_ISOLATION === "microvm" ? "microvm" : "sandbox";
+
+/** A victim for a microVM: its build script sleeps until the trial cancels it (nothing reaches into its VM). */
+const SLEEPING_VICTIM_CRATE: Record<string, string> = {
+  ...VICTIM_CRATE,
+  "build.rs": `fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    std::thread::sleep(std::time::Duration::from_secs(3600));
+}
+`,
+};
 
 /** A loopback listener that counts connections (and accepts none). */
 async function countingListener(): Promise<{ server: Server; port: number; connections: () => number }> {
@@ -72,14 +89,22 @@ async function until(what: string, check: () => boolean | Promise<boolean>, boun
   }
 }
 
-runTrial("T1", "hostile crate", async () => {
+runTrial(ISOLATION === "microvm" ? "T1 (microVM)" : "T1", "hostile crate", async () => {
   const broken: string[] = [];
   const workRoot = mkdtempSync(join(tmpdir(), "kiln-t1-attempts-"));
   const upstream = await countingListener();
   const e: Embedded = await startEmbedded({
     workRoot,
     wallClockSeconds: 300,
-    executor: createSandboxExecutor({ maxDiskBytes: DISK_QUOTA }),
+    ...(ISOLATION === "microvm"
+      ? {
+          isolation: microvmIsolation({
+            accel: "tcg",
+            guestDirectory: process.env.KILN_TEST_GUEST_DIR ?? "/var/cache/kiln-test/guest",
+            maxDiskBytes: DISK_QUOTA,
+          }),
+        }
+      : { executor: createSandboxExecutor({ maxDiskBytes: DISK_QUOTA }) }),
     cratesIoIndex: `sparse+http://127.0.0.1:${upstream.port}/index/`,
   });
   // The server's real API port, listening on loopback as `kiln-server serve` does.
@@ -105,17 +130,23 @@ runTrial("T1", "hostile crate", async () => {
   const figure: string[] = [];
   try {
     // The victim: running (its build script waits) while the hostile job probes its directories.
-    const victim = await jobs.submit(crate("victim", VICTIM_CRATE), `t1-${newMarker("victim")}`, {
-      operation: "build",
-    });
+    const victim = await jobs.submit(
+      crate("victim", ISOLATION === "microvm" ? SLEEPING_VICTIM_CRATE : VICTIM_CRATE),
+      `t1-${newMarker("victim")}`,
+      { operation: "build" },
+    );
     attemptIds.push(`${victim}-a1`);
     const victimSource = join(scratchRoot ?? workRoot, `${victim}-a1`, "src");
-    await until("the victim's build script to start", () => existsSync(join(victimSource, "started")));
+    await until("the victim to run", async () =>
+      ISOLATION === "microvm"
+        ? (await processesCarrying(`kiln-${victim}-a1`)).length > 0
+        : existsSync(join(victimSource, "started")),
+    );
     const secretPath = join(victimSource, "secret.txt");
     const secretBefore = readFileSync(secretPath, "utf8");
 
     const marker = newMarker("hostile");
-    const hostile = await jobs.submit(crate("hostile", HOSTILE_CRATE), `t1-${marker}`, {
+    const hostile = await jobs.submit(crate("hostile", hostileCrateFor(ISOLATION)), `t1-${marker}`, {
       environment: {
         KILN_MARKER: marker,
         KILN_HOST_PORT: String(apiPort),
@@ -123,7 +154,9 @@ runTrial("T1", "hostile crate", async () => {
         KILN_OTHER_SECRET: secretPath,
         KILN_WORK_ROOT: workRoot,
         KILN_HOST_CANARY: canary,
-        KILN_HOST_PATHS: hostPathsFor([workRoot, e.lineageRoot, e.crateRoot, toolchain.path]),
+        KILN_HOST_PATHS: hostPathsFor([workRoot, e.lineageRoot, e.crateRoot, toolchain.path], {
+          rootDevice: ISOLATION === "sandbox",
+        }),
       },
     });
     attemptIds.push(`${hostile}-a1`);
@@ -137,13 +170,14 @@ runTrial("T1", "hostile crate", async () => {
         escapes++;
         broken.push(`the build script's "${attempted}" was allowed`);
       }
-    const expectedBuildProbes = ESCAPES.length + 1;
+    const expectedBuildProbes = escapesFor(ISOLATION).length + 1;
     if (buildProbes.length !== expectedBuildProbes)
       broken.push(`the build script reported ${buildProbes.length} of ${expectedBuildProbes} probes`);
     const tests = hostileEvidence.report.tests as Doc[];
-    for (const name of [...Object.keys(HOSTILE_TESTS), "host_tmp_is_private"]) {
+    const hostileTests = hostileTestsFor(ISOLATION);
+    for (const name of [...Object.keys(hostileTests), "host_tmp_is_private"]) {
       const test = tests.find((t) => t.name === `tests::${name}`);
-      const asserted = name === "host_tmp_is_private" ? 1 : (HOSTILE_TESTS[name]?.length ?? 0);
+      const asserted = name === "host_tmp_is_private" ? 1 : (hostileTests[name]?.length ?? 0);
       probes += asserted;
       if (test?.outcome !== "passed") {
         escapes += asserted;
@@ -155,13 +189,17 @@ runTrial("T1", "hostile crate", async () => {
     if (apiConnections > 0) broken.push(`${apiConnections} connections reached the API port`);
     if (upstream.connections() > 0) broken.push(`${upstream.connections()} connections reached the gateway's upstream`);
     figure.push(
-      `${count(probes)} escape attempts from the build script and tests (network ×4, /root, a running job's files, the work root, writes outside, host paths in /proc, no seccomp, 15 filtered system calls): ${escapes} escapes`,
+      `${count(probes)} escape attempts from the build script and tests (network ×4, /root, a running job's files, the work root, writes outside, host paths in /proc${ISOLATION === "sandbox" ? ", no seccomp, 15 filtered system calls" : ""}): ${escapes} escapes`,
     );
 
-    // Release the victim; its secret must be as it was.
-    writeFileSync(join(victimSource, "release.txt"), "go\n");
+    // Release the victim (cancel it, in a microVM); its secret must be as it was.
+    if (ISOLATION === "microvm") {
+      const cancelled = await jobs.cancel(victim, `t1-cancel-${victim}`);
+      if (cancelled.status !== 200) broken.push(`the victim could not be cancelled: ${cancelled.body}`);
+    } else writeFileSync(join(victimSource, "release.txt"), "go\n");
     const victimJob = await jobs.settle(victim, 600_000);
-    if (victimJob.status !== "passed") broken.push(`the victim job ${victimJob.status}`);
+    const victimExpected = ISOLATION === "microvm" ? "cancelled" : "passed";
+    if (victimJob.status !== victimExpected) broken.push(`the victim job ${victimJob.status}`);
     if (secretBefore !== "the victim job's secret\n") broken.push("the victim's secret changed while it ran");
 
     // The fork bomb: the kernel's own count of forks refused at pids.max (pids.events), never a sample.
@@ -173,9 +211,8 @@ runTrial("T1", "hostile crate", async () => {
     attemptIds.push(`${bomb}-a1`);
     const bombJob = await jobs.settle(bomb, 900_000);
     const bombLog = await jobs.logText(bomb);
-    const kernelRefused = /pids: the kernel refused (\d+) forks at the attempt's limit of (\d+) processes/.exec(
-      bombLog,
-    );
+    const kernelRefused =
+      /pids: the (?:guest )?kernel refused (\d+) forks at the attempt's limit of (\d+) processes/.exec(bombLog);
     const bombLine = /(\d+) forks of the bomb refused/.exec(bombLog);
     if (bombJob.status !== "passed" || kernelRefused === null)
       broken.push(

@@ -3,9 +3,9 @@ import { join } from "node:path";
 import type { Clock, Logger, LoopFailure } from "@kiln/contract";
 import {
   DEFAULT_CRATES_IO_INDEX,
-  type Executor,
   type GatewayEgressSettings,
   type HostEvent,
+  type HostIsolation,
   startMachineHost,
 } from "@kiln/host";
 import type { BlobStore, JobNotifications, Storage } from "@kiln/storage";
@@ -31,7 +31,8 @@ export interface LocalHostOptions {
   readonly vcpus?: number;
   /** The most disk one attempt may take on this host (KILN_MAX_ATTEMPT_DISK_BYTES; default its size's quota). */
   readonly maxAttemptDiskBytes?: number;
-  readonly executor?: Executor;
+  /** How attempts are isolated (default: the sandbox; main.ts chooses by KILN_EXECUTOR). */
+  readonly isolation?: HostIsolation;
   readonly heartbeatSeconds?: number;
   /**
    * Where attempts' workspaces and homes are made (default: chooseScratchRoot, a directory on
@@ -97,7 +98,7 @@ export async function startLocalHost(
     vcpus: options.vcpus ?? Math.max(16, availableParallelism()),
     ...(options.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: options.maxAttemptDiskBytes }),
     ...(options.heartbeatSeconds === undefined ? {} : { heartbeatSeconds: options.heartbeatSeconds }),
-    ...(options.executor === undefined ? {} : { executor: options.executor }),
+    ...(options.isolation === undefined ? {} : { isolation: options.isolation }),
   });
   const reaper = startLeaseReaper({
     storage: deps.storage,

@@ -3,6 +3,7 @@ import { chmodSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { systemClock } from "@kiln/contract";
+import { isolationSettingsFromEnv, selectHostIsolation } from "@kiln/host";
 import { LocalBlobStore, openStorage, S3BlobStore, SweepFencedBlobStore, startJobNotifications } from "@kiln/storage";
 import { Command } from "commander";
 import { pino } from "pino";
@@ -140,6 +141,16 @@ program
               },
             },
             ...(config.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: config.maxAttemptDiskBytes }),
+            // KILN_EXECUTOR=auto|microvm|sandbox (auto: a microVM where KVM boots a probe guest).
+            isolation: await selectHostIsolation(
+              {
+                ...isolationSettingsFromEnv(process.env, config.dataDir),
+                ...(config.maxAttemptDiskBytes === undefined
+                  ? {}
+                  : { maxAttemptDiskBytes: config.maxAttemptDiskBytes }),
+              },
+              { log },
+            ),
           },
         );
       } catch (error) {

@@ -11,7 +11,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { silentLogger, systemClock, TERMINAL_JOB_STATUSES } from "@kiln/contract";
-import { createSandboxExecutor, type Executor, type GatewayEgressSettings } from "@kiln/host";
+import {
+  createSandboxExecutor,
+  type Executor,
+  type GatewayEgressSettings,
+  type HostIsolation,
+  sandboxIsolation,
+} from "@kiln/host";
 import { type BlobStore, onboardRepository, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
@@ -214,6 +220,8 @@ export async function startEmbedded(
   options: {
     wallClockSeconds?: number;
     executor?: Executor;
+    /** The whole isolation (a microVM host); `executor` replaces only the sandbox's executor. */
+    isolation?: HostIsolation;
     workRoot?: string;
     storageQuotaBytes?: number;
     /** The sparse index standing for crates.io in the host's dependency gateway (a test registry). */
@@ -276,7 +284,7 @@ export async function startEmbedded(
       {
         workRoot,
         lineageRoot,
-        executor: options.executor ?? createSandboxExecutor(),
+        isolation: options.isolation ?? sandboxIsolation({ executor: options.executor ?? createSandboxExecutor() }),
         crateCache: {
           root: crateRoot,
           cratesIoIndex: options.cratesIoIndex ?? "sparse+http://127.0.0.1:9/index/",

@@ -8,12 +8,11 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmdirSync } from "node:fs";
-import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ManualClock, silentLogger } from "@kiln/contract";
-import { cargoOutputObserver, HostAgent, type HostProtocol } from "@kiln/host";
+import { cargoOutputObserver, HostAgent, type HostProtocol, sandboxIsolation } from "@kiln/host";
 import { InMemoryExecutor } from "@kiln/host/testing";
 import { createTenant, readJob, requestCancellation, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
@@ -61,15 +60,14 @@ describe("a host's claims and its free disk (40 MiB tmpfs work root, 16 MiB per 
     agent = new HostAgent({
       hostId: "small-disk",
       protocol,
-      executor,
+      // The sandbox's housekeeping around an in-memory executor: the attempts' directories are
+      // removed as the sandbox removes them.
+      isolation: sandboxIsolation({ executor, clock }),
       clock,
       reporting: { log: silentLogger, emit: (e) => events.push(e) },
       resolveToolchain: async (name) => ({ name, path: "/nonexistent/toolchain" }),
       newObserver: cargoOutputObserver,
       workRoot,
-      removeDirectories: async (paths) => {
-        for (const path of paths) await rm(path, { recursive: true, force: true });
-      },
       vcpus: 16,
       memoryBytes: 32 * 2 ** 30,
       pollMs: 500,

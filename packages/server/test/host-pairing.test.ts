@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { type AttemptResult, ManualClock, type SourceEntry, silentLogger } from "@kiln/contract";
-import { cargoOutputObserver, HostAgent, type HostProtocol } from "@kiln/host";
+import { cargoOutputObserver, HostAgent, type HostProtocol, sandboxIsolation } from "@kiln/host";
 import { InMemoryExecutor } from "@kiln/host/testing";
 import { type BlobStore, createTenant, readJob, requestCancellation, type Storage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
@@ -76,15 +76,12 @@ async function pair(storage: Storage): Promise<Pairing> {
   const agent = new HostAgent({
     hostId: "memory-host",
     protocol,
-    executor,
+    isolation: sandboxIsolation({ executor, clock }),
     clock,
     reporting: { log: silentLogger, emit },
     resolveToolchain: async (name) => ({ name, path: "/nonexistent/toolchain" }),
     newObserver: cargoOutputObserver,
     workRoot,
-    removeDirectories: async (paths) => {
-      for (const path of paths) await rm(path, { recursive: true, force: true });
-    },
     vcpus: 2,
     memoryBytes: 8 * 2 ** 30,
     pollMs: 500,

@@ -10,7 +10,15 @@ import { readFileSync } from "node:fs";
  * (work root, lineages, toolchain, …), the server's working directory, the scratch root's name
  * and the host's root block device.
  */
-export function hostPathsFor(paths: readonly string[]): string {
+export function hostPathsFor(
+  paths: readonly string[],
+  /**
+   * A microVM's own disks are virtio disks named like a virtio host's (`/dev/vda`, …): in its
+   * mountinfo that name says nothing of the host, so it is no needle there.
+   */
+  options: { readonly rootDevice?: boolean } = {},
+): string {
+  if (options.rootDevice === false) return [...paths, process.cwd(), "kiln-scratch-"].join("\n");
   const rootDevice = readFileSync("/proc/self/mountinfo", "utf8")
     .split("\n")
     .map((l) => l.split(" "))
@@ -67,6 +75,21 @@ export const ESCAPES = [
   "run without a seccomp filter",
   ...SECCOMP_PROBES.map((p) => `make the ${p.name} system call` as const),
 ] as const;
+
+/**
+ * The escapes that test the sandbox's seccomp filter. In a microVM the job's system calls reach
+ * only its own guest kernel — the VM is the boundary, not a filter — so there they are not escapes
+ * and the microVM's hostile crate does not try them.
+ */
+const SECCOMP_ESCAPES: readonly (typeof ESCAPES)[number][] = [
+  "run without a seccomp filter",
+  ...SECCOMP_PROBES.map((p) => `make the ${p.name} system call` as const),
+];
+
+/** The escapes the hostile crate tries in an isolation. */
+export function escapesFor(isolation: "sandbox" | "microvm"): readonly (typeof ESCAPES)[number][] {
+  return isolation === "sandbox" ? ESCAPES : ESCAPES.filter((e) => !SECCOMP_ESCAPES.includes(e));
+}
 
 /** The #[test]s of the hostile crate, each asserting that its escapes were denied. */
 export const HOSTILE_TESTS: Record<string, readonly (typeof ESCAPES)[number][]> = {
@@ -251,12 +274,20 @@ pub fn tmp_is_private(origin: &str) -> Result<String, String> {
 }
 `;
 
-const ESCAPE_LIST = ESCAPES.map((e) => `    ${JSON.stringify(e)},`).join("\n");
+/** The hostile crate's tests in an isolation: those whose escapes it tries. */
+export function hostileTestsFor(isolation: "sandbox" | "microvm"): Record<string, readonly (typeof ESCAPES)[number][]> {
+  const tried = escapesFor(isolation);
+  return Object.fromEntries(
+    Object.entries(HOSTILE_TESTS).filter(([, escapes]) => escapes.every((e) => tried.includes(e))),
+  );
+}
 
-const HOSTILE_BUILD_RS = `mod probes;
+const hostileBuildRs = (isolation: "sandbox" | "microvm") => `mod probes;
 
 const ESCAPES: &[&str] = &[
-${ESCAPE_LIST}
+${escapesFor(isolation)
+  .map((e) => `    ${JSON.stringify(e)},`)
+  .join("\n")}
 ];
 
 fn main() {
@@ -284,14 +315,15 @@ fn main() {
 }
 `;
 
-const HOSTILE_TESTS_RS = Object.entries(HOSTILE_TESTS)
-  .map(
-    ([test, escapes]) =>
-      `    #[test]\n    fn ${test}() {\n${escapes.map((e) => `        denied(${JSON.stringify(e)});\n`).join("")}    }\n`,
-  )
-  .join("\n");
+const hostileTestsRs = (isolation: "sandbox" | "microvm") =>
+  Object.entries(hostileTestsFor(isolation))
+    .map(
+      ([test, escapes]) =>
+        `    #[test]\n    fn ${test}() {\n${escapes.map((e) => `        denied(${JSON.stringify(e)});\n`).join("")}    }\n`,
+    )
+    .join("\n");
 
-const HOSTILE_LIB_RS = `pub fn nothing() {}
+const hostileLibRs = (isolation: "sandbox" | "microvm") => `pub fn nothing() {}
 
 #[cfg(test)]
 #[path = "../probes.rs"]
@@ -306,7 +338,7 @@ mod tests {
         }
     }
 
-${HOSTILE_TESTS_RS}
+${hostileTestsRs(isolation)}
     #[test]
     fn host_tmp_is_private() {
         if let Ok(how) = super::probes::tmp_is_private("test") {
@@ -316,12 +348,13 @@ ${HOSTILE_TESTS_RS}
 }
 `;
 
-/** The hostile crate: build script and tests both try every escape. */
-export const HOSTILE_CRATE: Record<string, string> = {
-  "build.rs": HOSTILE_BUILD_RS,
-  "probes.rs": PROBES_RS,
-  "src/lib.rs": HOSTILE_LIB_RS,
-};
+/** The hostile crate for an isolation: build script and tests both try every escape it has. */
+export function hostileCrateFor(isolation: "sandbox" | "microvm"): Record<string, string> {
+  return { "build.rs": hostileBuildRs(isolation), "probes.rs": PROBES_RS, "src/lib.rs": hostileLibRs(isolation) };
+}
+
+/** The sandbox's hostile crate: build script and tests both try every escape. */
+export const HOSTILE_CRATE: Record<string, string> = hostileCrateFor("sandbox");
 
 /** A test that touches 6 GiB (on a 4 GiB size), in 256 MiB blocks. */
 export const MEMORY_HOG_CRATE: Record<string, string> = {

@@ -11,7 +11,7 @@ import {
   type HostProtocol,
   httpHostProtocol,
   realHostReads,
-  realInitializationChecks,
+  sandboxIsolation,
 } from "@kiln/host";
 import { registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
@@ -60,7 +60,7 @@ for (const dialect of DIALECTS) {
         hostId,
         protocol,
         clock: t.clock,
-        checks: realInitializationChecks(),
+        steps: sandboxIsolation().initializationSteps,
         reporting,
         sandboxes: () => [],
         reads: realHostReads({ evidenceRoot }),

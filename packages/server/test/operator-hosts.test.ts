@@ -24,13 +24,22 @@ for (const dialect of DIALECTS) {
     let certificates: Map<string, string>;
     const tenant = "acme-hosts";
     const WEEK = 7 * 24 * 3600;
+    const AUTO_FELL_BACK = "auto: KVM did not boot the probe guest within 5 s; serving with the sandbox";
 
     before(async () => {
       t = await testApp(await dialect.openFresh());
       const now = t.clock.now();
       await createTenant(t.storage, { id: tenant }, t.clock.now());
       for (const id of ["local", "builder-1", "builder-2"]) {
-        await registerHost(t.storage, { id, vcpus: 64, memoryBytes: 2 ** 37, isolation: "sandbox", now });
+        await registerHost(t.storage, {
+          id,
+          vcpus: 64,
+          memoryBytes: 2 ** 37,
+          isolation: "sandbox",
+          // What a host says at enrollment: why it serves with its isolation (none said by `local` here).
+          ...(id === "builder-2" ? { isolationReason: AUTO_FELL_BACK } : {}),
+          now,
+        });
       }
       // builder-1 enrolled and holds a live certificate; builder-2's was revoked; builder-3 has
       // an outstanding enrollment token only; the host listener's certificate exists.
@@ -95,6 +104,11 @@ for (const dialect of DIALECTS) {
       assert.equal(detail.json().serving_state, "serving");
       assert.equal(detail.json().drain_attribution, null);
       assert.deepEqual(detail.json().blockers, []);
+      assert.equal(detail.json().isolation, "sandbox");
+      assert.equal(detail.json().isolation_reason, null, "a host that said nothing of why");
+      const fellBack = (await operator.get("/operator/api/hosts/builder-2")).json();
+      assert.equal(fellBack.isolation, "sandbox");
+      assert.equal(fellBack.isolation_reason, AUTO_FELL_BACK, "the host's own reason, as it enrolled with it");
       const missing = await operator.get("/operator/api/hosts/nowhere");
       assert.equal(missing.statusCode, 404);
       assert.equal(missing.json().code, "operator_not_found");

@@ -10,12 +10,12 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { silentLogger } from "@kiln/contract";
 import {
   AttemptCgroup,
+  attemptReaper,
   detectCgroupLayout,
   FleetChannel,
   type HostProtocol,
   parseProcessCgroups,
-  realInitializationChecks,
-  realSandboxReaper,
+  sandboxIsolation,
 } from "@kiln/host";
 import { claimNextJob, createTenant, readJobStatus, registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
@@ -301,12 +301,12 @@ for (const dialect of DIALECTS) {
         hostId: "builder-1",
         protocol: host,
         clock: t.clock,
-        checks: realInitializationChecks(),
+        steps: sandboxIsolation().initializationSteps,
         reporting: { log: silentLogger, emit: () => {} },
         // As HostAgent does: builder-1 reports the attempt directories on its disk.
         sandboxes: () => (existsSync(join(workRoot, orphan.vm_id)) ? [orphan.vm_id] : []),
         running: () => [],
-        reaper: realSandboxReaper({ workRoot, cgroupParentName: parentName, clock: t.clock }),
+        reaper: attemptReaper({ workRoot, cgroupParentName: parentName, clock: t.clock }),
       });
       let settled = false;
       const response = Promise.resolve(reap(orphan)).finally(() => {

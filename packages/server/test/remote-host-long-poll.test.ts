@@ -20,6 +20,7 @@ import {
   type HostEvent,
   httpHostProtocol,
   type RunningKilnHost,
+  sandboxIsolation,
   startKilnHost,
   tlsFilesIn,
 } from "@kiln/host";
@@ -139,9 +140,20 @@ for (const dialect of DIALECTS) {
           dataDir,
           vcpus: 2,
           cratesIoIndex: DEFAULT_CRATES_IO_INDEX,
+          isolation: {
+            executor: "sandbox",
+            microvmAccel: "kvm",
+            guestDirectory: join(dataDir, "guest"),
+            probeSeconds: 5,
+          },
         },
         silentLogger,
-        { executor, clock: hostClock, ...inMemoryHost, onEvent: (event) => hostEvents.push(event) },
+        {
+          isolation: sandboxIsolation({ executor }),
+          clock: hostClock,
+          ...inMemoryHost,
+          onEvent: (event) => hostEvents.push(event),
+        },
       );
       // The host's first claim found nothing and waits at the control plane.
       await waitingOn(plane, "waiting-a");

@@ -34,6 +34,7 @@ import {
   type RunningKilnHost,
   requestEnrollment,
   requestRenewal,
+  sandboxIsolation,
   startCertificateRenewal,
   startKilnHost,
   tlsFilesIn,
@@ -170,11 +171,17 @@ for (const dialect of DIALECTS) {
         dataDir,
         vcpus: 2,
         cratesIoIndex: DEFAULT_CRATES_IO_INDEX,
+        isolation: {
+          executor: "sandbox",
+          microvmAccel: "kvm",
+          guestDirectory: join(dataDir, "guest"),
+          probeSeconds: 5,
+        },
       };
       // A data dir an earlier version left open to others is closed at start.
       await chmod(dataDir, 0o755);
       running = await startKilnHost(config, silentLogger, {
-        executor,
+        isolation: sandboxIsolation({ executor }),
         ...inMemoryHost,
         onEvent: (event) => events.push(event),
       });
@@ -212,7 +219,10 @@ for (const dialect of DIALECTS) {
 
       // A restarted kiln-host finds its identity kept; the spent token is not needed, nor sent, again.
       await running.stop();
-      running = await startKilnHost(config, silentLogger, { executor, ...inMemoryHost });
+      running = await startKilnHost(config, silentLogger, {
+        isolation: sandboxIsolation({ executor }),
+        ...inMemoryHost,
+      });
       assert.equal(running.hostId, "remote-a");
       assert.equal(running.identity.serial, (await HostTlsIdentity.fromFiles(kept))?.serial);
     });

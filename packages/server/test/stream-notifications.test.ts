@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ManualClock, silentLogger } from "@kiln/contract";
+import { sandboxIsolation } from "@kiln/host";
 import { InMemoryExecutor } from "@kiln/host/testing";
 import { type JobNotificationEvent, type JobNotifications, type Storage, startJobNotifications } from "@kiln/storage";
 import { DIALECTS, type TestDatabase } from "@kiln/storage/testing";
@@ -157,7 +158,7 @@ describe("streams woken across server processes (postgres)", { skip: postgres?.s
         workRoot: join(root, "attempts"),
         lineageRoot: null,
         scratchRoot: null,
-        executor: new InMemoryExecutor(clockA),
+        isolation: sandboxIsolation({ executor: new InMemoryExecutor(clockA) }),
         crateCache: { root: join(root, "crates"), cratesIoIndex: "file:///nonexistent-index" },
       },
     );

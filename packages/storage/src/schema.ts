@@ -172,6 +172,8 @@ export interface HostsTable {
   vcpus: number;
   memory_bytes: number;
   isolation: string;
+  /** Migration 0043: why the host serves with that isolation; null before it was reported. */
+  isolation_reason: string | null;
   state: "serving" | "draining";
   enrolled_at: string;
   last_heartbeat_at: string | null;

@@ -9,9 +9,15 @@ import { Nullable, Timestamp } from "../schema-helpers.js";
  * The control plane only records: no step runs on it.
  */
 
-/** The initialization steps, in the order a host runs them. */
-export const HOST_INITIALIZATION_STEPS = ["sandbox_user", "bubblewrap", "cgroup_delegation", "toolchains"] as const;
-export type HostInitializationStepName = (typeof HOST_INITIALIZATION_STEPS)[number];
+/**
+ * An initialization step's name. Each host names its own steps, in the order it runs them: they
+ * depend on its isolation (a sandbox host checks bubblewrap, a microVM host KVM, QEMU and its
+ * guest images; both their unprivileged user, cgroups and toolchains), so the control plane
+ * shows the ledger the host reports rather than a fixed list.
+ */
+export const HOST_INITIALIZATION_STEP_PATTERN = "^[a-z][a-z0-9_]{0,63}$";
+/** The most steps a host reports for one initialization. */
+export const MAX_HOST_INITIALIZATION_STEPS = 32;
 
 const HostId = () => Type.String({ minLength: 1, maxLength: 128, description: "The host's identity." });
 
@@ -81,7 +87,10 @@ export const HostFleetWork = Type.Object(
 );
 export type HostFleetWork = Static<typeof HostFleetWork>;
 
-const StepName = Type.Union(HOST_INITIALIZATION_STEPS.map((s) => Type.Literal(s)));
+const StepName = Type.String({
+  pattern: HOST_INITIALIZATION_STEP_PATTERN,
+  description: "The step's name, as the host names it.",
+});
 
 /** One step's outcome as the host ran it. */
 export const HostInitializationStepOutcome = Type.Object(
@@ -101,7 +110,7 @@ export const HostInitializationReport = Type.Object(
   {
     hostId: HostId(),
     operation: Type.String({ minLength: 1, maxLength: 128 }),
-    steps: Type.Array(HostInitializationStepOutcome, { maxItems: HOST_INITIALIZATION_STEPS.length }),
+    steps: Type.Array(HostInitializationStepOutcome, { maxItems: MAX_HOST_INITIALIZATION_STEPS }),
   },
   { additionalProperties: false },
 );

@@ -23,6 +23,12 @@ export const HostEnrollment = Type.Object(
     vcpus: Type.Integer({ minimum: 1 }),
     memoryBytes: Type.Integer({ minimum: 1 }),
     isolation: Type.Union([Type.Literal("sandbox"), Type.Literal("microvm")]),
+    isolationReason: Type.Optional(
+      Type.String({
+        maxLength: 2000,
+        description: "Why the host serves with this isolation (KILN_EXECUTOR and, for auto, what its KVM probe found).",
+      }),
+    ),
   },
   { additionalProperties: false, description: "A host announcing itself and what it offers." },
 );
@@ -348,6 +354,12 @@ export const UnitItem = Type.Object(
     id: Type.String(),
     host: Type.String(),
     isolation: Type.Union([Type.Literal("sandbox"), Type.Literal("microvm")]),
+    isolation_reason: Type.Optional(
+      Type.String({
+        maxLength: 2000,
+        description: "Why the host serves with this isolation (KILN_EXECUTOR, its KVM probe).",
+      }),
+    ),
     started_at: Timestamp(),
     finished_at: Timestamp(),
     vcpus: Type.Integer({ minimum: 1 }),

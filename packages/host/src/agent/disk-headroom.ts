@@ -1,7 +1,7 @@
 import type { StatsFs } from "node:fs";
 import { stat, statfs } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { TARGET_DISK_FILE } from "../executor/target-disk.js";
+import { TARGET_DISK_FILE } from "../executor/shared/target-disk.js";
 
 /** A running attempt's claim on the host's disk: its directory in the work root and its quota. */
 export interface AttemptDiskReservation {

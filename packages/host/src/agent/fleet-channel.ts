@@ -6,12 +6,12 @@ import {
   type PeriodicLoop,
   startPeriodicLoop,
 } from "@kiln/contract";
+import type { InitializationStep } from "../executor/host-isolation.js";
+import type { AttemptReaper } from "../executor/shared/reap-attempt.js";
 import type { HostReporting } from "./host-events.js";
 import type { HostProtocol } from "./host-protocol.js";
 import { HostReadRefusal } from "./host-read-refusal.js";
 import { type HostReadResult, type HostReads, realHostReads } from "./host-reads.js";
-import type { InitializationChecks } from "./initialization-checks.js";
-import type { SandboxReaper } from "./reap-sandbox.js";
 import { runHostInitialization } from "./run-host-initialization.js";
 
 /** How often a host polls for fleet work when nothing nudges it. */
@@ -31,7 +31,8 @@ export class FleetChannel {
       readonly hostId: string;
       readonly protocol: HostProtocol;
       readonly clock: Clock;
-      readonly checks: InitializationChecks;
+      /** The host isolation's initialization steps, in order. */
+      readonly steps: readonly InitializationStep[];
       readonly reporting: HostReporting;
       /**
        * The attempt ids (`<job>-a<n>`) this host has a sandbox for now: those it runs and any
@@ -43,7 +44,7 @@ export class FleetChannel {
       /** Answers operators' reads (default: the real journal and kernel log, no evidence directory). */
       readonly reads?: HostReads;
       /** Reaps orphaned sandboxes on the control plane's request; absent, the host reaps none. */
-      readonly reaper?: SandboxReaper;
+      readonly reaper?: AttemptReaper;
       readonly everyMs?: number;
     },
   ) {}

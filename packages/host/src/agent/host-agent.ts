@@ -8,8 +8,6 @@ import { type AttemptDiskReservation, diskHeadroom } from "./disk-headroom.js";
 import { FleetChannel } from "./fleet-channel.js";
 import type { Placement } from "./host-protocol.js";
 import type { HostReads } from "./host-reads.js";
-import type { InitializationChecks } from "./initialization-checks.js";
-import { realSandboxReaper } from "./reap-sandbox.js";
 
 /** An attempt's directory in the work root, named by its attempt id (`<job>-a<n>`). */
 const ATTEMPT_DIRECTORY = /^[A-Za-z0-9_.-]{1,200}-a[1-9][0-9]{0,8}$/;
@@ -58,10 +56,10 @@ export class HostAgent {
       readonly pollMs?: number;
       /** How long a long-poll claim asks the control plane to wait (default CLAIM_MAX_WAIT_MS, its bound). */
       readonly claimWaitMs?: number;
-      /** Removes what attempts of a previous, killed agent left on this host. */
-      readonly reapStale?: () => Promise<unknown>;
-      /** Runs operator-started initializations on this host (issue 17); absent, the agent polls for none. */
-      readonly initializationChecks?: InitializationChecks;
+      /** Removes what attempts of a previous, killed agent left on this host (the isolation's reapStale), before enrolling. */
+      readonly reapStale?: boolean;
+      /** Runs operator-started initializations (the isolation's steps) and operator reads on this host (issue 17); absent, the agent polls for none. */
+      readonly fleet?: boolean;
       /** Answers operators' reads of this host (journal, kernel log, evidence files). */
       readonly hostReads?: HostReads;
     },
@@ -70,12 +68,18 @@ export class HostAgent {
   }
 
   async start(): Promise<void> {
-    await this.deps.reapStale?.();
+    const { isolation } = this.deps;
+    const where = {
+      workRoot: this.deps.workRoot,
+      ...(this.deps.scratchRoot === undefined ? {} : { scratchRoot: this.deps.scratchRoot }),
+    };
+    if (this.deps.reapStale === true) await isolation.reapStale(where);
     await this.deps.protocol.enroll({
       id: this.deps.hostId,
       vcpus: this.deps.vcpus,
       memoryBytes: this.deps.memoryBytes,
-      isolation: this.deps.executor.isolation,
+      isolation: isolation.choice.isolation,
+      isolationReason: isolation.choice.reason,
     });
     // Registry credentials: acknowledge now (a new host holds nothing), then periodically and
     // whenever an attempt that held some ends, so prior values are removed promptly.
@@ -88,18 +92,14 @@ export class HostAgent {
       run: () => this.deps.protocol.acknowledgeCredentials(this.deps.hostId, this.holds.held()),
     });
     this.acknowledging.nudge();
-    if (this.deps.initializationChecks !== undefined) {
+    if (this.deps.fleet === true) {
       this.fleet = new FleetChannel({
         ...this.deps,
-        checks: this.deps.initializationChecks,
+        steps: isolation.initializationSteps,
         sandboxes: () => this.sandboxesOnHost(),
         running: () => [...this.sandboxes],
         ...(this.deps.hostReads === undefined ? {} : { reads: this.deps.hostReads }),
-        reaper: realSandboxReaper({
-          workRoot: this.deps.workRoot,
-          ...(this.deps.scratchRoot === undefined ? {} : { scratchRoot: this.deps.scratchRoot }),
-          clock: this.deps.clock,
-        }),
+        reaper: isolation.reaper(where),
       });
       this.fleet.start();
     }
@@ -160,7 +160,7 @@ export class HostAgent {
    * host's disk, or the free space covers the most it grants any attempt.
    */
   private async freeDiskBytes(): Promise<number | undefined> {
-    const policy = this.deps.executor.disk;
+    const policy = this.deps.isolation.executor.disk;
     if (policy === undefined) return undefined;
     const headroom = await diskHeadroom(this.deps.workRoot, this.diskReservations.values());
     const limited = policy.maxAttemptBytes === null || headroom < policy.maxAttemptBytes;
@@ -253,7 +253,7 @@ export class HostAgent {
 
   /** Holds the attempt's quota (its size's, lowered to the executor's most) against the host's disk until it ends. */
   private reserveDisk(attemptId: string, placement: Placement): void {
-    const policy = this.deps.executor.disk;
+    const policy = this.deps.isolation.executor.disk;
     if (policy === undefined) return;
     const quotaBytes = Math.min(placement.limits.diskBytes, policy.maxAttemptBytes ?? Number.POSITIVE_INFINITY);
     this.diskReservations.set(attemptId, { attemptDir: join(this.deps.workRoot, attemptId), quotaBytes });

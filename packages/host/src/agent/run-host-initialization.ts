@@ -1,17 +1,15 @@
 import {
   type Clock,
-  HOST_INITIALIZATION_STEPS,
   type HostInitializationOrder,
-  type HostInitializationStepName,
   type HostInitializationStepOutcome,
   messageOf,
 } from "@kiln/contract";
+import type { InitializationStep } from "../executor/host-isolation.js";
 import type { HostProtocol } from "./host-protocol.js";
-import type { InitializationChecks } from "./initialization-checks.js";
 
 /**
- * Runs an operator-started initialization on this host, step by step in the order
- * HOST_INITIALIZATION_STEPS names them, reporting the ledger to the control plane as each step
+ * Runs an operator-started initialization on this host, step by step in the order its
+ * isolation names them (`HostIsolation.initializationSteps`), reporting the ledger to the control plane as each step
  * starts and ends (so observe shows progress, and each step's outcome is its receipt entry).
  * A failed step leaves the later ones `skipped`: a host whose sandbox user is missing cannot
  * usefully probe bubblewrap as that user. The steps are idempotent checks and preparations, so
@@ -23,25 +21,19 @@ export async function runHostInitialization(
     readonly hostId: string;
     readonly protocol: HostProtocol;
     readonly clock: Clock;
-    readonly checks: InitializationChecks;
+    readonly steps: readonly InitializationStep[];
   },
   order: HostInitializationOrder,
 ): Promise<"finished" | "stale"> {
-  const steps: HostInitializationStepOutcome[] = HOST_INITIALIZATION_STEPS.map((step) => ({
-    step,
+  const steps: HostInitializationStepOutcome[] = deps.steps.map((step) => ({
+    step: step.name,
     state: "pending",
     startedAt: null,
     finishedAt: null,
     detail: "",
   }));
   const report = () => deps.protocol.reportInitialization({ hostId: deps.hostId, operation: order.operation, steps });
-  const perform: Record<HostInitializationStepName, () => Promise<string>> = {
-    sandbox_user: () => deps.checks.sandboxUser(),
-    bubblewrap: () => deps.checks.bubblewrap(),
-    cgroup_delegation: () => deps.checks.cgroupDelegation(`init-probe-${order.operation}`),
-    toolchains: () => deps.checks.toolchains(order.toolchains),
-  };
-  let failed: HostInitializationStepName | null = null;
+  let failed: string | null = null;
   for (const [index, step] of steps.entries()) {
     if (failed !== null) {
       steps[index] = { ...step, state: "skipped", detail: `not run: step ${failed} failed` };
@@ -51,7 +43,7 @@ export async function runHostInitialization(
     steps[index] = { ...step, state: "running", startedAt };
     if ((await report()) === "stale") return "stale";
     try {
-      const detail = await perform[step.step]();
+      const detail = await (deps.steps[index] as InitializationStep).run(order);
       steps[index] = { ...step, state: "succeeded", startedAt, finishedAt: deps.clock.now().toISOString(), detail };
     } catch (error) {
       failed = step.step;

@@ -2,11 +2,9 @@ import { rmdir } from "node:fs/promises";
 import { totalmem } from "node:os";
 import { join } from "node:path";
 import { type Clock, type Logger, messageOf } from "@kiln/contract";
-import { admitToolchain } from "../executor/admit-toolchains.js";
-import type { Executor } from "../executor/executor.js";
-import { reapStaleAttempts } from "../executor/reap-stale-attempts.js";
-import { removeJobDirectories } from "../executor/remove-job-directories.js";
-import { createSandboxExecutor } from "../executor/sandbox-executor.js";
+import type { HostIsolation } from "../executor/host-isolation.js";
+import { sandboxIsolation } from "../executor/sandbox/sandbox-isolation.js";
+import { admitToolchain } from "../executor/shared/admit-toolchains.js";
 import { DEFAULT_CRATE_CACHE_BYTES, type GatewayEgress } from "../gateway/dependency-gateway.js";
 import { WorkerGateway } from "../gateway/worker-gateway.js";
 import type { AttemptRunnerDeps } from "./attempt/attempt-context.js";
@@ -15,7 +13,6 @@ import { HostAgent } from "./host-agent.js";
 import type { HostEvent } from "./host-events.js";
 import type { HostProtocol } from "./host-protocol.js";
 import { realHostReads } from "./host-reads.js";
-import { type InitializationChecks, realInitializationChecks } from "./initialization-checks.js";
 import { LineageStore } from "./lineage-store.js";
 import { chooseScratchRoot } from "./scratch-root.js";
 
@@ -41,23 +38,24 @@ export interface MachineHostOptions {
   readonly vcpus: number;
   /**
    * KILN_MAX_ATTEMPT_DISK_BYTES: the most disk one attempt may take on this host, below its size's
-   * quota (a host whose volume is small); the host claims only attempts its free disk covers.
+   * quota (a host whose volume is small); the host claims only attempts its free disk covers. Read
+   * by the default isolation (the sandbox); a given isolation brings its own executor's.
    */
   readonly maxAttemptDiskBytes?: number;
   readonly memoryBytes?: number;
   readonly heartbeatSeconds?: number;
-  readonly executor?: Executor;
+  /** How attempts are isolated (default: the sandbox; `selectHostIsolation` chooses per KILN_EXECUTOR). */
+  readonly isolation?: HostIsolation;
   readonly resolveToolchain?: AttemptRunnerDeps["resolveToolchain"];
-  /** Operator-started initializations' steps (default: the real checks of this machine). */
-  readonly initializationChecks?: InitializationChecks;
   /** The directory operator.hosts.evidence reads files of; absent, the host keeps none. */
   readonly evidenceRoot?: string;
 }
 
 /**
- * A host agent wired with the machine's real parts — the sandbox executor, admitted rustup
- * toolchains, warm lineages, the scratch root, the dependency gateway, the reaper of stale
- * attempts — started, and a stop that also removes the host's scratch root.
+ * A host agent wired with the machine's real parts — its isolation (the sandbox's or the
+ * microVM's executor, reaping, initialization steps), admitted rustup toolchains, warm lineages,
+ * the scratch root, the dependency gateway — started, and a stop that also removes the host's
+ * scratch root.
  */
 export async function startMachineHost(
   options: MachineHostOptions,
@@ -82,24 +80,24 @@ export async function startMachineHost(
     protocol: options.protocol,
     clock,
     reporting: { log, emit: options.onEvent ?? (() => {}) },
-    executor:
-      options.executor ??
-      createSandboxExecutor(
-        options.maxAttemptDiskBytes === undefined ? {} : { maxDiskBytes: options.maxAttemptDiskBytes },
-      ),
+    isolation:
+      options.isolation ??
+      sandboxIsolation({
+        clock,
+        ...(options.maxAttemptDiskBytes === undefined ? {} : { maxDiskBytes: options.maxAttemptDiskBytes }),
+      }),
     resolveToolchain: options.resolveToolchain ?? ((name) => admitToolchain(name)),
     newObserver: cargoOutputObserver,
     workRoot: join(workRoot),
     ...(scratchRoot === undefined ? {} : { scratchRoot }),
-    removeDirectories: removeJobDirectories,
     gateway,
     ...(options.lineageRoot === null ? {} : { lineages: new LineageStore(options.lineageRoot) }),
     vcpus: options.vcpus,
     memoryBytes: options.memoryBytes ?? totalmem(),
     heartbeatSeconds: options.heartbeatSeconds ?? 2,
-    initializationChecks: options.initializationChecks ?? realInitializationChecks(),
+    fleet: true,
     hostReads: realHostReads({ evidenceRoot: options.evidenceRoot ?? null }),
-    reapStale: () => reapStaleAttempts({ workRoot, ...(scratchRoot === undefined ? {} : { scratchRoot }) }),
+    reapStale: true,
   });
   await agent.start();
   return {

@@ -6,7 +6,8 @@ import type { AttemptRunnerDeps } from "../agent/attempt/attempt-context.js";
 import type { HostAgent } from "../agent/host-agent.js";
 import type { HostEvent } from "../agent/host-events.js";
 import { startMachineHost } from "../agent/start-machine-host.js";
-import type { Executor } from "../executor/executor.js";
+import type { HostIsolation } from "../executor/host-isolation.js";
+import { type IsolationSettings, isolationSettingsFromEnv, selectHostIsolation } from "../executor/select-isolation.js";
 import { cratesIoIndexOf, type GatewayEgressSettings, gatewayEgressOf } from "../gateway/gateway-settings.js";
 import { httpHostOperatorClient } from "../operator/host-operator-client.js";
 import { type RenewalEvent, startCertificateRenewal } from "./certificate-renewal.js";
@@ -42,6 +43,8 @@ export interface KilnHostConfig {
   readonly gateway?: GatewayEgressSettings;
   /** KILN_MAX_ATTEMPT_DISK_BYTES: the most disk one attempt may take here (default: its size's quota). */
   readonly maxAttemptDiskBytes?: number;
+  /** KILN_EXECUTOR, KILN_MICROVM_ACCEL, …: how the host chooses its isolation (select-isolation.ts). */
+  readonly isolation: IsolationSettings;
 }
 
 export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): KilnHostConfig {
@@ -79,12 +82,16 @@ export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Kil
     cratesIoIndex,
     gateway,
     ...(maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes }),
+    isolation: {
+      ...isolationSettingsFromEnv(env, dataDir),
+      ...(maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes }),
+    },
   };
 }
 
-/** Replacements for the real machine's parts, for tests (an in-memory executor, a manual clock). */
+/** Replacements for the real machine's parts, for tests (an isolation with an in-memory executor, a manual clock). */
 export interface KilnHostOverrides {
-  readonly executor?: Executor;
+  readonly isolation?: HostIsolation;
   readonly resolveToolchain?: AttemptRunnerDeps["resolveToolchain"];
   readonly clock?: Clock;
   readonly memoryBytes?: number;
@@ -148,7 +155,7 @@ export async function startKilnHost(
     vcpus: config.vcpus,
     ...(config.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: config.maxAttemptDiskBytes }),
     ...(overrides.memoryBytes === undefined ? {} : { memoryBytes: overrides.memoryBytes }),
-    ...(overrides.executor === undefined ? {} : { executor: overrides.executor }),
+    isolation: overrides.isolation ?? (await selectHostIsolation(config.isolation, { log, clock })),
     ...(overrides.resolveToolchain === undefined ? {} : { resolveToolchain: overrides.resolveToolchain }),
   });
   log.info({ hostId, endpoint: config.endpoint }, `kiln-host ${hostId} enrolled with ${config.endpoint}`);

@@ -11,6 +11,8 @@ export interface HostRecord {
   vcpus: number;
   memoryBytes: number;
   isolation: string;
+  /** Why the host serves with that isolation, as it said when it enrolled; null when it did not say. */
+  isolationReason: string | null;
   state: "serving" | "draining";
   revision: number;
   enrolledAt: string;
@@ -32,6 +34,7 @@ function recordOf(row: HostRow, runningAttempts: number): HostRecord {
     vcpus: row.vcpus,
     memoryBytes: Number(row.memory_bytes),
     isolation: row.isolation,
+    isolationReason: row.isolation_reason,
     state: row.state,
     revision: Number(row.revision),
     enrolledAt: row.enrolled_at,

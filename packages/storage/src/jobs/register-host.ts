@@ -4,7 +4,7 @@ import { formatTimestamp } from "../timestamps.js";
 /** Enrolls a host, or refreshes its capacity and heartbeat when it re-enrolls. */
 export async function registerHost(
   target: StorageOrTransaction,
-  input: { id: string; vcpus: number; memoryBytes: number; isolation: string; now: Date },
+  input: { id: string; vcpus: number; memoryBytes: number; isolation: string; isolationReason?: string; now: Date },
 ): Promise<void> {
   const now = formatTimestamp(input.now);
   await executorOf(target)
@@ -14,6 +14,7 @@ export async function registerHost(
       vcpus: input.vcpus,
       memory_bytes: input.memoryBytes,
       isolation: input.isolation,
+      isolation_reason: input.isolationReason ?? null,
       state: "serving",
       enrolled_at: now,
       last_heartbeat_at: now,
@@ -23,6 +24,7 @@ export async function registerHost(
         vcpus: input.vcpus,
         memory_bytes: input.memoryBytes,
         isolation: input.isolation,
+        isolation_reason: input.isolationReason ?? null,
         last_heartbeat_at: now,
       }),
     )

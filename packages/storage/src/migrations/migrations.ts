@@ -33,6 +33,7 @@ import { slidingWindowFunction } from "./0041-sliding-window-function.js";
 import { jobManifests } from "./0042-job-manifests.js";
 import { webhookDeliveryDigests } from "./0043-webhook-delivery-digests.js";
 import { artifactExecutable } from "./0044-artifact-executable.js";
+import { hostIsolationReason } from "./0045-host-isolation-reason.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -77,6 +78,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0042-job-manifests": jobManifests(dialect),
     "0043-webhook-delivery-digests": webhookDeliveryDigests(),
     "0044-artifact-executable": artifactExecutable(),
+    "0045-host-isolation-reason": hostIsolationReason(),
   };
 }
 

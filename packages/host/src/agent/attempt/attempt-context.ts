@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { Clock } from "@kiln/contract";
-import type { AdmittedToolchain, Executor } from "../../executor/executor.js";
+import type { AdmittedToolchain } from "../../executor/executor.js";
+import type { HostIsolation } from "../../executor/host-isolation.js";
 import type { DependencyProvider } from "../../gateway/worker-gateway.js";
 import { type OutputObserver, PhaseClock } from "../attempt-evidence.js";
 import type { CredentialHolds } from "../credential-holds.js";
@@ -12,7 +13,8 @@ import { LogShipper } from "./log-shipper.js";
 export interface AttemptRunnerDeps {
   readonly hostId: string;
   readonly protocol: HostProtocol;
-  readonly executor: Executor;
+  /** How attempts are isolated on this host: the executor and everything host-side that depends on it. */
+  readonly isolation: HostIsolation;
   readonly clock: Clock;
   readonly reporting: HostReporting;
   /** Resolves an admitted toolchain, or throws an Error whose message names the admitted ones. */
@@ -27,7 +29,6 @@ export interface AttemptRunnerDeps {
    * dir stays under the work root, beside the lineages it is renamed to and from.
    */
   readonly scratchRoot?: string;
-  readonly removeDirectories: (paths: readonly string[]) => Promise<void>;
   /**
    * Takes over the removal of a finished attempt's directory so the attempt can return (and
    * the agent free its vCPUs for the next placement) without waiting on the disk; without it

@@ -177,7 +177,7 @@ async function generateLockfile(
   // Offline unless git dependencies need cargo's git (from the gateway's file:// copies): the configuration says.
   const argv = ["cargo", "--config", input.config, "generate-lockfile"];
   attempt.system(`kiln: ${argv.join(" ")} (no network)`);
-  const run = await deps.executor.run({
+  const run = await deps.isolation.executor.run({
     attemptId: `${attempt.attemptId}-lock`,
     limits: placement.limits,
     workspaceDir: dirs.workspace,

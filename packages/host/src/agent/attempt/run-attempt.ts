@@ -149,10 +149,12 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     // The sandbox is gone and the outcome reported; what is left is disk work (the workspace,
     // and any lineage slot dropped into the attempt), which the next job need not wait for.
     const { base, scratch } = attempt.dirs;
-    const removal = deps.removeDirectories(scratch === base ? [base] : [base, scratch]).catch((error: unknown) => {
-      deps.reporting.emit({ type: "cleanup:error", what: `directories of ${attempt.attemptId}`, error });
-      deps.reporting.log.warn({ attempt: attempt.attemptId, err: error }, "attempt directories could not be removed");
-    });
+    const removal = deps.isolation
+      .removeDirectories(scratch === base ? [base] : [base, scratch])
+      .catch((error: unknown) => {
+        deps.reporting.emit({ type: "cleanup:error", what: `directories of ${attempt.attemptId}`, error });
+        deps.reporting.log.warn({ attempt: attempt.attemptId, err: error }, "attempt directories could not be removed");
+      });
     if (deps.inBackground !== undefined) deps.inBackground(removal);
     else await removal;
   }
@@ -259,6 +261,8 @@ function assembleReport(
             id: attempt.attemptId,
             host: deps.hostId,
             isolation: run.isolation,
+            // Why this isolation: KILN_EXECUTOR and, for auto, what the host's KVM probe found.
+            isolation_reason: deps.isolation.choice.reason,
             started_at: run.startedAt.toISOString(),
             finished_at: run.finishedAt.toISOString(),
             vcpus: placement.limits.vcpus,

@@ -84,7 +84,7 @@ export async function runCargo(
     run = await attempt.phases.run(
       step,
       () =>
-        deps.executor.run({
+        deps.isolation.executor.run({
           attemptId: attempt.attemptId,
           limits: placement.limits,
           workspaceDir: dirs.workspace,

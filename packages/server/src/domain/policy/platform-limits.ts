@@ -7,7 +7,7 @@ export const ARTIFACT_RETENTION_SECONDS = 7 * 24 * 3600;
 
 /**
  * vCPUs, memory (DESIGN.md §6) and disk of each size. The disk quota bounds what one job's
- * target dir may hold, its lineage's warm state included (docs/sandbox.md): four times the
+ * target dir may hold, its lineage's warm state included (docs/isolation.md): four times the
  * memory, room for the debug target dir of a large workspace, and what a host's volume must
  * hold per concurrent attempt of the size.
  */

@@ -1,15 +1,12 @@
-import { HOST_INITIALIZATION_STEPS, type HostInitializationStepOutcome } from "@kiln/contract";
+import type { HostInitializationStepOutcome } from "@kiln/contract";
 import type { InitializationLedgerStep } from "@kiln/storage";
 
-/** The ledger of an initialization no host has taken yet: every step pending. */
+/**
+ * The ledger of an initialization no host has taken yet: empty. The steps are the host's own
+ * (they depend on its isolation); its first report lists every one of them, pending.
+ */
 export function pendingLedger(): InitializationLedgerStep[] {
-  return HOST_INITIALIZATION_STEPS.map((step) => ({
-    step,
-    state: "pending",
-    destructive: false,
-    started_at: null,
-    finished_at: null,
-  }));
+  return [];
 }
 
 /**
@@ -32,11 +29,11 @@ export function ledgerOfReport(steps: readonly HostInitializationStepOutcome[]):
   }));
   const failed = steps.find((s) => s.state === "failed");
   const unfinished = steps.some((s) => s.state === "pending" || s.state === "running");
-  const complete = steps.length === HOST_INITIALIZATION_STEPS.length;
   if (failed !== undefined && !unfinished) {
     return { steps: ledger, state: "failed", failure: `step ${failed.step} failed: ${failed.detail}` };
   }
-  if (complete && steps.every((s) => s.state === "succeeded"))
+  // The host reports every step it will run from its first report on: all of them succeeded.
+  if (steps.length > 0 && steps.every((s) => s.state === "succeeded"))
     return { steps: ledger, state: "succeeded", failure: null };
   return { steps: ledger, state: "running", failure: null };
 }

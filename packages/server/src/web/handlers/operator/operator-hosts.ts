@@ -107,6 +107,7 @@ export const getHost: Handler<"operator.hosts.get"> = async (ctx) => {
     vcpus: host.vcpus,
     memory_bytes: host.memoryBytes,
     isolation: host.isolation,
+    isolation_reason: host.isolationReason,
     enrolled_at: host.enrolledAt,
     last_heartbeat_at: host.lastHeartbeatAt,
     embedded: host.id === EMBEDDED_HOST_ID,

@@ -15,6 +15,7 @@ import { constants } from "node:fs";
 import { access, mkdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { ResourceLimits } from "../executor.js";
 import {
   type CgroupHierarchy,
   type CgroupLayout,
@@ -22,7 +23,6 @@ import {
   describeCgroupLayout,
   hierarchyKey,
 } from "./cgroup-layout.js";
-import type { ResourceLimits } from "./executor.js";
 
 /** The CFS period used for the CPU quota (the kernel default). */
 export const CPU_PERIOD_MICROSECONDS = 100_000;

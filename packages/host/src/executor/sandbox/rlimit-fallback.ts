@@ -7,8 +7,9 @@
  * - cpu: there is no rlimit for a CPU *rate* (RLIMIT_CPU caps total seconds), so the vCPU quota is
  *   not enforced; the wall-clock ceiling still bounds the attempt.
  */
-import type { EnforcedLimits } from "./attempt-cgroup.js";
-import type { ResourceLimits } from "./executor.js";
+
+import type { ResourceLimits } from "../executor.js";
+import type { EnforcedLimits } from "../shared/attempt-cgroup.js";
 
 export interface RlimitFallback {
   /** prlimit options (without the program and `--`), empty when nothing needs a fallback. */

@@ -2,8 +2,8 @@ import { readFile, rmdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Clock } from "@kiln/contract";
-import { cgroupDirectory, detectCgroupLayout, hierarchyKey, readOwnCgroups } from "../executor/cgroup-layout.js";
-import { removeJobDirectories } from "../executor/remove-job-directories.js";
+import { cgroupDirectory, detectCgroupLayout, hierarchyKey, readOwnCgroups } from "./cgroup-layout.js";
+import { removeJobDirectories } from "./remove-job-directories.js";
 
 /** One entry of a reap receipt. */
 export interface ReapEntry {
@@ -12,12 +12,12 @@ export interface ReapEntry {
   readonly at: string;
 }
 
-/** Reaps what one attempt's sandbox left on this host; the control plane asked for it by attempt id. */
-export interface SandboxReaper {
+/** Reaps what one attempt left on this host (its isolation's processes, cgroup, directories); the control plane asked for it by attempt id. */
+export interface AttemptReaper {
   reap(attemptId: string): Promise<ReapEntry[]>;
 }
 
-/** An attempt id as hosts name sandboxes (`<job>-a<n>`): nothing else is ever removed. */
+/** An attempt id as hosts name attempts (`<job>-a<n>`): nothing else is ever removed. */
 const ATTEMPT_ID = /^[A-Za-z0-9_.-]{1,200}-a[1-9][0-9]{0,8}$/;
 
 async function exists(path: string): Promise<boolean> {
@@ -32,14 +32,15 @@ async function exists(path: string): Promise<boolean> {
  * has it, else SIGKILL to each pid until none is left) and the cgroup removed, in every
  * hierarchy, then the attempt's directories in the work root and scratch root removed. Only the
  * named attempt's: the cgroup is `<parent>/<attempt id>` under this agent's own cgroup, and the
- * directories are named by the attempt id, as the sandbox executor makes them.
+ * directories are named by the attempt id, as both executors make them (the sandbox's cgroup
+ * holds the job's processes, the microVM's holds QEMU).
  */
-export function realSandboxReaper(options: {
+export function attemptReaper(options: {
   readonly workRoot: string;
   readonly scratchRoot?: string;
   readonly cgroupParentName?: string;
   readonly clock: Clock;
-}): SandboxReaper {
+}): AttemptReaper {
   const parentName = options.cgroupParentName ?? "kiln";
   return {
     async reap(attemptId) {

@@ -8,7 +8,7 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import type { AdmittedToolchain } from "./executor.js";
+import type { AdmittedToolchain } from "../executor.js";
 
 const run = promisify(execFile);
 

@@ -35,6 +35,8 @@ import { access, mkdir, open, readdir, readFile, realpath, rm, rmdir, stat } fro
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
+import { messageOf } from "@kiln/contract";
+import type { ExecutionResult } from "../executor.js";
 import { type DiskGeometry, readGeometry, SuperblockError, writeReservedBlocks } from "./ext4-superblock.js";
 
 export type { DiskGeometry } from "./ext4-superblock.js";
@@ -192,7 +194,7 @@ export interface PreparedTargetDisk {
 }
 
 /** "16 GiB", "1.5 GiB", "64 MiB". */
-const gib = (bytes: number) =>
+export const gib = (bytes: number) =>
   bytes >= 2 ** 30
     ? `${(bytes / 2 ** 30).toFixed(bytes % 2 ** 30 === 0 ? 0 : 1)} GiB`
     : `${(bytes / 2 ** 20).toFixed(bytes % 2 ** 20 === 0 ? 0 : 1)} MiB`;
@@ -208,8 +210,10 @@ export async function prepareTargetDisk(
   targetDir: string,
   quotaBytes: number,
   owner: string,
+  /** The image's name in the target dir: the sandbox's, or the microVM's own (microvm/guest-disks.ts says why). */
+  fileName = TARGET_DISK_FILE,
 ): Promise<PreparedTargetDisk> {
-  const image = join(targetDir, TARGET_DISK_FILE);
+  const image = join(targetDir, fileName);
   const notes: string[] = [];
   let fresh = false;
   if (!(await exists(image))) {
@@ -257,7 +261,7 @@ export async function prepareTargetDisk(
   if (geometry.reserved !== reserved) geometry = await writeReservedBlocks(image, reserved);
   const usage = diskUsage(geometry);
   notes.push(
-    `disk: the target dir is a file system of its own (a sparse ext4 image mounted only inside the sandbox), writable up to the size's ${gib(quotaBytes)} quota: ${
+    `disk: the target dir is a file system of its own (a sparse ext4 image mounted only inside the attempt's isolation), writable up to the size's ${gib(quotaBytes)} quota: ${
       fresh ? "a fresh one" : `the lineage's, holding ${mib(usage.usedBytes)}`
     }, ${mib(usage.availableBytes)} left to write`,
   );
@@ -270,6 +274,29 @@ export async function targetDiskOutcome(
 ): Promise<{ usedBytes: number; availableBytes: number; full: boolean }> {
   const usage = diskUsage(await readGeometry(image));
   return { ...usage, full: usage.availableBytes < FULL_MARGIN_BYTES };
+}
+
+/**
+ * After the attempt, as both executors report it: what the target disk holds and whether the job
+ * filled its quota, said in `detail`; usage that cannot be read is said there too, not thrown.
+ */
+export async function reportTargetDiskUsage(
+  image: string,
+  quotaBytes: number,
+  detail: string[],
+): Promise<Pick<ExecutionResult, "diskBytes" | "diskUsedBytes" | "diskQuotaExceeded">> {
+  try {
+    const after = await targetDiskOutcome(image);
+    detail.push(
+      after.full
+        ? `disk: the job filled the ${gib(quotaBytes)} disk quota of its target dir; writes past it failed with ENOSPC (No space left on device)`
+        : `disk: the target dir holds ${mib(after.usedBytes)} of its ${gib(quotaBytes)} quota`,
+    );
+    return { diskBytes: quotaBytes, diskUsedBytes: after.usedBytes, diskQuotaExceeded: after.full };
+  } catch (error) {
+    detail.push(`disk: the target disk's usage could not be read: ${messageOf(error)}`);
+    return { diskBytes: quotaBytes, diskUsedBytes: null, diskQuotaExceeded: false };
+  }
 }
 
 /**

@@ -54,35 +54,37 @@
  * write lands in the host directory the agent reads afterwards. The target dir is not an
  * overlay: overlayfs writes with its mounter's (root's) credentials, which ext4's reserved
  * blocks let through, so it is a plain bind of the target disk's directory (mountinfo: ext4 on
- * a loop device, root `/target`). docs/sandbox.md lists what stays visible.
+ * a loop device, root `/target`). docs/isolation.md lists what stays visible.
  *
  * Where the job directories appear inside: at the request's mount points, else at
  * `NEUTRAL_MOUNTS` (/kiln/src, /kiln/target, /kiln/home) — never at their host paths. The
  * agent passes the same fixed ones, so that every attempt of a lineage sees the same paths and
  * cargo's path-hashing fingerprints stay fresh.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { constants } from "node:fs";
-import { access, lstat, mkdir, readFile, readlink, rm, stat, statfs } from "node:fs/promises";
-import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { access, lstat, mkdir, readlink, rm, statfs } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
-import { AttemptCgroup, CgroupUnavailableError, type EnforcedLimits } from "./attempt-cgroup.js";
-import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "./cgroup-layout.js";
-import { ensureSandboxUser, type SandboxUser } from "./ensure-sandbox-user.js";
+import type { AttemptDiskPolicy, ExecutionOutcome, ExecutionRequest, ExecutionResult, Executor } from "../executor.js";
+import { AttemptCgroup, CgroupUnavailableError, type EnforcedLimits } from "../shared/attempt-cgroup.js";
+import { beginAttempt } from "../shared/begin-attempt.js";
+import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "../shared/cgroup-layout.js";
+import { commandEnvironment, executorVariables } from "../shared/command-environment.js";
+import { ensureSandboxUser, type SandboxUser } from "../shared/ensure-sandbox-user.js";
+import { killLauncher } from "../shared/kill-launcher.js";
+import { mountPointsOf } from "../shared/request-problem.js";
 import {
-  type AttemptDiskPolicy,
-  type ExecutionOutcome,
-  type ExecutionRequest,
-  type ExecutionResult,
-  type Executor,
-  type MountPoints,
-  NEUTRAL_MOUNTS,
-} from "./executor.js";
+  type DiskTools,
+  diskTools,
+  prepareTargetDisk,
+  reportTargetDiskUsage,
+  waitUntilDetached,
+} from "../shared/target-disk.js";
 import { HIDDEN_SYSTEM_DIRECTORIES, writeSandboxLoaderCache } from "./loader-cache.js";
 import { rlimitFallback } from "./rlimit-fallback.js";
 import { sandboxSeccompProgram } from "./seccomp-filter.js";
-import { type DiskTools, diskTools, prepareTargetDisk, targetDiskOutcome, waitUntilDetached } from "./target-disk.js";
 
 const run = promisify(execFile);
 
@@ -106,7 +108,7 @@ export interface SandboxExecutorOptions {
   readonly maxDiskBytes?: number;
 }
 
-const DEFAULTS = {
+export const SANDBOX_DEFAULTS = {
   bwrapPath: "/usr/bin/bwrap",
   sandboxUser: "kiln-sandbox",
   cgroupParentName: "kiln",
@@ -193,9 +195,6 @@ type SystemPath =
   | { readonly kind: "symlink"; readonly path: string; readonly target: string }
   | { readonly kind: "directory"; readonly path: string; readonly name: string };
 
-/** Paths a job directory may not be (or be inside): the sandbox's own structure (plus the staging and toolchain paths). */
-const RESERVED_PATHS = ["/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/dev", "/sys"];
-
 interface Setup {
   readonly user: SandboxUser;
   readonly tools: {
@@ -279,16 +278,6 @@ async function maskedProcEntries(): Promise<{ path: string; directory: boolean }
 /** statfs f_type of tmpfs. */
 const TMPFS_MAGIC = 0x01021994;
 
-function within(path: string, parent: string): boolean {
-  const rel = relative(parent, path);
-  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
-}
-
-/** Where the job directories appear inside: the request's mount points, else neutral ones. */
-function mountPointsOf(request: ExecutionRequest): MountPoints {
-  return request.mounts ?? NEUTRAL_MOUNTS;
-}
-
 /** The empty work directory an overlay over the writable `directory` needs, beside it (same file system). */
 function overlayWorkDirectory(directory: string): string {
   return join(dirname(directory), `.kiln-overlay-${basename(directory)}`);
@@ -313,92 +302,17 @@ const gib = (bytes: number) =>
     ? `${(bytes / 2 ** 30).toFixed(bytes % 2 ** 30 === 0 ? 0 : 1)} GiB`
     : `${(bytes / 2 ** 20).toFixed(bytes % 2 ** 20 === 0 ? 0 : 1)} MiB`;
 
-/**
- * Kills the launcher, pid 1 of the attempt's pid namespace (unshare's child): the kernel then
- * kills every process in the namespace, and unshare reports its exit once they are all gone.
- * This also ends a launcher that has not joined its cgroup yet (the join runs while it mounts),
- * which a kill of the cgroup alone would miss. Before unshare has forked it, unshare itself is
- * killed (its --kill-child then takes the launcher down as it starts).
- */
-async function killLauncher(child: ChildProcess): Promise<void> {
-  const pid = child.pid;
-  if (pid === undefined) return;
-  const children = (await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => ""))
-    .split(/\s+/)
-    .filter((p) => p !== "")
-    .map(Number);
-  if (children.length === 0) child.kill("SIGKILL");
-  for (const launcher of children) {
-    try {
-      process.kill(launcher, "SIGKILL");
-    } catch {
-      // Already gone.
-    }
-  }
-}
-
-/** Returns what is wrong with the request, or null. */
-async function requestProblem(request: ExecutionRequest, reserved: readonly string[]): Promise<string | null> {
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(request.attemptId))
-    return `attemptId ${JSON.stringify(request.attemptId)} must be 1–128 of [A-Za-z0-9_.-]`;
-  if (request.argv.length === 0) return "argv is empty";
-  if (request.network !== "offline") return `network policy ${String(request.network)} is not supported`;
-  if (!(request.wallClockSeconds > 0)) return "wallClockSeconds must be positive";
-  const { vcpus, memoryBytes, pids, diskBytes } = request.limits;
-  if (!(vcpus > 0) || !(memoryBytes > 0) || !(pids > 0) || !(diskBytes > 0)) return "limits must be positive";
-  if (request.workspaceDir === "/" || request.homeDir === "/") return "the workspace and home may not be /";
-  const directories: [string, string][] = [
-    ["workspaceDir", request.workspaceDir],
-    ["targetDir", request.targetDir],
-    ["homeDir", request.homeDir],
-    ["toolchain.path", request.toolchain.path],
-    ...(request.readOnlyBinds ?? []).map((b, i): [string, string] => [`readOnlyBinds[${i}].source`, b.source]),
-  ];
-  for (const [name, path] of directories) {
-    if (!isAbsolute(path) || resolve(path) !== path) return `${name} must be an absolute, normalized path: ${path}`;
-    try {
-      if (!(await stat(path)).isDirectory()) return `${name} is not a directory: ${path}`;
-    } catch {
-      return `${name} does not exist: ${path}`;
-    }
-    if (name === "toolchain.path") continue;
-    // The host's memory-backed scratch (scratch-root.ts) lies under /dev, but it is a plain
-    // tmpfs directory of the agent's, not part of any device tree the sandbox builds.
-    const scratch = within(path, "/dev/shm") && path !== "/dev/shm";
-    if (path === "/" || path === "/tmp" || (!scratch && [...RESERVED_PATHS, ...reserved].some((r) => within(path, r))))
-      return `${name} may not be ${path}: it would cover the sandbox's own structure`;
-  }
-  // The in-sandbox side: the same rules as host paths (nothing may cover the sandbox's own
-  // structure), and disjoint, so that no job directory hides part of another or a read-only bind.
-  const mounts = mountPointsOf(request);
-  const points: [string, string][] = [
-    ["mounts.workspace", mounts.workspace],
-    ["mounts.target", mounts.target],
-    ["mounts.home", mounts.home],
-    ...(request.readOnlyBinds ?? []).map((b, i): [string, string] => [`readOnlyBinds[${i}].target`, b.target]),
-  ];
-  for (const [name, path] of points) {
-    if (!isAbsolute(path) || resolve(path) !== path) return `${name} must be an absolute, normalized path: ${path}`;
-    if (path === "/" || path === "/tmp" || [...RESERVED_PATHS, ...reserved].some((r) => within(path, r)))
-      return `${name} may not be ${path}: it would cover the sandbox's own structure`;
-    for (const [other, otherPath] of points) {
-      if (other !== name && (within(path, otherPath) || within(otherPath, path)))
-        return `${name} (${path}) overlaps ${other} (${otherPath})`;
-    }
-  }
-  if (!within(resolve(mounts.workspace, request.workingDirectory), mounts.workspace))
-    return `workingDirectory ${JSON.stringify(request.workingDirectory)} leaves the workspace`;
-  return null;
-}
-
 class SandboxExecutor implements Executor {
   readonly isolation = "sandbox" as const;
   readonly disk: AttemptDiskPolicy;
   private setupPromise: Promise<Setup> | null = null;
-  private readonly options: typeof DEFAULTS & { readonly cgroupLayout?: CgroupLayout; readonly maxDiskBytes?: number };
+  private readonly options: typeof SANDBOX_DEFAULTS & {
+    readonly cgroupLayout?: CgroupLayout;
+    readonly maxDiskBytes?: number;
+  };
 
   constructor(options: SandboxExecutorOptions) {
-    this.options = { ...DEFAULTS, ...options };
+    this.options = { ...SANDBOX_DEFAULTS, ...options };
     this.disk = { maxAttemptBytes: options.maxDiskBytes ?? null };
   }
 
@@ -459,41 +373,12 @@ class SandboxExecutor implements Executor {
   }
 
   async run(request: ExecutionRequest): Promise<ExecutionResult> {
-    const startedAt = new Date();
-    const detail: string[] = [];
-    const result = (outcome: ExecutionOutcome, rest: Partial<ExecutionResult> = {}): ExecutionResult => ({
-      outcome,
-      exitCode: null,
-      signal: null,
-      oomKilled: false,
-      diskQuotaExceeded: false,
-      diskBytes: null,
-      diskUsedBytes: null,
-      cpuSeconds: null,
-      peakMemoryBytes: null,
-      ...rest,
-      startedAt,
-      finishedAt: new Date(),
-      isolation: "sandbox",
-      detail,
-    });
-    if (request.signal.aborted) {
-      detail.push("cancelled before the sandbox started");
-      return result("cancelled");
-    }
-
-    let setup: Setup;
-    try {
-      setup = await this.setup();
-    } catch (error) {
-      detail.push(`sandbox setup failed: ${errorText(error)}`);
-      return result("infrastructure");
-    }
-    const problem = await requestProblem(request, [this.options.toolchainMountPoint, this.options.stagingDirectory]);
-    if (problem !== null) {
-      detail.push(`request refused: ${problem}`);
-      return result("infrastructure");
-    }
+    const begun = await beginAttempt("sandbox", request, () => this.setup(), [
+      this.options.toolchainMountPoint,
+      this.options.stagingDirectory,
+    ]);
+    if ("refused" in begun) return begun.refused;
+    const { result, detail, setup } = begun;
     detail.push(
       `isolation: sandbox — bubblewrap ${setup.bwrapVersion}; new user, mount, pid, network (loopback only), ipc, uts and cgroup namespaces${
         setup.supportsDisableUserns ? "; further user namespaces disabled inside" : ""
@@ -599,18 +484,7 @@ class SandboxExecutor implements Executor {
       detail.push("cleanup incomplete: the target disk is still attached to a loop device");
       return { diskBytes: quotaBytes, diskUsedBytes: null, diskQuotaExceeded: false };
     }
-    try {
-      const after = await targetDiskOutcome(image);
-      detail.push(
-        after.full
-          ? `disk: the job filled the ${gib(quotaBytes)} disk quota of its target dir; writes past it failed with ENOSPC (No space left on device)`
-          : `disk: the target dir holds ${(after.usedBytes / 2 ** 20).toFixed(1)} MiB of its ${gib(quotaBytes)} quota`,
-      );
-      return { diskBytes: quotaBytes, diskUsedBytes: after.usedBytes, diskQuotaExceeded: after.full };
-    } catch (error) {
-      detail.push(`disk: the target disk's usage could not be read: ${errorText(error)}`);
-      return { diskBytes: quotaBytes, diskUsedBytes: null, diskQuotaExceeded: false };
-    }
+    return reportTargetDiskUsage(image, quotaBytes, detail);
   }
 
   private async launch(
@@ -842,24 +716,9 @@ class SandboxExecutor implements Executor {
     const mounts = mountPointsOf(request);
     const workingDirectory = resolve(mounts.workspace, request.workingDirectory);
 
-    // The executor's variables win over declared ones of the same name; RUSTUP_TOOLCHAIN is never
-    // set (there is no rustup inside: the toolchain's own cargo and rustc are on PATH).
-    const executorVariables: Record<string, string> = {
-      PATH: `${toolchain}/bin:/usr/bin:/bin`,
-      HOME: mounts.home,
-      CARGO_HOME: mounts.home,
-      CARGO_TARGET_DIR: mounts.target,
-      CARGO_NET_OFFLINE: "true",
-    };
-    const environment: string[] = [];
-    for (const [name, value] of Object.entries(request.environment)) {
-      if (name in executorVariables || name === "RUSTUP_TOOLCHAIN") {
-        detail.push(`environment: declared ${name} is set by the executor and was not used`);
-      } else if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || value.includes("\0")) {
-        detail.push(`environment: declared ${JSON.stringify(name)} is not a valid variable and was not set`);
-      } else environment.push("--setenv", name, value);
-    }
-    for (const [name, value] of Object.entries(executorVariables)) environment.push("--setenv", name, value);
+    const environment = commandEnvironment(request, executorVariables(mounts, toolchain), detail).flatMap(
+      ([name, value]) => ["--setenv", name, value],
+    );
 
     return [
       "--unshare-all",
