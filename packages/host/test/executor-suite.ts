@@ -377,7 +377,7 @@ export function executorSuite(
       await assertNothingSurvives(a.attemptId);
     });
 
-    it("cancels mid-build: the whole tree, setsid'd and double-forked children included, is gone within 2 s", async () => {
+    it("cancels mid-build: the whole tree, setsid'd and double-forked children included, is gone once run() returns", async (t) => {
       const marker = `kiln-cancel-${randomBytes(6).toString("hex")}`;
       const controller = new AbortController();
       let abortedAt = 0;
@@ -422,14 +422,12 @@ export function executorSuite(
         assert.ok(seenBeforeAbort.length >= 3, `marker processes seen before cancelling: ${seenBeforeAbort.length}`);
       assert.match(a.stderr, new RegExp(`${marker} children started`), "cancelled while the children ran");
       assert.equal(a.result.outcome, "cancelled", explain(a));
-      // The sandbox's bound predates the microVM; a microVM's run() also waits for QEMU (a guest
-      // of the size's memory) to be gone and its disks released, which a loaded machine slows:
-      // there the verdict is only that nothing survives, never how fast.
+      // The verdict is that nothing survives once run() has returned, never how fast it returned:
+      // on a loaded machine (and for a microVM, whose QEMU and disks go first) that varies.
+      t.diagnostic(`run() returned ${returnedAfter} ms after the abort`);
       if (name === "sandbox") {
-        assert.ok(returnedAfter < 2000, `run() returned ${returnedAfter} ms after the abort`);
         // The sandbox's processes are the host's: none carrying the marker is left.
         assert.deepEqual(await hostProcessesMatching(marker), []);
-        assert.ok(Date.now() - abortedAt < 2500, "checked within the 2 s window");
       }
       // A microVM's were in its guest: QEMU and its cgroup are gone, and with them the guest.
       await assertNothingSurvives(a.attemptId, marker);

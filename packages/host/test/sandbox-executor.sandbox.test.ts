@@ -131,11 +131,11 @@ describe("sandbox executor specifics", () => {
       signal: controller.signal,
     });
     for (let i = 0; i < 100 && (await hostProcessesMatching(marker)).length === 0; i++) await sleep(50);
-    const abortedAt = Date.now();
     controller.abort();
     assert.equal((await daemonized.done).outcome, "cancelled");
-    for (let i = 0; i < 20 && (await hostProcessesMatching(marker)).length > 0; i++) await sleep(50);
+    // Without a cgroup the launcher's pid namespace takes them down; a loaded machine may take a
+    // moment, so the wait is a bound on a hang (60 s), not a measure of speed.
+    for (let i = 0; i < 1200 && (await hostProcessesMatching(marker)).length > 0; i++) await sleep(50);
     assert.deepEqual(await hostProcessesMatching(marker), []);
-    assert.ok(Date.now() - abortedAt < 2000);
   });
 });
