@@ -8,6 +8,9 @@
  * Cargo rendered because of `--message-format=json-render-diagnostics`.
  */
 
+import { CompilerDiagnosticReader, type CompilerError } from "./compiler-diagnostics.js";
+import { type PanicMessage, PanicReader } from "./panic-messages.js";
+
 export type StderrRunKind =
   /** `Running unittests <src> (<exe>)`: a lib's or bin's own #[test]s. */
   | "unittests"
@@ -36,6 +39,8 @@ export interface StderrRun {
   /** Another run followed, or stderr ended: the run's outcome is final. */
   readonly complete: boolean;
   readonly atMs: number | null;
+  /** Panic messages the binary wrote on stderr (`--nocapture`: libtest's capture is off). */
+  readonly panics: readonly PanicMessage[];
 }
 
 export interface CompilingLine {
@@ -66,6 +71,8 @@ export interface StderrSnapshot {
   readonly renderedWarnings: number;
   /** Selectors listed by `error: N targets failed:` (`--no-fail-fast`). */
   readonly failedTargets: readonly string[];
+  /** The first rustc error diagnostics of the build, as rendered. */
+  readonly compilerErrors: readonly CompilerError[];
   readonly ended: boolean;
 }
 
@@ -93,6 +100,7 @@ interface MutableRun {
   rerunArgs: string | null;
   exitDetail: string | null;
   atMs: number | null;
+  panics: PanicMessage[];
 }
 
 export class CargoStderrReader {
@@ -106,12 +114,18 @@ export class CargoStderrReader {
   #pendingDiagnostic: "error" | "warning" | null = null;
   #inTargetList = false;
   #ended = false;
+  readonly #panics = new PanicReader((panic) => this.#runs.at(-1)?.panics.push(panic));
+  readonly #diagnostics = new CompilerDiagnosticReader();
 
   finish(): void {
+    this.#panics.end();
+    this.#diagnostics.end();
     this.#ended = true;
   }
 
   pushLine(raw: string, atMs: number | null = null): void {
+    if (this.#runs.length > 0) this.#panics.push(raw);
+    else this.#diagnostics.push(raw);
     const pending = this.#pendingDiagnostic;
     this.#pendingDiagnostic = null;
     if (pending && LOCATION.test(raw)) {
@@ -236,8 +250,9 @@ export class CargoStderrReader {
     this.#addRun({ kind, sourcePath: source, executable, crateName: null, atMs });
   }
 
-  #addRun(run: Omit<MutableRun, "index" | "failed" | "rerunArgs" | "exitDetail">): void {
-    this.#runs.push({ ...run, index: this.#runs.length, failed: false, rerunArgs: null, exitDetail: null });
+  #addRun(run: Omit<MutableRun, "index" | "failed" | "rerunArgs" | "exitDetail" | "panics">): void {
+    this.#panics.end();
+    this.#runs.push({ ...run, index: this.#runs.length, failed: false, rerunArgs: null, exitDetail: null, panics: [] });
   }
 
   snapshot(): StderrSnapshot {
@@ -245,11 +260,12 @@ export class CargoStderrReader {
     return {
       compiling: [...this.#compiling],
       finishedLine: this.#finishedLine,
-      runs: this.#runs.map((r) => ({ ...r, complete: r.index < last || this.#ended })),
+      runs: this.#runs.map((r) => ({ ...r, panics: [...r.panics], complete: r.index < last || this.#ended })),
       failedUnits: [...this.#failedUnits],
       renderedErrors: this.#renderedErrors,
       renderedWarnings: this.#renderedWarnings,
       failedTargets: [...this.#failedTargets],
+      compilerErrors: [...this.#diagnostics.errors],
       ended: this.#ended,
     };
   }
