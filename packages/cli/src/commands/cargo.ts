@@ -14,11 +14,13 @@ import { ConfigError } from "../config.js";
 import {
   type DownloadedArtifact,
   describeCounts,
+  describeFailures,
   downloadArtifacts,
   exitCodeOf,
   followLogs,
   type Job,
   type JobEvidence,
+  lastAttemptFailures,
   printRecord,
   TERMINAL,
   testSummary,
@@ -290,6 +292,7 @@ async function runCargo(argv: readonly string[]): Promise<void> {
   const { job: finished, evidence } = await settledWithEvidence(client, job);
   const code = exitCodeOf(finished, evidence);
   const tests = testSummary(evidence);
+  const failures = lastAttemptFailures(evidence);
   let downloaded: DownloadedArtifact[] = [];
   if (args.artifacts.length > 0 && finished.status === "passed") {
     const directory = join(root, "target", "kiln-artifacts", job);
@@ -304,11 +307,16 @@ async function runCargo(argv: readonly string[]): Promise<void> {
     exit_code: code,
     cargo_exit_code: code === EXIT.service ? null : code,
     tests: { ...tests.total, by_target: tests.byTarget, failed_tests: tests.failed },
+    failures,
     artifacts: downloaded,
   });
   if (Object.keys(tests.byTarget).length > 0) {
     say(`test summary: ${describeCounts(tests.total)}`);
     for (const name of tests.failed) say(`  failed: ${name}`);
+  }
+  if (failures.length > 0) {
+    say("what failed:");
+    for (const line of describeFailures(failures)) say(`  ${line}`);
   }
   const failure = finished.failure;
   say(`job ${job} ${finished.status}${failure ? ` (${failure.cause}: ${failure.detail})` : ""}; exit ${code}`);
