@@ -3,26 +3,38 @@
 // --gate), then every package's tests under node's test runner against real SQLite and a
 // throwaway PostgreSQL 15 cluster started here and stopped afterwards. The runner's closing
 // summary is what CI reads.
-import { spawnSync } from "node:child_process";
+//
+//   node scripts/run-tests.mjs                  # the full gate (`npm test`)
+//   node scripts/run-tests.mjs --fast           # the inner gate (`npm run test:fast`): lint and
+//                                               # every unmarked file (scripts/test-timings.mjs)
+//   node scripts/run-tests.mjs jobs- storage/   # the files whose path contains a substring
+//
+// Every file's wall time goes to .kiln-test/test-timings.json; the next run starts the slowest
+// files first, and each run names its ten slowest just before the summary.
+import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
+import { Transform } from "node:stream";
+import { finished } from "node:stream/promises";
+import { run } from "node:test";
+import { spec } from "node:test/reporters";
 import { fileURLToPath } from "node:url";
 import { startThrowawayCluster } from "./postgres-cluster.mjs";
+import { markOf, readTimings, recordTimings, slowestFirst, slowestLines, sourceOf } from "./test-timings.mjs";
 
 /** Thirty minutes: a bound on one test that hangs, never a measure of speed. */
 const TEST_TIMEOUT_MS = 30 * 60 * 1000;
+/** As many test files at once as the machine has cores (2 where the gate runs). */
+const CONCURRENCY = 2;
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const only = process.argv.slice(2);
+const args = process.argv.slice(2);
+const fast = args.includes("--fast");
+const only = args.filter((arg) => !arg.startsWith("--"));
+const timingsFile = join(root, ".kiln-test", "test-timings.json");
 
-const lint = spawnSync(join(root, "node_modules", ".bin", "biome"), ["check", "."], { cwd: root, stdio: "inherit" });
-if (lint.status !== 0) {
-  process.stderr.write("npm test: lint/format check failed (run `npm run format` and `npx biome check .`)\n");
-  process.exit(1);
-}
-
-function testFiles() {
+function allTestFiles() {
   const files = [];
   for (const pkg of readdirSync(join(root, "packages"))) {
     const dir = join(root, "packages", pkg, "dist", "test");
@@ -32,9 +44,28 @@ function testFiles() {
       process.exit(1);
     }
     if (!existsSync(dir)) continue;
-    for (const f of readdirSync(dir)) if (f.endsWith(".test.js")) files.push(join(dir, f));
+    for (const f of readdirSync(dir)) {
+      // A build left behind by a test file since renamed or removed is not a test any more.
+      const source = join(root, "packages", pkg, "test", f.replace(/\.js$/, ".ts"));
+      if (f.endsWith(".test.js") && existsSync(source)) files.push(join(dir, f));
+    }
   }
-  return only.length === 0 ? files : files.filter((f) => only.some((o) => f.includes(o)));
+  return files;
+}
+
+const everyFile = allTestFiles();
+const nameOf = (file) => sourceOf(root, file);
+const previousTimings = readTimings(timingsFile);
+const files = slowestFirst(
+  everyFile
+    .filter((f) => !fast || markOf(f) === "in-process")
+    .filter((f) => only.length === 0 || only.some((o) => f.includes(o))),
+  previousTimings,
+  nameOf,
+);
+if (files.length === 0) {
+  process.stderr.write(`npm test: no test file matches ${only.join(", ")}${fast ? " among the unmarked ones" : ""}\n`);
+  process.exit(1);
 }
 
 // The tests' temporary directories (blob stores, data dirs, keys: thousands a run) go in one
@@ -43,37 +74,81 @@ function testFiles() {
 // PostgreSQL clusters and sandboxes the tests start run as other users.
 const runTmp = mkdtempSync(join(tmpdir(), "kiln-test-run-"));
 chmodSync(runTmp, 0o1777);
-const env = { ...process.env, TMPDIR: runTmp };
 
+// Lint while the cluster starts: both take seconds, and neither needs the other.
+const lint = spawn(join(root, "node_modules", ".bin", "biome"), ["check", "."], { cwd: root, stdio: "inherit" });
+const linted = new Promise((resolve) => lint.on("close", (code) => resolve(code === 0)));
 const cluster = await startThrowawayCluster();
-let status = 1;
+if (!(await linted)) {
+  await cluster.stop();
+  rmSync(runTmp, { recursive: true, force: true });
+  process.stderr.write("npm test: lint/format check failed (run `npm run format` and `npx biome check .`)\n");
+  process.exit(1);
+}
+let failed = true;
 try {
-  const files = testFiles();
+  // The test files' processes inherit this process's environment.
+  process.env.TMPDIR = runTmp;
+  process.env.KILN_TEST_POSTGRES_URL = cluster.url;
   // The fast reliability trials first (docs/reliability.md: seconds each, no timing in any
   // verdict), so the test runner's summary stays the closing one.
   const trials =
-    only.length === 0
+    only.length === 0 && !fast
       ? spawnSync(process.execPath, [join(root, "scripts", "run-reliability.mjs"), "--gate"], {
           cwd: root,
           stdio: "inherit",
-          env: { ...env, KILN_TEST_POSTGRES_URL: cluster.url },
         }).status
       : 0;
-  // A test that never settles (a wait on a condition that cannot come) fails by name after
-  // TEST_TIMEOUT_MS instead of holding the whole run until CI's own limit; no verdict rests on it,
-  // the slowest test (real builds on a loaded machine) takes a fraction of it.
-  const result = spawnSync(
-    process.execPath,
-    ["--test", "--test-concurrency=2", `--test-timeout=${TEST_TIMEOUT_MS}`, ...files],
-    {
-      cwd: root,
-      stdio: "inherit",
-      env: { ...env, KILN_TEST_POSTGRES_URL: cluster.url },
-    },
-  );
-  status = result.status === 0 && trials === 0 ? 0 : 1;
+  const testsFailed = await runTestFiles(files);
+  failed = testsFailed || trials !== 0;
 } finally {
   await cluster.stop();
   rmSync(runTmp, { recursive: true, force: true });
 }
-process.exit(status);
+// Not process.exit: it could cut off the summary still being written to a pipe.
+process.exitCode = failed ? 1 : 0;
+
+/**
+ * Runs the files, `CONCURRENCY` at a time in the order given (node's `--test` would sort them),
+ * under the spec reporter. Records each file's wall time and names the ten slowest before the
+ * summary. Resolves true when any test or file failed.
+ */
+async function runTestFiles(ordered) {
+  // A test that never settles (a wait on a condition that cannot come) fails by name after
+  // TEST_TIMEOUT_MS instead of holding the whole run until CI's own limit; no verdict rests on it,
+  // the slowest test (real builds on a loaded machine) takes a fraction of it.
+  const events = run({ files: ordered, concurrency: CONCURRENCY, timeout: TEST_TIMEOUT_MS });
+  const measured = new Map();
+  let anyFailed = false;
+  let summaryStarted = false;
+  const timed = new Transform({
+    objectMode: true,
+    transform(event, _encoding, done) {
+      const { type, data } = event;
+      if (type === "test:fail" && !data.todo) anyFailed = true;
+      // A file's own test: the process that ran it, from spawn to exit.
+      if (type === "test:complete" && data.nesting === 0 && data.name === data.file) {
+        measured.set(nameOf(data.file), {
+          seconds: Math.round(data.details.duration_ms / 100) / 10,
+          passed: data.details.passed,
+        });
+      }
+      // The summary's lines are the only diagnostics that belong to no file.
+      if (type === "test:diagnostic" && data.nesting === 0 && data.file === undefined && !summaryStarted) {
+        summaryStarted = true;
+        const lines = [
+          `the ten slowest files (wall time; every file's in ${relative(root, timingsFile)}):`,
+          ...slowestLines(measured),
+        ];
+        for (const message of lines) this.push({ type: "test:diagnostic", data: { nesting: 0, message } });
+      }
+      done(null, event);
+    },
+  });
+  const report = events.pipe(timed).pipe(spec());
+  report.pipe(process.stdout);
+  await finished(report);
+  recordTimings(timingsFile, previousTimings, measured, new Set(everyFile.map(nameOf)), new Date().toISOString());
+  // Every file reported, or the run failed before any summary: a file that never reported ran.
+  return anyFailed || measured.size !== ordered.length;
+}

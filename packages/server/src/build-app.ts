@@ -54,19 +54,21 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
   const notifications =
     given.notifications ?? startJobNotifications(given.storage, { clock: given.clock, log: app.log });
   const ownNotifications = given.notifications === undefined ? notifications : null;
+  // The body workers also parse jobs.submit's TOML files (handlers/jobs.ts reads them from deps).
+  const large = given.largeBodies ?? largeBodiesOf(given);
   const deps: AppDeps = {
     ...given,
     lastUsed: given.lastUsed ?? new LastUsedRecorder(given.storage, { clock: given.clock, log: app.log }),
     notifications,
+    largeBodies: large,
   };
   void app.register(fastifyCookie);
   // Open event streams end before the server closes, rather than holding it up until their next read.
   app.addHook("preClose", async () => {
     endStreamsOf(app.server);
   });
-  const large = deps.largeBodies ?? largeBodiesOf(deps);
   app.addHook("onClose", async () => {
-    if (deps.largeBodies === undefined) await large.pool?.close();
+    if (given.largeBodies === undefined) await large.pool?.close();
     await deps.lastUsed?.close();
     await ownNotifications?.stop();
   });

@@ -21,7 +21,8 @@ export interface ServerConfig {
   readonly cratesIoIndex: string;
   /**
    * KILN_OIDC_ISSUER, KILN_OIDC_CLIENT_ID, KILN_OIDC_CLIENT_SECRET (all three or none) and
-   * KILN_OIDC_GROUPS_CLAIM (default `groups`): OpenID Connect sign-in; undefined without an issuer.
+   * KILN_OIDC_GROUPS_CLAIM (default `groups`), KILN_OIDC_PROVIDER_VERIFIES_EMAILS (default off):
+   * OpenID Connect sign-in; undefined without an issuer.
    */
   readonly oidc: OidcSettings | undefined;
   /**
@@ -52,6 +53,8 @@ export interface ServerConfig {
   readonly bodyWorkers: number | undefined;
   /** KILN_LARGE_REQUESTS_PER_TENANT (default 2, at least 1): one tenant's large requests in flight in this process. */
   readonly largeRequestsPerTenant: number | undefined;
+  /** KILN_MAX_ATTEMPT_DISK_BYTES (at least 1 MiB): the most disk one attempt of the embedded host may take. */
+  readonly maxAttemptDiskBytes: number | undefined;
   /**
    * KILN_TENANT_INGRESS_BYTES_PER_SECOND and KILN_TENANT_INGRESS_BURST_BYTES (default
    * DEFAULT_TENANT_INGRESS): each tenant's bodies read at most this fast while another tenant is
@@ -144,7 +147,13 @@ export function oidcFromEnv(env: NodeJS.ProcessEnv): OidcSettings | undefined {
   if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
     throw new Error("KILN_OIDC_ISSUER must be an https:// URL (http:// only on the loopback interface)");
   }
-  return { issuer, clientId, clientSecret, groupsClaim: env.KILN_OIDC_GROUPS_CLAIM?.trim() || "groups" };
+  return {
+    issuer,
+    clientId,
+    clientSecret,
+    groupsClaim: env.KILN_OIDC_GROUPS_CLAIM?.trim() || "groups",
+    providerVerifiesEmails: onOffFromEnv(env, "KILN_OIDC_PROVIDER_VERIFIES_EMAILS", false),
+  };
 }
 
 export function parseListen(value: string, name = "KILN_LISTEN"): { host: string; port: number } {
@@ -198,6 +207,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     dogfoodAuditIntervalSeconds: secondsFromEnv(env, "KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS", 300),
     retentionSweepSeconds: secondsFromEnv(env, "KILN_RETENTION_SWEEP_SECONDS", 3600),
     bodyWorkers: countFromEnv(env, "KILN_BODY_WORKERS", 0),
+    maxAttemptDiskBytes: countFromEnv(env, "KILN_MAX_ATTEMPT_DISK_BYTES", 2 ** 20),
     largeRequestsPerTenant: countFromEnv(env, "KILN_LARGE_REQUESTS_PER_TENANT", 1),
     tenantIngress: tenantIngressFromEnv(env),
     blobLocation: env.KILN_BLOB_URL?.trim() ? parseS3BlobUrl(env.KILN_BLOB_URL.trim()) : undefined,

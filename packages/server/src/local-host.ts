@@ -23,6 +23,8 @@ export interface LocalHostOptions {
    * size's quota.
    */
   readonly vcpus?: number;
+  /** The most disk one attempt may take on this host (KILN_MAX_ATTEMPT_DISK_BYTES; default its size's quota). */
+  readonly maxAttemptDiskBytes?: number;
   readonly executor?: Executor;
   readonly heartbeatSeconds?: number;
   /**
@@ -83,6 +85,7 @@ export async function startLocalHost(
       ...(options.crateCache?.maxBytes === undefined ? {} : { maxBytes: options.crateCache.maxBytes }),
     },
     vcpus: options.vcpus ?? Math.max(16, availableParallelism()),
+    ...(options.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: options.maxAttemptDiskBytes }),
     ...(options.heartbeatSeconds === undefined ? {} : { heartbeatSeconds: options.heartbeatSeconds }),
     ...(options.executor === undefined ? {} : { executor: options.executor }),
   });

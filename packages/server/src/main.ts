@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { chmodSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { systemClock } from "@kiln/contract";
@@ -48,6 +49,10 @@ program
   .description("serve the tenant and operator APIs (KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL, KILN_PUBLIC_URL)")
   .action(async () => {
     const config = configFromEnv();
+    // The data dir holds tenants' sources, records and keys: this user's alone (0700), whatever an
+    // earlier version made it. The sandbox reads nothing here by path (its launcher binds, as root).
+    mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+    chmodSync(config.dataDir, 0o700);
     const port = await resolvePort(config);
     const publicOrigin = config.publicOrigin ?? `http://${config.host}:${port}`;
     // Background work (the local host, the lease reaper, the upload sweeper) logs here.
@@ -124,6 +129,7 @@ program
             ...(process.env.KILN_LOCAL_HOST_ID ? { hostId: process.env.KILN_LOCAL_HOST_ID } : {}),
             workRoot: join(config.dataDir, "attempts"),
             crateCache: { root: join(config.dataDir, "crates"), cratesIoIndex: config.cratesIoIndex },
+            ...(config.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: config.maxAttemptDiskBytes }),
           },
         );
       } catch (error) {

@@ -62,10 +62,10 @@ async function pair(storage: Storage): Promise<Pairing> {
   const protocol: HostProtocol = {
     ...bound,
     heartbeat: (ref) => (faults.heartbeat === null ? bound.heartbeat(ref) : Promise.reject(faults.heartbeat)),
-    claim: (host, free) => {
+    claim: (host, free, freeDisk) => {
       const fault = faults.claim;
       faults.claim = null;
-      return fault === null ? bound.claim(host, free) : Promise.reject(fault);
+      return fault === null ? bound.claim(host, free, freeDisk) : Promise.reject(fault);
     },
     fetchBlob: (sha256) => (faults.fetchBlob === null ? bound.fetchBlob(sha256) : Promise.reject(faults.fetchBlob)),
   };

@@ -16,7 +16,7 @@ import { type OperatorClient, operatorClient } from "./operator-session-fixture.
  * operator.platform.states from measurements: liveness; readiness from the database, its
  * migrations and the blob store; execution capacity from the hosts' rows and what runs on them
  * (serving, seen lately, free vCPUs per size); each state's computation instant, typed reason and,
- * when refusing, a deadline. Workload health's canary reasons are in canaries.test.ts.
+ * when refusing, a deadline. Workload health's canary reasons are in canaries.sandbox.test.ts.
  */
 for (const dialect of DIALECTS) {
   describe(`operating states (${dialect.name})`, { skip: dialect.skip }, () => {

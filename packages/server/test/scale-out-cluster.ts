@@ -1,5 +1,5 @@
 /**
- * A scale-out deployment on this machine, for the end-to-end test (scale-out.test.ts) and the
+ * A scale-out deployment on this machine, for the end-to-end test (scale-out.process.test.ts) and the
  * benchmark (bench/jobs-per-minute.mjs imports this file from dist): N real `kiln-server serve`
  * processes without an embedded host (KILN_LOCAL_HOST=off) on one PostgreSQL database and one
  * S3-compatible bucket (a real s3rver on loopback, KILN_BLOB_URL), sharing one master key, each

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { JOB_STATUSES } from "@kiln/contract";
+import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import type { Command } from "commander";
 import {
   describeCounts,
@@ -11,7 +12,6 @@ import {
   lastAttemptFailures,
   printRecord,
   readLogs,
-  TERMINAL,
   testSummary,
 } from "../job-output.js";
 import { connect, out, printJson, printJsonLine, runCommand, table } from "../output.js";
@@ -87,7 +87,7 @@ async function evidence(id: string, options: JsonOption) {
   if (failures.length > 0) out("what failed:");
   for (const line of describeFailures(failures)) out(`  ${line}`);
   if (doc.usage) out(`usage: ${doc.usage.seconds} s on ${doc.usage.size} (${doc.usage.vcpu_seconds} vCPU-s)`);
-  if (TERMINAL.has(job.status)) out(`exit code: ${exitCodeOf(job, doc)}`);
+  if (TERMINAL_JOB_STATUSES.has(job.status)) out(`exit code: ${exitCodeOf(job, doc)}`);
 }
 
 async function cancel(id: string, options: JsonOption) {

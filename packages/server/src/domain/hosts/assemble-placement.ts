@@ -26,11 +26,16 @@ function parseStored<S extends Parameters<typeof Value.Check>[0]>(schema: S, col
 
 /**
  * The Placement a host receives for a claimed attempt, from what admission stored on the job:
- * its invocation, exact source manifest and admission snapshot (toolchain, injected settings,
+ * its invocation, exact source manifest (stored apart: storage readJobManifest) and admission snapshot (toolchain, injected settings,
  * affected_tests), each checked against its contract schema, plus the size's limits and any
  * drop of its lineage the control plane decided since.
  */
-export function assemblePlacement(job: JobRow, attempt: AttemptRow, drop: LineageDrop | undefined): AttemptPlacement {
+export function assemblePlacement(
+  job: JobRow,
+  sourceManifest: string | undefined,
+  attempt: AttemptRow,
+  drop: LineageDrop | undefined,
+): AttemptPlacement {
   const shape = SIZE_SHAPES[job.size];
   if (shape === undefined) throw new UnplaceableJobError(`the job's size ${job.size} is not one this platform offers`);
   const admission = parseStored(JobAdmission, "admission record", job.admitted);
@@ -47,7 +52,7 @@ export function assemblePlacement(job: JobRow, attempt: AttemptRow, drop: Lineag
     },
     invocation: parseStored(CargoInvocation, "invocation", job.invocation),
     toolchain: admission.toolchain,
-    source: parseStored(JobSource, "source manifest", job.source_manifest),
+    source: parseStored(JobSource, "source manifest", sourceManifest ?? null),
     wallClockSeconds: job.wall_clock_seconds,
     tenant: job.tenant_id,
     repository: job.repository,

@@ -28,6 +28,7 @@ import {
   type JobNotifications,
   readCurrentRegistryCredentials,
   readHostAdmission,
+  readJobManifest,
   readTenantControls,
   recordLineageSave,
   registerHost,
@@ -39,7 +40,7 @@ import {
 import { Value } from "@sinclair/typebox/value";
 import { withFailureLogSequences } from "../jobs/failure-log-sequences.js";
 import { HOST_FRESH_SECONDS } from "../platform/host-serving.js";
-import { ARTIFACT_RETENTION_SECONDS, VCPUS_OF_SIZE } from "../policy/platform-limits.js";
+import { ARTIFACT_RETENTION_SECONDS, DISK_BYTES_OF_SIZE, VCPUS_OF_SIZE } from "../policy/platform-limits.js";
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
 import type { SecretBox } from "../secrets/secret-box.js";
 import { assemblePlacement, UnplaceableJobError } from "./assemble-placement.js";
@@ -132,12 +133,13 @@ export class HostService {
    * placed (it does not match its schema) fails at once with that cause, naming it, rather than
    * holding the head of the queue; the claim then goes on to the next job.
    */
-  async claim(hostId: string, freeVcpus: number): Promise<AttemptPlacement | null> {
+  async claim(hostId: string, freeVcpus: number, freeDiskBytes?: number): Promise<AttemptPlacement | null> {
     for (;;) {
       const placed = await claimNextJob(this.deps.storage, {
         hostId,
         freeVcpus,
         vcpusOfSize: VCPUS_OF_SIZE,
+        ...(freeDiskBytes === undefined ? {} : { freeDiskBytes, diskBytesOfSize: DISK_BYTES_OF_SIZE }),
         leaseSeconds: LEASE_SECONDS,
         now: this.deps.clock.now(),
         lineageAffinity: {
@@ -153,8 +155,9 @@ export class HostService {
           repository: job.repository,
           class: job.class,
         });
+        const manifest = await readJobManifest(this.deps.storage, job.id);
         // The job is running now: the claim's transition notified its streams (storage notifications).
-        return assemblePlacement(job, attempt, drop);
+        return assemblePlacement(job, manifest, attempt, drop);
       } catch (error) {
         if (!(error instanceof UnplaceableJobError)) throw error;
         const detail = `job ${job.id} cannot be placed: ${error.message}`;
@@ -230,7 +233,7 @@ export class HostService {
   }
 
   async #claimWaiting(request: AttemptClaim, signal: AbortSignal): Promise<AttemptClaimAnswer> {
-    const { hostId, freeVcpus } = request;
+    const { hostId, freeVcpus, freeDiskBytes } = request;
     const waitMs = Math.min(request.waitMs ?? 0, CLAIM_MAX_WAIT_MS);
     const deadline = this.deps.clock.now().getTime() + waitMs;
     // Subscribed before the first read: a job queued after that read always wakes the wait.
@@ -239,7 +242,7 @@ export class HostService {
       for (;;) {
         if (signal.aborted || this.#waits.closed) return { placement: null, idle: "not_waiting" };
         waiter?.reset();
-        const placement = await this.claim(hostId, freeVcpus);
+        const placement = await this.claim(hostId, freeVcpus, freeDiskBytes);
         if (placement !== null) return { placement, idle: null };
         const admission = await readHostAdmission(this.deps.storage, { hostId });
         if (!admission.admitting) return { placement: null, idle: "not_admitting" };

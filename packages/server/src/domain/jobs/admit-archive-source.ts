@@ -3,14 +3,8 @@ import { type BlobStore, claimUpload, type Db, insertJob, type JobRow, readUploa
 import { refuse } from "../refusal.js";
 import { readSourceManifest } from "../sources/read-source-manifest.js";
 import { isExpired } from "../sources/upload-view.js";
-import {
-  type AdmittedSource,
-  admitInvocation,
-  readSourceFile,
-  type SourceManifestEntry,
-  toolchainChannelOf,
-  toolchainFileCandidates,
-} from "./admit-inline-source.js";
+import { refuseOversizedCargoFiles } from "./admission-source.js";
+import { type AdmittedSource, admitInvocation, type SourceManifestEntry } from "./admit-inline-source.js";
 
 export interface ArchiveReference {
   readonly upload: string;
@@ -87,16 +81,9 @@ export async function admitArchiveSource(
           executable: false,
         },
   );
-  let pinned: string | null = null;
-  for (const path of toolchainFileCandidates(input.invocation.working_directory ?? ".")) {
-    const entry = entries.find((e) => e.path === path);
-    if (entry === undefined || "kind" in entry || entry.bytes > 64 * 1024) continue;
-    pinned = toolchainChannelOf((await readSourceFile(deps.blobs, entry)).toString("utf8"));
-    if (pinned !== null) break;
-  }
+  refuseOversizedCargoFiles(entries);
   return {
     manifest: entries,
-    pinned,
     insert: (db, row, onCreated) =>
       insertJob(db, row, async (trx, job) => {
         await claim(trx, job);

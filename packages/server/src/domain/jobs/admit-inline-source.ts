@@ -3,6 +3,7 @@ import { MAX_INVOCATION_STRING_BYTES, nulIn } from "../policy/host-safe-strings.
 import { refuse } from "../refusal.js";
 import { type Outcome, valueOrRefusal } from "../refusal-outcome.js";
 import { refuseOverBandwidth } from "../tenants/bandwidth-allowance.js";
+import { refuseOversizedCargoFiles } from "./admission-source.js";
 import { refusedEnvironmentReason } from "./refused-environment.js";
 
 /** An inline source file with its bytes decoded from the body's array of integers, and their digest. */
@@ -77,37 +78,9 @@ export function admitInvocation(
   }
 }
 
-/** The files that may pin a toolchain, most specific first. */
-export function toolchainFileCandidates(workingDirectory: string): string[] {
-  const dirs = workingDirectory === "." ? [""] : [`${workingDirectory}/`, ""];
-  return dirs.flatMap((dir) => [`${dir}rust-toolchain.toml`, `${dir}rust-toolchain`]);
-}
-
-/** The channel a rust-toolchain.toml (`[toolchain] channel = "…"`) or legacy rust-toolchain text names. */
-export function toolchainChannelOf(text: string): string | null {
-  return /^\s*channel\s*=\s*"([^"]+)"/m.exec(text)?.[1] ?? (/^[\w.-]+\s*$/.test(text.trim()) ? text.trim() : null);
-}
-
-/**
- * The toolchain a rust-toolchain.toml (or legacy rust-toolchain) file pins, if any:
- * `[toolchain] channel = "…"` or a bare channel line.
- */
-export function pinnedToolchain(files: readonly InlineFile[], workingDirectory: string): string | null {
-  for (const path of toolchainFileCandidates(workingDirectory)) {
-    const file = files.find((f) => f.path === path);
-    if (file === undefined) continue;
-    const channel = toolchainChannelOf(
-      Buffer.from(file.bytes.buffer, file.bytes.byteOffset, file.bytes.length).toString("utf8"),
-    );
-    if (channel !== null) return channel;
-  }
-  return null;
-}
-
-/** A job's source as admitted: the manifest the host materializes and the toolchain it pins. */
+/** A job's source as admitted: the manifest the host materializes. */
 export interface AdmittedSource {
   readonly manifest: readonly SourceManifestEntry[];
-  readonly pinned: string | null;
   /**
    * Inserts the job (storage insertJob); a streamed archive's also claims its upload, an inline
    * source's records its bytes (inline_source_bytes), in the same transaction, before the
@@ -129,8 +102,8 @@ export type SourceManifestEntry =
 
 /**
  * The legacy inline source: its rules (admitInlineFiles, checked where its body was prepared and
- * thrown here: body-preparations.ts), then the tenant's bandwidth allowance, then its bytes into
- * the blob store file by file.
+ * thrown here: body-preparations.ts) and the bounds of its Cargo files, then the tenant's
+ * bandwidth allowance, then its bytes into the blob store file by file.
  *
  * Its files' bytes are source bytes received like an uploaded part's: refused by the same check
  * (refuseOverBandwidth, `conflict` with the retry time) before anything is stored, and recorded
@@ -154,6 +127,7 @@ export async function admitInlineSource(
   const { files, invocation } = input;
   valueOrRefusal(input.rules);
   admitInvocation(invocation, files);
+  refuseOversizedCargoFiles(files.map((file) => ({ path: file.path, bytes: file.bytes.length })));
   const sourceBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
   // An empty source transfers nothing, so it is neither checked nor recorded.
   if (sourceBytes > 0) {
@@ -171,7 +145,6 @@ export async function admitInlineSource(
   }
   return {
     manifest,
-    pinned: pinnedToolchain(files, invocation.working_directory ?? "."),
     insert: (db, row, onCreated) =>
       insertJob(db, row, async (trx, job) => {
         if (sourceBytes > 0) {

@@ -2,9 +2,10 @@ import { type Db, readRepositorySettings } from "@kiln/storage";
 import { VCPUS_OF_SIZE } from "../policy/platform-limits.js";
 import { refuse } from "../refusal.js";
 import { decideInjections, type InjectionDecision } from "../settings/injected-build-settings.js";
-import { RepositoryCargoConfiguration, type SourceFileReader } from "../settings/repository-cargo-configuration.js";
+import { RepositoryCargoConfiguration } from "../settings/repository-cargo-configuration.js";
 import { wallClockBounds } from "../settings/repository-settings-view.js";
 import { profileOf } from "./admit-inline-source.js";
+import type { TomlReader } from "./toml-document.js";
 
 /** What admission snapshots on a job from its repository's settings and its own source. */
 export interface AdmittedSettings {
@@ -39,11 +40,12 @@ export async function admitSettings(
     platformWallClockSeconds: number | undefined;
     invocation: { operation: string; arguments: readonly string[]; environment?: Readonly<Record<string, string>> };
     workingDirectory: string;
-    source: SourceFileReader;
+    /** The source's TOML files (jobs/admission-source.ts: bounded, parsed off the event loop). */
+    toml: TomlReader;
   },
 ): Promise<AdmittedSettings> {
   const stored = await readRepositorySettings(db, { tenantId: input.tenantId, repository: input.repository });
-  const configuration = await RepositoryCargoConfiguration.read(input.source, input.workingDirectory);
+  const configuration = await RepositoryCargoConfiguration.read(input.toml, input.workingDirectory);
   const optOut = stored?.totalInjectionOptOut ?? false;
   const injections = decideInjections(
     {

@@ -1,7 +1,6 @@
 import { posix } from "node:path";
 import { dependencyTablesOf } from "@kiln/contract";
-import { parse } from "smol-toml";
-import type { SourceFileReader } from "../settings/repository-cargo-configuration.js";
+import type { AdmissionSource } from "./admission-source.js";
 
 /** What admission decided about the job's network, and why, in words for the job's log. */
 export interface NetworkPolicyDecision {
@@ -31,15 +30,6 @@ function sourceOf(spec: unknown, workspaceDependency: unknown): { path: string }
   if (typeof entry.git === "string") return { source: `git ${entry.git}` };
   if (typeof entry.registry === "string") return { source: entry.registry };
   return { source: "crates-io" };
-}
-
-function parseToml(text: string): Table | null {
-  try {
-    const parsed = parse(text);
-    return isTable(parsed) ? parsed : null;
-  } catch {
-    return null;
-  }
 }
 
 /** `members` globs of a workspace (`*` within one segment, as cargo's glob does), against the captured directories. */
@@ -77,14 +67,13 @@ function expandMembers(root: string, patterns: readonly string[], manifests: Rea
  * will report it; the job runs offline and fails there as it would locally.
  */
 export async function decideNetworkPolicy(input: {
-  readonly paths: readonly string[];
-  readonly read: SourceFileReader;
+  readonly source: Pick<AdmissionSource, "paths" | "toml">;
   readonly workingDirectory: string;
 }): Promise<NetworkPolicyDecision> {
-  const manifests = new Set(input.paths.filter((p) => p === "Cargo.toml" || p.endsWith("/Cargo.toml")));
-  const read = async (path: string) => {
-    const bytes = await input.read(path);
-    return bytes === null ? null : parseToml(bytes.toString("utf8"));
+  const manifests = new Set(input.source.paths.filter((p) => p === "Cargo.toml" || p.endsWith("/Cargo.toml")));
+  const read = async (path: string): Promise<Table | null> => {
+    const document = await input.source.toml(path);
+    return document !== null && "toml" in document && isTable(document.toml) ? document.toml : null;
   };
   const manifestAt = (dir: string) => (dir === "." || dir === "" ? "Cargo.toml" : `${dir}/Cargo.toml`);
 

@@ -22,7 +22,9 @@ export const VCPUS_OF_SIZE: Readonly<Record<string, number>> = Object.fromEntrie
   Object.entries(SIZE_SHAPES).map(([size, shape]) => [size, shape.vcpus]),
 );
 
-export const TERMINAL_STATUSES = new Set(["passed", "failed", "cancelled"]);
+export const DISK_BYTES_OF_SIZE: Readonly<Record<string, number>> = Object.fromEntries(
+  Object.entries(SIZE_SHAPES).map(([size, shape]) => [size, shape.diskBytes]),
+);
 
 export type Size = (typeof SIZES)[number];
 

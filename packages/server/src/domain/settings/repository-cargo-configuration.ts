@@ -1,7 +1,4 @@
-import { parse } from "smol-toml";
-
-/** Reads one file of the captured source by repository-relative path; null when absent. */
-export type SourceFileReader = (path: string) => Promise<Buffer | null>;
+import type { TomlReader } from "../jobs/toml-document.js";
 
 /** Where the repository's own configuration sets a key, or why it could not be read. */
 export type ConfigurationAnswer = { set: true; where: string } | { set: false } | { unreadable: string };
@@ -17,7 +14,7 @@ export type ConfigurationAnswer = { set: true; where: string } | { set: false } 
 export class RepositoryCargoConfiguration {
   private constructor(private readonly documents: readonly { path: string; toml: unknown; error: string | null }[]) {}
 
-  static async read(source: SourceFileReader, workingDirectory: string): Promise<RepositoryCargoConfiguration> {
+  static async read(toml: TomlReader, workingDirectory: string): Promise<RepositoryCargoConfiguration> {
     const dirs: string[] = [];
     const segments = workingDirectory === "." ? [] : workingDirectory.split("/");
     for (let i = segments.length; i >= 0; i--) dirs.push(segments.slice(0, i).join("/"));
@@ -26,13 +23,11 @@ export class RepositoryCargoConfiguration {
       const prefix = dir === "" ? "" : `${dir}/`;
       for (const name of [".cargo/config.toml", ".cargo/config", "Cargo.toml"]) {
         const path = `${prefix}${name}`;
-        const bytes = await source(path);
-        if (bytes === null) continue;
-        try {
-          documents.push({ path, toml: parse(bytes.toString("utf8")), error: null });
-        } catch (error) {
-          documents.push({ path, toml: null, error: (error as Error).message.split("\n")[0] ?? "parse error" });
-        }
+        const document = await toml(path);
+        if (document === null) continue;
+        documents.push(
+          "toml" in document ? { path, toml: document.toml, error: null } : { path, toml: null, error: document.error },
+        );
       }
     }
     return new RepositoryCargoConfiguration(documents);

@@ -8,6 +8,19 @@ export interface OidcSettings {
   readonly clientSecret: string;
   /** The claim carrying the person's groups (default `groups`); see oidc-memberships.ts for the rule. */
   readonly groupsClaim: string;
+  /**
+   * KILN_OIDC_PROVIDER_VERIFIES_EMAILS: the operator says this provider releases only addresses it
+   * verified, so an answer without `email_verified` is trusted. Otherwise only `email_verified:
+   * true` is: an address a person merely typed must not sign them in as whoever owns it.
+   */
+  readonly providerVerifiesEmails: boolean;
+}
+
+/** Whether the provider's answer vouches for its `email` (see providerVerifiesEmails). */
+export function emailVouchedFor(emailVerified: unknown, settings: OidcSettings): boolean {
+  // Some providers send the claim as a string.
+  if (emailVerified === true || emailVerified === "true") return true;
+  return emailVerified === undefined && settings.providerVerifiesEmails;
 }
 
 /** Plain http is accepted only for an issuer on the loopback interface (a local or test provider). */

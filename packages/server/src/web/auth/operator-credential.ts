@@ -30,7 +30,7 @@ export function masterKey(dataDir: string, env: NodeJS.ProcessEnv = process.env)
   }
   const file = join(dataDir, "master.key");
   if (!existsSync(file)) {
-    mkdirSync(dataDir, { recursive: true });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     writeFileSync(file, randomBytes(32).toString("hex"), { mode: 0o600, flag: "wx" });
   }
   return Buffer.from(readFileSync(file, "utf8").trim(), "hex");

@@ -10,7 +10,7 @@ import type { HostService } from "../../domain/hosts/host-service.js";
 export function inProcessHostProtocol(service: HostService): HostProtocol {
   return {
     enroll: (host) => service.enroll(host),
-    claim: (hostId, freeVcpus) => service.claim(hostId, freeVcpus),
+    claim: (hostId, freeVcpus, freeDiskBytes) => service.claim(hostId, freeVcpus, freeDiskBytes),
     heartbeat: (ref) => service.heartbeat(ref),
     appendLogs: (ref, lines) => service.appendLogs(ref, lines),
     fetchBlob: (sha256) => service.fetchBlob(sha256),

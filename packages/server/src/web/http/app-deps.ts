@@ -75,7 +75,8 @@ export interface AppDeps {
   readonly tenantIngress?: TenantIngress;
   /**
    * The body workers and per-tenant bound themselves (tests inspect them); buildApp makes them
-   * from bodyWorkers and largeRequestsPerTenant when absent, and closes only what it made.
+   * from bodyWorkers and largeRequestsPerTenant when absent, and closes only what it made. The
+   * workers also parse the TOML files jobs.submit's admission reads (jobs/admission-source.ts).
    */
   readonly largeBodies?: LargeBodies;
   /** Version string served in the OpenAPI document. */

@@ -1,10 +1,14 @@
 import { Worker } from "node:worker_threads";
-import type { BodyAnswer, BodyTask } from "./body-worker.js";
+import type { TomlDocument } from "../../domain/jobs/toml-document.js";
+import type { BodyAnswer, WorkerAnswer, WorkerTask } from "./body-worker.js";
+
+/** A task as it waits: what to do with its bytes (a body of an operation, or a TOML file). */
+type TaskKind = { readonly kind: "body"; readonly operation: string } | { readonly kind: "toml" };
 
 interface Waiting {
-  readonly operation: string;
+  readonly task: TaskKind;
   readonly bytes: Uint8Array;
-  readonly resolve: (answer: BodyAnswer) => void;
+  readonly resolve: (answer: WorkerAnswer) => void;
   readonly reject: (error: Error) => void;
 }
 
@@ -13,11 +17,11 @@ interface Running extends Waiting {
 }
 
 /**
- * A few worker threads reading large JSON bodies (body-worker.ts), shared by every tenant of the
- * process. Bodies wait in one queue per tenant and the workers take them tenant by tenant in
- * turn, so a tenant sending large bodies back to back delays another tenant's large body by at
- * most one of its own per worker, not by its whole backlog (and the per-tenant bound of
- * large-request-admission.ts keeps that backlog short).
+ * A few worker threads reading large JSON bodies and parsing the TOML files admission reads
+ * (body-worker.ts), shared by every tenant of the process. Tasks wait in one queue per tenant and
+ * the workers take them tenant by tenant in turn, so a tenant sending large bodies back to back
+ * delays another tenant's large body by at most one of its own per worker, not by its whole
+ * backlog (and the per-tenant bound of large-request-admission.ts keeps that backlog short).
  *
  * Workers start on the first large body, not with the app, and do not keep the process alive.
  * A worker that fails (an exception outside a body's reading, or its exit) fails the body it
@@ -35,6 +39,8 @@ export class BodyWorkerPool {
   #closed = false;
   /** Bodies read by a worker so far (answered, whatever the verdict). */
   bodiesRead = 0;
+  /** TOML files parsed by a worker so far (answered, parsed or not). */
+  tomlFilesParsed = 0;
 
   constructor(size: number) {
     if (!Number.isInteger(size) || size < 1)
@@ -43,17 +49,32 @@ export class BodyWorkerPool {
   }
 
   /** Reads `bytes` as operation `operation`'s JSON body on a worker, in `tenant`'s turn. */
-  read(tenant: string, operation: string, bytes: Buffer): Promise<BodyAnswer> {
+  async read(tenant: string, operation: string, bytes: Buffer): Promise<BodyAnswer> {
+    return (await this.#enqueue(tenant, { kind: "body", operation }, bytes)) as BodyAnswer;
+  }
+
+  /**
+   * Parses `bytes` as a TOML file on a worker, in `tenant`'s turn (jobs/admission-source.ts).
+   * The bytes are handed over: the caller must not use them again.
+   */
+  async parseToml(tenant: string, bytes: Buffer): Promise<TomlDocument> {
+    const answer = await this.#enqueue(tenant, { kind: "toml" }, bytes);
+    if (answer.kind === "toml") return answer.document;
+    if (answer.kind === "failed") throw new Error(`a body worker failed parsing a TOML file: ${answer.message}`);
+    throw new Error(`a body worker answered a TOML file with ${answer.kind}`);
+  }
+
+  #enqueue(tenant: string, task: TaskKind, bytes: Buffer): Promise<WorkerAnswer> {
     if (this.#closed) return Promise.reject(new Error("the body worker pool is closed"));
-    // A body that owns its whole memory is handed over; one that shares it (a slice of a larger
-    // buffer) is copied, so nothing else is detached.
+    // Bytes that own their whole memory are handed over; bytes that share it (a slice of a
+    // larger buffer) are copied, so nothing else is detached.
     const owned =
       bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
         ? new Uint8Array(bytes.buffer, 0, bytes.byteLength)
         : Uint8Array.prototype.slice.call(bytes);
-    return new Promise<BodyAnswer>((resolve, reject) => {
+    return new Promise<WorkerAnswer>((resolve, reject) => {
       const queue = this.#queues.get(tenant);
-      const waiting = { operation, bytes: owned, resolve, reject };
+      const waiting = { task, bytes: owned, resolve, reject };
       if (queue === undefined) this.#queues.set(tenant, [waiting]);
       else queue.push(waiting);
       this.#dispatch();
@@ -99,7 +120,7 @@ export class BodyWorkerPool {
       const running = { ...waiting, id: this.#nextId++ };
       this.#running.set(worker, running);
       worker.ref();
-      const task: BodyTask = { id: running.id, operation: running.operation, bytes: running.bytes };
+      const task: WorkerTask = { id: running.id, ...running.task, bytes: running.bytes };
       worker.postMessage(task, [running.bytes.buffer as ArrayBuffer]);
     }
   }
@@ -122,11 +143,12 @@ export class BodyWorkerPool {
       this.#idle.push(worker);
       this.#dispatch();
     });
-    worker.on("message", (answer: BodyAnswer) => {
+    worker.on("message", (answer: WorkerAnswer) => {
       const running = this.#running.get(worker);
       this.#running.delete(worker);
       worker.unref();
-      this.bodiesRead += 1;
+      if (running?.task.kind === "body") this.bodiesRead += 1;
+      else this.tomlFilesParsed += 1;
       if (running !== undefined && running.id === answer.id) running.resolve(answer);
       if (this.#closed) return;
       this.#idle.push(worker);
@@ -149,6 +171,12 @@ export class BodyWorkerPool {
       }
     };
     worker.on("error", fail);
+    // An answer this thread cannot read (a value too deep to copy): the task fails, and the
+    // worker is replaced, since it already counts the task as answered.
+    worker.on("messageerror", (error) => {
+      fail(error);
+      void worker.terminate();
+    });
     worker.on("exit", (code) => {
       if (!this.#closed) fail(new Error(`a body worker exited (code ${code})`));
     });

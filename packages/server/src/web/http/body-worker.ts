@@ -5,14 +5,18 @@
  * the verdict and, for a valid body, the body without its bulk and the preparation. Everything
  * here is what the event loop would otherwise spend seconds of on a 15 MB inline source or a
  * 40,000-entry manifest, while every other tenant's request waited (reliability trial T15).
+ * It also parses the TOML files jobs.submit's admission reads (jobs/admission-source.ts): a
+ * 50 MB Cargo.toml held the loop 13.4 s (issue 33), and a bounded one still costs up to a second.
  *
  * It imports only pure modules (no storage, no Fastify at run time): the same parse
  * (json-body-text.ts), the same validators compiled from the same catalogue schemas
- * (request-validators.ts) and the same preparations the event loop uses for small bodies.
+ * (request-validators.ts) and the same preparations the event loop uses for small bodies, and
+ * the TOML parse admission uses without workers (jobs/toml-document.ts).
  */
 import { getPriority, setPriority } from "node:os";
 import { isMainThread, parentPort } from "node:worker_threads";
 import { CATALOGUE } from "@kiln/contract";
+import { parseTomlDocument, type TomlDocument } from "../../domain/jobs/toml-document.js";
 import { isPreparedOperation, preparationOf } from "./body-preparations.js";
 import { readJsonBodyText } from "./json-body-text.js";
 import { type CheckedValidator, checkedValidatorOf, jsonBodyAjv } from "./request-validators.js";
@@ -20,9 +24,19 @@ import { type CheckedValidator, checkedValidatorOf, jsonBodyAjv } from "./reques
 /** One body to read: the operation whose body it is, and its bytes (handed over, not copied). */
 export interface BodyTask {
   readonly id: number;
+  readonly kind: "body";
   readonly operation: string;
   readonly bytes: Uint8Array;
 }
+
+/** One TOML file of a submitted source to parse (handed over, not copied). */
+export interface TomlTask {
+  readonly id: number;
+  readonly kind: "toml";
+  readonly bytes: Uint8Array;
+}
+
+export type WorkerTask = BodyTask | TomlTask;
 
 /**
  * A schema error as the error boundary reads it (validationDetail), without what cannot or
@@ -46,6 +60,14 @@ export type BodyAnswer = { readonly id: number } & (
   | { readonly kind: "valid"; readonly body: unknown; readonly prepared: unknown }
   | { readonly kind: "failed"; readonly message: string }
 );
+
+/** A TOML file parsed (or why it does not parse); a worker that failed otherwise answers `failed`. */
+export type TomlAnswer = { readonly id: number } & (
+  | { readonly kind: "toml"; readonly document: TomlDocument }
+  | { readonly kind: "failed"; readonly message: string }
+);
+
+export type WorkerAnswer = BodyAnswer | TomlAnswer;
 
 /** The longest refused text an error carries: validationDetail shows 200 characters and an ellipsis past them. */
 const SHOWN_TEXT = 201;
@@ -122,10 +144,13 @@ if (!isMainThread && parentPort !== null) {
     }
   }
   const port = parentPort;
-  port.on("message", (task: BodyTask) => {
-    let reply: { answer: BodyAnswer; transfer: ArrayBuffer[] };
+  port.on("message", (task: WorkerTask) => {
+    let reply: { answer: WorkerAnswer; transfer: ArrayBuffer[] };
     try {
-      reply = readBody(task);
+      reply =
+        task.kind === "toml"
+          ? { answer: { id: task.id, kind: "toml", document: parseTomlDocument(task.bytes) }, transfer: [] }
+          : readBody(task);
     } catch (error) {
       const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
       reply = { answer: { id: task.id, kind: "failed", message }, transfer: [] };

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { JOB_STATUSES, type ResponseDocumentOf } from "@kiln/contract";
+import { JOB_STATUSES, type ResponseDocumentOf, TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { encodeLogCursor } from "@kiln/storage";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Refusal } from "../../domain/refusal.js";
@@ -19,7 +19,6 @@ import {
   renderPhases,
   renderTests,
   renderUsage,
-  TERMINAL_JOB_STATUSES,
 } from "./job-parts.js";
 import { JOBS_LIST_SCRIPT } from "./jobs-list-script.js";
 import { dashboardPages, formKey, registerFormRoutes } from "./open-page.js";

@@ -1,4 +1,4 @@
-import type { ResponseDocumentOf } from "@kiln/contract";
+import { type ResponseDocumentOf, TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { formatDuration, formatTime, statusBadge } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";
 
@@ -17,9 +17,6 @@ function locationText(location: FailureRow["location"] | undefined): string | nu
   return location == null ? null : `${location.file}:${location.line}:${location.column}`;
 }
 type Artifacts = ResponseDocumentOf<"jobs.artifacts">;
-
-/** Statuses after which nothing about the job changes but a retry (a new job). */
-export const TERMINAL_JOB_STATUSES: ReadonlySet<string> = new Set(["passed", "failed", "cancelled"]);
 
 const OUTCOME_ORDER: Record<TestRow["outcome"], number> = { failed: 0, passed: 1, ignored: 2 };
 

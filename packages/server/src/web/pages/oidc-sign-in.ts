@@ -1,7 +1,7 @@
 import { addPersonToTenant, findTenant } from "@kiln/storage";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { establishSession } from "../auth/establish-session.js";
-import { finishAuthorization, type OidcPending, startAuthorization } from "../auth/oidc-client.js";
+import { emailVouchedFor, finishAuthorization, type OidcPending, startAuthorization } from "../auth/oidc-client.js";
 import { type GrantedMembership, membershipsFromGroups } from "../auth/oidc-memberships.js";
 import type { AppDeps } from "../http/app-deps.js";
 import { escapeHtml, page } from "./html.js";
@@ -95,11 +95,19 @@ export function registerOidcSignIn(app: FastifyInstance, deps: AppDeps): void {
       );
     }
     const email = claims.email;
-    if (typeof email !== "string" || email === "" || claims.email_verified === false) {
+    if (typeof email !== "string" || email === "" || !emailVouchedFor(claims.email_verified, settings)) {
+      // The operator's hint: a provider that verifies every address but omits the claim needs the setting.
+      request.log.warn(
+        { emailVerified: claims.email_verified ?? "absent" },
+        "OpenID Connect sign-in refused: no verified email (KILN_OIDC_PROVIDER_VERIFIES_EMAILS=on trusts an absent email_verified)",
+      );
       return sendPage(
         reply,
         403,
-        page("Sign-in refused", "<p>The identity provider did not vouch for an email address for this account.</p>"),
+        page(
+          "Sign-in refused",
+          "<p>The identity provider did not vouch for an email address for this account. Verify the address at your identity provider, then sign in again.</p>",
+        ),
       );
     }
     const granted: GrantedMembership[] = [];

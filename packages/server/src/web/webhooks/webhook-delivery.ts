@@ -39,8 +39,9 @@ interface Applied extends WebhookResult {
 }
 
 /**
- * Applies one signature-verified delivery: the delivery id is recorded in the transaction of its
- * effect, so a redelivery or a replay of a captured delivery finds it and changes nothing, and a
+ * Applies one signature-verified delivery: the delivery id and the body's SHA-256 are recorded in
+ * the transaction of its effect, so a redelivery, or a captured body replayed under any delivery
+ * id (a header the signature does not cover), finds one of them and changes nothing, and a
  * delivery whose effect failed (rolled back) may be redelivered. What kiln handles:
  *
  * - `installation` created / deleted / suspend / unsuspend: the claimed installation's state
@@ -54,14 +55,15 @@ interface Applied extends WebhookResult {
  */
 export async function applyWebhookDelivery(
   ctx: WebhookContext,
-  delivery: { deliveryId: string; event: string; payload: unknown },
+  delivery: { deliveryId: string; event: string; bodySha256: string; payload: unknown },
 ): Promise<WebhookResult> {
   const { deps } = ctx;
   const afterCommit: (() => void)[] = [];
   const result = await deps.storage.transaction(async (trx) => {
     const now = deps.clock.now();
-    const first = await recordWebhookDelivery(trx, { deliveryId: delivery.deliveryId, event: delivery.event }, now);
-    if (!first) return { applied: false, outcome: "already received: ignored" };
+    const { deliveryId, event, bodySha256 } = delivery;
+    const first = await recordWebhookDelivery(trx, { deliveryId, event, bodySha256 }, now);
+    if (!first) return { applied: false, outcome: "already received (this delivery id or this signed body): ignored" };
     const applied = await effectOf(ctx, trx, delivery, now, afterCommit);
     if (applied.audit !== undefined) {
       await appendAuditEntry(

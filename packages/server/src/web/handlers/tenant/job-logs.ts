@@ -1,3 +1,4 @@
+import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import {
   type Db,
   decodeLogCursor,
@@ -6,7 +7,6 @@ import {
   readJobStatus,
   readLogRecords,
 } from "@kiln/storage";
-import { TERMINAL_STATUSES } from "../../../domain/policy/platform-limits.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type BaseContext, type Handler, principalOf } from "../../http/handler.js";
 import { lastEventIdHeader, type SseStream, serveEventStream } from "../../http/sse-stream.js";
@@ -51,7 +51,7 @@ async function readLogPage(
   if (status === undefined) return refuse("not_found", `no job ${job.jobId}`);
   const { records, highest } = await readLogRecords(db, { jobId: job.jobId, afterSequence: after, limit });
   const position = records.at(-1)?.sequence ?? after;
-  const settled = TERMINAL_STATUSES.has(status) && position >= highest;
+  const settled = TERMINAL_JOB_STATUSES.has(status) && position >= highest;
   return {
     page: {
       records: records.map((r) => ({

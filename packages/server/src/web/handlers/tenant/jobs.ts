@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import {
   annotateQueuedJob,
   type Db,
@@ -12,18 +13,20 @@ import {
   readJobRecords,
   requestCancellation,
 } from "@kiln/storage";
+import { admissionSourceOf, pinnedToolchainOf } from "../../../domain/jobs/admission-source.js";
 import { admitArchiveSource } from "../../../domain/jobs/admit-archive-source.js";
-import { admitInlineSource, jobClassOf, readSourceFile } from "../../../domain/jobs/admit-inline-source.js";
+import { admitInlineSource, jobClassOf } from "../../../domain/jobs/admit-inline-source.js";
 import { admitSettings } from "../../../domain/jobs/admit-settings.js";
 import { decideNetworkPolicy } from "../../../domain/jobs/decide-network-policy.js";
 import { jobView } from "../../../domain/jobs/job-view.js";
-import { MAX_ATTEMPTS, TERMINAL_STATUSES } from "../../../domain/policy/platform-limits.js";
+import { MAX_ATTEMPTS } from "../../../domain/policy/platform-limits.js";
 import { Refusal, refuse } from "../../../domain/refusal.js";
 import { requireOnboarded } from "../../../domain/repositories/require-onboarded.js";
 import { requireActiveInstallation } from "../../../domain/source-hosting/require-active-installation.js";
 import { admitTenantPolicy } from "../../../domain/tenants/admit-tenant-policy.js";
 import { type PreparedSubmission, preparedBody } from "../../http/body-preparations.js";
 import { type Handler, principalOf } from "../../http/handler.js";
+import { tomlParserOf } from "../../http/toml-parser-of.js";
 import { pageRequestOf } from "./page-request.js";
 
 /**
@@ -72,7 +75,7 @@ async function admitAndInsert(
   await requireOnboarded(ctx.db, principal.tenantId, body.repository);
   await requireActiveInstallation(ctx.db, principal.tenantId, body.repository);
   const invocation = body.workspace.invocation;
-  const { manifest, pinned, insert } =
+  const { manifest, insert } =
     "archive" in source
       ? await admitArchiveSource(ctx.deps, {
           tenantId: principal.tenantId,
@@ -85,7 +88,14 @@ async function admitAndInsert(
           { db: ctx.db, blobs: ctx.deps.blobs },
           { tenantId: principal.tenantId, ...inlineFilesOf(source.files, prepared), invocation, now: ctx.now },
         );
-  const sourceFiles = new Map(manifest.filter((entry) => !("kind" in entry)).map((entry) => [entry.path, entry]));
+  // The Cargo files admission reads: bounded (the admit functions refused larger ones), each
+  // parsed once, on a body worker (a large one holds a thread for up to a second).
+  const admission = admissionSourceOf(
+    manifest,
+    ctx.deps.blobs,
+    tomlParserOf(ctx.deps.largeBodies?.pool ?? null, principal.tenantId),
+  );
+  const workingDirectory = invocation.working_directory ?? ".";
   const settings = await admitSettings(ctx.db, {
     tenantId: principal.tenantId,
     repository: body.repository,
@@ -93,20 +103,11 @@ async function admitAndInsert(
     tenantWallClockCeilingSeconds: tenantPolicy.wallClockCeilingSeconds,
     platformWallClockSeconds: ctx.deps.wallClockSeconds,
     invocation,
-    workingDirectory: invocation.working_directory ?? ".",
-    source: async (path) => {
-      const entry = sourceFiles.get(path);
-      return entry === undefined ? null : readSourceFile(ctx.deps.blobs, entry);
-    },
+    workingDirectory,
+    toml: admission.toml,
   });
-  const network = await decideNetworkPolicy({
-    paths: [...sourceFiles.keys()],
-    read: async (path) => {
-      const entry = sourceFiles.get(path);
-      return entry === undefined ? null : readSourceFile(ctx.deps.blobs, entry);
-    },
-    workingDirectory: invocation.working_directory ?? ".",
-  });
+  const network = await decideNetworkPolicy({ source: admission, workingDirectory });
+  const pinned = await pinnedToolchainOf(admission, workingDirectory);
   const toolchain = invocation.toolchain ?? pinned ?? "stable";
   const origin =
     invocation.toolchain !== undefined ? "invocation" : pinned !== null ? "rust-toolchain-file" : "host-default";
@@ -237,7 +238,7 @@ export const retryJob: Handler<"jobs.retry"> = async (ctx) => {
   const record = await readJob(ctx.db, { tenantId: principal.tenantId, jobId: id });
   if (record === undefined) return refuse("not_found", `no job ${id}`);
   const original = record.job;
-  if (!TERMINAL_STATUSES.has(original.status)) {
+  if (!TERMINAL_JOB_STATUSES.has(original.status)) {
     return refuse("conflict", `job ${id} is ${original.status}; only a terminal job can be retried`);
   }
   await admitTenantPolicy(ctx.db, principal, { size: original.size, bodySize: false });
@@ -262,6 +263,8 @@ export const retryJob: Handler<"jobs.retry"> = async (ctx) => {
       failure: null,
       queue_annotation: null,
       retry_of: original.id,
+      // The same source: the database copies the original's manifest (it never passes through here).
+      source_manifest: { copiedFrom: original.id },
       cancel_requested_at: null,
       cancel_requested_by: null,
       usage: null,

@@ -32,7 +32,6 @@ const postgres = DIALECTS.find((d) => d.name === "postgres");
 const JOBS = Number(process.env.KILN_SCALE_OUT_JOBS ?? 20);
 /** Only so that a hung run fails by name; never a verdict. */
 const HANG_GUARD_MS = 40 * 60_000;
-const TERMINAL_STATUSES = ["passed", "failed", "cancelled"];
 
 /** A test that sleeps, so a kill finds the attempt still running once cargo has started. */
 const SLOW_CRATE = crate("sleeper", {
@@ -148,8 +147,8 @@ describe("two kiln-servers and two kiln-hosts on PostgreSQL and S3 (separate pro
     const events = await db.selectFrom("job_events").select("status").where("job_id", "=", jobId).execute();
     const job = await db.selectFrom("jobs").select(["settlement"]).where("id", "=", jobId).executeTakeFirstOrThrow();
     return {
-      transitions: transitions.filter((t) => TERMINAL_STATUSES.includes(t.to_status)).map((t) => t.to_status),
-      events: events.filter((e) => TERMINAL_STATUSES.includes(e.status)).map((e) => e.status),
+      transitions: transitions.filter((t) => TERMINAL.has(t.to_status)).map((t) => t.to_status),
+      events: events.filter((e) => TERMINAL.has(e.status)).map((e) => e.status),
       settlement: job.settlement === null ? null : (JSON.parse(job.settlement) as { status?: string }).status,
     };
   };

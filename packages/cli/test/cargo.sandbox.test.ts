@@ -311,7 +311,7 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
       env: withCache,
     });
     assert.equal(first.code, 0, first.stderr);
-    // Beside it, the generation its job claimed (unchanged-reruns.test.ts).
+    // Beside it, the generation its job claimed (unchanged-reruns.sandbox.test.ts).
     const kept = readdirSync(join(cacheHome, "kiln/layouts")).filter((name) => !name.endsWith(".claimed.json"));
     assert.equal(kept.length, 1, "one layout kept for this endpoint and repository");
     assert.equal(statSync(join(cacheHome, "kiln/layouts", kept[0] as string)).mode & 0o777, 0o600);

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdtempSync } from "node:fs";
-import { readFile, rm, stat } from "node:fs/promises";
+import { chmod, readFile, rm, stat } from "node:fs/promises";
 import { Agent } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -171,6 +171,8 @@ for (const dialect of DIALECTS) {
         vcpus: 2,
         cratesIoIndex: DEFAULT_CRATES_IO_INDEX,
       };
+      // A data dir an earlier version left open to others is closed at start.
+      await chmod(dataDir, 0o755);
       running = await startKilnHost(config, silentLogger, {
         executor,
         ...inMemoryHost,
@@ -182,6 +184,7 @@ for (const dialect of DIALECTS) {
       assert.match(identityFile, /-----BEGIN PRIVATE KEY-----[\s\S]+-----BEGIN CERTIFICATE-----/);
       assert.equal((await stat(kept.identity)).mode & 0o777, 0o600, "the key is readable by the host's user only");
       assert.equal((await stat(kept.ca)).mode & 0o777, 0o600);
+      assert.equal((await stat(dataDir)).mode & 0o777, 0o700, "the host's data dir is its own");
       assert.equal(await readFile(kept.ca, "utf8"), hosts.listener.ca.certificatePem, "kiln's CA is pinned");
 
       const jobId = await submit();
@@ -255,6 +258,8 @@ for (const dialect of DIALECTS) {
     it("no certificate, another CA's, an expired or a revoked one is refused; the public listener serves no host route", async () => {
       const { identity, protocol } = await enrolledHost("remote-c");
       assert.equal(await protocol.claim("remote-c", 2), null);
+      // A claim saying its free disk travels too (AttemptClaim.freeDiskBytes).
+      assert.equal(await protocol.claim("remote-c", 2, 2 ** 30), null);
 
       // No client certificate (the server is still verified against the pinned CA).
       const anonymous = new Agent({ ca: [hosts.listener.ca.certificatePem] });

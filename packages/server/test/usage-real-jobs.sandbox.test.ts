@@ -16,7 +16,7 @@ fn sleeps() {
  * one passed, one failed, one cancelled before placement, one cancelled while running — the
  * export's items sum to the report's totals to the vCPU-second and cent, and the job cancelled
  * before placement has no usage record (one zero adjustment). A job killed with its host is
- * credited in full: usage.test.ts (the lease reclaimed by the reaper) and host-killed.test.ts
+ * credited in full: usage.test.ts (the lease reclaimed by the reaper) and host-killed.process.test.ts
  * (kill -9 of the server).
  */
 for (const dialect of DIALECTS) {

@@ -194,4 +194,30 @@ describe("sandbox isolation: disk quota, seccomp, what /proc shows", () => {
     assert.match(a.stdout, / \/usr .* - overlay kiln ro,lowerdir=lower\/system-usr:empty/);
     assert.match(a.stdout, / \/kiln\/target .* - ext4 \/dev\/loop\d+ /);
   });
+
+  it("shows no host environment in the sandbox's init and no host software under /usr/local", async () => {
+    const job = await makeJob(root, "init-environment");
+    const a = await run(job, {
+      argv: [
+        "sh",
+        "-c",
+        [
+          // bubblewrap's pid 1 keeps the environment bwrap was started with.
+          'echo "INIT_ENVIRON $(tr "\\0" " " < /proc/1/environ)"',
+          'echo "USR_LOCAL $(ls -A /usr/local | wc -l)"',
+          'echo "LOADER_CACHE_USR_LOCAL $(grep -ac /usr/local /etc/ld.so.cache)"',
+          'echo "LOADER_CACHE_LIBC $(grep -ac libc.so.6 /etc/ld.so.cache)"',
+          // The system and the toolchain still work: a dynamically linked program and rustc.
+          'echo "RUSTC $(rustc --version)"',
+        ].join("; "),
+      ],
+    });
+    assert.equal(a.result.exitCode, 0, a.explain);
+    assert.match(a.stdout, /^INIT_ENVIRON $/m, "bubblewrap's pid 1 has an empty environment");
+    assert.ok(!a.stdout.includes(process.cwd()), `the agent's working directory is visible\n${a.stdout}`);
+    assert.match(a.stdout, /^USR_LOCAL 0$/m, "/usr/local shows empty");
+    assert.match(a.stdout, /^LOADER_CACHE_USR_LOCAL 0$/m, "the loader cache names nothing under /usr/local");
+    assert.match(a.stdout, /^LOADER_CACHE_LIBC [1-9]\d*$/m, "the loader cache still names the system's libraries");
+    assert.match(a.stdout, /^RUSTC rustc \d+\.\d+\.\d+/m);
+  });
 });

@@ -143,7 +143,7 @@ describe("`kiln mcp http` (streamable HTTP), against a real kiln server", () => 
     assert.equal(refusal.structuredContent.code, "not_found");
   });
 
-  it("refuses a foreign Origin (DNS rebinding) and a non-loopback Host; allows loopback origins", async () => {
+  it("refuses a foreign Origin (DNS rebinding) and a non-loopback Host; serves its own origin", async () => {
     const foreign = await rawRequest(open.url, {
       headers: { ...MCP_POST_HEADERS, origin: "http://evil.example" },
       body: INITIALIZE,
@@ -155,9 +155,43 @@ describe("`kiln mcp http` (streamable HTTP), against a real kiln server", () => 
       body: INITIALIZE,
     });
     assert.equal(rebound.status, 403);
+    const port = new URL(open.url).port;
+    for (const origin of [`http://127.0.0.1:${port}`, `http://localhost:${port}`]) {
+      const own = await sdkClient(open.url, { origin });
+      try {
+        assert.deepEqual(await toolNames(own), readTools(), origin);
+      } finally {
+        await own.close();
+      }
+    }
+  });
+
+  it("a page on another loopback port is a foreign Origin unless KILN_MCP_HTTP_ALLOWED_ORIGINS names it", async () => {
+    // Any local dev server's page could otherwise act with this server's kiln credential.
     for (const origin of ["http://localhost:6274", "http://127.0.0.1:3000", "http://[::1]:8080"]) {
-      const local = await rawRequest(open.url, { headers: { ...MCP_POST_HEADERS, origin }, body: INITIALIZE });
-      assert.equal(local.status, 200, `${origin}: ${local.body}`);
+      await assert.rejects(sdkClient(open.url, { origin }), /403|Origin/, `${origin} was served`);
+      const raw = await rawRequest(open.url, { headers: { ...MCP_POST_HEADERS, origin }, body: INITIALIZE });
+      assert.equal(raw.status, 403, `${origin}: ${raw.body}`);
+    }
+    const configured = await start("127.0.0.1:0", {
+      KILN_MCP_HTTP_ALLOWED_ORIGINS: "http://localhost:6274, https://inspector.example",
+    });
+    for (const origin of ["http://localhost:6274", "https://inspector.example"]) {
+      const client = await sdkClient(configured.url, { origin });
+      try {
+        assert.deepEqual(await toolNames(client), readTools(), origin);
+      } finally {
+        await client.close();
+      }
+    }
+    await assert.rejects(sdkClient(configured.url, { origin: "http://localhost:6275" }), /403|Origin/);
+    for (const misconfigured of ["localhost:6274", "http://localhost:6274/page", "file:///tmp", "*"]) {
+      const result = await run(process.execPath, [KILN_BIN, "mcp", "http", "127.0.0.1:0"], {
+        env: kilnEnv(kiln, token, { KILN_MCP_HTTP_ALLOWED_ORIGINS: misconfigured }),
+        timeoutMs: 20_000,
+      });
+      assert.equal(result.code, 2, `${misconfigured} started: ${result.stderr}`);
+      assert.match(result.stderr, /KILN_MCP_HTTP_ALLOWED_ORIGINS .* not an origin/);
     }
   });
 

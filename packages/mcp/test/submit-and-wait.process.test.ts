@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { KILN_BIN, type KilnUnderTest, kilnEnv, resultJson, startKiln } from "./harness.js";
@@ -24,8 +25,6 @@ function tinyCrate(name: string, failing: boolean): SourceFile[] {
     ),
   ].sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
 }
-
-const TERMINAL = new Set(["passed", "failed", "cancelled"]);
 
 interface Job {
   id: string;
@@ -84,7 +83,7 @@ describe("submit-and-wait: a real job end to end through MCP tools alone", () =>
     const deadline = Date.now() + 240_000;
     for (;;) {
       const job = (await call("jobs_get", { id })) as Job;
-      if (TERMINAL.has(job.status)) return job;
+      if (TERMINAL_JOB_STATUSES.has(job.status)) return job;
       assert.ok(Date.now() < deadline, `job ${id} still ${job.status}`);
       await new Promise((r) => setTimeout(r, 250));
     }

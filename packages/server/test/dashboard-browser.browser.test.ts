@@ -70,6 +70,7 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
         clientId: provider.clientId,
         clientSecret: provider.clientSecret,
         groupsClaim: "groups",
+        providerVerifiesEmails: false,
       },
     });
     await app.ready();

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { testedCrate } from "./crates.js";
 import {
   crate,
@@ -155,7 +156,7 @@ describe("cancellation, the wall-clock ceiling and retry, end to end (SQLite, re
 
     // Settled once: one terminal transition and one terminal event, and nothing moves afterwards
     // (two more heartbeat periods and a reaper pass).
-    assert.equal(transitionsTo(job).filter((s) => ["passed", "failed", "cancelled"].includes(s)).length, 1);
+    assert.equal(transitionsTo(job).filter((s) => TERMINAL_JOB_STATUSES.has(s)).length, 1);
     await sleep(4500);
     const later = await e.jobs.evidence(id);
     assert.deepEqual(later.settlement, evidence.settlement);
@@ -163,7 +164,7 @@ describe("cancellation, the wall-clock ceiling and retry, end to end (SQLite, re
     assert.deepEqual(later.job.transitions, job.transitions);
     const events = await e.storage.db.selectFrom("job_events").select("status").where("job_id", "=", id).execute();
     assert.deepEqual(
-      events.map((r) => r.status).filter((s) => ["passed", "failed", "cancelled"].includes(s)),
+      events.map((r) => r.status).filter((s) => TERMINAL_JOB_STATUSES.has(s)),
       ["cancelled"],
     );
     assert.deepEqual(await processesCarrying(marker), []);
@@ -220,7 +221,7 @@ describe("cancellation, the wall-clock ceiling and retry, end to end (SQLite, re
 
     // The fresh job is not terminal yet, so it cannot itself be retried.
     const live = await e.jobs.get(receipt.retry);
-    if (!["passed", "failed", "cancelled"].includes(live.status)) {
+    if (!TERMINAL_JOB_STATUSES.has(live.status)) {
       const refused = await e.jobs.retry(receipt.retry, `retry-live-${original}`);
       assert.equal(refused.status, 409, refused.body);
       assert.equal(refused.json().code, "conflict");

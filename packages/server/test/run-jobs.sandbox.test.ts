@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, describe, it } from "node:test";
+import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import type { FastifyInstance } from "fastify";
 import { type SourceFile, testedCrate } from "./crates.js";
 import { type Embedded, startEmbedded } from "./e2e-jobs.js";
@@ -47,7 +48,7 @@ describe("running cargo jobs end to end", () => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const job = (await app.inject({ method: "GET", url: `/api/jobs/${id}`, headers: bearer(token) })).json();
-      if (["passed", "failed", "cancelled"].includes(job.status)) return job;
+      if (TERMINAL_JOB_STATUSES.has(job.status)) return job;
       if (Date.now() > deadline) throw new Error(`job ${id} still ${job.status}`);
       await new Promise((r) => setTimeout(r, 250));
     }

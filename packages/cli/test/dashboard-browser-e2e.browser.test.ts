@@ -6,7 +6,7 @@
  * stale repository settings version, and reads the usage charts.
  *
  * With KILN_SCREENSHOT_DIR set it saves the job, repository and usage pages there
- * (`KILN_SCREENSHOT_DIR=docs/screenshots node --test packages/cli/dist/test/dashboard-browser-e2e.test.js`
+ * (`KILN_SCREENSHOT_DIR=docs/screenshots node --test packages/cli/dist/test/dashboard-browser-e2e.browser.test.js`
  * refreshes the README's screenshots).
  */
 import assert from "node:assert/strict";
@@ -105,6 +105,7 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
         clientId: provider.clientId,
         clientSecret: provider.clientSecret,
         groupsClaim: "groups",
+        providerVerifiesEmails: false,
       },
     });
     accounts.ann = { email: "ann@acme.example", name: "Ann Example", groups: [`kiln:${embedded.tenant}:admin`] };

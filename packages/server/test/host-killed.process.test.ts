@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { cgroupDirectoriesNamed } from "@kiln/host/testing";
 import { onboardRepository, openStorage, type Storage, writeTenantControls } from "@kiln/storage";
 import {
@@ -158,7 +159,7 @@ describe("the server process (and its local host) killed mid-attempt, end to end
     assert.ok(evidence.usage !== null && evidence.usage.seconds >= 1, JSON.stringify(evidence.usage));
 
     // Settled once: one terminal transition and event, and nothing moves afterwards.
-    assert.equal(transitionsTo(job).filter((s) => ["passed", "failed", "cancelled"].includes(s)).length, 1);
+    assert.equal(transitionsTo(job).filter((s) => TERMINAL_JOB_STATUSES.has(s)).length, 1);
     await sleep(4500);
     const later = await jobs2.evidence(id);
     assert.deepEqual(later.settlement, evidence.settlement);
@@ -166,7 +167,7 @@ describe("the server process (and its local host) killed mid-attempt, end to end
     assert.deepEqual(later.job.transitions, job.transitions);
     const events = await storage.db.selectFrom("job_events").select("status").where("job_id", "=", id).execute();
     assert.deepEqual(
-      events.map((r) => r.status).filter((s) => ["passed", "failed", "cancelled"].includes(s)),
+      events.map((r) => r.status).filter((s) => TERMINAL_JOB_STATUSES.has(s)),
       ["passed"],
     );
     const rows = await storage.db.selectFrom("attempts").select(["number", "state"]).where("job_id", "=", id).execute();
