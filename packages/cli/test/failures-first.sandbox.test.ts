@@ -165,7 +165,10 @@ describe("the failure, first: kiln cargo, jobs.evidence and the job page name th
     const first = await page(`/jobs/${result.job}`);
     const link = `/jobs/${result.job}?log_line=${panic.log_sequence}#L${panic.log_sequence}`;
     assert.ok(!first.includes(`id="L${panic.log_sequence}"`), "the panic is past the first log page");
-    assert.ok(first.includes(`<a class="test-panic-line" href="${link}">output</a>`), "the tests table links it");
+    assert.ok(
+      first.includes(`data-line="${panic.log_sequence}" href="${link}">output</a>`),
+      "the tests table links it",
+    );
     assert.match(
       first,
       /<details class="panic"><summary>panicked at <span class="mono">src\/lib\.rs:17:9<\/span>: assertion `left == right` failed: two is not three<\/summary>/,

@@ -97,7 +97,7 @@ export function renderTests(
     // output is looked for on this page (and by the page script in the log as it then stands).
     let output = "";
     if (panic?.log_sequence !== undefined)
-      output = ` <a class="test-panic-line" href="${logLineHref(jobId, panic.log_sequence)}">output</a>`;
+      output = ` <a class="test-output" data-test="${escapeHtml(t.name)}" data-line="${panic.log_sequence}" href="${logLineHref(jobId, panic.log_sequence)}">output</a>`;
     else if (t.outcome === "failed")
       output = ` <a class="test-output" data-test="${escapeHtml(t.name)}" href="#${line === undefined ? "log" : `L${line}`}">output</a>`;
     const at = locationText(panic?.location);
