@@ -109,6 +109,53 @@ export function testSummary(evidence: JobEvidence): {
   return { total, byTarget, failed };
 }
 
+/** A failure the evidence names (JobEvidence.report.failures, a kiln extension). */
+export type ReportedFailure = NonNullable<NonNullable<JobEvidence["report"]>["failures"]>[number];
+
+/** The last attempt's failures: its first compiler errors and its failed tests' panics, in output order. */
+export function lastAttemptFailures(evidence: JobEvidence): ReportedFailure[] {
+  const failures = evidence.report?.failures ?? [];
+  const lastAttempt = Math.max(0, ...failures.map((f) => f.attempt));
+  return failures.filter((f) => f.attempt === lastAttempt);
+}
+
+/** Panics listed in the closing summary; the rest are counted (every one is in the evidence). */
+const SUMMARY_PANICS = 10;
+/** A panic's message lines in the closing summary. */
+const SUMMARY_MESSAGE_LINES = 6;
+
+/**
+ * The closing summary's "what failed" lines, read where a red run ends: each compiler error as
+ * rustc heads it (`error[E0277]: …` then ` --> file:line:column`, the file a path of the
+ * repository), each failed test's panic (`test x panicked at file:line:column:` then its
+ * message, indented), and the log line to read more (`log #123`).
+ */
+export function describeFailures(failures: readonly ReportedFailure[]): string[] {
+  const lines: string[] = [];
+  const where = (f: ReportedFailure) =>
+    f.location === null ? null : `${f.location.file}:${f.location.line}:${f.location.column}`;
+  const logLine = (f: ReportedFailure) => (f.log_sequence === undefined ? "" : ` (log #${f.log_sequence})`);
+  const errors = failures.filter((f) => f.kind === "compiler_error");
+  for (const error of errors) {
+    lines.push(`error${error.code === null ? "" : `[${error.code}]`}: ${error.message}${logLine(error)}`);
+    const at = where(error);
+    if (at !== null) lines.push(`  --> ${at}`);
+  }
+  const panics = failures.filter((f) => f.kind === "test_panic");
+  for (const panic of panics.slice(0, SUMMARY_PANICS)) {
+    const name = [panic.target, panic.test].filter((part) => part !== null).join(": ");
+    const at = where(panic);
+    lines.push(`${name} ${at === null ? "failed" : `panicked at ${at}`}${logLine(panic)}`);
+    const message = panic.message.split("\n");
+    for (const line of message.slice(0, SUMMARY_MESSAGE_LINES)) lines.push(`    ${line}`);
+    if (message.length > SUMMARY_MESSAGE_LINES)
+      lines.push(`    … (${message.length - SUMMARY_MESSAGE_LINES} more lines)`);
+  }
+  if (panics.length > SUMMARY_PANICS)
+    lines.push(`… and ${panics.length - SUMMARY_PANICS} more failed tests (kiln jobs evidence)`);
+  return lines;
+}
+
 /** Cargo's exit code of the job's last attempt, from the evidence (attempts, else units); null when unknown. */
 export function cargoExitCode(evidence: JobEvidence): number | null {
   const attempts = evidence.attempts?.attempts ?? [];

@@ -200,6 +200,49 @@ export function executorSuite(
       await assertNothingSurvives(a.attemptId);
     });
 
+    it("reports stdout and stderr in the one order the command wrote them", async () => {
+      // Each `echo` is one write(2), alternating between the two descriptors without a pause:
+      // two pipes read by one event loop are both readable at once here, all the time.
+      const job = await makeJob(root, "interleaved");
+      const order: string[] = [];
+      const pending = { stdout: "", stderr: "" };
+      const a = await attempt(job, {
+        argv: ["bash", "-c", 'for i in $(seq 1 5000); do echo "$i out"; echo "$i err" >&2; done'],
+        onOutput: (stream, chunk) => {
+          pending[stream] += chunk.toString("utf8");
+          const lines = pending[stream].split("\n");
+          pending[stream] = lines.pop() ?? "";
+          for (const line of lines) order.push(`${stream} ${line}`);
+        },
+      });
+      assert.equal(a.result.outcome, "exited", explain(a));
+      assert.equal(a.result.exitCode, 0, explain(a));
+      const expected = Array.from({ length: 5000 }, (_, i) => [`stdout ${i + 1} out`, `stderr ${i + 1} err`]).flat();
+      const firstDifference = expected.findIndex((line, i) => order[i] !== line);
+      assert.equal(
+        firstDifference,
+        -1,
+        `line ${firstDifference + 1} is ${JSON.stringify(order[firstDifference])}, written as ${JSON.stringify(expected[firstDifference])}`,
+      );
+      assert.equal(order.length, expected.length);
+      await assertNothingSurvives(a.attemptId);
+    });
+
+    it("takes a 1 MiB write(2) to stdout whole, and the last bytes a command writes before it exits", async () => {
+      const job = await makeJob(root, "large-write");
+      const a = await attempt(job, {
+        argv: [
+          "perl",
+          "-e",
+          'my $b = "x" x (1024 * 1024); my $w = syswrite(STDOUT, $b); print STDERR "wrote ", (defined $w ? $w : "error $!"), "\\n"; syswrite(STDOUT, "last\\n"); exit 3',
+        ],
+      });
+      assert.equal(a.result.outcome, "exited", explain(a));
+      assert.equal(a.result.exitCode, 3);
+      assert.equal(a.stderr, `wrote ${1024 * 1024}\n`);
+      assert.equal(a.stdout, `${"x".repeat(1024 * 1024)}last\n`);
+    });
+
     it("reports a failing `cargo test` as a non-zero exit", async () => {
       const a = await attempt(arithmetic, { argv: ["cargo", "test", "--offline"] });
       assert.equal(a.result.outcome, "exited", explain(a));

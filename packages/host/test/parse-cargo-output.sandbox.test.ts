@@ -11,6 +11,7 @@ import {
   type ParsedTest,
   parseCargoOutput,
   parsePackageId,
+  toReportFailures,
   toReportItems,
 } from "../src/evidence/index.js";
 
@@ -836,6 +837,115 @@ describe("hand-written output shapes", () => {
     assert.deepEqual(
       parsed.packages.map((p) => [p.name, p.outcome]),
       [["demo", "incomplete"]],
+    );
+  });
+});
+
+describe("failures first: the first compiler errors and each failed test's panic", () => {
+  test("a rendered rustc error gives its code, message and primary location; Cargo's own error lines do not count", () => {
+    const stderr = [
+      "   Compiling demo v0.1.0 (/kiln/src)",
+      "error[E0277]: cannot add `&str` to `u32`",
+      " --> src/lib.rs:3:18",
+      "  |",
+      '3 |     let x = 1u32 + "a";',
+      "  |                  ^ no implementation for `u32 + &str`",
+      "",
+      "error: cannot find value `y` in this scope",
+      " --> src/other.rs:9:5",
+      "  |",
+      "9 |     y",
+      "  |     ^ not found in this scope",
+      "",
+      "For more information about this error, try `rustc --explain E0277`.",
+      "error: could not compile `demo` (lib) due to 2 previous errors",
+      "",
+    ].join("\n");
+    const parsed = parseCargoOutput('{"reason":"build-finished","success":false}\n', stderr);
+    const failures = toReportFailures(parsed);
+    assert.deepEqual(
+      failures.map((f) => [f.kind, f.code, f.message, f.location?.printed ?? null]),
+      [
+        ["compiler_error", "E0277", "cannot add `&str` to `u32`", "src/lib.rs:3:18"],
+        ["compiler_error", null, "cannot find value `y` in this scope", "src/other.rs:9:5"],
+      ],
+    );
+    assert.match(failures[0]?.rendered ?? "", /no implementation for `u32 \+ &str`/);
+  });
+
+  test("a failed test's panic is read whole after 5,000 lines of its output, however the capture bound cut the output", () => {
+    const noise = Array.from({ length: 5000 }, (_, i) => `noise line ${i}`);
+    const stdout = [
+      "",
+      "running 2 tests",
+      "test tests::quiet ... ok",
+      "test tests::noisy ... FAILED",
+      "",
+      "failures:",
+      "",
+      "---- tests::noisy stdout ----",
+      ...noise,
+      "",
+      "thread 'tests::noisy' (4242) panicked at src/lib.rs:12:9:",
+      "assertion `left == right` failed: sums differ",
+      "  left: 1",
+      " right: 2",
+      "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+      "",
+      "",
+      "failures:",
+      "    tests::noisy",
+      "",
+      "test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s",
+      "",
+    ].join("\n");
+    const stderr =
+      "     Running unittests src/lib.rs (/kiln/target/debug/deps/demo-0123456789abcdef)\nerror: test failed, to rerun pass `--lib`\n";
+    const parsed = parseCargoOutput(stdout, stderr);
+    const noisy = parsed.tests.find((t) => t.name === "tests::noisy");
+    assert.equal(noisy?.failureOutputTruncated, true, "the capture bound cut the output");
+    assert.deepEqual(noisy?.panic, {
+      thread: "tests::noisy",
+      file: "src/lib.rs",
+      line: 12,
+      column: 9,
+      message: "assertion `left == right` failed: sums differ\n  left: 1\n right: 2",
+    });
+    const failures = toReportFailures(parsed);
+    assert.deepEqual(
+      failures.map((f) => [f.kind, f.test, f.location?.printed ?? null, f.message.split("\n")[0]]),
+      [["test_panic", "tests::noisy", "src/lib.rs:12:9", "assertion `left == right` failed: sums differ"]],
+    );
+    const item = toReportItems(parsed, { attempt: 1 }).tests.find((t) => t.name === "tests::noisy");
+    assert.equal(item?.panic?.location?.printed, "src/lib.rs:12:9");
+  });
+
+  test("with --nocapture the panic is on stderr, and goes to the failed test of the binary that wrote it", () => {
+    const stdout = [
+      "",
+      "running 1 test",
+      "test it_fails ... FAILED",
+      "",
+      "failures:",
+      "",
+      "failures:",
+      "    it_fails",
+      "",
+      "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s",
+      "",
+    ].join("\n");
+    const stderr = [
+      "     Running tests/it.rs (/kiln/target/debug/deps/it-0123456789abcdef)",
+      "thread 'it_fails' panicked at tests/it.rs:4:5:",
+      "explicit panic",
+      "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+      "error: test failed, to rerun pass `--test it`",
+      "",
+    ].join("\n");
+    const parsed = parseCargoOutput(stdout, stderr);
+    assert.deepEqual(
+      toReportFailures(parsed).map((f) => [f.test, f.location?.printed ?? null, f.message]),
+      [["it_fails", "tests/it.rs:4:5", "explicit panic"]],
     );
   });
 });

@@ -30,8 +30,8 @@ function submitAndWait(args: Record<string, string>): string {
    - idempotency_key: a fresh unique key. If the call fails in transit, repeat it with the SAME key: kiln never creates a second job for one key.
    The result is the job id. A refusal result carries {code, status, detail}: not_found means the repository is not onboarded (use the onboard-a-repository prompt); invalid_request's detail names the offending member.
 3. Call jobs_get {id} every 3–5 seconds until status is ${TERMINAL} (it moves queued → running → terminal). Do not resubmit while it runs.
-4. Call jobs_evidence {id} once it is terminal. Read job.status and job.failure {phase, cause, detail}; report.phases; report.tests (each test's target, name and outcome); report.admitted (toolchain, network policy); usage.
-5. Report to the user: the final status; passed/failed/ignored test counts; for a failure the failing phase, cause and the failed tests by name. If it failed, follow the diagnose-a-failure steps with this job id before answering.`;
+4. Call jobs_evidence {id} once it is terminal. Read job.status and job.failure {phase, cause, detail}; report.failures (what failed, first: each compiler error's code, message and location {file, line, column} in the repository, each failed test's panic message and location, and log_sequence, its line in jobs_logs); report.phases; report.tests (each test's target, name and outcome); report.admitted (toolchain, network policy); usage.
+5. Report to the user: the final status; passed/failed/ignored test counts; for a failure the failing phase, cause, and each entry of report.failures of the last attempt with its file:line. If it failed, follow the diagnose-a-failure steps with this job id before answering.`;
 }
 
 function diagnoseAFailure(args: Record<string, string>): string {
@@ -39,10 +39,10 @@ function diagnoseAFailure(args: Record<string, string>): string {
   return `Diagnose why kiln job ${id} failed and say what to do next, using kiln's tools only.
 
 1. Call jobs_get {id: "${id}"}. If status is not failed, say so and stop (queued/running: wait for it; passed: nothing to diagnose). Note failure.phase, failure.cause and failure.detail, and transitions.
-2. Call jobs_evidence {id: "${id}"}. Read report.phases (which phase failed), report.tests (every test whose outcome is failed, with its target), report.crates (a crate whose outcome is failed), report.admitted (toolchain and network policy) and attempts.
+2. Call jobs_evidence {id: "${id}"}. Read report.failures (what failed, first), report.phases (which phase failed), report.tests (every test whose outcome is failed, with its target), report.crates (a crate whose outcome is failed), report.admitted (toolchain and network policy) and attempts.
 3. By failure.cause:
-   - test_failure: call jobs_logs {id: "${id}", limit: 1000} and follow next_cursor until it is null. For each failed test find its output, from the line \`---- <test name> stdout ----\` to the panic message (\`assertion … failed\`, left/right values, file:line).
-   - build_error: find the compiler errors in jobs_logs (\`error[E…]\` or \`error:\` lines with their \`--> file:line:col\`).
+   - test_failure: report.failures lists each failed test's panic (kind test_panic: test, message, location file:line:column). For the test's output before the panic, call jobs_logs {id: "${id}", limit: 1000} and follow next_cursor to the record whose sequence is the failure's log_sequence.
+   - build_error: report.failures lists the first compiler errors (kind compiler_error: code, message, location in the repository, rendered: rustc's rendering). Without them, find the \`error[E…]\` lines and their \`--> file:line:col\` in jobs_logs.
    - toolchain_not_admitted: the requested toolchain is not installed on kiln's hosts; report.admitted and failure.detail name it. Next step: pin an installed toolchain.
    - wall_clock_ceiling: the job ran past its ceiling; repositories_settings_get {owner, name} shows wall_clock_ceiling_seconds. Next step: speed up or split the work, or raise the ceiling (repositories_settings_write).
    - infrastructure: kiln failed, not the code. Next step: jobs_retry {id: "${id}", idempotency_key: a fresh key}.

@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { silentLogger } from "@kiln/contract";
 import { readCheckRun } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { annotationsOf, escapeTestPath } from "../src/domain/source-hosting/check-run-report.js";
+import { annotationsOf, escapeTestPath, failureAnnotations } from "../src/domain/source-hosting/check-run-report.js";
 import { type CheckRunEvent, CheckRunReporter } from "../src/domain/source-hosting/check-run-reporter.js";
 import { GitHubApp, gitHubAppConfigFromEnv, webBaseOf } from "../src/domain/source-hosting/github-app.js";
 import { GitHubSimulator } from "./github-simulator.js";
@@ -96,6 +96,66 @@ describe("source-hosting configuration", () => {
     );
     assert.equal(annotations[1]?.title, `test ${escapeTestPath("tests::adds")} failed`);
     assert.ok(!(annotations[1]?.message ?? "").includes("::"));
+  });
+
+  it("reads Rust 1.89's panic header, which names the thread's id", () => {
+    const annotations = annotationsOf(
+      "thread 'tests::adds' (4242) panicked at src/lib.rs:12:9:",
+      new Set(["tests::adds"]),
+    );
+    assert.deepEqual(
+      annotations.map((a) => [a.path, a.start_line]),
+      [["src/lib.rs", 12]],
+    );
+  });
+
+  it("annotates the host's reported failures at their repository paths, with rustc's rendering and the panic's message", () => {
+    const at = (file: string, line: number, inRepository = true) => ({
+      file,
+      line,
+      column: 5,
+      in_repository: inRepository,
+      printed: `${file}:${line}:5`,
+    });
+    const annotations = failureAnnotations([
+      {
+        kind: "compiler_error",
+        message: "mismatched types",
+        code: "E0308",
+        target: null,
+        test: null,
+        location: at("rust/crates/parser/src/lib.rs", 2),
+        rendered: "error[E0308]: mismatched types\n --> crates/parser/src/lib.rs:2:5",
+      },
+      {
+        kind: "compiler_error",
+        message: "in a dependency",
+        code: null,
+        target: null,
+        test: null,
+        location: at("/kiln/home/registry/src/x/src/lib.rs", 1, false),
+      },
+      {
+        kind: "test_panic",
+        message: "assertion `left == right` failed: two is not three",
+        code: null,
+        target: "parser (lib)",
+        test: "tests::noisy",
+        location: at("rust/crates/parser/src/lib.rs", 17),
+      },
+    ]);
+    assert.deepEqual(
+      annotations.map((a) => [a.path, a.start_line, a.annotation_level, a.title]),
+      [
+        ["rust/crates/parser/src/lib.rs", 2, "failure", "error[E0308]: mismatched types"],
+        ["rust/crates/parser/src/lib.rs", 17, "failure", `test ${escapeTestPath("tests::noisy")} failed`],
+      ],
+    );
+    assert.match(annotations[0]?.message ?? "", /--> crates\/parser\/src\/lib\.rs:2:5/);
+    assert.equal(
+      annotations[1]?.message,
+      `test ${escapeTestPath("tests::noisy")} panicked here: assertion \`left == right\` failed: two is not three`,
+    );
   });
 });
 

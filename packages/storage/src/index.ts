@@ -208,6 +208,7 @@ export { newJobId } from "./jobs/job-ids.js";
 export { type NewJobManifest, readJobManifest } from "./jobs/job-manifests.js";
 export { JOB_LIST_COLUMNS, type JobFilters, type JobListRow, listJobs } from "./jobs/list-jobs.js";
 export { type AttemptReportRow, listRecentAttemptReports } from "./jobs/list-recent-attempt-reports.js";
+export { type AttemptLogPlace, locateAttemptLogLines } from "./jobs/locate-attempt-log-lines.js";
 export { type JobListRecord, type JobRecord, readJob, readJobDocument, readJobRecords } from "./jobs/read-job.js";
 export { type JobEventRow, latestJobEventSequence, readJobEvents } from "./jobs/read-job-events.js";
 export { readJobStatus } from "./jobs/read-job-status.js";

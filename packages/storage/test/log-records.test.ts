@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { appendLogRecords, createTenant, insertJob, readLogRecords, type Storage } from "../src/index.js";
+import {
+  appendLogRecords,
+  createTenant,
+  insertJob,
+  locateAttemptLogLines,
+  readLogRecords,
+  type Storage,
+} from "../src/index.js";
 import { DIALECTS, type TestDatabase } from "./dialects.js";
 
 const T0 = new Date("2026-11-25T07:00:00.000Z");
@@ -71,6 +78,40 @@ for (const dialect of DIALECTS) {
             [3, "stderr", "after"],
           ],
         );
+      });
+    });
+
+    it("finds an attempt's line by its place in that attempt's log, and nothing past its end or for another attempt", async () => {
+      await withJob(async (storage, jobId) => {
+        const line = (text: string) => ({ stream: "stdout" as const, at: T0, text });
+        await appendLogRecords(storage, {
+          jobId,
+          attempt: 1,
+          leaseToken: null,
+          lines: [line("a1 one"), line("a1 two")],
+        });
+        await appendLogRecords(storage, {
+          jobId,
+          attempt: 2,
+          leaseToken: null,
+          lines: [line("a2 one"), line("a2 two"), line("a2 three")],
+        });
+        const found = await locateAttemptLogLines(storage, {
+          jobId,
+          places: [
+            { attempt: 1, place: 2 },
+            { attempt: 2, place: 1 },
+            { attempt: 2, place: 3 },
+            { attempt: 1, place: 3 },
+            { attempt: 2, place: 4 },
+            { attempt: 3, place: 1 },
+          ],
+        });
+        assert.deepEqual(Object.fromEntries(found), {
+          "1:2": { sequence: 2, text: "a1 two" },
+          "2:1": { sequence: 3, text: "a2 one" },
+          "2:3": { sequence: 5, text: "a2 three" },
+        });
       });
     });
   });

@@ -14,11 +14,13 @@ import { ConfigError } from "../config.js";
 import {
   type DownloadedArtifact,
   describeCounts,
+  describeFailures,
   downloadArtifacts,
   exitCodeOf,
   followLogs,
   type Job,
   type JobEvidence,
+  lastAttemptFailures,
   printRecord,
   testSummary,
 } from "../job-output.js";
@@ -307,6 +309,7 @@ async function runCargo(argv: readonly string[]): Promise<void> {
     // Stopped from outside, the run ends as the signal would have ended it, whatever the job did.
     const code = stopped === undefined ? exitCodeOf(finished, evidence) : STOP_EXIT_CODES[stopped];
     const tests = testSummary(evidence);
+    const failures = lastAttemptFailures(evidence);
     let downloaded: DownloadedArtifact[] = [];
     if (args.artifacts.length > 0 && finished.status === "passed" && stopped === undefined) {
       const directory = join(root, "target", "kiln-artifacts", job);
@@ -323,12 +326,17 @@ async function runCargo(argv: readonly string[]): Promise<void> {
       cargo_exit_code: stopped !== undefined || code === EXIT.service ? null : code,
       interrupted: stopped ?? null,
       tests: { ...tests.total, by_target: tests.byTarget, failed_tests: tests.failed },
+      failures,
       artifacts: downloaded,
     });
     if (Object.keys(tests.byTarget).length > 0) {
       const cancelled = finished.status === "cancelled" ? "; the tests still running were cancelled (not run)" : "";
       say(`test summary: ${describeCounts(tests.total)}${cancelled}`);
       for (const name of tests.failed) say(`  failed: ${name}`);
+    }
+    if (failures.length > 0) {
+      say("what failed:");
+      for (const line of describeFailures(failures)) say(`  ${line}`);
     }
     say(`job ${job} ${describeEnd(finished, stopped)}: ${page}; exit ${code}`);
     if (code !== 0) throw new CliExit(code);

@@ -3,10 +3,12 @@ import { type JOB_STATUSES, jobPagePath, TERMINAL_JOB_STATUSES } from "@kiln/con
 import type { Command } from "commander";
 import {
   describeCounts,
+  describeFailures,
   downloadArtifacts,
   exitCodeOf,
   followLogs,
   type LogRecord,
+  lastAttemptFailures,
   printRecord,
   readLogs,
   testSummary,
@@ -82,6 +84,9 @@ async function evidence(id: string, options: JsonOption) {
   for (const [target, counts] of Object.entries(summary.byTarget)) out(`tests ${target}: ${describeCounts(counts)}`);
   if (Object.keys(summary.byTarget).length > 0) out(`tests total: ${describeCounts(summary.total)}`);
   for (const name of summary.failed) out(`  failed: ${name}`);
+  const failures = lastAttemptFailures(doc);
+  if (failures.length > 0) out("what failed:");
+  for (const line of describeFailures(failures)) out(`  ${line}`);
   if (doc.usage) out(`usage: ${doc.usage.seconds} s on ${doc.usage.size} (${doc.usage.vcpu_seconds} vCPU-s)`);
   if (TERMINAL_JOB_STATUSES.has(job.status)) out(`exit code: ${exitCodeOf(job, doc)}`);
 }

@@ -1,6 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { Nullable, RepositoryName, Timestamp } from "../schema-helpers.js";
-import { CargoInvocation, FAILURE_CAUSES } from "./jobs.js";
+import { CargoInvocation, FAILURE_CAUSES, failureItemProperties } from "./jobs.js";
 import { Sha256Hex } from "./sources.js";
 
 /**
@@ -277,6 +277,10 @@ export const TestItem = Type.Object(
 );
 export type TestItem = Static<typeof TestItem>;
 
+/** A failure the attempt's output named (JobEvidence.report.failures without `attempt`). */
+export const FailureReportItem = Type.Object(failureItemProperties, { additionalProperties: true });
+export type FailureReportItem = Static<typeof FailureReportItem>;
+
 export const CacheItem = Type.Object(
   {
     lineage: Type.String({ description: "Lineage identity." }),
@@ -419,6 +423,11 @@ export const AttemptReport = Type.Object(
     phases: Type.Array(PhaseItem),
     crates: Type.Array(CrateItem),
     tests: Type.Array(TestItem),
+    failures: Type.Optional(
+      Type.Array(FailureReportItem, {
+        description: "The first compiler errors and the failed tests' panics (attempt is added by the control plane).",
+      }),
+    ),
     caches: Type.Optional(Type.Array(CacheItem)),
     injections: Type.Optional(Type.Array(InjectionItem)),
     affected_tests: Type.Optional(AffectedTestsItem),

@@ -1,4 +1,4 @@
-import { Type } from "@sinclair/typebox";
+import { type Static, Type } from "@sinclair/typebox";
 import { Closed, NextCursor, Nullable, Open, RepositoryName, Timestamp } from "../schema-helpers.js";
 import { RepositoryPath, Sha256Hex, SourceReference } from "./sources.js";
 
@@ -306,6 +306,55 @@ export const JobsPage = Closed("JobsPage", {
 
 const Duration = () => Nullable(Type.Integer({ minimum: 0 }), "Milliseconds; null while unfinished or unmeasured.");
 
+/** Where a compiler error or a panic points. */
+export const FailureLocation = Type.Object(
+  {
+    file: Type.String({
+      description:
+        "The file as a path of the submitted repository (`crates/parser/src/lib.rs`) when it is part of the captured source, else as the compiler printed it (a dependency's file).",
+    }),
+    line: Type.Integer({ minimum: 1 }),
+    column: Type.Integer({ minimum: 1 }),
+    in_repository: Type.Boolean({ description: "Whether `file` is a path of the submitted repository." }),
+    printed: Type.String({
+      description:
+        "The location as the job's output printed it (relative to the Cargo workspace root), `file:line:column`.",
+    }),
+  },
+  { additionalProperties: true },
+);
+
+export type FailureLocation = Static<typeof FailureLocation>;
+
+/** The properties of one failure the job's output names: a rustc error, or a failed test's panic. */
+export const failureItemProperties = {
+  kind: Type.Union([Type.Literal("compiler_error"), Type.Literal("test_panic")], {
+    description: "compiler_error: an error rustc reported; test_panic: a failed test's panic.",
+  }),
+  message: Type.String({
+    description: "The error's message, or the panic's message (its lines joined with newlines).",
+  }),
+  code: Nullable(Type.String(), "rustc's error code, e.g. `E0277`; null for a panic or an error without one."),
+  target: Nullable(Type.String(), "A panic's test binary, e.g. `mycrate (lib)`; null for a compiler error."),
+  test: Nullable(Type.String(), "A panic's test path; null for a compiler error."),
+  location: Nullable(FailureLocation, "Where it points; null when the output named no location."),
+  rendered: Type.Optional(Type.String({ description: "A compiler error as rustc rendered it (its first lines)." })),
+};
+
+/** The log record a failure's line is: a panic's `thread '…' panicked at` line, a compiler error's first line. */
+const LogSequence = () =>
+  Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      description: "The sequence of its line in the job's log (jobs.logs), where the line was found.",
+    }),
+  );
+
+export const FailureItem = Type.Object(
+  { ...failureItemProperties, attempt: Type.Integer({ minimum: 1 }), log_sequence: LogSequence() },
+  { additionalProperties: true },
+);
+
 export const JobEvidence = Closed(
   "JobEvidence",
   {
@@ -390,10 +439,26 @@ export const JobEvidence = Closed(
               outcome: Type.Union([Type.Literal("passed"), Type.Literal("failed"), Type.Literal("ignored")]),
               attempt: Type.Integer({ minimum: 1 }),
               duration_ms: Duration(),
+              panic: Type.Optional(
+                Type.Object(
+                  {
+                    message: Type.String(),
+                    location: Nullable(FailureLocation),
+                    log_sequence: LogSequence(),
+                  },
+                  { additionalProperties: true, description: "kiln extension: a failed test's panic." },
+                ),
+              ),
             },
             { additionalProperties: true },
           ),
           { description: "Test results (test and bench jobs); empty otherwise." },
+        ),
+        failures: Type.Optional(
+          Type.Array(FailureItem, {
+            description:
+              "kiln extension: what failed, first — the first rustc errors (code, message, location in the repository) and each failed test's panic (message and location), per attempt, in the order the output gave them.",
+          }),
         ),
         units: Type.Array(
           Type.Object(

@@ -1,4 +1,4 @@
-import type { Clock, CrateItem, PhaseItem, TestItem } from "@kiln/contract";
+import type { Clock, CrateItem, FailureReportItem, PhaseItem, TestItem } from "@kiln/contract";
 
 /**
  * What the host learns from cargo's output while an attempt runs. The concrete parser
@@ -19,6 +19,8 @@ export interface OutputSummary {
   /** The contract's report items for crates and tests (attempt is added by the control plane). */
   readonly crates: readonly CrateItem[];
   readonly tests: readonly TestItem[];
+  /** What failed, first: the first compiler errors and the failed tests' panics (locations as printed). */
+  readonly failures: readonly FailureReportItem[];
   /** Whether cargo reported the build finished successfully (null when it never said). */
   readonly buildSucceeded: boolean | null;
   readonly failedTests: number;

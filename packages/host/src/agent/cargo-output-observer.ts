@@ -1,5 +1,5 @@
 import { CargoOutputParser } from "../evidence/parse-cargo-output.js";
-import { toReportItems } from "../evidence/report-items.js";
+import { toReportFailures, toReportItems } from "../evidence/report-items.js";
 import type { OutputObserver, OutputSummary } from "./attempt-evidence.js";
 
 /** The runner's observer, backed by the streaming cargo/libtest parser. */
@@ -30,6 +30,17 @@ export function cargoOutputObserver(attempt: number): OutputObserver {
       return {
         crates: items.crates,
         tests: [...items.tests, ...crashed],
+        failures: [
+          ...toReportFailures(parsed),
+          ...crashed.map((c) => ({
+            kind: "test_panic" as const,
+            message: c.detail === undefined ? c.name : `the test binary crashed (${c.detail})`,
+            code: null,
+            target: c.target,
+            test: null,
+            location: null,
+          })),
+        ],
         buildSucceeded: parsed.build.success,
         failedTests: Math.max(parsed.testTotals.failed + crashed.length, parsed.failedTargets.length > 0 ? 1 : 0),
       };

@@ -8,6 +8,9 @@
  * Cargo rendered because of `--message-format=json-render-diagnostics`.
  */
 
+import { CompilerDiagnosticReader, type CompilerError } from "./compiler-diagnostics.js";
+import { type PanicMessage, PanicReader } from "./panic-messages.js";
+
 export type StderrRunKind =
   /** `Running unittests <src> (<exe>)`: a lib's or bin's own #[test]s. */
   | "unittests"
@@ -41,6 +44,8 @@ export interface StderrRun {
   /** The last run, stderr ended, and cargo was stopped from outside while it ran. */
   readonly interrupted: boolean;
   readonly atMs: number | null;
+  /** Panic messages the binary wrote on stderr (`--nocapture`: libtest's capture is off). */
+  readonly panics: readonly PanicMessage[];
 }
 
 export interface CompilingLine {
@@ -71,6 +76,8 @@ export interface StderrSnapshot {
   readonly renderedWarnings: number;
   /** Selectors listed by `error: N targets failed:` (`--no-fail-fast`). */
   readonly failedTargets: readonly string[];
+  /** The first rustc error diagnostics of the build, as rendered. */
+  readonly compilerErrors: readonly CompilerError[];
   readonly ended: boolean;
 }
 
@@ -98,6 +105,7 @@ interface MutableRun {
   rerunArgs: string | null;
   exitDetail: string | null;
   atMs: number | null;
+  panics: PanicMessage[];
 }
 
 export class CargoStderrReader {
@@ -112,8 +120,12 @@ export class CargoStderrReader {
   #inTargetList = false;
   #ended = false;
   #stopped = false;
+  readonly #panics = new PanicReader((panic) => this.#runs.at(-1)?.panics.push(panic));
+  readonly #diagnostics = new CompilerDiagnosticReader();
 
   finish(): void {
+    this.#panics.end();
+    this.#diagnostics.end();
     this.#ended = true;
   }
 
@@ -123,6 +135,8 @@ export class CargoStderrReader {
   }
 
   pushLine(raw: string, atMs: number | null = null): void {
+    if (this.#runs.length > 0) this.#panics.push(raw);
+    else this.#diagnostics.push(raw);
     const pending = this.#pendingDiagnostic;
     this.#pendingDiagnostic = null;
     if (pending && LOCATION.test(raw)) {
@@ -247,8 +261,9 @@ export class CargoStderrReader {
     this.#addRun({ kind, sourcePath: source, executable, crateName: null, atMs });
   }
 
-  #addRun(run: Omit<MutableRun, "index" | "failed" | "rerunArgs" | "exitDetail">): void {
-    this.#runs.push({ ...run, index: this.#runs.length, failed: false, rerunArgs: null, exitDetail: null });
+  #addRun(run: Omit<MutableRun, "index" | "failed" | "rerunArgs" | "exitDetail" | "panics">): void {
+    this.#panics.end();
+    this.#runs.push({ ...run, index: this.#runs.length, failed: false, rerunArgs: null, exitDetail: null, panics: [] });
   }
 
   snapshot(): StderrSnapshot {
@@ -258,6 +273,7 @@ export class CargoStderrReader {
       finishedLine: this.#finishedLine,
       runs: this.#runs.map((r) => ({
         ...r,
+        panics: [...r.panics],
         complete: r.index < last || (this.#ended && !this.#stopped),
         interrupted: r.index === last && this.#ended && this.#stopped,
       })),
@@ -265,6 +281,7 @@ export class CargoStderrReader {
       renderedErrors: this.#renderedErrors,
       renderedWarnings: this.#renderedWarnings,
       failedTargets: [...this.#failedTargets],
+      compilerErrors: [...this.#diagnostics.errors],
       ended: this.#ended,
     };
   }

@@ -26,6 +26,8 @@
  * e.g. criterion) and is remembered as *loose text* in the gap between blocks.
  */
 
+import { type PanicMessage, PanicReader } from "./panic-messages.js";
+
 export type LibtestOutcome = "passed" | "failed" | "ignored" | "bench";
 
 export interface BenchResult {
@@ -49,6 +51,11 @@ export interface LibtestCase {
   /** The test's `---- name stdout ----` section from the failures listing, bounded; null when none. */
   readonly failureOutput: string | null;
   readonly failureOutputTruncated: boolean;
+  /**
+   * The panic in that section (read whole however long the output before it: the bound above
+   * keeps the section's start), preferring one on the test's own thread; null when none.
+   */
+  readonly panic: PanicMessage | null;
 }
 
 export interface LibtestSummary {
@@ -138,6 +145,10 @@ interface MutableBlock {
   section: "results" | "failures" | "successes";
   /** The test whose `---- name stdout ----` output is being captured (failures section only). */
   capturing: string | null;
+  /** Reads the panic messages of the section being captured. */
+  panicReader: PanicReader | null;
+  /** Per failed test, the panic of its section. */
+  panics: Map<string, PanicMessage>;
 }
 
 export interface LibtestReaderOptions {
@@ -164,12 +175,16 @@ export class LibtestReader {
   /** Marks stdout complete: an unterminated block is then a crashed binary. */
   finish(): void {
     this.#finished = true;
+    if (this.#current !== null) this.#endCapture(this.#current);
   }
 
   pushLine(line: string): void {
     const running = RUNNING.exec(line);
     if (running) {
-      if (this.#current) this.#current.superseded = true;
+      if (this.#current) {
+        this.#current.superseded = true;
+        this.#endCapture(this.#current);
+      }
       const block: MutableBlock = {
         index: this.#blocks.length,
         declaredTests: Number(running[1]),
@@ -184,6 +199,8 @@ export class LibtestReader {
         looseTextBefore: this.#looseText,
         section: "results",
         capturing: null,
+        panicReader: null,
+        panics: new Map(),
       };
       this.#looseText = false;
       this.#blocks.push(block);
@@ -211,11 +228,12 @@ export class LibtestReader {
         filteredOut: Number(result[6]),
         finishedInMs: result[7] === undefined ? null : Math.round(Number(result[7]) * 1000),
       };
+      this.#endCapture(block);
       this.#current = null;
       return;
     }
     if (line === "failures:" || line === "successes:") {
-      block.capturing = null;
+      this.#endCapture(block);
       block.section = line === "failures:" ? "failures" : "successes";
       return;
     }
@@ -302,19 +320,34 @@ export class LibtestReader {
     const header = SECTION_OUTPUT.exec(line);
     if (header) {
       const name = splitMode(header[1] ?? "").name;
+      this.#endCapture(block);
       block.capturing = block.section === "failures" ? name : null;
       // In the successes section (--show-output) output is not kept; mark as capturing nothing.
       if (block.section === "successes") block.capturing = "";
+      if (block.capturing !== null && block.capturing !== "") {
+        const test = block.capturing;
+        block.panicReader = new PanicReader((panic) => {
+          const kept = block.panics.get(test);
+          if (kept === undefined || (kept.thread !== test && panic.thread === test)) block.panics.set(test, panic);
+        });
+      }
       return;
     }
     if (block.capturing !== null) {
       if (block.capturing === "") return;
+      block.panicReader?.push(line);
       this.#capture(block, block.capturing, line);
       return;
     }
     if (block.section === "failures" && line.startsWith("    ")) {
       block.failureList.push(splitMode(line.slice(4)).name);
     }
+  }
+
+  #endCapture(block: MutableBlock): void {
+    block.panicReader?.end();
+    block.panicReader = null;
+    block.capturing = null;
   }
 
   #capture(block: MutableBlock, name: string, line: string): void {
@@ -353,7 +386,7 @@ export class LibtestReader {
     const withOutput = (
       name: string,
       outcome: LibtestOutcome,
-      base: Omit<LibtestCase, "outcome" | "failureOutput" | "failureOutputTruncated">,
+      base: Omit<LibtestCase, "outcome" | "failureOutput" | "failureOutputTruncated" | "panic">,
     ): LibtestCase => {
       const capture = outcome === "failed" ? block.outputs.get(name) : undefined;
       const text = capture ? capture.text.replace(/^\n+/, "").replace(/\n+$/, "") : "";
@@ -362,6 +395,7 @@ export class LibtestReader {
         outcome,
         failureOutput: capture && text !== "" ? text : null,
         failureOutputTruncated: capture?.truncated ?? false,
+        panic: outcome === "failed" ? (block.panics.get(name) ?? null) : null,
       };
     };
     for (const c of block.cases) {

@@ -31,6 +31,7 @@ import {
 } from "./build-units.js";
 import { looksLikeCargoMessage, parseCargoMessage } from "./cargo-messages.js";
 import { CargoStderrReader, type FailedUnit } from "./cargo-stderr.js";
+import type { CompilerError } from "./compiler-diagnostics.js";
 import { LibtestReader, type LibtestReaderOptions } from "./libtest-output.js";
 import { assembleTests, type ParsedTest, type TestBinary, type TestTotals, testTotals } from "./test-binaries.js";
 
@@ -48,6 +49,8 @@ export interface BuildSummary {
   readonly compilerWarnings: number;
   /** `error: could not compile `x` (lib test) due to N previous errors` and build-script failures. */
   readonly failedUnits: readonly FailedUnit[];
+  /** The first rustc errors as Cargo rendered them, with their primary locations. */
+  readonly firstErrors: readonly CompilerError[];
 }
 
 export interface ParsedCargoOutput {
@@ -170,9 +173,12 @@ export class CargoOutputParser {
     const stderr = this.#stderr.snapshot();
     const stdout = this.#libtest.snapshot();
     const units = this.#units.map((u) => u.unit);
-    const build = this.#buildSummary(stderr.finishedLine, stderr.renderedErrors, stderr.renderedWarnings, [
-      ...stderr.failedUnits,
-    ]);
+    const build = {
+      ...this.#buildSummary(stderr.finishedLine, stderr.renderedErrors, stderr.renderedWarnings, [
+        ...stderr.failedUnits,
+      ]),
+      firstErrors: stderr.compilerErrors,
+    };
     const packages = buildPackages(this.#units, stderr.compiling, stderr.failedUnits);
     const { binaries, tests } = assembleTests(
       units,
@@ -204,7 +210,7 @@ export class CargoOutputParser {
     renderedErrors: number,
     renderedWarnings: number,
     failedUnits: FailedUnit[],
-  ): BuildSummary {
+  ): Omit<BuildSummary, "firstErrors"> {
     const distinct = (level: string) =>
       new Set(this.#diagnostics.filter((d) => d.level === level).map((d) => d.key)).size;
     let errors = distinct("error") + renderedErrors;

@@ -4,7 +4,7 @@
  * member for travels as extra snake_case members.
  */
 
-import type { CrateItem, TestItem } from "@kiln/contract";
+import type { CrateItem, FailureLocation, FailureReportItem, TestItem } from "@kiln/contract";
 import type { PackageSourceKind } from "./package-id.js";
 import type { ParsedCargoOutput } from "./parse-cargo-output.js";
 
@@ -29,6 +29,8 @@ export type ReportTestItem = TestItem & {
   bench?: { ns_per_iter: number; deviation_ns: number; mb_per_s: number | null };
   failure_output?: string;
   failure_output_truncated?: boolean;
+  /** A failed test's panic: its message and where it points (as printed, until the agent maps it). */
+  panic?: { message: string; location: FailureLocation | null };
 };
 
 export interface ReportMappingOptions {
@@ -87,6 +89,12 @@ export function toReportTests(parsed: ParsedCargoOutput, options: ReportMappingO
         mb_per_s: test.bench.mbPerSecond,
       };
     }
+    if (test.outcome === "failed" && test.panic !== null) {
+      item.panic = {
+        message: test.panic.message,
+        location: printedLocation(test.panic.file, test.panic.line, test.panic.column),
+      };
+    }
     if (test.failureOutput !== null) {
       const kept = test.failureOutput.slice(0, Math.max(0, budget));
       budget -= kept.length;
@@ -95,6 +103,53 @@ export function toReportTests(parsed: ParsedCargoOutput, options: ReportMappingO
     }
     return item;
   });
+}
+
+/** Failed tests reported one by one in `failures`; past it, the tests table still lists every one. */
+const MAX_REPORTED_PANICS = 50;
+
+/**
+ * The failures the output names, first: the first rustc errors, then every failed test (up to
+ * MAX_REPORTED_PANICS) with its panic, in the order they ran. A failed test that did not panic
+ * (a `should_panic` test that returned, a crashed binary) is there too, its message the last
+ * line of its output. Locations are as printed: the agent maps them to repository paths.
+ */
+export function toReportFailures(parsed: ParsedCargoOutput): FailureReportItem[] {
+  const failures: FailureReportItem[] = parsed.build.firstErrors.map((error) => ({
+    kind: "compiler_error",
+    message: error.message,
+    code: error.code,
+    target: null,
+    test: null,
+    location:
+      error.file === null || error.line === null || error.column === null
+        ? null
+        : printedLocation(error.file, error.line, error.column),
+    rendered: error.rendered,
+  }));
+  for (const test of parsed.tests) {
+    if (test.outcome !== "failed") continue;
+    if (failures.length >= parsed.build.firstErrors.length + MAX_REPORTED_PANICS) break;
+    const lastLine =
+      test.failureOutput
+        ?.split("\n")
+        .filter((l) => l.trim() !== "")
+        .at(-1) ?? "the test failed without a panic message";
+    failures.push({
+      kind: "test_panic",
+      message: test.panic?.message ?? lastLine,
+      code: null,
+      target: test.binary,
+      test: test.name,
+      location: test.panic === null ? null : printedLocation(test.panic.file, test.panic.line, test.panic.column),
+    });
+  }
+  return failures;
+}
+
+/** A location as the output printed it; `in_repository` stays false until the agent maps `file`. */
+export function printedLocation(file: string, line: number, column: number): FailureLocation {
+  return { file, line, column, in_repository: false, printed: `${file}:${line}:${column}` };
 }
 
 export function toReportItems(

@@ -163,8 +163,17 @@ export function assembleTests(
   });
   const binaries: TestBinary[] = [];
   const make = (run: StderrRun | null, identity: BinaryIdentity, own: readonly LibtestBlock[]): TestBinary => {
+    // A failed test whose panic libtest did not capture (--nocapture) wrote it on stderr.
+    const uncaptured = [...(run?.panics ?? [])];
     const tests: ParsedTest[] = own.flatMap((b) =>
-      b.cases.map((c) => ({ ...c, binary: identity.label, binaryIndex: run?.index ?? null })),
+      b.cases.map((c) => {
+        let panic = c.panic;
+        if (panic === null && c.outcome === "failed") {
+          const at = uncaptured.findIndex((p) => p.thread === c.name);
+          if (at >= 0) panic = uncaptured.splice(at, 1)[0] ?? null;
+        }
+        return { ...c, panic, binary: identity.label, binaryIndex: run?.index ?? null };
+      }),
     );
     const signalled = run?.exitDetail?.startsWith("signal") ?? false;
     const interrupted = run?.interrupted ?? false;

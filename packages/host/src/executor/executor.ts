@@ -79,7 +79,12 @@ export interface ExecutionRequest {
   readonly wallClockSeconds: number;
   /** Only `offline` for now: no network namespace access at all. */
   readonly network: "offline";
-  /** Every byte the command writes, as it arrives. */
+  /**
+   * Every byte the command writes, as it arrives, called in the one order the command wrote
+   * across both streams (a write that returned before another began comes first): the log's
+   * order is this order. Two pipes cannot give it; the sandbox reads both streams through one
+   * kernel queue (`ordered-output.ts`), whose frames another executor can send too.
+   */
   readonly onOutput: (stream: "stdout" | "stderr", chunk: Buffer) => void;
   /** Aborting cancels the attempt: the whole process tree is reaped. */
   readonly signal: AbortSignal;

@@ -62,10 +62,37 @@ export function failureOf(
       }
       const testsFailed = step === "test" && summary.buildSucceeded !== false && summary.failedTests > 0;
       return testsFailed
-        ? { phase: "test", cause: "test_failure", detail: `${summary.failedTests} test(s) failed` }
-        : { phase: "build", cause: "build_error", detail: `cargo ${op} exited with ${run.exitCode ?? run.signal}` };
+        ? {
+            phase: "test",
+            cause: "test_failure",
+            detail: `${summary.failedTests} test(s) failed${firstFailure(summary, "test_panic")}`,
+          }
+        : {
+            phase: "build",
+            cause: "build_error",
+            detail: `cargo ${op} exited with ${run.exitCode ?? run.signal}${firstFailure(summary, "compiler_error")}`,
+          };
     }
   }
+}
+
+/**
+ * The first failure of a kind, said in one line for the job's failure detail: `; first:
+ * error[E0277]: … at src/lib.rs:3:18 (and 2 more errors)` or `; first: tests::x panicked at
+ * src/lib.rs:9:5: assertion failed`.
+ */
+function firstFailure(summary: OutputSummary, kind: "compiler_error" | "test_panic"): string {
+  const all = summary.failures.filter((f) => f.kind === kind);
+  const first = all[0];
+  if (first === undefined) return "";
+  const where =
+    first.location === null ? "" : ` at ${first.location.file}:${first.location.line}:${first.location.column}`;
+  const message = (first.message.split("\n")[0] ?? "").slice(0, 300);
+  if (kind === "compiler_error") {
+    const more = all.length > 1 ? ` (and ${all.length - 1} more error${all.length > 2 ? "s" : ""})` : "";
+    return `; first: error${first.code === null ? "" : `[${first.code}]`}: ${message}${where}${more}`;
+  }
+  return `; first: ${first.test ?? first.target ?? "a test"} ${first.location === null ? "failed" : `panicked${where}`}${message === "" ? "" : `: ${message}`}`;
 }
 
 /** A phase of the host that threw: the job fails with that cause, said in the host's words. */

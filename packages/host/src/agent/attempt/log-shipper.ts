@@ -18,6 +18,7 @@ export class LogShipper {
   #timer: Timer | null = null;
   #chain: Promise<void> = Promise.resolve();
   #dropped = 0;
+  #pushed = 0;
   stale = false;
 
   constructor(
@@ -27,10 +28,18 @@ export class LogShipper {
     private readonly reporting: HostReporting,
   ) {}
 
-  push(stream: LogLine["stream"], text: string): void {
+  /**
+   * Appends a line; returns its place in the attempt's log (1 for the attempt's first line). The
+   * control plane numbers an attempt's lines in this order, one after the other, so a line's
+   * sequence is the attempt's first sequence plus its place minus one — unless lines were
+   * dropped (`dropped`).
+   */
+  push(stream: LogLine["stream"], text: string): number {
     this.#buffer.push({ stream, at: this.clock.now().toISOString(), text });
+    this.#pushed += 1;
     if (this.#buffer.length >= BATCH_LINES) void this.flush();
     else this.#timer ??= this.clock.after(FLUSH_MS, () => void this.flush());
+    return this.#pushed;
   }
 
   /** Ships what is buffered; resolves once every shipment so far has been answered (or failed). */

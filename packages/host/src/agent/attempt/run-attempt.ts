@@ -246,6 +246,7 @@ function assembleReport(
     phases: attempt.phases.phases,
     crates: [...cargo.summary.crates],
     tests: [...cargo.summary.tests],
+    ...(cargo.summary.failures.length === 0 ? {} : { failures: [...cargo.summary.failures] }),
     caches: [
       ...(lineage === null ? [] : [lineage.cacheItem()]),
       ...(provided === null ? [] : [crateCacheItem(provided.dependencies, deps.hostId)]),

@@ -1,9 +1,13 @@
+import type { FailureLocation } from "@kiln/contract";
+import type { ReportTestItem } from "../../evidence/report-items.js";
 import type { AdmittedToolchain, ExecutionResult } from "../../executor/executor.js";
 import type { OutputSummary } from "../attempt-evidence.js";
 import { SANDBOX_MOUNTS } from "../attempt-lineage.js";
 import type { Placement } from "../host-protocol.js";
 import { LineSplitter } from "../line-splitter.js";
+import { cargoWorkspaceRoot, inRepository } from "../repository-paths.js";
 import type { AttemptContext } from "./attempt-context.js";
+import { FailureLines } from "./failure-lines.js";
 import { injectedEnvironment } from "./injections.js";
 import type { ProvidedForBuild } from "./provide-dependencies.js";
 
@@ -62,14 +66,15 @@ export async function runCargo(
   const kept: Buffer[] = [];
   let keptBytes = 0;
   const limit = deps.cargoOutputLimit ?? 64 * 2 ** 20;
+  const lines = new FailureLines();
   const splitters = {
     stdout: new LineSplitter((line) => {
       observer.pushLine("stdout", line);
-      if (!line.startsWith('{"reason":')) attempt.logs.push("stdout", line);
+      if (!line.startsWith('{"reason":')) lines.note(line, attempt.logs.push("stdout", line));
     }),
     stderr: new LineSplitter((line) => {
       observer.pushLine("stderr", line);
-      attempt.logs.push("stderr", line);
+      lines.note(line, attempt.logs.push("stderr", line));
     }),
   };
   const step = cargoStep(placement);
@@ -127,5 +132,25 @@ export async function runCargo(
     );
     for (const note of run.detail) attempt.system(`kiln: ${note}`);
   }
-  return { run, summary: observer.summary(), output: Buffer.concat(kept) };
+  const summary = await inRepositoryPaths(attempt, lines.attach(observer.summary()));
+  return { run, summary, output: Buffer.concat(kept) };
+}
+
+/** The summary with its failures' and panics' files named as paths of the submitted repository. */
+async function inRepositoryPaths(attempt: AttemptContext, summary: OutputSummary): Promise<OutputSummary> {
+  const hasLocation =
+    summary.failures.some((f) => f.location !== null) ||
+    summary.tests.some((t) => (t as ReportTestItem).panic?.location != null);
+  if (!hasLocation) return summary;
+  const root = await cargoWorkspaceRoot(attempt.dirs.workspace, attempt.placement.invocation.working_directory ?? ".");
+  const map = (location: FailureLocation | null) =>
+    location === null ? null : inRepository(location, root, SANDBOX_MOUNTS.workspace);
+  return {
+    ...summary,
+    failures: summary.failures.map((f) => ({ ...f, location: map(f.location) })),
+    tests: summary.tests.map((t) => {
+      const panic = (t as ReportTestItem).panic;
+      return panic === undefined ? t : { ...t, panic: { ...panic, location: map(panic.location) } };
+    }),
+  };
 }

@@ -5,19 +5,21 @@
  * How one attempt is launched:
  *
  *   node ─spawn→ setpriv --pdeathsig=KILL     (dies with the agent, keeps root)
- *                └exec→ unshare --mount --pid --fork --kill-child
- *                       └fork→ bash LAUNCHER  (pid 1 of a fresh pid namespace, private mount namespace)
- *                              1. closes every file descriptor the agent may have inherited
- *                              2. writes its own pid into the attempt's cgroup.procs files (from
- *                                 a subshell, while 3. runs), and waits for that to succeed
- *                              3. mounts a private staging tmpfs and shows the toolchain, the
- *                                 system directories, the read-only binds and the workspace and
- *                                 home there through overlays, and the target disk's file system
- *                                 (target-disk.ts)
- *                              └exec→ [prlimit, only for limits no cgroup could apply]
- *                              └exec→ setpriv: the sandbox user, no groups, no capabilities, no_new_privs
- *                              └exec→ bwrap: new user/mount/pid/net/ipc/uts/cgroup namespaces, the
- *                                     seccomp filter (seccomp-filter.ts) → the command
+ *                └exec→ perl: the output relay (ordered-output.ts): the job's stdout and stderr are
+ *                       two datagram sockets on one queue, framed to the agent in write order
+ *                       └fork→ unshare --mount --pid --fork --kill-child
+ *                              └fork→ bash LAUNCHER  (pid 1 of a fresh pid namespace, private mount namespace)
+ *                                     1. closes every file descriptor the agent may have inherited
+ *                                     2. writes its own pid into the attempt's cgroup.procs files
+ *                                        (from a subshell, while 3. runs), and waits for that to succeed
+ *                                     3. mounts a private staging tmpfs and shows the toolchain, the
+ *                                        system directories, the read-only binds and the workspace
+ *                                        and home there through overlays, and the target disk's file
+ *                                        system (target-disk.ts)
+ *                                     └exec→ [prlimit, only for limits no cgroup could apply]
+ *                                     └exec→ setpriv: the sandbox user, no groups, no capabilities, no_new_privs
+ *                                     └exec→ bwrap: new user/mount/pid/net/ipc/uts/cgroup namespaces,
+ *                                            the seccomp filter (seccomp-filter.ts) → the command
  *
  * Why joining the cgroup is race-free: the launcher is moved by pid (its own, written by its
  * own subshell, in its own pid namespace) before anything of the job exists: the job's first
@@ -32,10 +34,12 @@
  * Why the extra pid namespace: its init is the launcher, which becomes bwrap's monitor. When
  * the init of a pid namespace exits, the kernel kills every process in it (nested namespaces
  * included) and the init's exit completes only once all of them are gone; `unshare` reports
- * exit only after that. So when the spawned process has exited, no process of the attempt
- * exists any more — not even the sandbox init bwrap leaves behind as a zombie for the host's
- * pid 1 to reap. `--kill-child` and `--pdeathsig` carry the agent's death down the chain
- * (bwrap's --die-with-parent takes it from there), so a crashed agent leaves nothing running.
+ * exit only after that. So when `unshare` has exited, no process of the attempt exists any
+ * more — not even the sandbox init bwrap leaves behind as a zombie for the host's pid 1 to
+ * reap — and the relay, which waits for that, has read everything the job wrote.
+ * `--pdeathsig` (setpriv's, and the relay's own for `unshare`) and `--kill-child` carry the
+ * agent's death down the chain (bwrap's --die-with-parent takes it from there), so a crashed
+ * agent leaves nothing running.
  *
  * Why the staging mount: bubblewrap resolves bind sources as the unprivileged user, and the
  * toolchain lives under /root (mode 0700) while job directories may sit under root-only
@@ -61,9 +65,9 @@
  * agent passes the same fixed ones, so that every attempt of a lineage sees the same paths and
  * cargo's path-hashing fingerprints stay fresh.
  */
-import { execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { constants } from "node:fs";
-import { access, lstat, mkdir, readlink, rm, statfs } from "node:fs/promises";
+import { access, lstat, mkdir, readFile, readlink, rm, statfs } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
@@ -73,7 +77,6 @@ import { beginAttempt } from "../shared/begin-attempt.js";
 import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "../shared/cgroup-layout.js";
 import { commandEnvironment, executorVariables } from "../shared/command-environment.js";
 import { ensureSandboxUser, type SandboxUser } from "../shared/ensure-sandbox-user.js";
-import { killLauncher } from "../shared/kill-launcher.js";
 import { mountPointsOf } from "../shared/request-problem.js";
 import {
   type DiskTools,
@@ -83,6 +86,7 @@ import {
   waitUntilDetached,
 } from "../shared/target-disk.js";
 import { HIDDEN_SYSTEM_DIRECTORIES, writeSandboxLoaderCache } from "./loader-cache.js";
+import { OUTPUT_RELAY, OutputFrames } from "./ordered-output.js";
 import { rlimitFallback } from "./rlimit-fallback.js";
 import { sandboxSeccompProgram } from "./seccomp-filter.js";
 
@@ -203,6 +207,8 @@ interface Setup {
     readonly prlimit: string;
     readonly bash: string;
     readonly chown: string;
+    /** Runs the output relay (ordered-output.ts); Debian's perl-base is Essential. */
+    readonly perl: string;
   };
   readonly bwrapVersion: string;
   readonly supportsDisableUserns: boolean;
@@ -302,6 +308,43 @@ const gib = (bytes: number) =>
     ? `${(bytes / 2 ** 30).toFixed(bytes % 2 ** 30 === 0 ? 0 : 1)} GiB`
     : `${(bytes / 2 ** 20).toFixed(bytes % 2 ** 20 === 0 ? 0 : 1)} MiB`;
 
+/** The pids of a process's children (none once it is gone). */
+async function childrenOf(pid: number): Promise<number[]> {
+  return (await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => ""))
+    .split(/\s+/)
+    .filter((p) => p !== "")
+    .map(Number);
+}
+
+function killPid(pid: number): void {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // Already gone.
+  }
+}
+
+/**
+ * Kills the launcher, pid 1 of the attempt's pid namespace (the child of `unshare`, itself the
+ * relay's child): the kernel then kills every process in the namespace, and unshare reports its
+ * exit once they are all gone, after which the relay drains what they wrote and exits. This also
+ * ends a launcher that has not joined its cgroup yet (the join runs while it mounts), which a
+ * kill of the cgroup alone would miss. Before unshare has forked it, unshare itself is killed
+ * (its --kill-child then takes the launcher down as it starts); before the relay has forked
+ * unshare, the relay (its child dies with it, by its parent-death signal).
+ */
+async function killRelayedLauncher(child: ChildProcess): Promise<void> {
+  const relay = child.pid;
+  if (relay === undefined) return;
+  const unshares = await childrenOf(relay);
+  if (unshares.length === 0) child.kill("SIGKILL");
+  for (const unshare of unshares) {
+    const launchers = await childrenOf(unshare);
+    if (launchers.length === 0) killPid(unshare);
+    for (const launcher of launchers) killPid(launcher);
+  }
+}
+
 class SandboxExecutor implements Executor {
   readonly isolation = "sandbox" as const;
   readonly disk: AttemptDiskPolicy;
@@ -334,12 +377,13 @@ class SandboxExecutor implements Executor {
     });
     const { stdout } = await run(this.options.bwrapPath, ["--version"]);
     const bwrapVersion = /(\d+\.\d+(?:\.\d+)?)/.exec(stdout)?.[1] ?? "unknown";
-    const [unshare, setpriv, prlimit, bash, chown, ldconfig, user] = await Promise.all([
+    const [unshare, setpriv, prlimit, bash, chown, perl, ldconfig, user] = await Promise.all([
       findTool("unshare"),
       findTool("setpriv"),
       findTool("prlimit"),
       findTool("bash"),
       findTool("chown"),
+      findTool("perl"),
       // No ldconfig (a distribution without glibc's loader cache): the sandbox gets no cache.
       findTool("ldconfig").catch(() => null),
       ensureSandboxUser(this.options.sandboxUser),
@@ -359,7 +403,7 @@ class SandboxExecutor implements Executor {
       seccomp,
       disk: await diskTools(),
       user,
-      tools: { unshare, setpriv, prlimit, bash, chown },
+      tools: { unshare, setpriv, prlimit, bash, chown, perl },
       bwrapVersion,
       supportsDisableUserns: versionAtLeast(bwrapVersion, 0, 8),
       supportsTmpfsSize: versionAtLeast(bwrapVersion, 0, 7),
@@ -537,6 +581,10 @@ class SandboxExecutor implements Executor {
       [
         "--pdeathsig=KILL",
         "--",
+        setup.tools.perl,
+        "-e",
+        OUTPUT_RELAY,
+        "--",
         setup.tools.unshare,
         "--mount",
         "--propagation",
@@ -549,9 +597,10 @@ class SandboxExecutor implements Executor {
         ...command,
       ],
       {
-        // 0 nothing, 1 the job's stdout, 2 the launcher's diagnostics, 3 bwrap's status, 4 the job's
-        // stderr, 5 the seccomp program (bwrap reads it to its end).
-        stdio: ["ignore", "pipe", "pipe", "pipe", "pipe", "pipe"],
+        // 0 nothing, 1 the relay's frames (the job's stdout and stderr in write order), 2 the
+        // launcher's diagnostics, 3 bwrap's status, 4 none (the relay puts the job's stderr
+        // there), 5 the seccomp program (bwrap reads it to its end).
+        stdio: ["ignore", "pipe", "pipe", "pipe", "ignore", "pipe"],
         env: { PATH: LAUNCHER_PATH },
       },
     );
@@ -568,10 +617,17 @@ class SandboxExecutor implements Executor {
         // A failing consumer must not break the attempt's bookkeeping.
       }
     };
-    child.stdout?.on("data", (chunk: Buffer) => emit("stdout", chunk));
-    (child.stdio[4] as Readable | null)?.on("data", (chunk: Buffer) => {
-      emit("stderr", chunk);
-      stderrTail = (stderrTail + chunk.toString("utf8")).slice(-2000);
+    const frames = new OutputFrames((stream, chunk) => {
+      emit(stream, chunk);
+      if (stream === "stderr") stderrTail = (stderrTail + chunk.toString("utf8")).slice(-2000);
+    });
+    child.stdout?.on("data", (chunk: Buffer) => {
+      try {
+        frames.push(chunk);
+      } catch (error) {
+        diagnostics = `${diagnostics}${errorText(error)}\n`.slice(-2000);
+        child.stdout?.destroy();
+      }
     });
     // Setup errors of the launcher, and unshare's own remarks when its child is killed (not the job's output).
     child.stderr?.on("data", (chunk: Buffer) => {
@@ -584,7 +640,7 @@ class SandboxExecutor implements Executor {
 
     let ending: "wall_clock_ceiling" | "cancelled" | null = null;
     const killEverything = async (): Promise<void> => {
-      await killLauncher(child);
+      await killRelayedLauncher(child);
       // The backstop for anything that left the namespace; without a cgroup, the launcher's end is enough.
       if (cgroup !== null) await cgroup.killAll();
     };
@@ -623,6 +679,8 @@ class SandboxExecutor implements Executor {
         new Promise<boolean>((r) => setTimeout(() => r(false), 5000).unref()),
       ]));
     if (!closedInTime) for (const stream of child.stdio) stream?.destroy();
+    const cutOff = frames.end();
+    if (cutOff > 0) detail.push(`output: the relay ended in the middle of a write; its last ${cutOff} bytes are lost`);
     const usage = cgroup !== null ? await cgroup.usage() : null;
     if (cgroup !== null) {
       const failures = await cgroup.remove();

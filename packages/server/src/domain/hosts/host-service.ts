@@ -38,6 +38,7 @@ import {
   type UndeliveredRelease,
 } from "@kiln/storage";
 import { Value } from "@sinclair/typebox/value";
+import { withFailureLogSequences } from "../jobs/failure-log-sequences.js";
 import { HOST_FRESH_SECONDS } from "../platform/host-serving.js";
 import { ARTIFACT_RETENTION_SECONDS, DISK_BYTES_OF_SIZE, VCPUS_OF_SIZE } from "../policy/platform-limits.js";
 import { storageQuotaBytes } from "../repositories/storage-quota.js";
@@ -345,6 +346,8 @@ export class HostService {
   async #settle(ref: AttemptRef, result: AttemptResult): Promise<FinishAnswer> {
     const now = this.deps.clock.now();
     const saved = savedLineageOf(result.report);
+    // The host shipped every log line before finishing: its failures' lines are found now, once.
+    const report = await withFailureLogSequences(this.deps.storage, ref, result.report);
     return finishAttempt(this.deps.storage, {
       ...ref,
       now,
@@ -352,7 +355,7 @@ export class HostService {
         outcome: result.outcome,
         exitCode: result.exitCode,
         failure: result.failure,
-        report: JSON.stringify(result.report),
+        report: JSON.stringify(report),
         cargoOutput: result.cargoOutput,
         artifacts: result.artifacts,
         artifactRetentionSeconds: ARTIFACT_RETENTION_SECONDS,

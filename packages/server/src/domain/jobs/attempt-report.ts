@@ -41,6 +41,10 @@ export function mergeAttemptReports(record: JobRecord): EvidenceReport {
     for (const cache of stored?.caches ?? []) report.caches.push(ofAttempt(cache, n));
     for (const injection of stored?.injections ?? []) report.injections.push(ofAttempt(injection, n));
     for (const test of stored?.tests ?? []) report.tests.push(ofAttempt(test, n));
+    for (const failure of stored?.failures ?? []) {
+      report.failures ??= [];
+      report.failures.push(ofAttempt(failure, n));
+    }
     if (stored?.affected_tests !== undefined) {
       report.affected_tests ??= [];
       report.affected_tests.push({ ...stored.affected_tests, attempt: n });

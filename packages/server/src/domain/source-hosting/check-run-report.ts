@@ -1,4 +1,4 @@
-import type { AttemptReport } from "@kiln/contract";
+import type { AttemptReport, FailureReportItem } from "@kiln/contract";
 import type { JobRecord } from "@kiln/storage";
 import { parseAttemptReport } from "../jobs/attempt-report.js";
 import { storedJson } from "../jobs/stored-json.js";
@@ -57,7 +57,12 @@ export function completedCheckRun(
     job.started_at !== null && job.finished_at !== null
       ? Math.max(0, Math.round((Date.parse(job.finished_at) - Date.parse(job.started_at)) / 1000))
       : null;
-  const all = annotationsOf(cargoOutput ?? "", new Set(tests.filter((t) => t.outcome === "failed").map((t) => t.name)));
+  // The host's failures name repository paths and whole messages; a report stored before the
+  // host reported them is read from the raw output as it always was.
+  const all =
+    report?.failures === undefined
+      ? annotationsOf(cargoOutput ?? "", new Set(tests.filter((t) => t.outcome === "failed").map((t) => t.name)))
+      : failureAnnotations(report.failures);
   const annotations = all.slice(0, ANNOTATION_LIMIT);
   const title =
     conclusion === "success"
@@ -88,6 +93,31 @@ export function completedCheckRun(
     ...(job.finished_at === null ? {} : { completed_at: job.finished_at }),
     output: { title, summary, annotations },
   };
+}
+
+/**
+ * Annotations from the attempt's reported failures: each compiler error (as rustc rendered it)
+ * and each failed test's panic (its message) at its location, where that is a file of the
+ * repository (a dependency's or the standard library's file cannot be annotated).
+ */
+export function failureAnnotations(failures: readonly FailureReportItem[]): CheckRunAnnotation[] {
+  return failures.flatMap((f) => {
+    if (f.location === null || !f.location.in_repository) return [];
+    const at = { path: f.location.file, start_line: f.location.line, end_line: f.location.line };
+    if (f.kind === "compiler_error") {
+      const title = `error${f.code === null ? "" : `[${f.code}]`}: ${f.message}`;
+      return [{ ...at, annotation_level: "failure", title, message: (f.rendered ?? title).slice(0, 64 * 1024) }];
+    }
+    const test = escapeTestPath(f.test ?? f.target ?? "a test");
+    return [
+      {
+        ...at,
+        annotation_level: "failure",
+        title: `test ${test} failed`,
+        message: `test ${test} panicked here: ${f.message}`.slice(0, 64 * 1024),
+      },
+    ];
+  });
 }
 
 /** Where the sandbox puts the source: cargo names workspace files under it when it names them absolutely. */
@@ -132,8 +162,10 @@ export function annotationsOf(cargoOutput: string, failedTests: ReadonlySet<stri
   return annotations;
 }
 
-const PANIC = /^thread '(?<test>[^']+)' panicked at (?<file>[^\s:]+):(?<line>\d+):(?<col>\d+):?$/;
-const OLD_PANIC = /^thread '(?<test>[^']+)' panicked at '(?<message>.*)', (?<file>[^\s:]+):(?<line>\d+):(?<col>\d+)$/;
+// Rust 1.89 and later name the thread's id after its name: `thread 'tests::x' (4242) panicked at`.
+const PANIC = /^thread '(?<test>[^']+)'(?: \(\d+\))? panicked at (?<file>[^\s:]+):(?<line>\d+):(?<col>\d+):?$/;
+const OLD_PANIC =
+  /^thread '(?<test>[^']+)'(?: \(\d+\))? panicked at '(?<message>.*)', (?<file>[^\s:]+):(?<line>\d+):(?<col>\d+)$/;
 
 /**
  * Rust test paths contain `::`, which the provider's annotation text would read as its own

@@ -198,9 +198,11 @@ document.addEventListener("click", (event) => {
   if (!link || logLines === null) return;
   const name = link.dataset.test;
   const lines = [...logLines.querySelectorAll(".line")];
-  const line =
-    lines.find((l) => l.textContent.includes("---- " + name + " stdout ----")) ??
-    lines.find((l) => l.textContent.includes("test " + name + " ") && l.textContent.includes("FAILED"));
+  // A panic the host placed: its line, or (on another log page) the link opens that page.
+  const line = link.dataset.line
+    ? (document.getElementById("L" + link.dataset.line) ?? undefined)
+    : (lines.find((l) => l.textContent.includes("---- " + name + " stdout ----")) ??
+      lines.find((l) => l.textContent.includes("test " + name + " ") && l.textContent.includes("FAILED")));
   if (line === undefined) return;
   event.preventDefault();
   for (const old of logLines.querySelectorAll(".line.found")) old.classList.remove("found");

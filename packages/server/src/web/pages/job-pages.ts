@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { JOB_STATUSES, type ResponseDocumentOf, TERMINAL_JOB_STATUSES } from "@kiln/contract";
+import { encodeLogCursor } from "@kiln/storage";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Refusal } from "../../domain/refusal.js";
 import type { AppDeps } from "../http/app-deps.js";
@@ -13,6 +14,7 @@ import {
   renderArtifacts,
   renderCaches,
   renderCrates,
+  renderFailures,
   renderInjections,
   renderPhases,
   renderTests,
@@ -123,6 +125,18 @@ function renderLog(job: Job, log: ResponseDocumentOf<"jobs.logs">, logCursor: st
 <pre class="log" id="log-lines" data-cursor="${escapeHtml(log.next_cursor ?? "")}" data-follow="${follow ? "true" : "false"}">${lines}</pre>${more}`;
 }
 
+/**
+ * The log page the job page shows: `log_cursor` (a page's own link), or the page holding
+ * `log_line` (a failure's or a panic's link names its line's sequence; pages of
+ * LOG_RECORDS_PER_PAGE lines from the start), else the first.
+ */
+function logPageCursor(cursor: unknown, line: unknown): string | undefined {
+  if (typeof cursor === "string" && cursor !== "") return cursor;
+  const sequence = typeof line === "string" && /^\d{1,15}$/.test(line) ? Number(line) : 0;
+  if (sequence <= LOG_RECORDS_PER_PAGE) return undefined;
+  return encodeLogCursor(Math.floor((sequence - 1) / LOG_RECORDS_PER_PAGE) * LOG_RECORDS_PER_PAGE);
+}
+
 /** The first log line on this page that shows a failed test's output (or its FAILED line). */
 function outputLineFinder(log: ResponseDocumentOf<"jobs.logs">): (name: string) => number | undefined {
   return (name) =>
@@ -155,10 +169,10 @@ ${job.retry_of === null || job.retry_of === undefined ? "" : `<dt>Retry of</dt><
   const report = evidence?.report;
   const section = (id: string, title: string, html: string) =>
     `<section id="part-${id}"><h2>${title}</h2>${html}</section>`;
-  return `<div id="job-parts"><p class="mono muted">${escapeHtml(job.id)}</p>${failure}${waiting}${facts}
+  return `<div id="job-parts"><p class="mono muted">${escapeHtml(job.id)}</p>${failure}${renderFailures(job.id, report?.failures ?? [])}${waiting}${facts}
 ${renderActions(job, maySubmit, randomUUID)}
 ${section("phases", "Phases", renderPhases(report?.phases ?? []))}
-${section("tests", "Tests", renderTests(report?.tests ?? [], outputLineFinder(log)))}
+${section("tests", "Tests", renderTests(job.id, report?.tests ?? [], outputLineFinder(log)))}
 ${section("crates", "Crates", renderCrates(report?.crates ?? []))}
 ${section("caches", "Caches", renderCaches(report?.caches ?? []))}
 ${section("injections", "Injected settings", renderInjections(report?.injections ?? []))}
@@ -201,8 +215,8 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
     const ctx = await pages.open(request, reply);
     if (ctx === null) return reply;
     const id = (request.params as { id: string }).id;
-    const raw = (request.query as { log_cursor?: unknown }).log_cursor;
-    const logCursor = typeof raw === "string" && raw !== "" ? raw : undefined;
+    const query = request.query as { log_cursor?: unknown; log_line?: unknown };
+    const logCursor = logPageCursor(query.log_cursor, query.log_line);
     try {
       const job = await performAsPerson(ctx, "jobs.get", { params: { id } });
       let evidence: Evidence | null = null;

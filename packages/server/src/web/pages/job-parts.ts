@@ -6,6 +6,16 @@ type Job = ResponseDocumentOf<"jobs.get">;
 type Evidence = ResponseDocumentOf<"jobs.evidence">;
 type Report = Evidence["report"];
 type TestRow = Report["tests"][number];
+type FailureRow = NonNullable<Report["failures"]>[number];
+
+/** Where a log line is, whatever page of the log it is on: `/jobs/<id>?log_line=<sequence>#L<sequence>`. */
+export function logLineHref(jobId: string, sequence: number): string {
+  return `/jobs/${encodeURIComponent(jobId)}?log_line=${sequence}#L${sequence}`;
+}
+
+function locationText(location: FailureRow["location"] | undefined): string | null {
+  return location == null ? null : `${location.file}:${location.line}:${location.column}`;
+}
 type Artifacts = ResponseDocumentOf<"jobs.artifacts">;
 
 const OUTCOME_ORDER: Record<TestRow["outcome"], number> = { failed: 0, passed: 1, ignored: 2 };
@@ -72,23 +82,66 @@ ${rows.join("\n")}</tbody></table>`;
  * test links to its output in the log: the line `lineOf` finds on the rendered page, else the
  * script searches the log as it then stands.
  */
-export function renderTests(tests: readonly TestRow[], lineOf: (name: string) => number | undefined): string {
+export function renderTests(
+  jobId: string,
+  tests: readonly TestRow[],
+  lineOf: (name: string) => number | undefined,
+): string {
   if (tests.length === 0) return `<p class="muted">No test results.</p>`;
   const sorted = testsFailedFirst(tests);
   const count = (outcome: TestRow["outcome"]) => sorted.filter((t) => t.outcome === outcome).length;
   const rows = sorted.map((t) => {
+    const panic = t.outcome === "failed" ? t.panic : undefined;
     const line = t.outcome === "failed" ? lineOf(t.name) : undefined;
-    const output =
-      t.outcome === "failed"
-        ? ` <a class="test-output" data-test="${escapeHtml(t.name)}" href="#${line === undefined ? "log" : `L${line}`}">output</a>`
-        : "";
-    return `<tr class="test-${t.outcome}" data-outcome="${t.outcome}" data-search="${escapeHtml(`${t.target} ${t.name}`.toLowerCase())}"><td>${statusBadge(t.outcome)}</td><td class="mono">${escapeHtml(t.target)}</td><td class="mono">${escapeHtml(t.name)}${output}</td><td class="num">${t.attempt}</td><td class="num">${formatDuration(t.duration_ms)}</td></tr>`;
+    // A panic the host placed in the log links its line on whichever page it is; otherwise the
+    // output is looked for on this page (and by the page script in the log as it then stands).
+    let output = "";
+    if (panic?.log_sequence !== undefined)
+      output = ` <a class="test-output" data-test="${escapeHtml(t.name)}" data-line="${panic.log_sequence}" href="${logLineHref(jobId, panic.log_sequence)}">output</a>`;
+    else if (t.outcome === "failed")
+      output = ` <a class="test-output" data-test="${escapeHtml(t.name)}" href="#${line === undefined ? "log" : `L${line}`}">output</a>`;
+    const at = locationText(panic?.location);
+    const message =
+      panic === undefined
+        ? ""
+        : `<details class="panic"><summary>panicked${at === null ? "" : ` at <span class="mono">${escapeHtml(at)}</span>`}: ${escapeHtml(panic.message.split("\n")[0] ?? "")}</summary><pre class="panic">${escapeHtml(panic.message)}</pre></details>`;
+    return `<tr class="test-${t.outcome}" data-outcome="${t.outcome}" data-search="${escapeHtml(`${t.target} ${t.name}`.toLowerCase())}"><td>${statusBadge(t.outcome)}</td><td class="mono">${escapeHtml(t.target)}</td><td class="mono">${escapeHtml(t.name)}${output}${message}</td><td class="num">${t.attempt}</td><td class="num">${formatDuration(t.duration_ms)}</td></tr>`;
   });
   return `<p id="tests-summary">${count("failed")} failed · ${count("passed")} passed · ${count("ignored")} ignored</p>
 <div class="filters"><label>Outcome <select id="tests-outcome"><option value="">any</option><option value="failed">failed</option><option value="passed">passed</option><option value="ignored">ignored</option></select></label>
 <label>Search <input id="tests-search" type="search" placeholder="binary or test name"></label> <span class="muted"><span id="tests-shown">${sorted.length}</span> shown</span></div>
 <table id="tests"><thead><tr><th>Outcome</th><th>Binary</th><th>Test</th><th>Attempt</th><th>Duration</th></tr></thead><tbody>
 ${rows.join("\n")}</tbody></table>`;
+}
+
+/**
+ * What failed, first (JobEvidence.report.failures of the last attempt): each compiler error with
+ * its code, message and repository location, rustc's rendering behind a disclosure; each failed
+ * test's panic message and location; each linked to its line in the log, whatever page it is on.
+ */
+export function renderFailures(jobId: string, failures: readonly FailureRow[]): string {
+  const lastAttempt = Math.max(0, ...failures.map((f) => f.attempt));
+  const items = failures
+    .filter((f) => f.attempt === lastAttempt)
+    .map((f) => {
+      const at = locationText(f.location);
+      const where = at === null ? "" : ` at <span class="mono location">${escapeHtml(at)}</span>`;
+      const line =
+        f.log_sequence === undefined
+          ? ""
+          : ` <a class="failure-line" href="${logLineHref(jobId, f.log_sequence)}">log line ${f.log_sequence}</a>`;
+      if (f.kind === "compiler_error") {
+        const rendered =
+          f.rendered === undefined
+            ? ""
+            : `<details><summary>as rustc printed it</summary><pre>${escapeHtml(f.rendered)}</pre></details>`;
+        return `<li class="compiler-error"><strong class="mono">error${f.code === null ? "" : `[${escapeHtml(f.code)}]`}</strong>: ${escapeHtml(f.message)}${where}${line}${rendered}</li>`;
+      }
+      const name = [f.target, f.test].filter((part) => part !== null).join(": ");
+      return `<li class="test-panic"><strong class="mono">${escapeHtml(name)}</strong> ${at === null ? "failed" : "panicked"}${where}${line}<pre>${escapeHtml(f.message)}</pre></li>`;
+    });
+  if (items.length === 0) return "";
+  return `<section id="failures"><h2>What failed</h2><ol>${items.join("\n")}</ol></section>`;
 }
 
 /** Crates: how many were fresh (reused from the lineage) and which were rebuilt. */
