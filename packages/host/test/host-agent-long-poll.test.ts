@@ -45,7 +45,10 @@ function agentOn(protocol: HostProtocol, clock: ManualClock, vcpus = 4) {
     protocol,
     clock,
     reporting: { log: silentLogger, emit: () => {} },
-    isolation: { choice: { isolation: "sandbox", requested: "sandbox", reason: "test" } },
+    isolation: {
+      choice: { isolation: "sandbox", requested: "sandbox", reason: "test" },
+      executor: { isolation: "sandbox" },
+    },
     vcpus,
     memoryBytes: 2 ** 30,
   } as unknown as ConstructorParameters<typeof HostAgent>[0]);
@@ -112,7 +115,10 @@ describe("the host agent's long-poll claim", () => {
       clock,
       // The attempt cannot run here (no work root): it ends at once in an error, freeing its vCPUs.
       reporting: { log: silentLogger, emit: (event: { type: string }) => ended.push(event.type) },
-      isolation: { choice: { isolation: "sandbox", requested: "sandbox", reason: "test" } },
+      isolation: {
+        choice: { isolation: "sandbox", requested: "sandbox", reason: "test" },
+        executor: { isolation: "sandbox" },
+      },
       vcpus: 4,
       memoryBytes: 2 ** 30,
     } as unknown as ConstructorParameters<typeof HostAgent>[0]);
@@ -151,7 +157,10 @@ describe("the host agent's long-poll claim", () => {
       protocol,
       clock,
       reporting: { log: silentLogger, emit: (event: { type: string }) => events.push(event.type) },
-      isolation: { choice: { isolation: "sandbox", requested: "sandbox", reason: "test" } },
+      isolation: {
+        choice: { isolation: "sandbox", requested: "sandbox", reason: "test" },
+        executor: { isolation: "sandbox" },
+      },
       vcpus: 2,
       memoryBytes: 2 ** 30,
     } as unknown as ConstructorParameters<typeof HostAgent>[0]);

@@ -17,7 +17,10 @@ describe("the host agent's claim loop", () => {
       protocol,
       clock,
       reporting: { log: silentLogger, emit: () => {} },
-      isolation: { choice: { isolation: "sandbox", requested: "sandbox", reason: "test" } },
+      isolation: {
+        choice: { isolation: "sandbox", requested: "sandbox", reason: "test" },
+        executor: { isolation: "sandbox" },
+      },
       vcpus: 2,
       memoryBytes: 2 ** 30,
     } as unknown as ConstructorParameters<typeof HostAgent>[0]);
