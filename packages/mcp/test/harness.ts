@@ -23,9 +23,13 @@ import type { startLocalHost as StartLocalHost } from "../../server/src/local-ho
 const here = dirname(fileURLToPath(import.meta.url));
 /** The repository root (this file runs from packages/mcp/dist/test). */
 export const REPO_ROOT = resolve(here, "../../../..");
-/** The built `kiln` bin. */
 /** The `kiln` bin as it ships (packages/cli/bundle.mjs; packages/cli's test harness checks it is fresh). */
 export const KILN_BIN = join(REPO_ROOT, "packages/cli/dist/bundle/main.js");
+/**
+ * The node `kiln mcp` runs on: the tests' own, or KILN_TEST_CLI_NODE, the machine's node in
+ * scripts/run-tests.mjs's second pass of the CLI's tests (the bundle runs on its users' node from 20 up).
+ */
+export const CLI_NODE = process.env.KILN_TEST_CLI_NODE ?? process.execPath;
 /** The MCP Inspector's CLI (0.15). */
 export const INSPECTOR_CLI = join(REPO_ROOT, "node_modules/@modelcontextprotocol/inspector/cli/build/cli.js");
 
@@ -227,7 +231,7 @@ export interface HttpMcpProcess {
 /** Starts `kiln mcp http <address>` and waits for the bound address it prints on stderr. */
 export function startHttpMcp(address: string, env: NodeJS.ProcessEnv): Promise<HttpMcpProcess> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [KILN_BIN, "mcp", "http", address], {
+    const child = spawn(CLI_NODE, [KILN_BIN, "mcp", "http", address], {
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -3,6 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
+  CLI_NODE,
   type HttpMcpProcess,
   INITIALIZE,
   INSPECTOR_CLI,
@@ -168,7 +169,7 @@ describe("`kiln mcp http` (streamable HTTP), against a real kiln server", () => 
       ["192.0.2.10:0", undefined],
       ["0.0.0.0:0", "x".repeat(31)],
     ] as const) {
-      const result = await run(process.execPath, [KILN_BIN, "mcp", "http", address], {
+      const result = await run(CLI_NODE, [KILN_BIN, "mcp", "http", address], {
         env: kilnEnv(kiln, token, { KILN_MCP_HTTP_TOKEN: callerToken }),
         timeoutMs: 20_000,
       });

@@ -7,6 +7,7 @@ import { after, before, describe, it } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import {
+  CLI_NODE,
   INSPECTOR_CLI,
   KILN_BIN,
   type KilnUnderTest,
@@ -40,7 +41,7 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
   it("the SDK's client starts the built bin, lists the credential's tools and calls them", async () => {
     const client = new Client({ name: "kiln-stdio-test", version: "0" });
     const transport = new StdioClientTransport({
-      command: process.execPath,
+      command: CLI_NODE,
       args: [KILN_BIN, "mcp"],
       env: stringEnv(kilnEnv(kiln, token)),
       stderr: "pipe",
@@ -65,7 +66,7 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
     const client = new Client({ name: "kiln-stdio-test", version: "0" });
     await client.connect(
       new StdioClientTransport({
-        command: process.execPath,
+        command: CLI_NODE,
         args: [KILN_BIN, "mcp"],
         env: stringEnv(kilnEnv(kiln, "", { KILN_TOKEN: undefined, KILN_CREDENTIAL_FILE: file })),
         stderr: "pipe",
@@ -79,7 +80,7 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
   });
 
   it("writes nothing but JSON-RPC on stdout; diagnostics go to stderr and never name the credential", async () => {
-    const child = spawn(process.execPath, [KILN_BIN, "mcp"], {
+    const child = spawn(CLI_NODE, [KILN_BIN, "mcp"], {
       env: kilnEnv(kiln, token),
       stdio: ["pipe", "pipe", "pipe"],
     });
@@ -137,7 +138,7 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
     const env = kilnEnv(kiln, token);
     const listed = await run(
       process.execPath,
-      [INSPECTOR_CLI, "--cli", process.execPath, KILN_BIN, "mcp", "--method", "tools/list"],
+      [INSPECTOR_CLI, "--cli", CLI_NODE, KILN_BIN, "mcp", "--method", "tools/list"],
       { env },
     );
     assert.equal(listed.code, 0, listed.stderr);
@@ -149,7 +150,7 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
       [
         INSPECTOR_CLI,
         "--cli",
-        process.execPath,
+        CLI_NODE,
         KILN_BIN,
         "mcp",
         "--method",
@@ -174,7 +175,7 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
       [
         INSPECTOR_CLI,
         "--cli",
-        process.execPath,
+        CLI_NODE,
         KILN_BIN,
         "mcp",
         "--method",
@@ -199,14 +200,14 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
   });
 
   it("refuses to start without a credential, or with one the API refuses", async () => {
-    const none = await run(process.execPath, [KILN_BIN, "mcp"], {
+    const none = await run(CLI_NODE, [KILN_BIN, "mcp"], {
       env: kilnEnv(kiln, "", { KILN_TOKEN: undefined, KILN_CREDENTIAL_FILE: undefined }),
     });
     assert.notEqual(none.code, 0);
     assert.equal(none.stdout, "");
     assert.match(none.stderr, /KILN_TOKEN/);
     const bogus = "kiln_agent_0000000000000000000000000000000000000000";
-    const refused = await run(process.execPath, [KILN_BIN, "mcp"], { env: kilnEnv(kiln, bogus) });
+    const refused = await run(CLI_NODE, [KILN_BIN, "mcp"], { env: kilnEnv(kiln, bogus) });
     assert.notEqual(refused.code, 0);
     assert.equal(refused.stdout, "");
     assert.match(refused.stderr, /refused/);
