@@ -21,7 +21,13 @@ import {
 } from "node:fs";
 import { delimiter, dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
-import { OWN_NODE_MINIMUM_MAJOR, RUNTIME_VERSION, runtimeDirectory, runtimeRecordFile } from "./project-runtime.mjs";
+import {
+  isAtLeast,
+  OWN_NODE_MINIMUM,
+  RUNTIME_VERSION,
+  runtimeDirectory,
+  runtimeRecordFile,
+} from "./project-runtime.mjs";
 
 const PACKAGES = ["contract", "storage", "host", "server", "client", "mcp", "cli"];
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -200,11 +206,11 @@ function installRuntime(installed) {
 }
 
 /**
- * The node that runs the services and the tests: the machine's own from OWN_NODE_MINIMUM_MAJOR up,
- * else Node.js RUNTIME_VERSION installed into the project.
+ * The node that runs the services and the tests: the machine's own from OWN_NODE_MINIMUM up, else
+ * Node.js RUNTIME_VERSION installed into the project.
  */
 function ensureRuntime(machine, previous) {
-  if (Number(machine.version.slice(1).split(".")[0]) >= OWN_NODE_MINIMUM_MAJOR) return machine;
+  if (isAtLeast(machine.version, OWN_NODE_MINIMUM)) return machine;
   const installed = join(runtimeDirectory(root), `node-${process.platform}-${process.arch}-${RUNTIME_VERSION}`);
   const node = join(installed, "bin", "node");
   if (!existsSync(node)) installRuntime(installed);

@@ -3,8 +3,8 @@
 // dependencies: scripts/ensure-setup.mjs imports it before anything is installed.
 //
 // The services need Node.js 22 or later (libraries such as better-sqlite3 13 do; Node.js 20 gets
-// no security fixes). A machine whose node is 22 or later runs them on its own node. On an older
-// one, ensure-setup installs Node.js RUNTIME_VERSION into the project from the npm registry: the
+// no security fixes). A machine whose node is OWN_NODE_MINIMUM or later runs them on its own node.
+// On an older one, ensure-setup installs Node.js RUNTIME_VERSION into the project from the npm registry: the
 // platform package `node-<platform>-<arch>` (what the `node` package installs), which ships
 // `bin/node` and its headers under `include/node`, so native addons build against it. It lives in
 // node_modules/.kiln-runtime/ and node_modules/.bin/node links to it, so `npm start`, `npm test`,
@@ -14,8 +14,20 @@ import { join } from "node:path";
 
 /** Node.js 24 LTS ('Krypton'); a new patch release is taken by changing this line. */
 export const RUNTIME_VERSION = "24.22.3";
-/** A machine's own node from this major up runs the services itself. */
-export const OWN_NODE_MINIMUM_MAJOR = 22;
+/**
+ * A machine's own node from this version up runs the services and tests itself: better-sqlite3 13
+ * loads through Node-API 10, which Node.js has from 22.14 (no 20.x has it: there it crashes), and
+ * the MCP Inspector the tests drive needs 22.19.
+ */
+export const OWN_NODE_MINIMUM = "22.19.0";
+
+/** Whether `version` (`v22.20.0` or `22.20.0`) is `minimum` or later. */
+export function isAtLeast(version, minimum) {
+  const parts = (v) => v.replace(/^v/, "").split(".").map(Number);
+  const [a, b] = [parts(version), parts(minimum)];
+  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] > b[i];
+  return true;
+}
 
 /** Where the installed runtimes and the record of the chosen one live. */
 export const runtimeDirectory = (root) => join(root, "node_modules", ".kiln-runtime");

@@ -6,7 +6,7 @@ import {
   CLI_NODE,
   type HttpMcpProcess,
   INITIALIZE,
-  INSPECTOR_CLI,
+  INSPECTOR_TOOL_ERROR,
   KILN_BIN,
   type KilnUnderTest,
   kilnEnv,
@@ -14,6 +14,7 @@ import {
   rawRequest,
   resultJson,
   run,
+  runInspector,
   specMcpTable,
   startHttpMcp,
   startKiln,
@@ -99,46 +100,23 @@ describe("`kiln mcp http` (streamable HTTP), against a real kiln server", () => 
   });
 
   it("the MCP Inspector CLI lists and calls tools over streamable HTTP", async () => {
-    const listed = await run(process.execPath, [
-      INSPECTOR_CLI,
-      "--cli",
-      open.url,
-      "--transport",
-      "http",
-      "--method",
-      "tools/list",
-    ]);
+    const listed = await runInspector([open.url], ["--transport", "http", "--method", "tools/list"]);
     assert.equal(listed.code, 0, listed.stderr);
     const tools = (JSON.parse(listed.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name).sort();
     assert.deepEqual(tools, readTools());
-    const called = await run(process.execPath, [
-      INSPECTOR_CLI,
-      "--cli",
-      open.url,
-      "--transport",
-      "http",
-      "--method",
-      "tools/call",
-      "--tool-name",
-      "identity_current",
-    ]);
+    const called = await runInspector(
+      [open.url],
+      ["--transport", "http", "--method", "tools/call", "--tool-name", "identity_current"],
+    );
     assert.equal(called.code, 0, called.stderr);
     const identity = JSON.parse(called.stdout) as { structuredContent: { principal: string; scopes: string[] } };
     assert.deepEqual(identity.structuredContent.scopes, ["read"]);
-    const refused = await run(process.execPath, [
-      INSPECTOR_CLI,
-      "--cli",
-      open.url,
-      "--transport",
-      "http",
-      "--method",
-      "tools/call",
-      "--tool-name",
-      "jobs_evidence",
-      "--tool-arg",
-      "id=missing",
-    ]);
-    assert.equal(refused.code, 0, refused.stderr);
+    const refused = await runInspector(
+      [open.url],
+      ["--transport", "http", "--method", "tools/call", "--tool-name", "jobs_evidence", "--tool-arg", "id=missing"],
+    );
+    assert.equal(refused.code, INSPECTOR_TOOL_ERROR, refused.stderr);
+    assert.equal(JSON.parse(refused.stderr.trim().split("\n").at(-1) ?? "").error.code, "tool_is_error");
     const refusal = JSON.parse(refused.stdout) as { isError: boolean; structuredContent: { code: string } };
     assert.equal(refusal.isError, true);
     assert.equal(refusal.structuredContent.code, "not_found");

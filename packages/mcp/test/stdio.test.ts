@@ -8,12 +8,13 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import {
   CLI_NODE,
-  INSPECTOR_CLI,
+  INSPECTOR_TOOL_ERROR,
   KILN_BIN,
   type KilnUnderTest,
   kilnEnv,
   resultJson,
   run,
+  runInspector,
   specMcpTable,
   startKiln,
   toolNames,
@@ -135,32 +136,20 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
   });
 
   it("the MCP Inspector CLI lists and calls tools over stdio", async () => {
-    const env = kilnEnv(kiln, token);
-    const listed = await run(
-      process.execPath,
-      [INSPECTOR_CLI, "--cli", CLI_NODE, KILN_BIN, "mcp", "--method", "tools/list"],
-      { env },
-    );
+    // The credential reaches the server as a file's path, never as an argument.
+    const credentialFile = join(mkdtempSync(join(tmpdir(), "kiln-cred-")), "credential");
+    writeFileSync(credentialFile, token, { mode: 0o600 });
+    const server = [CLI_NODE, KILN_BIN, "mcp"];
+    const serverEnv = { KILN_ENDPOINT: kiln.endpoint, KILN_CREDENTIAL_FILE: credentialFile };
+    const listed = await runInspector(server, ["--method", "tools/list"], serverEnv);
     assert.equal(listed.code, 0, listed.stderr);
     const tools = (JSON.parse(listed.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name).sort();
     assert.deepEqual(tools, expected());
 
-    const called = await run(
-      process.execPath,
-      [
-        INSPECTOR_CLI,
-        "--cli",
-        CLI_NODE,
-        KILN_BIN,
-        "mcp",
-        "--method",
-        "tools/call",
-        "--tool-name",
-        "jobs_list",
-        "--tool-arg",
-        "limit=3",
-      ],
-      { env },
+    const called = await runInspector(
+      server,
+      ["--method", "tools/call", "--tool-name", "jobs_list", "--tool-arg", "limit=3"],
+      serverEnv,
     );
     assert.equal(called.code, 0, called.stderr);
     const page = JSON.parse(called.stdout) as {
@@ -170,24 +159,13 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
     assert.equal(page.isError, undefined);
     assert.deepEqual(page.structuredContent.jobs, []);
 
-    const refused = await run(
-      process.execPath,
-      [
-        INSPECTOR_CLI,
-        "--cli",
-        CLI_NODE,
-        KILN_BIN,
-        "mcp",
-        "--method",
-        "tools/call",
-        "--tool-name",
-        "jobs_get",
-        "--tool-arg",
-        "id=missing",
-      ],
-      { env },
+    const refused = await runInspector(
+      server,
+      ["--method", "tools/call", "--tool-name", "jobs_get", "--tool-arg", "id=missing"],
+      serverEnv,
     );
-    assert.equal(refused.code, 0, refused.stderr);
+    assert.equal(refused.code, INSPECTOR_TOOL_ERROR, refused.stderr);
+    assert.equal(JSON.parse(refused.stderr.trim().split("\n").at(-1) ?? "").error.code, "tool_is_error");
     const refusal = JSON.parse(refused.stdout) as {
       isError: boolean;
       structuredContent: { code: string; status: number };
