@@ -74,7 +74,8 @@ const cluster = await startThrowawayCluster();
 let status = 1;
 try {
   const files = testFiles();
-  const testEnv = { ...env, KILN_TEST_POSTGRES_URL: cluster.url };
+  // KILN_TEST_MACHINE_NODE: the machine's own node, for the tests of what kiln does on one too old for it.
+  const testEnv = { ...env, KILN_TEST_POSTGRES_URL: cluster.url, KILN_TEST_MACHINE_NODE: runtime.machine.node };
   const runTests = (testFilesToRun, extraEnv = {}) =>
     // A test that never settles (a wait on a condition that cannot come) fails by name after
     // TEST_TIMEOUT_MS instead of holding the whole run until CI's own limit; no verdict rests on it,
