@@ -171,9 +171,10 @@ function installRuntime(installed) {
   const platformPackage = `node-${process.platform}-${process.arch}`;
   process.stderr.write(`setup: installing Node.js ${RUNTIME_VERSION} (${platformPackage}) from the npm registry\n`);
   mkdirSync(directory, { recursive: true });
-  // Interrupted installs and the runtimes an earlier RUNTIME_VERSION left (about 190 MB each).
+  // Interrupted installs, the runtimes an earlier RUNTIME_VERSION left (about 190 MB each), and
+  // this one's directory if something has since removed its executable.
   for (const entry of readdirSync(directory)) {
-    if (entry.startsWith(".partial-") || (entry.startsWith("node-") && join(directory, entry) !== installed)) {
+    if (entry.startsWith(".partial-") || entry.startsWith("node-")) {
       rmSync(join(directory, entry), { recursive: true, force: true });
     }
   }
