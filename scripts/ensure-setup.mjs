@@ -222,7 +222,7 @@ function ensureRuntime(machine, previous) {
  * The environment npm installs and rebuilds in: the runtime first on PATH (npm and node-gyp run
  * on it), native addons compiled against its own headers (`nodedir`: the directory holding
  * `include/node`, as the npm package and Debian's /usr both lay them out), and from source, so
- * nothing is fetched from anywhere but the npm registry (prebuild-install would try GitHub).
+ * that no addon's install fetches a prebuilt binary from anywhere but the npm registry.
  */
 function addonBuildEnv(runtime) {
   const prefix = dirname(dirname(runtime.node));
@@ -235,8 +235,10 @@ function addonBuildEnv(runtime) {
 }
 
 /**
- * node_modules as the manifests and lockfile say, its native addons (better-sqlite3) built for
- * the runtime. The stamp records both, so a changed runtime rebuilds them even when no manifest changed.
+ * node_modules as the manifests and lockfile say, its native addons built for the runtime
+ * (better-sqlite3 13 ships Node-API binaries for the common platforms in its npm package; its
+ * node-gyp step compiles only where it holds none). The stamp records both, so a changed runtime
+ * rebuilds them even when no manifest changed.
  */
 function ensureNpmPackages(runtime) {
   const stampFile = join(root, "node_modules", ".kiln-install-stamp.json");
