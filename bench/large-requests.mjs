@@ -2,7 +2,7 @@
 // Large requests and the event loop: how long one tenant-sized request holds the server's one
 // event loop, and what a small request of another tenant waits beside it (issue 22 H2, T15).
 //
-//   npm run build && node bench/large-requests.mjs [--runs 3] [--kind inline|manifest|both] [--workers N]
+//   npm run build && node bench/large-requests.mjs [--runs 3] [--kind inline|manifest|both|cargo-toml] [--workers N]
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof bench/large-requests.mjs --runs 1   (a profile)
 //
 // One real app in this process on loopback (SQLite, no host), and for each kind of large
@@ -15,6 +15,11 @@
 //   what any other request waits at worst), and the sum of stalls over 20 ms;
 // - a quiet tenant's jobs.get sent every 10 ms alongside: its p50 and worst latency.
 //
+// `--kind cargo-toml` (issue 33; not in `both`): jobs.submit of a streamed archive whose Cargo.toml
+// is 50 MB. Before each run the noisy client uploads the archive (reserve, parts, complete:
+// outside the measurement); the run is the submission alone, whose admission reads the manifest,
+// and the quiet tenant is watched for 3 s from its start (or until it is answered, if later).
+//
 // Ratios are against the same quiet jobs.get with no large request, measured in the same run.
 // --workers is the app's body workers (default: the server's default; 0 reads every body on the
 // event loop, as before issue 22 H2's fix).
@@ -24,32 +29,12 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { requireBuilt, root } from "./support/built-packages.mjs";
+import { lineReader } from "./support/line-reader.mjs";
 import { option } from "./support/options.mjs";
 import { log } from "./support/output.mjs";
 
 const dist = (pkg, path) => join(root, "packages", pkg, "dist", path);
 requireBuilt(dist("server", "test/harness.js"));
-
-/** Lines of a stream, one at a time. */
-function lineReader(stream) {
-  stream.setEncoding("utf8");
-  const lines = [];
-  const waiting = [];
-  let buffered = "";
-  stream.on("data", (chunk) => {
-    buffered += chunk;
-    let newline = buffered.indexOf("\n");
-    while (newline >= 0) {
-      const line = buffered.slice(0, newline);
-      buffered = buffered.slice(newline + 1);
-      newline = buffered.indexOf("\n");
-      const take = waiting.shift();
-      if (take === undefined) lines.push(line);
-      else take(line);
-    }
-  });
-  return () => (lines.length > 0 ? Promise.resolve(lines.shift()) : new Promise((resolve) => waiting.push(resolve)));
-}
 
 const CLIENT = "KILN_BENCH_LARGE_CLIENT";
 if (process.env[CLIENT] !== undefined) {
@@ -57,7 +42,7 @@ if (process.env[CLIENT] !== undefined) {
   // `quiet <job> <token>` sends jobs.get every 10 ms (open loop) until `stop`, then prints the
   // latencies. Bodies are built once, before `ready`.
   const { inlineSubmission } = await import(dist("server", "test/job-fixtures.js"));
-  const { archiveOf } = await import(dist("server", "test/source-archives.js"));
+  const { archiveOf, archiveSubmission } = await import(dist("server", "test/source-archives.js"));
   const { base, token, repository } = JSON.parse(process.env[CLIENT]);
   const inline = (() => {
     const body = inlineSubmission(repository);
@@ -73,9 +58,59 @@ if (process.env[CLIENT] !== undefined) {
     ).reservation,
   );
   let keys = 0;
+  /** A request of the noisy tenant; its status and text. A source upload's requests carry its id as their key. */
+  const call = async (path, body, contentType = "application/json", key = `bench-${process.pid}-${++keys}`) => {
+    const res = await fetch(`${base}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": contentType, "idempotency-key": key },
+      body,
+    });
+    return { status: res.status, text: await res.text() };
+  };
+  /** The streamed archive whose Cargo.toml is 50 MB (a manifest, then comment lines), built on first use. */
+  let cargoTomlArchive;
   const next = lineReader(process.stdin);
   process.stdout.write(`ready ${inline.length} ${manifest.length}\n`);
   for (let command = await next(); command !== "exit"; command = await next()) {
+    if (command.startsWith("upload-cargo-toml ")) {
+      const upload = command.split(" ")[1];
+      cargoTomlArchive ??= archiveOf(
+        [
+          {
+            path: "Cargo.toml",
+            content: Buffer.concat([
+              Buffer.from('[package]\nname = "demo"\nversion = "0.1.0"\n'),
+              Buffer.alloc(50 * 1024 * 1024, "# a comment line no real manifest holds fifty megabytes of\n"),
+            ]),
+          },
+          { path: "src/lib.rs", content: "pub fn f() {}\n" },
+        ],
+        [],
+        { repository },
+      );
+      const q = `repository=${encodeURIComponent(repository)}`;
+      const steps = [
+        await call("/api/sources", JSON.stringify(cargoTomlArchive.reservation), "application/json", upload),
+      ];
+      for (const [i, part] of cargoTomlArchive.parts.entries()) {
+        steps.push(await call(`/api/sources/${upload}/chunks/${i + 1}?${q}`, part, "application/octet-stream", upload));
+      }
+      steps.push(await call(`/api/sources/${upload}/complete?${q}`, undefined, "application/json", upload));
+      const failed = steps.find((step) => step.status >= 300);
+      process.stdout.write(
+        `${JSON.stringify({ failed: failed?.text ?? null, manifestSha256: cargoTomlArchive.manifestSha256 })}\n`,
+      );
+      continue;
+    }
+    if (command.startsWith("submit-cargo-toml ")) {
+      const [, upload, manifestSha256] = command.split(" ");
+      const began = performance.now();
+      const res = await call("/api/v4/jobs", JSON.stringify(archiveSubmission(upload, manifestSha256, {}, repository)));
+      process.stdout.write(
+        `${JSON.stringify({ kind: "cargo-toml", status: res.status, ms: performance.now() - began, answer: res.text.slice(0, 200) })}\n`,
+      );
+      continue;
+    }
     if (command.startsWith("quiet ")) {
       const [, job, quietToken] = command.split(" ");
       const latencies = [];
@@ -207,13 +242,31 @@ log(
   `quiet alone (2 s): longest stall ${fmt(baseline.worstStall)}; jobs.get p50 ${baseline.quietP50.toFixed(1)} ms, worst ${fmt(baseline.quietWorst)} (${baseline.quietCount})`,
 );
 const kinds = KIND === "both" ? ["inline", "manifest"] : [KIND];
+const NAMES = {
+  inline: "jobs.submit 15 MB inline",
+  manifest: "sources.reserve 40,000 files",
+  "cargo-toml": "jobs.submit, a 50 MB Cargo.toml",
+};
 for (let run = 1; run <= RUNS; run++) {
   for (const kind of kinds) {
-    const seen = await watched(() => send(kind));
+    let request = kind;
+    if (kind === "cargo-toml") {
+      const upload = `cargo-toml-${run}`;
+      const uploaded = await send(`upload-cargo-toml ${upload}`);
+      if (uploaded.failed !== null) throw new Error(`uploading the archive: ${uploaded.failed}`);
+      request = `submit-cargo-toml ${upload} ${uploaded.manifestSha256}`;
+    }
+    // A refused submission answers in milliseconds: the quiet tenant is watched for 3 s from its
+    // start at least, so that its figures are of as many requests as the baseline's.
+    const seen = await watched(async () =>
+      kind === "cargo-toml"
+        ? (await Promise.all([send(request), new Promise((resolve) => setTimeout(resolve, 3000))]))[0]
+        : send(request),
+    );
     const { result } = seen;
     if (result.status !== 200) log(`  ${kind} answered ${result.status}: ${result.answer}`);
     log(
-      `${kind === "inline" ? "jobs.submit 15 MB inline" : "sources.reserve 40,000 files"} (run ${run}): ${fmt(result.ms)}; ` +
+      `${NAMES[kind]} (run ${run}): ${fmt(result.ms)}; ` +
         `longest loop stall ${fmt(seen.worstStall)} (stalls over 20 ms: ${fmt(seen.stalled)}); ` +
         `quiet jobs.get p50 ${seen.quietP50.toFixed(1)} ms (× ${(seen.quietP50 / baseline.quietP50).toFixed(1)}), ` +
         `worst ${fmt(seen.quietWorst)} (× ${(seen.quietWorst / baseline.quietWorst).toFixed(1)})`,

@@ -23,9 +23,9 @@ import { option } from "./support/options.mjs";
 import { percentile } from "./support/statistics.mjs";
 
 const { silentLogger, systemClock } = await import("@kiln/contract");
-const { masterKey, operatorCredential } = await import(dist("src/auth/operator-credential.js"));
-const { CanaryRunner } = await import(dist("src/platform/canaries/canary-runner.js"));
-const { canarySettings } = await import(dist("src/platform/canaries/canary-settings.js"));
+const { masterKey, operatorCredential } = await import(dist("src/web/auth/operator-credential.js"));
+const { CanaryRunner } = await import(dist("src/domain/platform/canaries/canary-runner.js"));
+const { canarySettings } = await import(dist("src/domain/platform/canaries/canary-settings.js"));
 
 const JOBS = Number(option("jobs", "20"));
 const READS = Number(option("reads", "1000"));

@@ -30,7 +30,7 @@ requireBuilt(dist("src/main.js"), dist("test/job-fixtures.js"));
 const { openStorage } = await import("@kiln/storage");
 const { fetchCaCertificate, HostTlsIdentity, httpHostProtocol, newKeyAndSigningRequest, requestEnrollment } =
   await import("@kiln/host");
-const { mintHostEnrollmentToken } = await import(dist("src/hosts/host-identities.js"));
+const { mintHostEnrollmentToken } = await import(dist("src/domain/hosts/host-identities.js"));
 const { acceptJob } = await import(dist("test/job-fixtures.js"));
 const { personWithToken } = await import(dist("test/harness.js"));
 

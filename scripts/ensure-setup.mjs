@@ -52,7 +52,7 @@ const DEBIAN = {
     // The dependency gateway's tests serve these from a sparse registry built from their sources.
     { pkg: "librust-itoa-dev", proof: "/usr/share/cargo/registry/itoa-1.0.1/Cargo.toml" },
     { pkg: "librust-serde-json-dev", proof: "/usr/share/cargo/registry/serde_json-1.0.87/Cargo.toml" },
-    // Real crates the gateway must provide (packages/cli/test/dependency-gateway-crates.test.ts):
+    // Real crates the gateway must provide (packages/cli/test/dependency-gateway-crates.sandbox.test.ts):
     // tera (96 locked packages) with its dev-dependencies pretty_assertions and tempfile;
     // serde_yaml (patched yaml-rust) with anyhow and indoc; pest_derive, pest_generator and
     // pest_meta as a workspace.
@@ -63,7 +63,7 @@ const DEBIAN = {
     { pkg: "librust-anyhow-dev", proof: "/usr/share/cargo/registry/anyhow-1.0.69/Cargo.toml" },
     { pkg: "librust-indoc-dev", proof: "/usr/share/cargo/registry/indoc-1.0.4/Cargo.toml" },
     { pkg: "librust-pest-derive-dev", proof: "/usr/share/cargo/registry/pest_derive-2.5.2/Cargo.toml" },
-    // The dashboard's browser test (packages/server/test/dashboard-browser.test.ts) drives it with playwright-core.
+    // The dashboard's browser test (packages/server/test/dashboard-browser.browser.test.ts) drives it with playwright-core.
     { pkg: "chromium", proof: "/usr/bin/chromium" },
   ],
   // `npm run bench`: the test set plus regex (issue 6's larger real crate) and its dev-dependencies.

@@ -1,32 +1,51 @@
 #!/usr/bin/env node
 // `npm test`: lint and format check, the fast reliability trials (scripts/run-reliability.mjs
 // --gate), the `kiln` CLI's tests with the bundle on the machine's own node when that is not the
-// runtime (CLI_TESTS_ON_THE_RUNTIME_ONLY below), then every package's tests under node's test
-// runner against real SQLite and a throwaway PostgreSQL 15 cluster started here and stopped
-// afterwards, all on the project's Node.js runtime (scripts/project-runtime.mjs): the tests and
-// every kiln-server and kiln-host they start. The runner's closing summary is what CI reads.
-import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+// runtime (alsoOnMachineNode below), then every package's tests under node's test runner against
+// real SQLite and a throwaway PostgreSQL 15 cluster started here and stopped afterwards, all on the
+// project's Node.js runtime (scripts/project-runtime.mjs): the tests and every kiln-server and
+// kiln-host they start. The runner's closing summary is what CI reads.
+//
+//   node scripts/run-tests.mjs                  # the full gate (`npm test`)
+//   node scripts/run-tests.mjs --fast           # the inner gate (`npm run test:fast`): lint and
+//                                               # every unmarked file (scripts/test-timings.mjs)
+//   node scripts/run-tests.mjs jobs- storage/   # the files whose path contains a substring
+//
+// Every file's wall time goes to .kiln-test/test-timings.json; the next run starts the slowest
+// files first, and each run names its ten slowest just before the summary.
+import { spawn, spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, sep } from "node:path";
+import { Transform } from "node:stream";
+import { finished } from "node:stream/promises";
+import { run } from "node:test";
+import { spec } from "node:test/reporters";
 import { fileURLToPath } from "node:url";
 import { startThrowawayCluster } from "./postgres-cluster.mjs";
 import { projectRuntime } from "./project-runtime.mjs";
+import { markOf, readTimings, recordTimings, slowestFirst, slowestLines, sourceOf } from "./test-timings.mjs";
 
 /** Thirty minutes: a bound on one test that hangs, never a measure of speed. */
 const TEST_TIMEOUT_MS = 30 * 60 * 1000;
+/** As many test files at once as the machine has cores (2 where the gate runs). */
+const CONCURRENCY = 2;
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const only = process.argv.slice(2);
+const args = process.argv.slice(2);
+const fast = args.includes("--fast");
+const only = args.filter((arg) => !arg.startsWith("--"));
+const timingsFile = join(root, ".kiln-test", "test-timings.json");
 const runtime = projectRuntime(root);
 
-const lint = spawnSync(join(root, "node_modules", ".bin", "biome"), ["check", "."], { cwd: root, stdio: "inherit" });
-if (lint.status !== 0) {
-  process.stderr.write("npm test: lint/format check failed (run `npm run format` and `npx biome check .`)\n");
-  process.exit(1);
+// The test runner starts each file on the node that runs this script: started on another (the
+// machine's own, `node scripts/run-tests.mjs`), this script runs itself again on the runtime.
+if (realpathSync(process.execPath) !== realpathSync(runtime.node)) {
+  const again = spawnSync(runtime.node, [fileURLToPath(import.meta.url), ...args], { stdio: "inherit" });
+  process.exit(again.status ?? 1);
 }
 
-function testFiles() {
+function allTestFiles() {
   const files = [];
   for (const pkg of readdirSync(join(root, "packages"))) {
     const dir = join(root, "packages", pkg, "dist", "test");
@@ -36,87 +55,150 @@ function testFiles() {
       process.exit(1);
     }
     if (!existsSync(dir)) continue;
-    for (const f of readdirSync(dir)) if (f.endsWith(".test.js")) files.push(join(dir, f));
+    for (const f of readdirSync(dir)) {
+      // A build left behind by a test file since renamed or removed is not a test any more.
+      const source = join(root, "packages", pkg, "test", f.replace(/\.js$/, ".ts"));
+      if (f.endsWith(".test.js") && existsSync(source)) files.push(join(dir, f));
+    }
   }
-  return only.length === 0 ? files : files.filter((f) => only.some((o) => f.includes(o)));
+  return files;
 }
 
-/**
- * The `kiln` CLI runs on its users' node from 20 up, so its tests run twice: in the main run on the
- * runtime, and with the bundle on the machine's node (the servers they start stay on the runtime).
- * Those are packages/cli's tests and packages/mcp's that start `kiln mcp`, but for the ones whose
- * time is real cargo builds of registry crates through the dependency gateway and of edits on a
- * warm lineage (more than ten minutes on two cores): what the CLI does in them (capture, upload,
- * log stream, exit code) is what cargo.test.js and unchanged-reruns.test.js have it do on that node.
- */
-const CLI_TESTS_ON_THE_RUNTIME_ONLY = [
-  "dependency-gateway-crates.test.js",
-  "dependency-gateway.test.js",
-  "dependency-gateway-private.test.js",
-  "inner-loop-edits.test.js",
-];
-const MCP_TESTS_OF_THE_BUNDLE = ["stdio.test.js", "http.test.js", "submit-and-wait.test.js"];
-function alsoOnMachineNode(file) {
-  const [, pkg, , , name] = relative(root, file).split(sep);
-  if (pkg === "cli") return !CLI_TESTS_ON_THE_RUNTIME_ONLY.includes(name);
-  return pkg === "mcp" && MCP_TESTS_OF_THE_BUNDLE.includes(name);
+const everyFile = allTestFiles();
+const nameOf = (file) => sourceOf(root, file);
+const previousTimings = readTimings(timingsFile);
+const files = slowestFirst(
+  everyFile
+    .filter((f) => !fast || markOf(f) === "in-process")
+    .filter((f) => only.length === 0 || only.some((o) => f.includes(o))),
+  previousTimings,
+  nameOf,
+);
+if (files.length === 0) {
+  process.stderr.write(`npm test: no test file matches ${only.join(", ")}${fast ? " among the unmarked ones" : ""}\n`);
+  process.exit(1);
 }
 
 // The tests' temporary directories (blob stores, data dirs, keys: thousands a run) go in one
 // directory of the run's own, given as TMPDIR and removed at the end, so a test that does not
 // remove its own leaves nothing behind on the machine. Sticky and open to all, as /tmp is: the
 // PostgreSQL clusters and sandboxes the tests start run as other users.
+/**
+ * The `kiln` CLI runs on its users' node from 20 up, so its tests run twice: in the main run on the
+ * runtime, and with the bundle on the machine's node (the servers they start stay on the runtime).
+ * Those are packages/cli's tests and packages/mcp's that start `kiln mcp`, but for the ones whose
+ * time is real cargo builds of registry crates through the dependency gateway and of edits on a
+ * warm lineage (more than ten minutes on two cores): what the CLI does in them (capture, upload,
+ * log stream, exit code) is what cargo and unchanged-reruns have it do on that node.
+ */
+const CLI_TESTS_ON_THE_RUNTIME_ONLY = [
+  "dependency-gateway-crates.sandbox.test.js",
+  "dependency-gateway.sandbox.test.js",
+  "dependency-gateway-private.sandbox.test.js",
+  "inner-loop-edits.sandbox.test.js",
+  "dashboard-browser-e2e.browser.test.js",
+];
+const MCP_TESTS_OF_THE_BUNDLE = ["stdio.process.test.js", "http.process.test.js", "submit-and-wait.process.test.js"];
+function alsoOnMachineNode(file) {
+  const [, pkg, , , name] = relative(root, file).split(sep);
+  if (pkg === "cli") return !CLI_TESTS_ON_THE_RUNTIME_ONLY.includes(name);
+  return pkg === "mcp" && MCP_TESTS_OF_THE_BUNDLE.includes(name);
+}
+
 const runTmp = mkdtempSync(join(tmpdir(), "kiln-test-run-"));
 chmodSync(runTmp, 0o1777);
-const env = { ...process.env, TMPDIR: runTmp };
 
+// Lint while the cluster starts: both take seconds, and neither needs the other.
+const lint = spawn(join(root, "node_modules", ".bin", "biome"), ["check", "."], { cwd: root, stdio: "inherit" });
+const linted = new Promise((resolve) => lint.on("close", (code) => resolve(code === 0)));
 const cluster = await startThrowawayCluster();
-let status = 1;
+if (!(await linted)) {
+  await cluster.stop();
+  rmSync(runTmp, { recursive: true, force: true });
+  process.stderr.write("npm test: lint/format check failed (run `npm run format` and `npx biome check .`)\n");
+  process.exit(1);
+}
+let failed = true;
 try {
-  const files = testFiles();
-  // KILN_TEST_MACHINE_NODE: the machine's own node, for the tests of what kiln does on one too old for it.
-  const testEnv = { ...env, KILN_TEST_POSTGRES_URL: cluster.url, KILN_TEST_MACHINE_NODE: runtime.machine.node };
-  const runTests = (testFilesToRun, extraEnv = {}) =>
-    // A test that never settles (a wait on a condition that cannot come) fails by name after
-    // TEST_TIMEOUT_MS instead of holding the whole run until CI's own limit; no verdict rests on it,
-    // the slowest test (real builds on a loaded machine) takes a fraction of it.
-    spawnSync(
-      runtime.node,
-      ["--test", "--test-concurrency=2", `--test-timeout=${TEST_TIMEOUT_MS}`, ...testFilesToRun],
-      {
-        cwd: root,
-        stdio: "inherit",
-        env: { ...testEnv, ...extraEnv },
-      },
-    ).status;
-  const failed = [];
-  // The fast reliability trials (docs/reliability.md: seconds each, no timing in any verdict) and
-  // the CLI's second pass first, so the main run's summary stays the closing one.
-  if (only.length === 0) {
-    const trials = spawnSync(runtime.node, [join(root, "scripts", "run-reliability.mjs"), "--gate"], {
-      cwd: root,
-      stdio: "inherit",
-      env: testEnv,
-    });
-    if (trials.status !== 0) failed.push("the reliability trials");
-  }
+  // The test files' processes inherit this process's environment.
+  process.env.TMPDIR = runTmp;
+  process.env.KILN_TEST_POSTGRES_URL = cluster.url;
+  // The machine's own node, for the tests of what kiln does on one too old for it.
+  process.env.KILN_TEST_MACHINE_NODE = runtime.machine.node;
+  // The fast reliability trials first (docs/reliability.md: seconds each, no timing in any
+  // verdict), so the test runner's summary stays the closing one.
+  const trials =
+    only.length === 0 && !fast
+      ? spawnSync(process.execPath, [join(root, "scripts", "run-reliability.mjs"), "--gate"], {
+          cwd: root,
+          stdio: "inherit",
+        }).status
+      : 0;
   // The CLI's tests again with the `kiln` bundle on the machine's node (KILN_TEST_CLI_NODE, read
   // by packages/cli/test/harness.ts and packages/mcp/test/harness.ts), when that is not the runtime.
-  const cliFiles = files.filter(alsoOnMachineNode);
+  const cliFiles = fast ? [] : files.filter(alsoOnMachineNode);
+  let cliFailed = false;
   if (runtime.machine.node !== runtime.node && cliFiles.length > 0) {
     process.stdout.write(
       `npm test: the kiln CLI's tests with the CLI on the machine's Node.js ${runtime.machine.version}\n`,
     );
-    if (runTests(cliFiles, { KILN_TEST_CLI_NODE: runtime.machine.node }) !== 0) {
-      failed.push(`the kiln CLI's tests on Node.js ${runtime.machine.version}`);
-    }
+    process.env.KILN_TEST_CLI_NODE = runtime.machine.node;
+    cliFailed = await runTestFiles(cliFiles, { timed: false });
+    delete process.env.KILN_TEST_CLI_NODE;
   }
   process.stdout.write(`npm test: every test, its kiln-servers and kiln-hosts on Node.js ${runtime.version}\n`);
-  if (runTests(files) !== 0) failed.push("the tests");
-  if (failed.length > 0) process.stderr.write(`npm test: failed: ${failed.join("; ")}\n`);
-  status = failed.length === 0 ? 0 : 1;
+  const testsFailed = await runTestFiles(files, { timed: true });
+  if (cliFailed) process.stderr.write(`npm test: the kiln CLI's tests on Node.js ${runtime.machine.version} failed\n`);
+  failed = testsFailed || cliFailed || trials !== 0;
 } finally {
   await cluster.stop();
   rmSync(runTmp, { recursive: true, force: true });
 }
-process.exit(status);
+// Not process.exit: it could cut off the summary still being written to a pipe.
+process.exitCode = failed ? 1 : 0;
+
+/**
+ * Runs the files, `CONCURRENCY` at a time in the order given (node's `--test` would sort them),
+ * under the spec reporter. When `timed`, records each file's wall time and names the ten slowest
+ * before the summary. Resolves true when any test or file failed.
+ */
+async function runTestFiles(ordered, { timed }) {
+  // A test that never settles (a wait on a condition that cannot come) fails by name after
+  // TEST_TIMEOUT_MS instead of holding the whole run until CI's own limit; no verdict rests on it,
+  // the slowest test (real builds on a loaded machine) takes a fraction of it.
+  const events = run({ files: ordered, concurrency: CONCURRENCY, timeout: TEST_TIMEOUT_MS });
+  const measured = new Map();
+  let anyFailed = false;
+  let summaryStarted = false;
+  const timed = new Transform({
+    objectMode: true,
+    transform(event, _encoding, done) {
+      const { type, data } = event;
+      if (type === "test:fail" && !data.todo) anyFailed = true;
+      // A file's own test: the process that ran it, from spawn to exit.
+      if (type === "test:complete" && data.nesting === 0 && data.name === data.file) {
+        measured.set(nameOf(data.file), {
+          seconds: Math.round(data.details.duration_ms / 100) / 10,
+          passed: data.details.passed,
+        });
+      }
+      // The summary's lines are the only diagnostics that belong to no file.
+      if (timed && type === "test:diagnostic" && data.nesting === 0 && data.file === undefined && !summaryStarted) {
+        summaryStarted = true;
+        const lines = [
+          `the ten slowest files (wall time; every file's in ${relative(root, timingsFile)}):`,
+          ...slowestLines(measured),
+        ];
+        for (const message of lines) this.push({ type: "test:diagnostic", data: { nesting: 0, message } });
+      }
+      done(null, event);
+    },
+  });
+  const report = events.pipe(timed).pipe(spec());
+  report.pipe(process.stdout);
+  await finished(report);
+  if (timed)
+    recordTimings(timingsFile, previousTimings, measured, new Set(everyFile.map(nameOf)), new Date().toISOString());
+  // Every file reported, or the run failed before any summary: a file that never reported ran.
+  return anyFailed || measured.size !== ordered.length;
+}

@@ -14,8 +14,6 @@ export type LogPage = OutputOf<"jobs.logs">;
 /** One record of a job's log (JobLogPage.records). */
 export type LogRecord = LogPage["records"][number];
 
-export const TERMINAL = new Set(["passed", "failed", "cancelled"]);
-
 /**
  * Writes one log record as cargo would: stdout lines to stdout, stderr lines to stderr; the
  * service's own lines (stream `system`) go to stderr marked `[kiln]`, unless `service` is false.

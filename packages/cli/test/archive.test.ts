@@ -5,6 +5,7 @@ import {
   appendFileSync,
   chmodSync,
   closeSync,
+  linkSync,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -136,6 +137,26 @@ describe("workspace capture", () => {
     );
     symlinkSync("../../etc/passwd", join(root, "a/escape"));
     assert.throws(() => captureWorkspace(root, { git: false }), CaptureError);
+  });
+
+  it("without git: a tree of 150,000 files below one directory is walked (no recursion through the call stack)", () => {
+    // Spreading a subdirectory's 150,000 paths into its parent's list as call arguments
+    // overflowed the stack (a non-git tree of ~120k files failed `kiln cargo`).
+    const root = tree({ "Cargo.toml": "[workspace]\n" });
+    const filesPerDir = 1_000;
+    const dirCount = 150;
+    for (let d = 0; d < dirCount; d += 1) {
+      const dir = join(root, "vendor", `d${d}`);
+      mkdirSync(dir, { recursive: true });
+      // Hard links to one empty file per directory: creating 150,000 inodes costs minutes on this
+      // machine's disk, and ext4 allows 65,000 links to one inode.
+      writeFileSync(join(dir, "f0"), "");
+      for (let f = 1; f < filesPerDir; f += 1) linkSync(join(dir, "f0"), join(dir, `f${f}`));
+    }
+    const capture = captureWorkspace(root, { git: false });
+    assert.equal(capture.entries.length, 1 + dirCount * filesPerDir);
+    assert.equal(capture.entries[0]?.path, "Cargo.toml");
+    assert.equal(capture.entries.at(-1)?.path, "vendor/d99/f999");
   });
 
   it("paths sort in UTF-8 byte order, not UTF-16 order", () => {

@@ -7,8 +7,8 @@ import { after, before, describe, it } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import type * as OperatorCredential from "../../server/src/auth/operator-credential.js";
-import type * as SessionCookies from "../../server/src/auth/session-cookies.js";
+import type * as OperatorCredential from "../../server/src/web/auth/operator-credential.js";
+import type * as SessionCookies from "../../server/src/web/auth/session-cookies.js";
 import type * as ServerHarness from "../../server/test/harness.js";
 import { KilnRefusal, OPERATOR_SESSION_COOKIE, openOperatorSession } from "../src/index.js";
 
@@ -31,7 +31,7 @@ for (const dialect of DIALECTS) {
     before(async () => {
       const { testApp } = await load<typeof ServerHarness>("test/harness.js");
       const { masterKey, operatorCredential } = await load<typeof OperatorCredential>(
-        "src/auth/operator-credential.js",
+        "src/web/auth/operator-credential.js",
       );
       t = await testApp(await dialect.openFresh());
       await registerHost(t.storage, {
@@ -53,7 +53,7 @@ for (const dialect of DIALECTS) {
     after(() => t.close());
 
     it("names the cookie the server sets", async () => {
-      const { OPERATOR_SESSION_COOKIE: served } = await load<typeof SessionCookies>("src/auth/session-cookies.js");
+      const { OPERATOR_SESSION_COOKIE: served } = await load<typeof SessionCookies>("src/web/auth/session-cookies.js");
       assert.equal(OPERATOR_SESSION_COOKIE, served);
     });
 

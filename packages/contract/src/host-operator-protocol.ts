@@ -7,7 +7,7 @@ import { Nullable } from "./schema-helpers.js";
  * health report, and the host operator's messages — readiness, claiming a recorded recovery,
  * recording its plan, beginning and ending each step, finishing it. Recovery steps run on the
  * host's side, in the host operator; the control plane only records and answers. Both sides
- * read this table (server/src/host-protocol/http-host-operator-routes.ts and
+ * read this table (server/src/web/host-protocol/http-host-operator-routes.ts and
  * host/src/operator/host-operator-client.ts). Each request carries the host's credential.
  */
 

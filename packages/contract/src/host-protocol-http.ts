@@ -24,7 +24,7 @@ import { Sha256Hex } from "./records/sources.js";
 /**
  * The host protocol over HTTP, for a remote `kiln-host`: one route per message, each body and
  * answer a contract schema (records/host-protocol.ts wrapped in an envelope), so the server's
- * routes (server/src/host-protocol/http-host-routes.ts) and the host's client
+ * routes (server/src/web/host-protocol/http-host-routes.ts) and the host's client
  * (host/src/remote/http-host-protocol.ts) are both read from this table and copy nothing.
  * These routes are internal: they are not tenant operations and are not in the catalogue or
  * the OpenAPI document. They are served only on the control plane's host listener, over HTTPS

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtemp, rm, utimes } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, stat, utimes } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -47,6 +48,35 @@ describe("crate cache", () => {
       assert.equal(await cache.lookup("public", expected), null);
       assert.equal(await cache.totalBytes(), 0);
     });
+  });
+
+  it("keeps a tenant's private crates from other users of the host; the links an attempt gets stay readable", async () => {
+    const parent = await mkdtemp(join(tmpdir(), "kiln-crate-cache-private-"));
+    try {
+      // Directories anyone may traverse above the cache, as a data dir's parent often is.
+      await chmod(parent, 0o755);
+      const cache = new CrateCache(join(parent, "crates"), 2 ** 20);
+      const bytes = crate("acme's private crate");
+      const cached = await cache.obtain("tenant-acme", sha256(bytes), "secret 1.0.0", async () => ({
+        bytes,
+        indexLine: '{"name":"secret"}',
+      }));
+      const asNobody = (path: string) =>
+        spawnSync("runuser", ["-u", "nobody", "--", "cat", path], { encoding: "utf8" });
+      const denied = asNobody(cached.path);
+      assert.notEqual(denied.status, 0, `nobody read the cached crate: ${denied.stdout}`);
+      assert.match(denied.stderr, /Permission denied/);
+      for (let dir = join(cached.path, ".."); dir !== parent; dir = join(dir, "..")) {
+        assert.equal((await stat(dir)).mode & 0o777, 0o700, dir);
+      }
+      // An attempt's registry (its deps dir, which the sandbox reads through its binds) links it.
+      const deps = join(parent, "deps");
+      await mkdir(deps, { mode: 0o755 });
+      await CrateCache.place(cached, join(deps, "secret-1.0.0.crate"));
+      assert.equal(asNobody(join(deps, "secret-1.0.0.crate")).stdout, "acme's private crate");
+    } finally {
+      await rm(parent, { recursive: true, force: true });
+    }
   });
 
   it("keeps scopes apart: a tenant's private crate is not another scope's hit", async () => {

@@ -1,7 +1,8 @@
 /**
  * T13 MCP, against a real kiln server (SQLite) and the built `kiln` bin:
  *  - Origin rule: `kiln mcp http` on loopback refuses every foreign Origin and every
- *    non-loopback Host (DNS rebinding), with or without a caller token; loopback origins pass;
+ *    non-loopback Host (DNS rebinding), with or without a caller token, pages on other loopback
+ *    ports included; its own origin passes;
  *  - caller-token length: a configured KILN_MCP_HTTP_TOKEN under 32 characters (after trimming)
  *    refuses to start, on loopback and beyond; beyond loopback none at all refuses too; 32 starts;
  *    with a token configured, no request without exactly it is served;
@@ -37,8 +38,14 @@ const FOREIGN_ORIGINS = [
   "http://[::ffff:7f00:1].evil",
   "not a url",
   "http://user@evil.example",
+  // Another local port is another site: a dev server's page must not act with the credential.
+  "http://localhost:6274",
+  "http://127.0.0.1:3000",
+  "http://[::1]:8080",
 ];
-const LOOPBACK_ORIGINS = ["http://localhost:6274", "http://127.0.0.1:3000", "http://[::1]:8080"];
+/** The listener's own origin under each loopback name. */
+const ownOrigins = (url: string) =>
+  ["127.0.0.1", "localhost", "[::1]"].map((host) => `http://${host}:${new URL(url).port}`);
 const FOREIGN_HOSTS = ["evil.example", "evil.example:7861", "127.0.0.1.nip.io", "localhost.evil.example", "10.0.0.1"];
 
 interface Tally {
@@ -152,12 +159,12 @@ async function main(tally: Tally): Promise<void> {
             tally.broken.push(`Host ${host} answered ${res.status}`);
           }
         }
-        for (const origin of LOOPBACK_ORIGINS) {
+        for (const origin of ownOrigins(server.url)) {
           const res = await rawRequest(server.url, {
             headers: { ...MCP_POST_HEADERS, ...auth, origin },
             body: INITIALIZE,
           });
-          if (res.status !== 200) tally.broken.push(`loopback Origin ${origin} refused: ${res.status} ${res.body}`);
+          if (res.status !== 200) tally.broken.push(`own Origin ${origin} refused: ${res.status} ${res.body}`);
         }
       }
       tally.figures.push(`${originProbes} foreign Origins/Hosts, ${admitted} admitted`);

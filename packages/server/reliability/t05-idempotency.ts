@@ -11,7 +11,7 @@
 import type { Database } from "@kiln/storage";
 import { onboardRepository } from "@kiln/storage";
 import type { LightMyRequestResponse } from "fastify";
-import { SHOWN_ONCE_NOTICE } from "../src/http/perform-keyed.js";
+import { SHOWN_ONCE_NOTICE } from "../src/web/http/perform-keyed.js";
 import { bearer, personWithToken, type TestApp, testApp } from "../test/harness.js";
 import { inlineSubmission } from "../test/job-fixtures.js";
 import { archiveOf } from "../test/source-archives.js";

@@ -32,7 +32,7 @@ import { fileURLToPath } from "node:url";
 import { HEALTH_REPORTED_MESSAGE } from "@kiln/host";
 import { onboardRepository, openStorage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { mintHostEnrollmentToken } from "../src/hosts/host-identities.js";
+import { mintHostEnrollmentToken } from "../src/domain/hosts/host-identities.js";
 import { personWithToken } from "../test/harness.js";
 import { inlineSubmission } from "../test/job-fixtures.js";
 import { type ServerProcess, startServerProcess, stopServerProcess } from "../test/server-process.js";

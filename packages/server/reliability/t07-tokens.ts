@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CATALOGUE, type Operation, type Scope } from "@kiln/contract";
 import type { Database, Storage } from "@kiln/storage";
-import { masterKey, operatorCredential } from "../src/auth/operator-credential.js";
+import { masterKey, operatorCredential } from "../src/web/auth/operator-credential.js";
 import { bearer, personWithToken, type TestApp, testApp } from "../test/harness.js";
 import { populateTenants } from "./fixtures.js";
 import { answerOf, minimalRequest } from "./requests.js";

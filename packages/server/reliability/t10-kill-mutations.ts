@@ -20,7 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { onboardRepository, openStorage, type Storage } from "@kiln/storage";
 import type { DialectUnderTest } from "@kiln/storage/testing";
-import { SHOWN_ONCE_NOTICE } from "../src/http/perform-keyed.js";
+import { SHOWN_ONCE_NOTICE } from "../src/web/http/perform-keyed.js";
 import { personWithToken } from "../test/harness.js";
 import { inlineSubmission } from "../test/job-fixtures.js";
 import { type ServerProcess, startServerProcess, stopServerProcess } from "../test/server-process.js";

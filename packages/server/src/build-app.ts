@@ -1,27 +1,27 @@
 import fastifyCookie from "@fastify/cookie";
 import { startJobNotifications } from "@kiln/storage";
 import Fastify, { type FastifyInstance } from "fastify";
-import { LastUsedRecorder } from "./auth/last-used-recorder.js";
-import type { AppDeps } from "./deps.js";
-import { defaultHandlers } from "./handlers/default-handlers.js";
-import type { HandlerTable } from "./handlers/handler.js";
-import { endStreamsOf } from "./handlers/sse-stream.js";
-import { bindCatalogueRoutes } from "./http/bind-catalogue-routes.js";
-import { installBodyParsers, largeBodiesOf } from "./http/body-parsers.js";
-import { installErrorBoundary } from "./http/error-boundary.js";
-import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from "./http/framework-errors.js";
-import { installRequestValidators } from "./http/request-validators.js";
-import { installResponseContractCheck } from "./http/response-contract-check.js";
-import { registerCredentialPages } from "./pages/credential-pages.js";
-import { registerGitHubClaim } from "./pages/github-claim.js";
-import { registerJobPages } from "./pages/job-pages.js";
-import { registerOidcSignIn } from "./pages/oidc-sign-in.js";
-import { registerOperatorPages } from "./pages/operator-pages.js";
-import { registerPages } from "./pages/register-pages.js";
-import { registerRepositoryPages } from "./pages/repository-pages.js";
-import { registerTenantPages } from "./pages/tenant-pages.js";
-import { registerUsagePages } from "./pages/usage-pages.js";
-import { registerGitHubWebhooks } from "./source-hosting/webhook-route.js";
+import { LastUsedRecorder } from "./web/auth/last-used-recorder.js";
+import { defaultHandlers } from "./web/handlers/default-handlers.js";
+import type { AppDeps } from "./web/http/app-deps.js";
+import { bindCatalogueRoutes } from "./web/http/bind-catalogue-routes.js";
+import { installBodyParsers, largeBodiesOf } from "./web/http/body-parsers.js";
+import { installErrorBoundary } from "./web/http/error-boundary.js";
+import { clientErrorHandler, frameworkErrors, MAX_PARAM_LENGTH } from "./web/http/framework-errors.js";
+import type { HandlerTable } from "./web/http/handler.js";
+import { installRequestValidators } from "./web/http/request-validators.js";
+import { installResponseContractCheck } from "./web/http/response-contract-check.js";
+import { endStreamsOf } from "./web/http/sse-stream.js";
+import { registerCredentialPages } from "./web/pages/credential-pages.js";
+import { registerGitHubClaim } from "./web/pages/github-claim.js";
+import { registerJobPages } from "./web/pages/job-pages.js";
+import { registerOidcSignIn } from "./web/pages/oidc-sign-in.js";
+import { registerOperatorPages } from "./web/pages/operator-pages.js";
+import { registerPages } from "./web/pages/register-pages.js";
+import { registerRepositoryPages } from "./web/pages/repository-pages.js";
+import { registerTenantPages } from "./web/pages/tenant-pages.js";
+import { registerUsagePages } from "./web/pages/usage-pages.js";
+import { registerGitHubWebhooks } from "./web/webhooks/webhook-route.js";
 
 /**
  * The whole HTTP service, built from its dependencies. It never listens: tests
@@ -54,19 +54,21 @@ export function buildApp(given: AppDeps, handlers: HandlerTable = defaultHandler
   const notifications =
     given.notifications ?? startJobNotifications(given.storage, { clock: given.clock, log: app.log });
   const ownNotifications = given.notifications === undefined ? notifications : null;
+  // The body workers also parse jobs.submit's TOML files (handlers/jobs.ts reads them from deps).
+  const large = given.largeBodies ?? largeBodiesOf(given);
   const deps: AppDeps = {
     ...given,
     lastUsed: given.lastUsed ?? new LastUsedRecorder(given.storage, { clock: given.clock, log: app.log }),
     notifications,
+    largeBodies: large,
   };
   void app.register(fastifyCookie);
   // Open event streams end before the server closes, rather than holding it up until their next read.
   app.addHook("preClose", async () => {
     endStreamsOf(app.server);
   });
-  const large = deps.largeBodies ?? largeBodiesOf(deps);
   app.addHook("onClose", async () => {
-    if (deps.largeBodies === undefined) await large.pool?.close();
+    if (given.largeBodies === undefined) await large.pool?.close();
     await deps.lastUsed?.close();
     await ownNotifications?.stop();
   });

@@ -1,9 +1,10 @@
 import { resolve } from "node:path";
 import { cratesIoIndexOf } from "@kiln/host";
 import { parseS3BlobUrl, type S3BlobLocation } from "@kiln/storage";
-import type { OidcSettings } from "./auth/oidc-client.js";
-import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "./hosts/lineage-affinity.js";
-import type { TenantIngress } from "./http/tenant-ingress-shaper.js";
+import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "./domain/hosts/lineage-affinity.js";
+import { CANARY_TENANT } from "./domain/platform/platform-tenants.js";
+import type { OidcSettings } from "./web/auth/oidc-client.js";
+import type { TenantIngress } from "./web/http/tenant-ingress-shaper.js";
 
 /** The harness contract of DESIGN.md §7: KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL. */
 export interface ServerConfig {
@@ -20,7 +21,8 @@ export interface ServerConfig {
   readonly cratesIoIndex: string;
   /**
    * KILN_OIDC_ISSUER, KILN_OIDC_CLIENT_ID, KILN_OIDC_CLIENT_SECRET (all three or none) and
-   * KILN_OIDC_GROUPS_CLAIM (default `groups`): OpenID Connect sign-in; undefined without an issuer.
+   * KILN_OIDC_GROUPS_CLAIM (default `groups`), KILN_OIDC_PROVIDER_VERIFIES_EMAILS (default off):
+   * OpenID Connect sign-in; undefined without an issuer.
    */
   readonly oidc: OidcSettings | undefined;
   /**
@@ -51,6 +53,8 @@ export interface ServerConfig {
   readonly bodyWorkers: number | undefined;
   /** KILN_LARGE_REQUESTS_PER_TENANT (default 2, at least 1): one tenant's large requests in flight in this process. */
   readonly largeRequestsPerTenant: number | undefined;
+  /** KILN_MAX_ATTEMPT_DISK_BYTES (at least 1 MiB): the most disk one attempt of the embedded host may take. */
+  readonly maxAttemptDiskBytes: number | undefined;
   /**
    * KILN_TENANT_INGRESS_BYTES_PER_SECOND and KILN_TENANT_INGRESS_BURST_BYTES (default
    * DEFAULT_TENANT_INGRESS): each tenant's bodies read at most this fast while another tenant is
@@ -65,7 +69,7 @@ export interface ServerConfig {
   readonly blobLocation: S3BlobLocation | undefined;
   /**
    * KILN_HOST_LISTEN (host:port): the host protocol's own HTTPS listener for remote kiln-hosts,
-   * mutual TLS with certificates from kiln's CA (host-protocol/host-listener.ts); undefined (the
+   * mutual TLS with certificates from kiln's CA (web/host-protocol/host-listener.ts); undefined (the
    * default) serves no remote host, the embedded default being one in-process host.
    */
   readonly hostListen: { host: string; port: number } | undefined;
@@ -98,13 +102,19 @@ function countFromEnv(env: NodeJS.ProcessEnv, name: string, least: number): numb
 
 /**
  * The per-tenant ingress bound while this process serves more than one tenant
- * (http/tenant-ingress-shaper.ts), chosen by reliability trial T15's sweep on a two-core
+ * (web/http/tenant-ingress-shaper.ts), chosen by reliability trial T15's sweep on a two-core
  * machine (docs/reliability.md): of the rates swept, the fastest at which a noisy tenant left
  * another's p99 within its promise in most runs on both engines (every run on SQLite). The burst
  * lets an ordinary body (a submission, a manifest of a few thousand files) through at once; a
- * larger one let a whole large body in as one stall of the event loop.
+ * larger one let a whole large body in as one stall of the event loop. The platform's own
+ * canaries (every few minutes, through app.inject) do not make the process shared: they would
+ * hold a lone user's uploads to the shared rate for the window after each of them.
  */
-export const DEFAULT_TENANT_INGRESS: TenantIngress = { bytesPerSecond: 2 ** 20, burstBytes: 2 ** 20 };
+export const DEFAULT_TENANT_INGRESS: TenantIngress = {
+  bytesPerSecond: 2 ** 20,
+  burstBytes: 2 ** 20,
+  unsharedTenants: [CANARY_TENANT],
+};
 
 /** KILN_TENANT_INGRESS_BYTES_PER_SECOND (0: unbounded) and KILN_TENANT_INGRESS_BURST_BYTES. */
 function tenantIngressFromEnv(env: NodeJS.ProcessEnv): TenantIngress | undefined {
@@ -112,7 +122,7 @@ function tenantIngressFromEnv(env: NodeJS.ProcessEnv): TenantIngress | undefined
     countFromEnv(env, "KILN_TENANT_INGRESS_BYTES_PER_SECOND", 0) ?? DEFAULT_TENANT_INGRESS.bytesPerSecond;
   if (bytesPerSecond === 0) return undefined;
   const burstBytes = countFromEnv(env, "KILN_TENANT_INGRESS_BURST_BYTES", 1) ?? DEFAULT_TENANT_INGRESS.burstBytes;
-  return { bytesPerSecond, burstBytes };
+  return { bytesPerSecond, burstBytes, unsharedTenants: DEFAULT_TENANT_INGRESS.unsharedTenants };
 }
 
 function onOffFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
@@ -137,7 +147,13 @@ export function oidcFromEnv(env: NodeJS.ProcessEnv): OidcSettings | undefined {
   if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
     throw new Error("KILN_OIDC_ISSUER must be an https:// URL (http:// only on the loopback interface)");
   }
-  return { issuer, clientId, clientSecret, groupsClaim: env.KILN_OIDC_GROUPS_CLAIM?.trim() || "groups" };
+  return {
+    issuer,
+    clientId,
+    clientSecret,
+    groupsClaim: env.KILN_OIDC_GROUPS_CLAIM?.trim() || "groups",
+    providerVerifiesEmails: onOffFromEnv(env, "KILN_OIDC_PROVIDER_VERIFIES_EMAILS", false),
+  };
 }
 
 export function parseListen(value: string, name = "KILN_LISTEN"): { host: string; port: number } {
@@ -191,6 +207,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     dogfoodAuditIntervalSeconds: secondsFromEnv(env, "KILN_DOGFOOD_AUDIT_INTERVAL_SECONDS", 300),
     retentionSweepSeconds: secondsFromEnv(env, "KILN_RETENTION_SWEEP_SECONDS", 3600),
     bodyWorkers: countFromEnv(env, "KILN_BODY_WORKERS", 0),
+    maxAttemptDiskBytes: countFromEnv(env, "KILN_MAX_ATTEMPT_DISK_BYTES", 2 ** 20),
     largeRequestsPerTenant: countFromEnv(env, "KILN_LARGE_REQUESTS_PER_TENANT", 1),
     tenantIngress: tenantIngressFromEnv(env),
     blobLocation: env.KILN_BLOB_URL?.trim() ? parseS3BlobUrl(env.KILN_BLOB_URL.trim()) : undefined,

@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { openApiDocumentText } from "./openapi-document.js";
+import { openApiDocumentText } from "./web/http/openapi-document.js";
 
 /**
  * Generated files committed to the repository, each checked for drift by a test.

@@ -1,4 +1,4 @@
-export type { Principal } from "./auth/principal.js";
-export { hashToken, mintToken, type TokenKind, tokenKindOf } from "./auth/token-format.js";
 export { buildApp } from "./build-app.js";
-export type { AppDeps } from "./deps.js";
+export type { Principal } from "./domain/identity/principal.js";
+export { hashToken, mintToken, type TokenKind, tokenKindOf } from "./domain/identity/token-format.js";
+export type { AppDeps } from "./web/http/app-deps.js";

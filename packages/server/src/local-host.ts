@@ -3,10 +3,10 @@ import { join } from "node:path";
 import type { Clock, Logger, LoopFailure } from "@kiln/contract";
 import { DEFAULT_CRATES_IO_INDEX, type Executor, type HostEvent, startMachineHost } from "@kiln/host";
 import type { BlobStore, JobNotifications, Storage } from "@kiln/storage";
-import { inProcessHostProtocol } from "./host-protocol/in-process-host-protocol.js";
-import { HostService, type HostServiceEvent } from "./hosts/host-service.js";
-import { startLeaseReaper } from "./scheduler/lease-reaper.js";
-import type { SecretBox } from "./secrets/secret-box.js";
+import { HostService, type HostServiceEvent } from "./domain/hosts/host-service.js";
+import { startLeaseReaper } from "./domain/scheduler/lease-reaper.js";
+import type { SecretBox } from "./domain/secrets/secret-box.js";
+import { inProcessHostProtocol } from "./web/host-protocol/in-process-host-protocol.js";
 
 export interface LocalHostOptions {
   readonly hostId?: string;
@@ -23,6 +23,8 @@ export interface LocalHostOptions {
    * size's quota.
    */
   readonly vcpus?: number;
+  /** The most disk one attempt may take on this host (KILN_MAX_ATTEMPT_DISK_BYTES; default its size's quota). */
+  readonly maxAttemptDiskBytes?: number;
   readonly executor?: Executor;
   readonly heartbeatSeconds?: number;
   /**
@@ -83,6 +85,7 @@ export async function startLocalHost(
       ...(options.crateCache?.maxBytes === undefined ? {} : { maxBytes: options.crateCache.maxBytes }),
     },
     vcpus: options.vcpus ?? Math.max(16, availableParallelism()),
+    ...(options.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: options.maxAttemptDiskBytes }),
     ...(options.heartbeatSeconds === undefined ? {} : { heartbeatSeconds: options.heartbeatSeconds }),
     ...(options.executor === undefined ? {} : { executor: options.executor }),
   });

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { chmodSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { systemClock } from "@kiln/contract";
@@ -7,28 +8,28 @@ import { Command } from "commander";
 import { pino } from "pino";
 import { adminCommand } from "./admin/admin-commands.js";
 import { mintSignInLink } from "./admin/mint-sign-in-link.js";
-import { masterKey } from "./auth/operator-credential.js";
 import { buildApp } from "./build-app.js";
 import { configFromEnv, type ServerConfig } from "./config.js";
-import { startDogfoodLedgerAudit } from "./dogfood/ledger-audit.js";
-import { ensureFirstStartTenant } from "./first-start.js";
-import { type HostListener, startHostListener } from "./host-protocol/host-listener.js";
-import { startImpairmentDetector } from "./hosts/impairment/impairment-detector.js";
-import { startArtifactSweeper } from "./jobs/artifact-sweeper.js";
-import { startLocalHost } from "./local-host.js";
-import { CanaryRunner, startCanaryLoop } from "./platform/canaries/canary-runner.js";
-import { canarySettings } from "./platform/canaries/canary-settings.js";
+import { startDogfoodLedgerAudit } from "./domain/dogfood/ledger-audit.js";
+import { startImpairmentDetector } from "./domain/hosts/impairment/impairment-detector.js";
+import { startArtifactSweeper } from "./domain/jobs/artifact-sweeper.js";
+import { CanaryRunner, startCanaryLoop } from "./domain/platform/canaries/canary-runner.js";
+import { canarySettings } from "./domain/platform/canaries/canary-settings.js";
 import {
   startTenantAnomalyLoop,
   TenantAnomalyEvaluator,
-} from "./platform/tenant-anomalies/tenant-anomaly-evaluator.js";
-import { startLeaseReaper } from "./scheduler/lease-reaper.js";
-import { SecretBox } from "./secrets/secret-box.js";
-import { CheckRunReporter } from "./source-hosting/check-run-reporter.js";
-import { GitHubApp, gitHubAppConfigFromEnv } from "./source-hosting/github-app.js";
-import { startUploadSweeper } from "./sources/upload-sweeper.js";
-import { startLineageStorageSampler } from "./usage/lineage-storage-sampler.js";
+} from "./domain/platform/tenant-anomalies/tenant-anomaly-evaluator.js";
+import { startLeaseReaper } from "./domain/scheduler/lease-reaper.js";
+import { SecretBox } from "./domain/secrets/secret-box.js";
+import { CheckRunReporter } from "./domain/source-hosting/check-run-reporter.js";
+import { GitHubApp, gitHubAppConfigFromEnv } from "./domain/source-hosting/github-app.js";
+import { startUploadSweeper } from "./domain/sources/upload-sweeper.js";
+import { startLineageStorageSampler } from "./domain/usage/lineage-storage-sampler.js";
+import { ensureFirstStartTenant } from "./first-start.js";
+import { startLocalHost } from "./local-host.js";
 import { VERSION } from "./version.js";
+import { masterKey } from "./web/auth/operator-credential.js";
+import { type HostListener, startHostListener } from "./web/host-protocol/host-listener.js";
 
 /** With port 0 and no KILN_PUBLIC_URL, the origin is known only once a port is chosen. */
 async function resolvePort(config: ServerConfig): Promise<number> {
@@ -48,6 +49,10 @@ program
   .description("serve the tenant and operator APIs (KILN_LISTEN, KILN_DATA_DIR, KILN_DATABASE_URL, KILN_PUBLIC_URL)")
   .action(async () => {
     const config = configFromEnv();
+    // The data dir holds tenants' sources, records and keys: this user's alone (0700), whatever an
+    // earlier version made it. The sandbox reads nothing here by path (its launcher binds, as root).
+    mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+    chmodSync(config.dataDir, 0o700);
     const port = await resolvePort(config);
     const publicOrigin = config.publicOrigin ?? `http://${config.host}:${port}`;
     // Background work (the local host, the lease reaper, the upload sweeper) logs here.
@@ -63,7 +68,7 @@ program
     // KILN_BLOB_URL puts blobs in S3-compatible object storage (several servers share them);
     // without it they stay files under the data directory. Every put is cleared against the
     // artifact retention sweep first (storage's artifact-blobs/). Streamed source parts are staged
-    // under the data directory before they go up to a bucket (http/received-bytes.ts).
+    // under the data directory before they go up to a bucket (web/http/received-bytes.ts).
     const blobs = new SweepFencedBlobStore(
       config.blobLocation === undefined
         ? new LocalBlobStore(join(config.dataDir, "blobs"))
@@ -71,7 +76,7 @@ program
       { storage, clock: systemClock },
     );
     const secrets = new SecretBox(masterKey(config.dataDir));
-    // The source-hosting app, when KILN_GITHUB_APP_* configure one (source-hosting/github-app.ts).
+    // The source-hosting app, when KILN_GITHUB_APP_* configure one (domain/source-hosting/github-app.ts).
     const gitHubConfig = gitHubAppConfigFromEnv();
     const gitHubApp = gitHubConfig === null ? undefined : new GitHubApp(gitHubConfig, log);
     // Workload health judges canaries by these settings even where this process runs no canary loop.
@@ -124,6 +129,7 @@ program
             ...(process.env.KILN_LOCAL_HOST_ID ? { hostId: process.env.KILN_LOCAL_HOST_ID } : {}),
             workRoot: join(config.dataDir, "attempts"),
             crateCache: { root: join(config.dataDir, "crates"), cratesIoIndex: config.cratesIoIndex },
+            ...(config.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: config.maxAttemptDiskBytes }),
           },
         );
       } catch (error) {

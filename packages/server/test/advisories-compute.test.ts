@@ -5,22 +5,26 @@ import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import type { AttemptReport, CacheItem as ReportCache, CrateItem as ReportCrate } from "@kiln/contract";
 import { CATALOGUE } from "@kiln/contract";
-import type { BasisAttempt } from "../src/advisories/advisory-basis.js";
-import { computeAdvisories } from "../src/advisories/compute-advisories.js";
+import type { BasisAttempt } from "../src/domain/advisories/advisory-basis.js";
+import { computeAdvisories } from "../src/domain/advisories/compute-advisories.js";
 import {
   CPU_SATURATED,
   cpuSaturated,
   predictedWallSeconds,
   SATURATED_MIN_WALL_SECONDS,
   SATURATED_UTILISATION,
-} from "../src/advisories/cpu-saturated.js";
+} from "../src/domain/advisories/cpu-saturated.js";
 import {
   CRITICAL_PATH_CRATE,
   criticalPathCrate,
   DOMINANT_MIN_SECONDS,
   DOMINANT_SHARE,
-} from "../src/advisories/critical-path-crate.js";
-import { ALWAYS_COLD_MIN_JOBS, LINEAGE_ALWAYS_COLD, lineageAlwaysCold } from "../src/advisories/lineage-always-cold.js";
+} from "../src/domain/advisories/critical-path-crate.js";
+import {
+  ALWAYS_COLD_MIN_JOBS,
+  LINEAGE_ALWAYS_COLD,
+  lineageAlwaysCold,
+} from "../src/domain/advisories/lineage-always-cold.js";
 
 /** The advisory id pattern of the dismissal's path, from the catalogue. */
 const dismissParams = CATALOGUE.find((op) => op.id === "repositories.advisories.dismiss")?.request.params as unknown as

@@ -1,11 +1,12 @@
 /**
  * ARCHITECTURE.md's package table is true: its `may import` column lists every `@kiln` package
  * and library each package's src/ imports, and biome.json's per-package noRestrictedImports
- * refuses exactly the `@kiln` packages the column leaves out.
+ * refuses exactly the `@kiln` packages the column leaves out. Inside packages/server, arrows run
+ * from the web edge (src/web/) to the domain (src/domain/) only (ARCHITECTURE.md, Wings).
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 
@@ -101,5 +102,59 @@ describe("storage never reads the time", () => {
       (file) => !allowed.has(file) && /new Date\(\)|Date\.now\(\)|systemClock/.test(readFileSync(file, "utf8")),
     );
     assert.deepEqual(offenders, []);
+  });
+});
+
+/** Every module specifier a file imports or re-exports, statically or with import(), as written. */
+function specifiersOf(file: string): string[] {
+  return [...readFileSync(file, "utf8").matchAll(/\b(?:from|import)\s*\(?\s*"([^"]+)"/g)].map((m) => m[1] ?? "");
+}
+
+/** `file`'s imports that break its wing's rule: `refused` for a bare specifier, `allowed` for a file it resolves to. */
+function wingOffences(
+  wing: string,
+  refused: (specifier: string) => boolean,
+  allowed: (target: string) => boolean,
+): string[] {
+  const src = join(ROOT, "packages", "server", "src");
+  return sourceFiles(join(src, wing)).flatMap((file) =>
+    specifiersOf(file)
+      .filter((specifier) =>
+        specifier.startsWith(".") ? !allowed(relative(src, resolve(dirname(file), specifier))) : refused(specifier),
+      )
+      .map((specifier) => `${relative(src, file)} imports ${specifier}`),
+  );
+}
+
+describe("packages/server's two wings", () => {
+  it("src/domain/ never sees HTTP or the host: no fastify, @fastify/*, @kiln/host, and no file outside src/domain/", () => {
+    const offences = wingOffences(
+      "domain",
+      (specifier) => /^(fastify|@fastify\/|@kiln\/host)(\/|$)/.test(specifier),
+      (target) => target.startsWith("domain/"),
+    );
+    assert.deepEqual(offences, []);
+  });
+
+  it("src/web/ calls the domain and nothing above it: no file outside src/web/ and src/domain/", () => {
+    const offences = wingOffences(
+      "web",
+      () => false,
+      (target) => target.startsWith("web/") || target.startsWith("domain/"),
+    );
+    assert.deepEqual(offences, []);
+  });
+
+  it("biome.json refuses the same imports in src/domain/", () => {
+    const config = JSON.parse(readFileSync(join(ROOT, "biome.json"), "utf8")) as {
+      overrides: { includes: string[]; linter?: { rules?: { style?: { noRestrictedImports?: unknown } } } }[];
+    };
+    const domain = config.overrides.find((o) => o.includes.includes("packages/server/src/domain/**"));
+    const rule = domain?.linter?.rules?.style?.noRestrictedImports as
+      | { options: { patterns: { group: string[] }[] } }
+      | undefined;
+    const groups = (rule?.options.patterns ?? []).flatMap((p) => p.group);
+    for (const refused of ["fastify", "@fastify/*", "**/web/**"]) assert.ok(groups.includes(refused), refused);
+    assert.ok(groups.includes("@kiln/*") && !groups.includes("!@kiln/host"), "@kiln/host is refused");
   });
 });

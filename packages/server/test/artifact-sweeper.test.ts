@@ -10,7 +10,11 @@ import {
   type StoredBlob,
 } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { type ArtifactSweepPass, startArtifactSweeper, sweepArtifactBytes } from "../src/jobs/artifact-sweeper.js";
+import {
+  type ArtifactSweepPass,
+  startArtifactSweeper,
+  sweepArtifactBytes,
+} from "../src/domain/jobs/artifact-sweeper.js";
 import { bearer, personWithToken } from "./harness.js";
 import { acceptJob, claimJob, finishJob, type JobsTestApp, jobsTestApp } from "./job-fixtures.js";
 

@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import type { Clock } from "@kiln/contract";
 import { registerHost, type Storage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { awaitHostAnswer, HOST_ANSWER_WAIT_SECONDS } from "../src/hosts/fleet/await-host-answer.js";
+import { awaitHostAnswer, HOST_ANSWER_WAIT_SECONDS } from "../src/domain/hosts/fleet/await-host-answer.js";
 
 /**
  * A clock that reads `start` until the read is recorded, then has moved the whole wait on, as a

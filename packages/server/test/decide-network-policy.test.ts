@@ -1,12 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { decideNetworkPolicy } from "../src/jobs/decide-network-policy.js";
+import { decideNetworkPolicy } from "../src/domain/jobs/decide-network-policy.js";
+import { parseTomlDocument } from "../src/domain/jobs/toml-document.js";
 
 /** A captured workspace as path → text. */
 const decide = (files: Record<string, string>, workingDirectory = ".") =>
   decideNetworkPolicy({
-    paths: Object.keys(files),
-    read: async (path) => (path in files ? Buffer.from(files[path] ?? "") : null),
+    source: {
+      paths: Object.keys(files),
+      toml: async (path) => (path in files ? parseTomlDocument(Buffer.from(files[path] ?? "")) : null),
+    },
     workingDirectory,
   });
 

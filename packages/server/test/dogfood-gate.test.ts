@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { silentLogger } from "@kiln/contract";
 import { claimInstallation, createAgentCredential, revokeAgentCredential } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { GitHubApp } from "../src/source-hosting/github-app.js";
+import { GitHubApp } from "../src/domain/source-hosting/github-app.js";
 import { DOGFOOD, type DogfoodTestApp, dogfoodTestApp, gateEvidenceFor, PROBES } from "./dogfood-fixtures.js";
 import { GitHubSimulator } from "./github-simulator.js";
 

@@ -10,22 +10,22 @@ import { readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { silentLogger, systemClock } from "@kiln/contract";
+import { silentLogger, systemClock, TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { createSandboxExecutor, type Executor } from "@kiln/host";
 import { type BlobStore, onboardRepository, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import type { AppDeps } from "../src/deps.js";
+import { SecretBox } from "../src/domain/secrets/secret-box.js";
 import { type LocalHostEvent, startLocalHost } from "../src/local-host.js";
-import { SecretBox } from "../src/secrets/secret-box.js";
+import type { AppDeps } from "../src/web/http/app-deps.js";
 import { type SourceFile, sorted } from "./crates.js";
 import { bearer, personWithToken, testBlobs } from "./harness.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: job documents are read loosely; checkResponses validates them.
 export type Doc = any;
 
-export const TERMINAL = new Set(["passed", "failed", "cancelled"]);
+export const TERMINAL = TERMINAL_JOB_STATUSES;
 
 /** A crate from path → text (Cargo.toml generated unless given), sorted as submissions require. */
 export function crate(name: string, files: Record<string, string>): SourceFile[] {
@@ -187,7 +187,7 @@ export async function explainJob(jobs: Jobs, id: string): Promise<string> {
   )}\ntests=${tests}\nunits=${units}\n--- log tail\n${log}`;
 }
 
-/** The embedded default (SQLite, local host on a real sandbox executor) as run-jobs.test.ts builds it. */
+/** The embedded default (SQLite, local host on a real sandbox executor) as run-jobs.sandbox.test.ts builds it. */
 export interface Embedded {
   storage: Storage;
   blobs: BlobStore;

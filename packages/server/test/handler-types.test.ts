@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Handler, HandlerTable } from "../src/handlers/handler.js";
+import type { Handler, HandlerTable } from "../src/web/http/handler.js";
 
 /**
  * Type tests: each `@ts-expect-error` below must be an error, or `tsc -b` (which builds the

@@ -5,12 +5,12 @@ import { join } from "node:path";
 import { type Clock, type Role, silentLogger, systemClock } from "@kiln/contract";
 import { addPersonToTenant, createTenant, issueCliToken, LocalBlobStore, type Storage } from "@kiln/storage";
 import type { FastifyInstance } from "fastify";
-import { hashToken, mintToken } from "../src/auth/token-format.js";
 import { buildApp } from "../src/build-app.js";
-import type { AppDeps } from "../src/deps.js";
-import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
-import { HostService } from "../src/hosts/host-service.js";
-import { SecretBox } from "../src/secrets/secret-box.js";
+import { HostService } from "../src/domain/hosts/host-service.js";
+import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
+import { SecretBox } from "../src/domain/secrets/secret-box.js";
+import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
+import type { AppDeps } from "../src/web/http/app-deps.js";
 
 /** A blob store in a fresh temporary directory. */
 export const testBlobs = () => new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-")));

@@ -1,8 +1,8 @@
 import { type Clock, silentLogger, systemClock } from "@kiln/contract";
 import { HostTlsIdentity, newKeyAndSigningRequest, requestEnrollment } from "@kiln/host";
-import { type HostListener, startHostListener } from "../src/host-protocol/host-listener.js";
-import { mintHostEnrollmentToken } from "../src/hosts/host-identities.js";
-import type { HostServiceEvent } from "../src/hosts/host-service.js";
+import { mintHostEnrollmentToken } from "../src/domain/hosts/host-identities.js";
+import type { HostServiceEvent } from "../src/domain/hosts/host-service.js";
+import { type HostListener, startHostListener } from "../src/web/host-protocol/host-listener.js";
 import type { TestApp } from "./harness.js";
 
 /** A week: the default client certificate lifetime (KILN_HOST_CERTIFICATE_SECONDS). */
@@ -21,7 +21,7 @@ export interface TestHostListener {
 }
 
 /**
- * The app's host listener (mutual TLS, host-protocol/host-listener.ts) on 127.0.0.1, closed
+ * The app's host listener (mutual TLS, web/host-protocol/host-listener.ts) on 127.0.0.1, closed
  * with the app. Hosts' certificates and enrollment tokens are issued and judged by `clock` (the
  * app's by default); the listener's own certificate by the machine's time, which the hosts' TLS
  * checks it against (the test apps' settable clock is days before it).

@@ -16,10 +16,10 @@ import { cargoOutputObserver, HostAgent, type HostProtocol } from "@kiln/host";
 import { InMemoryExecutor } from "@kiln/host/testing";
 import { type BlobStore, createTenant, readJob, requestCancellation, type Storage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
-import { HostService } from "../src/hosts/host-service.js";
+import { HostService } from "../src/domain/hosts/host-service.js";
+import { startLeaseReaper } from "../src/domain/scheduler/lease-reaper.js";
 import type { LocalHostEvent } from "../src/local-host.js";
-import { startLeaseReaper } from "../src/scheduler/lease-reaper.js";
+import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
 import { testBlobs } from "./harness.js";
 import { acceptJob, eventually } from "./job-fixtures.js";
 
@@ -62,10 +62,10 @@ async function pair(storage: Storage): Promise<Pairing> {
   const protocol: HostProtocol = {
     ...bound,
     heartbeat: (ref) => (faults.heartbeat === null ? bound.heartbeat(ref) : Promise.reject(faults.heartbeat)),
-    claim: (host, free) => {
+    claim: (host, free, freeDisk) => {
       const fault = faults.claim;
       faults.claim = null;
-      return fault === null ? bound.claim(host, free) : Promise.reject(fault);
+      return fault === null ? bound.claim(host, free, freeDisk) : Promise.reject(fault);
     },
     fetchBlob: (sha256) => (faults.fetchBlob === null ? bound.fetchBlob(sha256) : Promise.reject(faults.fetchBlob)),
   };

@@ -12,8 +12,8 @@ import {
 } from "@kiln/host";
 import { claimNextJob, createTenant, registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { MAX_AUTOMATIC_RECOVERIES } from "../src/hosts/impairment/impairment-detector.js";
-import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
+import { MAX_AUTOMATIC_RECOVERIES } from "../src/domain/hosts/impairment/impairment-detector.js";
+import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { BareMetalSimulator } from "./bare-metal-simulator.js";
 import { type TestApp, testApp } from "./harness.js";
 import {

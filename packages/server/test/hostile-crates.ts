@@ -1,5 +1,5 @@
 /**
- * Rust sources of the hostile crates in hostile-crate.test.ts. Each escape attempt has a
+ * Rust sources of the hostile crates in hostile-crate.sandbox.test.ts. Each escape attempt has a
  * name; `Ok` from `attempt` means the sandbox allowed it.
  */
 

@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CATALOGUE } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
-import { mintToken } from "../src/auth/token-format.js";
 import { buildApp } from "../src/build-app.js";
-import { defaultHandlers } from "../src/handlers/default-handlers.js";
-import { boundHandlerOf } from "../src/handlers/handler.js";
+import { mintToken } from "../src/domain/identity/token-format.js";
+import { defaultHandlers } from "../src/web/handlers/default-handlers.js";
+import { boundHandlerOf } from "../src/web/http/handler.js";
 import { bearer, personWithToken, type TestApp, TestClock, testApp, testBlobs } from "./harness.js";
 
 const validCredential = { name: "ci-bot", scopes: ["read"], expires_in_seconds: 3600 };

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { registerHost, reportHostInitialization, startHostInitialization } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { ledgerOfReport, pendingLedger } from "../src/hosts/fleet/initialization-ledger.js";
+import { ledgerOfReport, pendingLedger } from "../src/domain/hosts/fleet/initialization-ledger.js";
 import { type TestApp, testApp } from "./harness.js";
 import { detectorFor, operatorSession } from "./host-recovery-fixtures.js";
 

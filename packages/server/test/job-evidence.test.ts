@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { reclaimExpiredLeases } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { ATTEMPT_PAGE_SIZE } from "../src/handlers/job-evidence.js";
+import { ATTEMPT_PAGE_SIZE } from "../src/web/handlers/tenant/job-evidence.js";
 import { bearer, personWithToken } from "./harness.js";
 import {
   acceptJob,

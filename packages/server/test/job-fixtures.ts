@@ -18,9 +18,9 @@ import { Ajv, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import { defaultHandlers } from "../src/handlers/default-handlers.js";
-import { type BoundHandler, boundHandlerOf, type HandlerTable } from "../src/handlers/handler.js";
-import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
+import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
+import { defaultHandlers } from "../src/web/handlers/default-handlers.js";
+import { type BoundHandler, boundHandlerOf, type HandlerTable } from "../src/web/http/handler.js";
 import { TestClock, testBlobs } from "./harness.js";
 
 /**
@@ -314,8 +314,12 @@ export class SseReader {
     });
   }
 
-  /** The next event, or null once the server ended the stream; fails after `timeoutMs`. */
-  async next(timeoutMs = 5000): Promise<ReceivedEvent | null> {
+  /**
+   * The next event, or null once the server ended the stream. Waits as long as it takes (as
+   * `eventually` does: a deadline would make the verdict depend on the machine's load); with
+   * `timeoutMs`, fails after it, which only `quiet` asks for.
+   */
+  async next(timeoutMs = Number.POSITIVE_INFINITY): Promise<ReceivedEvent | null> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const boundary = this.buffer.indexOf("\n\n");
@@ -333,9 +337,13 @@ export class SseReader {
       this.pending ??= this.chunks.next();
       const chunk = await Promise.race([
         this.pending,
-        new Promise<"timeout">((resolve) => {
-          timer = setTimeout(() => resolve("timeout"), left);
-        }),
+        ...(left === Number.POSITIVE_INFINITY
+          ? []
+          : [
+              new Promise<"timeout">((resolve) => {
+                timer = setTimeout(() => resolve("timeout"), left);
+              }),
+            ]),
       ]);
       clearTimeout(timer);
       if (chunk === "timeout") throw new Error(`no event within ${timeoutMs} ms`);
@@ -346,10 +354,10 @@ export class SseReader {
   }
 
   /** Every event until the server ends the stream. */
-  async rest(timeoutMs = 10_000): Promise<ReceivedEvent[]> {
+  async rest(): Promise<ReceivedEvent[]> {
     const events: ReceivedEvent[] = [];
     for (;;) {
-      const event = await this.next(timeoutMs);
+      const event = await this.next();
       if (event === null) return events;
       events.push(event);
     }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { onboardRepository } from "@kiln/storage";
+import { onboardRepository, readJobManifest } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 
@@ -153,7 +153,11 @@ for (const dialect of DIALECTS) {
         ["build.jobs applied", "profile.dev.debug applied"],
       );
       assert.equal(row.class, "build/dev/nightly");
-      const manifest = JSON.parse(row.source_manifest) as { path: string; executable: boolean; sha256: string }[];
+      const manifest = JSON.parse((await readJobManifest(t.storage, row.id)) ?? "null") as {
+        path: string;
+        executable: boolean;
+        sha256: string;
+      }[];
       assert.deepEqual(
         manifest.map((m) => [m.path, m.executable]),
         [
@@ -206,6 +210,10 @@ for (const dialect of DIALECTS) {
       ).json();
       assert.equal(fresh.retry_of, id);
       assert.equal(fresh.status, "queued");
+      // The same source: the original's manifest, copied for the retry (a host places it from there).
+      const original = await readJobManifest(t.storage, id);
+      assert.ok(original !== undefined && original !== "[]");
+      assert.equal(await readJobManifest(t.storage, retry.json().retry), original);
     });
 
     it("jobs.list: newest first, filters, summary and total", async () => {

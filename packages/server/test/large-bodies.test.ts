@@ -9,17 +9,18 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { systemClock } from "@kiln/contract";
-import { onboardRepository, readJob } from "@kiln/storage";
+import { onboardRepository, readJob, readJobManifest } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import { type LargeBodies, largeBodiesOf } from "../src/http/body-parsers.js";
-import { LARGE_BODY_BYTES } from "../src/http/body-preparations.js";
-import { BodyWorkerPool } from "../src/http/body-worker-pool.js";
-import { readSourceFile, type SourceManifestEntry } from "../src/jobs/admit-inline-source.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { readSourceFile, type SourceManifestEntry } from "../src/domain/jobs/admit-inline-source.js";
+import { type LargeBodies, largeBodiesOf } from "../src/web/http/body-parsers.js";
+import { LARGE_BODY_BYTES } from "../src/web/http/body-preparations.js";
+import { BodyWorkerPool } from "../src/web/http/body-worker-pool.js";
+import { bearer, personWithToken, type TestApp } from "./harness.js";
 import { eventually, listen } from "./job-fixtures.js";
 import { archiveOf } from "./source-archives.js";
+import { type WorkerAndLoopApps, workerAndLoopApps } from "./worker-and-loop-apps.js";
 
 const REPOSITORY = "acme/widget";
 const file = (path: string, bytes: number[]) => ({ path, bytes, executable: false });
@@ -73,29 +74,18 @@ for (const dialect of DIALECTS) {
   }, () => {
     let t: TestApp;
     let large: LargeBodies;
-    /** The same service reading every body on its event loop. */
+    /** The same service doing everything on its event loop. */
     let onLoop: FastifyInstance;
     let member: { tenant: string; token: string };
     let keys = 0;
     const key = () => `large-${++keys}`;
+    let apps: WorkerAndLoopApps;
 
     before(async () => {
-      large = largeBodiesOf({ bodyWorkers: 1, clock: systemClock });
-      t = await testApp(await dialect.openFresh(), { largeBodies: large });
-      onLoop = buildApp({ ...t.deps, bodyWorkers: 0 });
-      await onLoop.ready();
-      member = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: member.tenant, name: REPOSITORY, onboardedBy: "test" },
-        t.clock.now(),
-      );
+      apps = await workerAndLoopApps(await dialect.openFresh(), REPOSITORY);
+      ({ t, large, onLoop, member } = apps);
     });
-    after(async () => {
-      await onLoop.close();
-      await t.close();
-      await large.pool?.close();
-    });
+    after(() => apps.close());
 
     /** Sends `payload` to both, each under a fresh key; asserts the worker read it and both answered alike. */
     async function bothAnswer(url: string, payload: string): Promise<Answer> {
@@ -135,7 +125,7 @@ for (const dialect of DIALECTS) {
 
       const record = await readJob(t.storage.db, { tenantId: member.tenant, jobId });
       assert.ok(record !== undefined);
-      const entries = JSON.parse(record.job.source_manifest) as SourceManifestEntry[];
+      const entries = JSON.parse((await readJobManifest(t.storage, jobId)) ?? "null") as SourceManifestEntry[];
       const big = entries.find((entry) => entry.path === "src/big.rs");
       assert.ok(big !== undefined);
       assert.deepEqual([...(await readSourceFile(t.deps.blobs, big))], bulk);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { type LoopFailure, ManualClock, silentLogger, systemClock } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
-import { LastUsedRecorder } from "../src/auth/last-used-recorder.js";
+import { LastUsedRecorder } from "../src/web/auth/last-used-recorder.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 
 for (const dialect of DIALECTS) {

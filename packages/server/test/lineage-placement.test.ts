@@ -3,9 +3,9 @@ import { after, before, describe, it } from "node:test";
 import { ManualClock, silentLogger } from "@kiln/contract";
 import { recordLineageSave, registerHost, type Storage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { inProcessHostProtocol } from "../src/host-protocol/in-process-host-protocol.js";
-import { HostService } from "../src/hosts/host-service.js";
-import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "../src/hosts/lineage-affinity.js";
+import { HostService } from "../src/domain/hosts/host-service.js";
+import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "../src/domain/hosts/lineage-affinity.js";
+import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
 import { personWithToken, testBlobs } from "./harness.js";
 import { acceptJob } from "./job-fixtures.js";
 

@@ -9,6 +9,8 @@ export interface ProviderAccount {
   readonly email: string;
   readonly name: string;
   readonly groups: readonly string[];
+  /** The `email_verified` claim released; `"absent"` releases none (default true). */
+  readonly emailVerified?: boolean | "absent";
 }
 
 export interface LocalOidcProvider {
@@ -66,7 +68,7 @@ export async function startLocalOidcProvider(
         claims: async () => ({
           sub,
           email: account.email,
-          email_verified: true,
+          ...(account.emailVerified === "absent" ? {} : { email_verified: account.emailVerified ?? true }),
           name: account.name,
           groups: [...account.groups],
         }),
@@ -97,4 +99,65 @@ export async function signInAtProvider(page: Page, issuer: string, login: string
   await page.click('button[type="submit"]');
   await page.waitForSelector('input[name="prompt"][value="consent"]', { state: "attached" });
   await page.click('button[type="submit"]');
+}
+
+/** What kiln's callback answered at the end of a sign-in driven over plain HTTP. */
+export interface CallbackAnswer {
+  readonly status: number;
+  readonly location: string | null;
+  readonly body: string;
+  readonly setCookies: readonly string[];
+}
+
+/**
+ * The same sign-in as signInAtProvider without a browser: from kiln's `/auth/oidc/start` through
+ * the provider's development login (any password) and consent forms, carrying cookies as a
+ * browser would (both servers are on 127.0.0.1, where cookies do not tell ports apart), up to
+ * kiln's answer at its callback, which is returned unfollowed.
+ */
+export async function signInOverHttp(kilnBase: string, callbackPath: string, login: string): Promise<CallbackAnswer> {
+  const jar = new Map<string, string>();
+  const send = async (url: URL, form?: Record<string, string>) => {
+    const response = await fetch(url, {
+      method: form === undefined ? "GET" : "POST",
+      redirect: "manual",
+      headers: {
+        cookie: [...jar].map(([name, value]) => `${name}=${value}`).join("; "),
+        ...(form === undefined ? {} : { "content-type": "application/x-www-form-urlencoded" }),
+      },
+      ...(form === undefined ? {} : { body: new URLSearchParams(form).toString() }),
+    });
+    const setCookies = response.headers.getSetCookie();
+    for (const line of setCookies) {
+      const [pair = "", ...attributes] = line.split(";");
+      const name = pair.slice(0, pair.indexOf("="));
+      const value = pair.slice(pair.indexOf("=") + 1);
+      const expired = attributes.some((a) => /^\s*(max-age=0|expires=thu, 01 jan 1970)/i.test(a));
+      if (expired || value === "") jar.delete(name);
+      else jar.set(name, value);
+    }
+    return { response, setCookies, body: await response.text() };
+  };
+  let url = new URL("/auth/oidc/start", kilnBase);
+  let form: Record<string, string> | undefined;
+  for (let step = 0; step < 20; step += 1) {
+    const { response, setCookies, body } = await send(url, form);
+    form = undefined;
+    if (url.origin === new URL(kilnBase).origin && url.pathname === callbackPath) {
+      return { status: response.status, location: response.headers.get("location"), body, setCookies };
+    }
+    const location = response.headers.get("location");
+    if (response.status >= 300 && response.status < 400 && location !== null) {
+      url = new URL(location, url);
+      continue;
+    }
+    const action = /<form[^>]*action="([^"]+)"/.exec(body)?.[1];
+    const prompt = /name="prompt" value="(\w+)"/.exec(body)?.[1];
+    if (response.status !== 200 || action === undefined || prompt === undefined) {
+      throw new Error(`sign-in stopped at ${url.href}: HTTP ${response.status} ${body.slice(0, 500)}`);
+    }
+    url = new URL(action, url);
+    form = prompt === "login" ? { prompt, login, password: "any password" } : { prompt };
+  }
+  throw new Error("sign-in did not reach kiln's callback in 20 steps");
 }

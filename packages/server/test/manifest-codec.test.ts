@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { deflateManifestJson, manifestJsonOf } from "../src/sources/manifest-codec.js";
+import { deflateManifestJson, manifestJsonOf } from "../src/domain/sources/manifest-codec.js";
 
-describe("an upload's stored manifest (sources/manifest-codec.ts)", () => {
+describe("an upload's stored manifest (domain/sources/manifest-codec.ts)", () => {
   const json = JSON.stringify({
     entries: Array.from({ length: 2000 }, (_, i) => ({ kind: "file", path: `src/m${i}/f.rs`, size: i })),
     parts: [],

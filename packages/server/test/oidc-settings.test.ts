@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { membershipsFromGroups } from "../src/auth/oidc-memberships.js";
 import { oidcFromEnv } from "../src/config.js";
+import { membershipsFromGroups } from "../src/web/auth/oidc-memberships.js";
 
 describe("OpenID Connect settings and the groups rule", () => {
   it("maps kiln:<tenant>:<role> values to memberships, the most privileged role per tenant", () => {
@@ -35,7 +35,13 @@ describe("OpenID Connect settings and the groups rule", () => {
         KILN_OIDC_CLIENT_ID: "kiln",
         KILN_OIDC_CLIENT_SECRET: "s3cret",
       }),
-      { issuer: "https://idp.example/realms/acme", clientId: "kiln", clientSecret: "s3cret", groupsClaim: "groups" },
+      {
+        issuer: "https://idp.example/realms/acme",
+        clientId: "kiln",
+        clientSecret: "s3cret",
+        groupsClaim: "groups",
+        providerVerifiesEmails: false,
+      },
     );
     assert.equal(
       oidcFromEnv({
@@ -46,6 +52,13 @@ describe("OpenID Connect settings and the groups rule", () => {
       })?.groupsClaim,
       "roles",
     );
+    const provider = {
+      KILN_OIDC_ISSUER: "https://idp.example",
+      KILN_OIDC_CLIENT_ID: "k",
+      KILN_OIDC_CLIENT_SECRET: "s",
+    };
+    assert.equal(oidcFromEnv({ ...provider, KILN_OIDC_PROVIDER_VERIFIES_EMAILS: "on" })?.providerVerifiesEmails, true);
+    assert.throws(() => oidcFromEnv({ ...provider, KILN_OIDC_PROVIDER_VERIFIES_EMAILS: "yes" }), /on or off/);
     assert.throws(() => oidcFromEnv({ KILN_OIDC_ISSUER: "https://idp.example" }), /needs all of/);
     assert.throws(
       () =>

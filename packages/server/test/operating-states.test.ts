@@ -3,8 +3,8 @@ import { after, before, describe, it } from "node:test";
 import { claimNextJob, createTenant, LocalBlobStore, registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { sql } from "kysely";
-import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
-import { HOST_FRESH_SECONDS } from "../src/platform/operating-states/host-serving.js";
+import { HOST_FRESH_SECONDS } from "../src/domain/platform/host-serving.js";
+import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { type TestApp, testApp } from "./harness.js";
 import { acceptJob } from "./job-fixtures.js";
 
@@ -16,7 +16,7 @@ import { type OperatorClient, operatorClient } from "./operator-session-fixture.
  * operator.platform.states from measurements: liveness; readiness from the database, its
  * migrations and the blob store; execution capacity from the hosts' rows and what runs on them
  * (serving, seen lately, free vCPUs per size); each state's computation instant, typed reason and,
- * when refusing, a deadline. Workload health's canary reasons are in canaries.test.ts.
+ * when refusing, a deadline. Workload health's canary reasons are in canaries.sandbox.test.ts.
  */
 for (const dialect of DIALECTS) {
   describe(`operating states (${dialect.name})`, { skip: dialect.skip }, () => {

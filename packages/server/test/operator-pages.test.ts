@@ -10,8 +10,8 @@ import {
 import { DIALECTS } from "@kiln/storage/testing";
 import type { LightMyRequestResponse } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import { defaultHandlers } from "../src/handlers/default-handlers.js";
-import { operatorAuditValue } from "../src/handlers/operator-audit.js";
+import { operatorAuditValue } from "../src/domain/platform/operator-audit-value.js";
+import { defaultHandlers } from "../src/web/handlers/default-handlers.js";
 import { type TestApp, testApp } from "./harness.js";
 import { acceptJob, claimJob, HOST } from "./job-fixtures.js";
 import { bootstrapOperatorCredential } from "./operator-session-fixture.js";

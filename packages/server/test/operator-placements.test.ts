@@ -19,8 +19,8 @@ import {
 } from "@kiln/host";
 import { claimNextJob, createTenant, readJobStatus, registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { LEASE_SECONDS } from "../src/hosts/host-service.js";
-import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
+import { LEASE_SECONDS } from "../src/domain/hosts/attempt-lease.js";
+import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { hostProtocolOf, type TestApp, testApp } from "./harness.js";
 import { acceptJob } from "./job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";

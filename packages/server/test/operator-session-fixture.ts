@@ -6,7 +6,7 @@ import type { OperatorAuditEntry } from "@kiln/contract";
 import type { Storage } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
-import { masterKey, operatorCredential } from "../src/auth/operator-credential.js";
+import { masterKey, operatorCredential } from "../src/web/auth/operator-credential.js";
 
 /** The operator operations of `app` as a signed-in operator (a session opened with the bootstrap credential). */
 export interface OperatorClient {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { DIALECTS } from "@kiln/storage/testing";
-import { masterKey, operatorCredential } from "../src/auth/operator-credential.js";
+import { masterKey, operatorCredential } from "../src/web/auth/operator-credential.js";
 import { type TestApp, testApp } from "./harness.js";
 
 for (const dialect of DIALECTS) {

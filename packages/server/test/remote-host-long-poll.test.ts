@@ -26,8 +26,8 @@ import {
 import { InMemoryExecutor } from "@kiln/host/testing";
 import { drainHost, onboardRepository, readJob, type Storage, undrainHost, writeTenantControls } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { HostService, type HostServiceEvent } from "../src/hosts/host-service.js";
-import { SecretBox } from "../src/secrets/secret-box.js";
+import { HostService, type HostServiceEvent } from "../src/domain/hosts/host-service.js";
+import { SecretBox } from "../src/domain/secrets/secret-box.js";
 import { bearer, personWithToken, type TestApp, testApp, testBlobs } from "./harness.js";
 import { listenForHosts, type TestHostListener } from "./host-listener-fixture.js";
 import { acceptJob, eventually, inlineSubmission } from "./job-fixtures.js";

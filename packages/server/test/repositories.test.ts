@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import type { AttemptReport } from "@kiln/contract";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { PLATFORM_STORAGE_QUOTA_BYTES } from "../src/repositories/storage-quota.js";
+import { PLATFORM_STORAGE_QUOTA_BYTES } from "../src/domain/repositories/storage-quota.js";
 import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "./harness.js";
 import { inlineSubmission } from "./job-fixtures.js";
 

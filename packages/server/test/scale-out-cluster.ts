@@ -1,5 +1,5 @@
 /**
- * A scale-out deployment on this machine, for the end-to-end test (scale-out.test.ts) and the
+ * A scale-out deployment on this machine, for the end-to-end test (scale-out.process.test.ts) and the
  * benchmark (bench/jobs-per-minute.mjs imports this file from dist): N real `kiln-server serve`
  * processes without an embedded host (KILN_LOCAL_HOST=off) on one PostgreSQL database and one
  * S3-compatible bucket (a real s3rver on loopback, KILN_BLOB_URL), sharing one master key, each
@@ -25,8 +25,8 @@ import { fileURLToPath } from "node:url";
 import { HEALTH_REPORTED_MESSAGE } from "@kiln/host";
 import { onboardRepository, openStorage, type Storage } from "@kiln/storage";
 import { createPostgresTestDatabase, type S3TestServer, startS3TestServer } from "@kiln/storage/testing";
-import { operatorCredential } from "../src/auth/operator-credential.js";
-import { mintHostEnrollmentToken } from "../src/hosts/host-identities.js";
+import { mintHostEnrollmentToken } from "../src/domain/hosts/host-identities.js";
+import { operatorCredential } from "../src/web/auth/operator-credential.js";
 import { type Api, fetchApi } from "./e2e-jobs.js";
 import { personWithToken } from "./harness.js";
 import { type ServerProcess, startServerProcess, stopServerProcess } from "./server-process.js";

@@ -8,9 +8,9 @@ import { addPersonToTenant, createTenant, type Database, type Storage } from "@k
 import { DIALECTS } from "@kiln/storage/testing";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { mintSignInLink } from "../src/admin/mint-sign-in-link.js";
-import { masterKey, operatorCredential } from "../src/auth/operator-credential.js";
 import { buildApp } from "../src/build-app.js";
-import { SecretBox } from "../src/secrets/secret-box.js";
+import { SecretBox } from "../src/domain/secrets/secret-box.js";
+import { masterKey, operatorCredential } from "../src/web/auth/operator-credential.js";
 import { bearer, TestClock, testBlobs } from "./harness.js";
 
 /**

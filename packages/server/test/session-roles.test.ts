@@ -4,8 +4,8 @@ import fastifyCookie from "@fastify/cookie";
 import { type Operation, operationById } from "@kiln/contract";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import Fastify, { type FastifyInstance } from "fastify";
-import { enforceSecurity } from "../src/http/enforce-security.js";
-import { installErrorBoundary } from "../src/http/error-boundary.js";
+import { enforceSecurity } from "../src/web/http/enforce-security.js";
+import { installErrorBoundary } from "../src/web/http/error-boundary.js";
 import { personWithToken, type TestApp, testApp, testBlobs } from "./harness.js";
 import { signIn } from "./sign-in.js";
 

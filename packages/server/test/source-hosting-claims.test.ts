@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { silentLogger } from "@kiln/contract";
 import { addPersonToTenant, createTenant, readInstallation } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { GitHubApp, gitHubAppConfigFromEnv } from "../src/source-hosting/github-app.js";
+import { GitHubApp, gitHubAppConfigFromEnv } from "../src/domain/source-hosting/github-app.js";
 import { GitHubSimulator } from "./github-simulator.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { signIn } from "./sign-in.js";

@@ -1,14 +1,33 @@
 import assert from "node:assert/strict";
+import { Readable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import { silentLogger } from "@kiln/contract";
 import { findInstallationOfRepository, readInstallation, readWebhookDelivery } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { GitHubApp } from "../src/source-hosting/github-app.js";
+import { GitHubApp } from "../src/domain/source-hosting/github-app.js";
 import { GitHubSimulator, type SimulatedDelivery } from "./github-simulator.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { inlineSubmission } from "./job-fixtures.js";
 
 const HEAD = "abc".padStart(40, "0");
+
+/** A request body of `total` bytes produced only as the server reads it; `pulled` counts what it took. */
+function lazyBody(total: number): { stream: Readable; pulled: () => number } {
+  let pulled = 0;
+  const chunk = Buffer.alloc(64 * 1024, " ");
+  const stream = new Readable({
+    read() {
+      if (pulled >= total) {
+        this.push(null);
+        return;
+      }
+      const length = Math.min(chunk.length, total - pulled);
+      pulled += length;
+      this.push(chunk.subarray(0, length));
+    },
+  });
+  return { stream, pulled: () => pulled };
+}
 
 for (const dialect of DIALECTS) {
   describe(`GitHub webhooks (${dialect.name})`, { skip: dialect.skip }, () => {
@@ -92,6 +111,39 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await audit("installation:101").then((e) => e.length), 1, "only the claim is audited");
     });
 
+    it("refuses an unsigned or oversized delivery by its headers, before its body is read", async () => {
+      const declared = 24 * 1024 * 1024;
+      const headersOf = (delivery: SimulatedDelivery, extra: Record<string, string>) => ({
+        ...delivery.headers,
+        "content-length": String(declared),
+        ...extra,
+      });
+      const cases: [string, Record<string, string>, number, string][] = [
+        ["no signature", headersOf(sim.delivery("ping", {}, { signature: "none" }), {}), 401, "unauthenticated"],
+        [
+          "a signature not of the provider's form",
+          headersOf(sim.delivery("ping", {}), { "x-hub-signature-256": "sha256=not-hex" }),
+          401,
+          "unauthenticated",
+        ],
+        [
+          "a declared length over the provider's largest",
+          headersOf(sim.delivery("ping", {}), { "content-length": String(26 * 1024 * 1024) }),
+          400,
+          "invalid_request",
+        ],
+      ];
+      for (const [what, headers, status, code] of cases) {
+        const body = lazyBody(Number(headers["content-length"]));
+        const res = await t.app.inject({ method: "POST", url: "/webhooks/github", headers, payload: body.stream });
+        assert.equal(res.statusCode, status, `${what}: ${res.body}`);
+        assert.equal(res.json().code, code, what);
+        // Nothing reads the request, so at most the stream's first buffers were produced.
+        assert.ok(body.pulled() <= 1024 * 1024, `${what}: ${body.pulled()} bytes were read before the refusal`);
+        body.stream.destroy();
+      }
+    });
+
     it("keeps the repository list in sync: added repositories are onboarded, removed ones no longer covered; a replay is ignored", async () => {
       const delivery = sim.delivery("installation_repositories", {
         action: "added",
@@ -127,6 +179,24 @@ for (const dialect of DIALECTS) {
       const entries = await audit("installation:101");
       assert.equal(entries.length, 3, "the claim, the addition once (not its replay), the removal");
       assert.equal(entries.filter((e: { actor: string }) => e.actor === "github").length, 2);
+    });
+
+    it("processes a signed body once, whatever delivery id it arrives under", async () => {
+      const delivery = sim.delivery("installation_repositories", {
+        action: "added",
+        installation: installationOf(101),
+        repositories_added: [{ id: 10, full_name: "acme/replayed" }],
+        repositories_removed: [],
+      });
+      const before = (await audit("installation:101")).length;
+      assert.equal((await post(delivery)).status, 200);
+      for (const deliveryId of ["11111111-1111-4111-8111-111111111111", "another id entirely"]) {
+        const replay = await post({ ...delivery, headers: { ...delivery.headers, "x-github-delivery": deliveryId } });
+        assert.equal(replay.status, 202, JSON.stringify(replay.body));
+        assert.match(replay.body.outcome, /already received/);
+        assert.equal(await readWebhookDelivery(t.storage, { deliveryId }), undefined, "the replay is not recorded");
+      }
+      assert.equal((await audit("installation:101")).length, before + 1, "the change is audited once");
     });
 
     it("answers unknown events, actions and installations 202 and ignores them", async () => {
@@ -179,15 +249,16 @@ for (const dialect of DIALECTS) {
       const submitted = await submit("acme/widget");
       assert.equal(submitted.statusCode, 200, submitted.body);
       const jobId = submitted.json() as string;
-      const rerun = (external_id: string, repository = "acme/widget") =>
+      // The provider's check run carries its state, so rerequests at different moments differ.
+      const rerun = (external_id: string, repository = "acme/widget", status = "completed") =>
         sim.delivery("check_run", {
           action: "rerequested",
           installation: installationOf(101),
           repository: { full_name: repository },
-          check_run: { id: 7_000_000_001, name: "kiln", external_id },
+          check_run: { id: 7_000_000_001, name: "kiln", external_id, status },
           sender: { login: "octocat" },
         });
-      const early = await post(rerun(jobId));
+      const early = await post(rerun(jobId, "acme/widget", "queued"));
       assert.equal(early.status, 202, "a job still queued is not retried");
       assert.match(early.body.outcome, /jobs\.retry refused: conflict/);
 

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { inflateRawSync } from "node:zlib";
-import { cleanupExpiredUploads, onboardRepository } from "@kiln/storage";
+import { cleanupExpiredUploads, onboardRepository, readJobManifest } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { readSourceFile } from "../src/jobs/admit-inline-source.js";
+import { readSourceFile } from "../src/domain/jobs/admit-inline-source.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { type Archive, archiveOf, archiveSubmission, Sources, sha256 } from "./source-archives.js";
 
@@ -176,12 +176,7 @@ for (const dialect of DIALECTS) {
       assert.equal((await sources.capabilities()).json().tenant_reservations.unclaimed_uploads, 0);
 
       // The job's source is exactly the archive: files by their digests, the symlink as a link.
-      const row = await t.storage.db
-        .selectFrom("jobs")
-        .select("source_manifest")
-        .where("id", "=", id)
-        .executeTakeFirstOrThrow();
-      const manifest = JSON.parse(row.source_manifest);
+      const manifest = JSON.parse((await readJobManifest(t.storage, id)) ?? "null");
       assert.deepEqual(
         manifest.map((e: { path: string; kind?: string; target?: string; executable: boolean }) => [
           e.path,
@@ -308,12 +303,7 @@ for (const dialect of DIALECTS) {
 
       const job = await submit(archiveSubmission("reuse-2", done.json().manifest_sha256), "job-reuse");
       assert.equal(job.status, 200, job.body);
-      const row = await t.storage.db
-        .selectFrom("jobs")
-        .select("source_manifest")
-        .where("id", "=", job.json())
-        .executeTakeFirstOrThrow();
-      const files = JSON.parse(row.source_manifest);
+      const files = JSON.parse((await readJobManifest(t.storage, job.json())) ?? "null");
       assert.deepEqual(
         files.map((e: { path: string }) => e.path),
         ["src/a.rs", "src/b.rs"],

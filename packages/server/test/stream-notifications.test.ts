@@ -88,7 +88,7 @@ describe("streams woken across server processes (postgres)", { skip: postgres?.s
         { stream: "stdout", at: clockB.now().toISOString(), text: "compiled on B" },
       ]);
       assert.equal(answer, "accepted");
-      assert.deepEqual(textsOf(await reader.next(60_000)), ["compiled on B"]);
+      assert.deepEqual(textsOf(await reader.next()), ["compiled on B"]);
     } finally {
       reader.close();
     }
@@ -104,7 +104,7 @@ describe("streams woken across server processes (postgres)", { skip: postgres?.s
       // B's host service places the job: queued → running, committed on B's connection.
       const placement = await protocolB.claim("host-b", 64);
       assert.equal(placement?.jobId, job.id);
-      const frame = await reader.next(60_000);
+      const frame = await reader.next();
       assert.ok(frame);
       const event = JSON.parse(frame.data) as { job: string; status: string; previous_status: string };
       assert.deepEqual([event.job, event.previous_status, event.status], [job.id, "queued", "running"]);
@@ -141,7 +141,7 @@ describe("streams woken across server processes (postgres)", { skip: postgres?.s
         ]),
         "accepted",
       );
-      assert.deepEqual(textsOf(await reader.next(60_000)), ["after the drop"]);
+      assert.deepEqual(textsOf(await reader.next()), ["after the drop"]);
     } finally {
       reader.close();
     }

@@ -7,8 +7,8 @@ import {
   BURST_MIN_SUBMISSIONS,
   HISTORY_DAYS,
   submissionBurst,
-} from "../src/platform/tenant-anomalies/submission-burst.js";
-import { TenantAnomalyEvaluator } from "../src/platform/tenant-anomalies/tenant-anomaly-evaluator.js";
+} from "../src/domain/platform/tenant-anomalies/submission-burst.js";
+import { TenantAnomalyEvaluator } from "../src/domain/platform/tenant-anomalies/tenant-anomaly-evaluator.js";
 import { type TestApp, testApp } from "./harness.js";
 import { acceptJob, claimJob, finishJob, hostReport } from "./job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";

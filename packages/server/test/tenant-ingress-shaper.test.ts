@@ -1,5 +1,5 @@
 /**
- * The per-tenant ingress bound (http/tenant-ingress-shaper.ts) on a manual clock: while another
+ * The per-tenant ingress bound (web/http/tenant-ingress-shaper.ts) on a manual clock: while another
  * tenant is served, a burst reads at once and what follows at the rate, tenants apart; a tenant
  * alone reads at full speed and owes nothing; a shaped stream passes every byte in order or
  * fails with its source.
@@ -9,7 +9,8 @@ import { PassThrough } from "node:stream";
 import { describe, it } from "node:test";
 import { ManualClock } from "@kiln/contract";
 import { configFromEnv, DEFAULT_TENANT_INGRESS } from "../src/config.js";
-import { SHARED_FOR_MS, TenantIngressShaper } from "../src/http/tenant-ingress-shaper.js";
+import { CANARY_TENANT } from "../src/domain/platform/platform-tenants.js";
+import { SHARED_FOR_MS, TenantIngressShaper } from "../src/web/http/tenant-ingress-shaper.js";
 
 const MiB = 2 ** 20;
 
@@ -112,6 +113,17 @@ describe("a tenant's ingress rate while others are served", () => {
     assert.equal(shaper.sharedWith("c", now()), true, "a served a moment ago");
   });
 
+  it("leaves the bound as it was when one of its unshared tenants is served", () => {
+    const clock = new ManualClock();
+    const shaper = new TenantIngressShaper(MiB, MiB, clock, ["platform"]);
+    shaper.served("a");
+    shaper.served("platform");
+    assert.equal(shaper.sharedWith("a", clock.now().getTime()), false, "a is still alone");
+    assert.equal(shaper.take("a", 64 * MiB), 0, "and read at once");
+    shaper.served("b");
+    assert.equal(shaper.sharedWith("a", clock.now().getTime()), true, "another tenant still makes it shared");
+  });
+
   it("refuses a rate or burst that is not positive", () => {
     const clock = new ManualClock();
     assert.throws(() => new TenantIngressShaper(0, MiB, clock), /must be positive/);
@@ -155,16 +167,17 @@ describe("a tenant's ingress rate while others are served", () => {
 });
 
 describe("the ingress bound's configuration", () => {
-  it("is on by default, at the rate and burst T15 chose", () => {
+  it("is on by default, at the rate and burst T15 chose, with the platform's canaries unshared", () => {
     assert.deepEqual(configFromEnv({}).tenantIngress, DEFAULT_TENANT_INGRESS);
     assert.ok(DEFAULT_TENANT_INGRESS.bytesPerSecond > 0 && DEFAULT_TENANT_INGRESS.burstBytes > 0);
+    assert.deepEqual(DEFAULT_TENANT_INGRESS.unsharedTenants, [CANARY_TENANT]);
   });
 
   it("takes a rate and burst from the environment, and a rate of 0 turns it off", () => {
     assert.deepEqual(
       configFromEnv({ KILN_TENANT_INGRESS_BYTES_PER_SECOND: "4194304", KILN_TENANT_INGRESS_BURST_BYTES: "65536" })
         .tenantIngress,
-      { bytesPerSecond: 4194304, burstBytes: 65536 },
+      { bytesPerSecond: 4194304, burstBytes: 65536, unsharedTenants: [CANARY_TENANT] },
     );
     assert.equal(configFromEnv({ KILN_TENANT_INGRESS_BYTES_PER_SECOND: "0" }).tenantIngress, undefined);
   });

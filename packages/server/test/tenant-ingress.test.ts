@@ -1,16 +1,18 @@
 /**
- * A tenant's request bodies are read at its ingress rate (http/tenant-ingress-shaper.ts) through
- * the app's routes: alone (the platform's canary tenant aside), a tenant's bodies are read at once; once another tenant makes a
- * request, past its burst its next body waits for the rate's clock while the other tenant's body
- * is read and answered at once.
+ * A tenant's request bodies are read at its ingress rate (web/http/tenant-ingress-shaper.ts) through
+ * the app's routes, with the deployment's unshared tenants (config.ts, DEFAULT_TENANT_INGRESS):
+ * alone (the platform's canary tenant aside), a tenant's bodies are read at once; once another
+ * tenant makes a request, past its burst its next body waits for the rate's clock while the
+ * other tenant's body is read and answered at once.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ManualClock } from "@kiln/contract";
 import { createTenant } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { largeBodiesOf } from "../src/http/body-parsers.js";
-import { CANARY_TENANT } from "../src/platform/platform-tenants.js";
+import { DEFAULT_TENANT_INGRESS } from "../src/config.js";
+import { CANARY_TENANT } from "../src/domain/platform/platform-tenants.js";
+import { largeBodiesOf } from "../src/web/http/body-parsers.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 
 const MiB = 2 ** 20;
@@ -27,7 +29,7 @@ for (const dialect of DIALECTS) {
     before(async () => {
       const large = largeBodiesOf({
         bodyWorkers: 0,
-        tenantIngress: { bytesPerSecond: MiB, burstBytes: MiB },
+        tenantIngress: { ...DEFAULT_TENANT_INGRESS, bytesPerSecond: MiB, burstBytes: MiB },
         clock: rateClock,
       });
       t = await testApp(await dialect.openFresh(), { largeBodies: large });

@@ -12,10 +12,10 @@ import {
   sampleLineageStorage,
 } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { meterAttempt } from "../src/hosts/meter-attempt.js";
-import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
-import { startLineageStorageSampler } from "../src/usage/lineage-storage-sampler.js";
-import { centsPerVcpuSecond } from "../src/usage/usage-ledger.js";
+import { meterAttempt } from "../src/domain/hosts/meter-attempt.js";
+import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
+import { startLineageStorageSampler } from "../src/domain/usage/lineage-storage-sampler.js";
+import { centsPerVcpuSecond } from "../src/domain/usage/usage-ledger.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { acceptJob, HOST } from "./job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";

@@ -13,10 +13,10 @@ import {
   writeTenantControls,
 } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { hashToken, mintToken } from "../src/auth/token-format.js";
-import { meterAttempt } from "../src/hosts/meter-attempt.js";
-import { VCPUS_OF_SIZE } from "../src/jobs/platform-limits.js";
-import { deflateManifestJson } from "../src/sources/manifest-codec.js";
+import { meterAttempt } from "../src/domain/hosts/meter-attempt.js";
+import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
+import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
+import { deflateManifestJson } from "../src/domain/sources/manifest-codec.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { acceptJob, HOST } from "./job-fixtures.js";
 import { signIn } from "./sign-in.js";

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { LocalBlobStore } from "@kiln/storage";
-import type { SourceManifest } from "../src/sources/manifest-types.js";
-import { SegmentDigests } from "../src/sources/segment-digests.js";
-import { verifyUpload } from "../src/sources/verify-upload.js";
+import type { SourceManifest } from "../src/domain/sources/manifest-types.js";
+import { SegmentDigests } from "../src/domain/sources/segment-digests.js";
+import { verifyUpload } from "../src/domain/sources/verify-upload.js";
 import { sha256 } from "./source-archives.js";
 
 describe("verifyUpload", () => {

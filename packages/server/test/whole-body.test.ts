@@ -1,12 +1,12 @@
 /**
- * A request body read whole (http/whole-body.ts): into a buffer of its exact declared size as it
+ * A request body read whole (web/http/whole-body.ts): into a buffer of its exact declared size as it
  * arrives, or joined from its chunks when undeclared or declared past the preallocated bound;
  * Fastify's refusals for a body over its limit or other than its declared length.
  */
 import assert from "node:assert/strict";
 import { Readable } from "node:stream";
 import { describe, it } from "node:test";
-import { PREALLOCATED_BYTES_AT_MOST, readWholeBody } from "../src/http/whole-body.js";
+import { PREALLOCATED_BYTES_AT_MOST, readWholeBody } from "../src/web/http/whole-body.js";
 
 /** A payload of `chunks` as a socket would deliver them. */
 const payloadOf = (...chunks: Buffer[]) => Readable.from(chunks, { objectMode: false });

@@ -203,8 +203,9 @@ export {
   finishAttempt,
   type MeteredAttempt,
 } from "./jobs/finish-attempt.js";
-export { insertJob, type JobRow } from "./jobs/insert-job.js";
+export { insertJob, type JobRow, type NewJob } from "./jobs/insert-job.js";
 export { newJobId } from "./jobs/job-ids.js";
+export { type NewJobManifest, readJobManifest } from "./jobs/job-manifests.js";
 export { JOB_LIST_COLUMNS, type JobFilters, type JobListRow, listJobs } from "./jobs/list-jobs.js";
 export { type AttemptReportRow, listRecentAttemptReports } from "./jobs/list-recent-attempt-reports.js";
 export { type JobListRecord, type JobRecord, readJob, readJobDocument, readJobRecords } from "./jobs/read-job.js";

@@ -21,6 +21,7 @@ export interface Database {
   rate_windows: RateWindowsTable;
   operator_credentials: OperatorCredentialsTable;
   jobs: JobsTable;
+  job_manifests: JobManifestsTable;
   job_transitions: JobTransitionsTable;
   hosts: HostsTable;
   attempts: AttemptsTable;
@@ -84,8 +85,6 @@ export interface JobsTable {
   request_hash: string;
   /** JSON: the CargoInvocation as submitted. */
   invocation: string;
-  /** JSON: [{path, sha256, bytes, executable}] — the exact source, bytes in the blob store. */
-  source_manifest: string;
   wall_clock_seconds: number;
   max_attempts: number;
   attempts_started: number;
@@ -107,6 +106,16 @@ export interface JobsTable {
   settlement: string | null;
   /** Migration 0015: the only host that may claim the job (a canary's); null for any host. */
   pinned_host: Generated<string | null>;
+}
+
+/**
+ * A job's source manifest (migration 0042), out of its `jobs` row so that reading the job never
+ * walks it; deleted with its job.
+ */
+export interface JobManifestsTable {
+  job_id: string;
+  /** JSON: [{path, sha256, bytes, executable, segments?} | {…, kind: "symlink", target}] — the exact source, bytes in the blob store. */
+  manifest: string;
 }
 
 export interface JobTransitionsTable {
@@ -570,7 +579,7 @@ export interface SourceUploadsTable {
   /** JSON: the manifest {entries, parts} as reserved; empty when `manifest_deflated` holds it. */
   manifest: string;
   /**
-   * The manifest's JSON compressed by the server (server/src/sources/manifest-codec.ts; migration
+   * The manifest's JSON compressed by the server (server/src/domain/sources/manifest-codec.ts; migration
    * 0040); null in rows reserved before, whose `manifest` holds the text.
    */
   manifest_deflated: Uint8Array | null;
@@ -684,6 +693,8 @@ export interface WebhookDeliveriesTable {
   /** What kiln did with it, for an operator reading the table. */
   outcome: string;
   received_at: string;
+  /** SHA-256 of the signed body, unique (migration 0043; null on rows recorded before it). */
+  body_sha256: string | null;
 }
 
 export interface AppInstallationsTable {

@@ -31,7 +31,7 @@ const T0 = new Date("2026-11-22T07:00:00.000Z");
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
 const TENANT = "acme";
 const LEASE = 60;
-const NO_HANG = { timeout: 60_000 };
+const NO_HANG = { timeout: 30 * 60_000 };
 const digest = (n: number) => n.toString(16).padStart(64, "0");
 
 async function runningJob(storage: Storage, id: string): Promise<void> {

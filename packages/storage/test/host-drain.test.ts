@@ -23,7 +23,7 @@ import { blockedOrSettled, deferred, held, withTwoStorages } from "./staged-tran
 const T0 = new Date("2026-11-22T07:00:00.000Z");
 const TENANT = "acme";
 const SIZE = "kiln2-cpu";
-const NO_HANG = { timeout: 60_000 };
+const NO_HANG = { timeout: 30 * 60_000 };
 let submissions = 0;
 
 for (const dialect of DIALECTS) {

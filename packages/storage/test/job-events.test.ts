@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Migrator, sql } from "kysely";
+import { sql } from "kysely";
 import {
   createTenant,
   insertJob,
@@ -10,8 +10,8 @@ import {
   recordTransition,
   type Storage,
 } from "../src/index.js";
-import { migrationProviderFor, migrationsFor } from "../src/migrations/migrations.js";
 import { DIALECTS } from "./dialects.js";
+import { migrateToBefore } from "./migrate-to-before.js";
 import { queuedJob } from "./queued-jobs.js";
 import { blockedOrSettled, held, withTwoStorages } from "./staged-transactions.js";
 
@@ -131,12 +131,7 @@ for (const dialect of DIALECTS) {
       const database = await dialect.createDatabase();
       const storage = await database.open();
       try {
-        const migrator = new Migrator({ db: storage.db, provider: migrationProviderFor(storage.dialect) });
-        const names = Object.keys(migrationsFor(storage.dialect)).sort();
-        const before = names[names.indexOf(MIGRATION) - 1];
-        assert.ok(before !== undefined);
-        const down = await migrator.migrateTo(before);
-        assert.equal(down.error, undefined, String(down.error));
+        await migrateToBefore(storage, MIGRATION);
         for (const id of ["a", "b"]) await createTenant(storage, { id, displayName: id }, new Date(T0));
         // Before 0030: one platform-wide sequence, a's events at 1 and 3, b's at 2.
         for (const [tenant, job] of [

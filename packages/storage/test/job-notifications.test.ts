@@ -37,7 +37,7 @@ import { held, withTwoStorages } from "./staged-transactions.js";
 
 const T0 = new Date("2026-11-22T07:00:00.000Z");
 const TENANT = "acme";
-const NO_HANG = { timeout: 60_000 };
+const NO_HANG = { timeout: 30 * 60_000 };
 
 /** Wakes recorded in order, and a way to wait for the next one matching. */
 class Wakes {

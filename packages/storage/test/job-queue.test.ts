@@ -38,10 +38,12 @@ const clock = { now: () => T0 };
 const TENANT = "acme";
 const SIZE = "kiln2-cpu";
 const VCPUS_OF_SIZE = { [SIZE]: 2, "kiln16-cpu": 16 };
+const GiB = 2 ** 30;
+const DISK_OF_SIZE = { [SIZE]: 16 * GiB, "kiln16-cpu": 128 * GiB };
 const LEASE = 60;
 const STORAGES = 8;
 /** A safety net so a lock the test did not expect hangs no run; never the verdict. */
-const NO_HANG = { timeout: 60_000 };
+const NO_HANG = { timeout: 30 * 60_000 };
 
 interface Lease {
   readonly jobId: string;
@@ -108,6 +110,22 @@ for (const dialect of DIALECTS) {
           );
           assert.equal((await snapshot(storage, big)).job.status, "queued");
           assert.equal((await snapshot(storage, newer)).job.status, "queued");
+        });
+      });
+
+      it("places only sizes whose disk quota the host's free disk covers", async () => {
+        await withQueue(async (storage) => {
+          const big = await enqueue(storage, "job_big", { queuedAt: at(-30), size: "kiln16-cpu" });
+          const small = await enqueue(storage, "job_small", { queuedAt: at(-20) });
+          assert.equal(
+            await claim(storage, "host-a", at(0), { freeDiskBytes: 16 * GiB - 1 }),
+            undefined,
+            "no size's quota fits: nothing is placed, whatever the free vCPUs",
+          );
+          const placed = await claim(storage, "host-a", at(0), { freeDiskBytes: 100 * GiB });
+          assert.equal(placed?.job.id, small, "the older 128 GiB job does not fit 100 GiB; the 16 GiB one does");
+          assert.equal((await snapshot(storage, big)).job.status, "queued");
+          assert.equal((await claim(storage, "host-a", at(0), { freeDiskBytes: 128 * GiB }))?.job.id, big);
         });
       });
 
@@ -769,12 +787,15 @@ function claim(
   storage: Storage,
   hostId: string,
   now: Date,
-  options: { freeVcpus?: number } = {},
+  options: { freeVcpus?: number; freeDiskBytes?: number } = {},
 ): Promise<{ job: JobRow; attempt: AttemptRow } | undefined> {
   return claimNextJob(storage, {
     hostId,
     freeVcpus: options.freeVcpus ?? 64,
     vcpusOfSize: VCPUS_OF_SIZE,
+    ...(options.freeDiskBytes === undefined
+      ? {}
+      : { freeDiskBytes: options.freeDiskBytes, diskBytesOfSize: DISK_OF_SIZE }),
     leaseSeconds: LEASE,
     now,
   });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { CompiledQuery, Migrator, sql } from "kysely";
+import { CompiledQuery, sql } from "kysely";
 import {
   type AttemptRow,
   claimNextJob,
@@ -16,9 +16,9 @@ import {
   requestCancellation,
   type Storage,
 } from "../src/index.js";
-import { migrationProviderFor, migrationsFor } from "../src/migrations/migrations.js";
 import { DIALECTS } from "./dialects.js";
-import { queuedJob } from "./queued-jobs.js";
+import { migrateToBefore } from "./migrate-to-before.js";
+import { insertJobRowBefore0042, jobRowOf, queuedJob } from "./queued-jobs.js";
 import { blockedOrSettled, held, withTwoStorages } from "./staged-transactions.js";
 
 /**
@@ -133,7 +133,7 @@ for (const dialect of DIALECTS) {
           if (kind === "insert" || job === undefined) {
             await trx
               .insertInto("jobs")
-              .values({ ...newRow(pick(TENANTS) ?? "a"), status: pick(STATUSES) ?? "queued" })
+              .values({ ...jobRowOf(newRow(pick(TENANTS) ?? "a")), status: pick(STATUSES) ?? "queued" })
               .execute();
           } else if (kind === "update") {
             await trx
@@ -313,7 +313,7 @@ for (const dialect of DIALECTS) {
             class: i % 100 === 9 ? "build:nightly:kiln8-cpu" : "test:stable:kiln2-cpu",
           };
         });
-        await storage.db.insertInto("jobs").values(rows).execute();
+        await storage.db.insertInto("jobs").values(rows.map(jobRowOf)).execute();
         const cases: JobFilters[] = [
           {},
           { status: "running" },
@@ -467,18 +467,13 @@ for (const dialect of DIALECTS) {
       const database = await dialect.createDatabase();
       const storage = await database.open();
       try {
-        const migrator = new Migrator({ db: storage.db, provider: migrationProviderFor(storage.dialect) });
-        const names = Object.keys(migrationsFor(storage.dialect)).sort();
-        const before = names[names.indexOf(MIGRATION) - 1];
-        assert.ok(before !== undefined);
-        const down = await migrator.migrateTo(before);
-        assert.equal(down.error, undefined, String(down.error));
+        await migrateToBefore(storage, MIGRATION);
         for (const id of ["a", "b"]) await createTenant(storage, { id, displayName: id }, new Date(T0));
         const statuses = ["passed", "passed", "failed", "queued", "running", "passed", "cancelled"];
         for (const [i, status] of statuses.entries()) {
           const id = `old-${i}`;
           const tenant = i % 3 === 0 ? "b" : "a";
-          await insertJob(storage, {
+          await insertJobRowBefore0042(storage.db, {
             ...queuedJob({ id, tenant, submissionKey: id, requestHash: id, queuedAt: new Date(T0 + i).toISOString() }),
             status,
           });

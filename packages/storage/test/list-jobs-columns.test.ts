@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type {
   KyselyPlugin,
@@ -7,8 +8,18 @@ import type {
   QueryResult,
   UnknownRow,
 } from "kysely";
-import { createTenant, insertJob, listJobs, readJobDocument, readJobRecords, type Storage } from "../src/index.js";
+import {
+  createTenant,
+  insertJob,
+  listJobs,
+  readJob,
+  readJobDocument,
+  readJobManifest,
+  readJobRecords,
+  type Storage,
+} from "../src/index.js";
 import { DIALECTS } from "./dialects.js";
+import { jobsTableBytes } from "./queued-jobs.js";
 
 const clock = { now: () => new Date("2026-11-22T07:00:00.000Z") };
 const at = (minute: number) => new Date(Date.UTC(2026, 10, 22, 8, minute)).toISOString();
@@ -35,9 +46,14 @@ for (const dialect of DIALECTS) {
     skip: dialect.skip,
   }, () => {
     let storage: Storage;
-    // A streamed manifest of 250,000 entries is ~35 MB; 2 MB per job makes the point on both engines.
+    // A streamed manifest of 250,000 entries is ~46 MB; 2 MB per job makes the point on both
+    // engines (distinct digests, so that PostgreSQL's compression does not make it small).
     const manifest = JSON.stringify(
-      Array.from({ length: 20_000 }, (_, i) => ({ path: `src/m${i}.rs`, sha256: "0".repeat(64), bytes: 1 })),
+      Array.from({ length: 20_000 }, (_, i) => ({
+        path: `src/m${i}.rs`,
+        sha256: createHash("sha256").update(String(i)).digest("hex"),
+        bytes: 1,
+      })),
     );
     const invocation = JSON.stringify({ operation: "build", arguments: ["x".repeat(100_000)] });
 
@@ -89,6 +105,18 @@ for (const dialect of DIALECTS) {
         assert.equal("invocation" in job, false);
       }
       assert.ok(bytesRead() < 20_000, `a page of 5 jobs read ${bytesRead()} bytes`);
+    });
+
+    it("the jobs table holds no manifest: its rows stay small, the manifests live in job_manifests", async () => {
+      // On SQLite a column past a large one is reached through its overflow pages, so a row that
+      // held the manifest cost every read of the job its megabytes (issue 33).
+      const jobsTable = await jobsTableBytes(storage);
+      // Five jobs' rows (their 100 kB invocations among them) take less than one of their manifests.
+      assert.ok(jobsTable < manifest.length, `the jobs table of 5 jobs takes ${jobsTable} bytes`);
+      const record = await readJob(storage, { tenantId: "acme", jobId: "job-2" });
+      assert.equal("source_manifest" in (record?.job ?? {}), false);
+      assert.equal(await readJobManifest(storage, "job-2"), manifest);
+      assert.equal(await readJobManifest(storage, "job-none"), undefined);
     });
 
     it("jobs.get's read: one job's document, without its manifest, invocation or artifacts; nothing for another tenant", async () => {

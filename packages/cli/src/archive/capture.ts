@@ -63,14 +63,22 @@ function gitOutput(root: string, args: readonly string[]): Promise<Buffer | null
   });
 }
 
-function walkPaths(root: string, dir = ""): string[] {
+/**
+ * Every path under `root` but `.git/` anywhere and `target/` at the root, walked with a stack of
+ * directories rather than by recursion: a tree of a few hundred thousand files (a vendored
+ * dependency set) must not depend on the call stack's size.
+ */
+function walkPaths(root: string): string[] {
   const out: string[] = [];
-  for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
-    const rel = dir === "" ? entry.name : `${dir}/${entry.name}`;
-    if (entry.name === ".git") continue;
-    if (dir === "" && entry.name === "target") continue;
-    if (entry.isDirectory()) out.push(...walkPaths(root, rel));
-    else out.push(rel);
+  const pending = [""];
+  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+    for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+      const rel = dir === "" ? entry.name : `${dir}/${entry.name}`;
+      if (entry.name === ".git") continue;
+      if (dir === "" && entry.name === "target") continue;
+      if (entry.isDirectory()) pending.push(rel);
+      else out.push(rel);
+    }
   }
   return out;
 }

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { InputOf, KilnClient } from "@kiln/client";
-import { CARGO_OPERATIONS, SIZES } from "@kiln/contract";
+import { CARGO_OPERATIONS, SIZES, TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import type { Command } from "commander";
 import { captureWorkspaceConcurrently } from "../archive/capture.js";
 import type { Archive } from "../archive/layout.js";
@@ -20,7 +20,6 @@ import {
   type Job,
   type JobEvidence,
   printRecord,
-  TERMINAL,
   testSummary,
 } from "../job-output.js";
 import { CliExit, connect, EXIT, err, printJsonLine, runCommand } from "../output.js";
@@ -165,11 +164,12 @@ async function settledWithEvidence(client: KilnClient, id: string): Promise<{ jo
     client.call("jobs.get", { params: { id } }),
     client.call("jobs.evidence", { params: { id } }),
   ]);
-  if (TERMINAL.has(first.status)) return { job: first, evidence };
+  if (TERMINAL_JOB_STATUSES.has(first.status)) return { job: first, evidence };
   for (let delay = 100; ; delay = Math.min(1000, delay * 2)) {
     await sleep(delay);
     const job = await client.call("jobs.get", { params: { id } });
-    if (TERMINAL.has(job.status)) return { job, evidence: await client.call("jobs.evidence", { params: { id } }) };
+    if (TERMINAL_JOB_STATUSES.has(job.status))
+      return { job, evidence: await client.call("jobs.evidence", { params: { id } }) };
   }
 }
 
@@ -323,7 +323,7 @@ async function cancelAndExit(client: KilnClient, job: string, say: (line: string
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {
       const state = await client.call("jobs.get", { params: { id: job } });
-      if (TERMINAL.has(state.status)) {
+      if (TERMINAL_JOB_STATUSES.has(state.status)) {
         say(`job ${job} ${state.status}`);
         break;
       }

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { JOB_STATUSES } from "@kiln/contract";
+import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import type { Command } from "commander";
 import {
   describeCounts,
@@ -9,7 +10,6 @@ import {
   type LogRecord,
   printRecord,
   readLogs,
-  TERMINAL,
   testSummary,
 } from "../job-output.js";
 import { connect, out, printJson, printJsonLine, runCommand, table } from "../output.js";
@@ -82,7 +82,7 @@ async function evidence(id: string, options: JsonOption) {
   if (Object.keys(summary.byTarget).length > 0) out(`tests total: ${describeCounts(summary.total)}`);
   for (const name of summary.failed) out(`  failed: ${name}`);
   if (doc.usage) out(`usage: ${doc.usage.seconds} s on ${doc.usage.size} (${doc.usage.vcpu_seconds} vCPU-s)`);
-  if (TERMINAL.has(job.status)) out(`exit code: ${exitCodeOf(job, doc)}`);
+  if (TERMINAL_JOB_STATUSES.has(job.status)) out(`exit code: ${exitCodeOf(job, doc)}`);
 }
 
 async function cancel(id: string, options: JsonOption) {

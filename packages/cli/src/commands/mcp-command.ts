@@ -9,7 +9,13 @@ import {
 } from "@kiln/mcp";
 import type { Command } from "commander";
 import { parseListenAddress } from "./mcp-address.js";
-import { httpCallerToken, type McpEnvironment, McpStartupError, mcpEnvironment } from "./mcp-environment.js";
+import {
+  httpAllowedOrigins,
+  httpCallerToken,
+  type McpEnvironment,
+  McpStartupError,
+  mcpEnvironment,
+} from "./mcp-environment.js";
 import { checkListenSecurity, serveMcpHttp } from "./mcp-http.js";
 
 /** Diagnostics go to stderr: on stdio, stdout carries nothing but JSON-RPC. */
@@ -54,9 +60,10 @@ async function runHttp(addressText: string): Promise<void> {
   // The listen address and caller token are checked before anything else happens.
   const address = parseListenAddress(addressText);
   const callerToken = httpCallerToken(process.env);
+  const allowedOrigins = httpAllowedOrigins(process.env);
   checkListenSecurity(address, callerToken);
   const { client, scopes } = await connectToKiln(mcpEnvironment(process.env));
-  const { server, url } = await serveMcpHttp({ address, callerToken, client, scopes, log });
+  const { server, url } = await serveMcpHttp({ address, callerToken, allowedOrigins, client, scopes, log });
   log(`kiln mcp: listening on ${url}${callerToken === undefined ? "" : " (caller token required)"}`);
   const stop = () => server.close(() => process.exit(0));
   process.once("SIGINT", stop);
@@ -87,7 +94,9 @@ export function registerMcpCommand(program: Command): void {
         "  KILN_TOKEN            the agent credential (or KILN_CREDENTIAL_FILE: a file holding it)\n" +
         "  KILN_ENDPOINT         the kiln API origin (default http://127.0.0.1:7860)\n" +
         "  KILN_MCP_HTTP_TOKEN   caller token (32+ characters) required of every HTTP request;\n" +
-        "                        needed to listen beyond loopback",
+        "                        needed to listen beyond loopback\n" +
+        "  KILN_MCP_HTTP_ALLOWED_ORIGINS  browser origins served besides the listener's own\n" +
+        "                        (comma-separated, e.g. http://localhost:6274 for the MCP Inspector)",
     )
     .action(() => guarded(runStdio));
   mcp

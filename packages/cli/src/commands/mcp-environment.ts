@@ -55,3 +55,29 @@ export function httpCallerToken(env: NodeJS.ProcessEnv): string | undefined {
   }
   return token;
 }
+
+/**
+ * KILN_MCP_HTTP_ALLOWED_ORIGINS: origins besides the listener's own whose browser pages may call
+ * the HTTP transport (an MCP client served from another local port, e.g. the MCP Inspector's
+ * page), separated by commas or spaces. Each must be exactly an origin (`scheme://host[:port]`,
+ * http or https, no path); anything else refuses to start rather than admitting what it meant.
+ */
+export function httpAllowedOrigins(env: NodeJS.ProcessEnv): string[] {
+  const listed = (env.KILN_MCP_HTTP_ALLOWED_ORIGINS ?? "").split(/[\s,]+/).filter((text) => text !== "");
+  return listed.map((text) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {
+      url = undefined;
+    }
+    const exact = url !== undefined && (url.protocol === "http:" || url.protocol === "https:");
+    if (url === undefined || !exact || text.replace(/\/$/, "").toLowerCase() !== url.origin.toLowerCase()) {
+      throw new McpStartupError(
+        `KILN_MCP_HTTP_ALLOWED_ORIGINS names ${JSON.stringify(text)}, which is not an origin: ` +
+          "write each as scheme://host[:port] (http or https, no path), e.g. http://localhost:6274",
+      );
+    }
+    return url.origin;
+  });
+}

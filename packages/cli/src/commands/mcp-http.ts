@@ -17,6 +17,8 @@ export interface McpHttpOptions {
   readonly address: ListenAddress;
   /** KILN_MCP_HTTP_TOKEN: when set, every request must present it as a bearer token. */
   readonly callerToken: string | undefined;
+  /** KILN_MCP_HTTP_ALLOWED_ORIGINS: browser origins admitted besides the listener's own. */
+  readonly allowedOrigins: readonly string[];
   readonly client: KilnClient;
   readonly scopes: readonly Scope[];
   /** Where diagnostics go (stderr); never a secret. */
@@ -45,12 +47,26 @@ function presentsToken(header: string | undefined, token: string): boolean {
   return match?.[1] !== undefined && timingSafeEqual(digest(match[1]), digest(token));
 }
 
-/** Origins a page on this machine's loopback would send; absent (non-browser) is allowed too. */
-function originAllowed(origin: string | undefined): boolean {
+/**
+ * The origins a page served by this listener itself would send: `http://<listen host>:<port>`
+ * and, when it listens on loopback (or every interface, loopback included), the same port under
+ * each loopback name. Another local port is another origin, as a browser sees it: any page a
+ * local dev server serves could otherwise act with this server's kiln credential.
+ */
+function ownOrigins(address: ListenAddress, port: number): string[] {
+  const names = [originOf(address.host, port)];
+  const wildcard = address.host === "0.0.0.0" || address.host === "::";
+  if (isLoopbackHost(address.host) || wildcard) {
+    for (const host of ["localhost", "127.0.0.1", "::1"]) names.push(originOf(host, port));
+  }
+  return names;
+}
+
+/** Absent (a non-browser client) or one of `accepted`; anything else is a foreign page. */
+function originAllowed(origin: string | undefined, accepted: ReadonlySet<string>): boolean {
   if (origin === undefined) return true;
   try {
-    const url = new URL(origin);
-    return (url.protocol === "http:" || url.protocol === "https:") && isLoopbackHost(url.hostname);
+    return accepted.has(new URL(origin).origin);
   } catch {
     return false;
   }
@@ -77,14 +93,21 @@ function refuse(res: ServerResponse, status: number, message: string, headers: R
  * acting with the one credential.
  */
 export async function serveMcpHttp(options: McpHttpOptions): Promise<{ server: HttpServer; url: string }> {
-  const { address, callerToken, client, scopes, log } = options;
+  const { address, callerToken, allowedOrigins, client, scopes, log } = options;
   checkListenSecurity(address, callerToken);
   const loopback = isLoopbackHost(address.host);
+  const acceptedOriginsOn = (port: number) => new Set([...ownOrigins(address, port), ...allowedOrigins]);
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? "/", "http://kiln.invalid").pathname;
     if (path !== MCP_PATH) return refuse(res, 404, `not found: kiln serves MCP at POST ${MCP_PATH}`);
-    if (!originAllowed(req.headers.origin)) return refuse(res, 403, "forbidden: foreign Origin");
+    if (!originAllowed(req.headers.origin, acceptedOriginsOn(req.socket.localPort ?? address.port))) {
+      return refuse(
+        res,
+        403,
+        "forbidden: foreign Origin (only this listener's own origin and KILN_MCP_HTTP_ALLOWED_ORIGINS are served)",
+      );
+    }
     if (loopback && !hostAllowed(req.headers.host)) return refuse(res, 403, "forbidden: Host is not a loopback name");
     if (callerToken !== undefined && !presentsToken(req.headers.authorization, callerToken)) {
       return refuse(res, 401, "unauthorized: present the caller token as Authorization: Bearer <token>", {

@@ -140,11 +140,18 @@ export type AttemptPlacement = Static<typeof AttemptPlacement>;
  */
 export const CLAIM_MAX_WAIT_MS = 25_000;
 
-/** A host asking for work: the next attempt that fits its free vCPUs. */
+/** A host asking for work: the next attempt that fits its free vCPUs (and free disk, where it says). */
 export const AttemptClaim = Type.Object(
   {
     hostId: Type.String({ minLength: 1, maxLength: 128, description: "The host's identity." }),
     freeVcpus: Type.Integer({ minimum: 1 }),
+    freeDiskBytes: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          "The largest disk quota the host can still grant one more attempt: its volume's free space less what its running attempts may still write within theirs. Only sizes whose disk quota fits are placed. Absent: disk does not limit this claim (an executor that writes nothing to the host's disk, or free space above the most the host grants any attempt).",
+      }),
+    ),
     waitMs: Type.Optional(
       Type.Integer({
         minimum: 0,

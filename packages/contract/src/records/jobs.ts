@@ -18,6 +18,13 @@ export const CARGO_OPERATIONS = ["build", "check", "test", "clippy", "doc", "ben
 /** Job status values the service reports (Job.status is an open string). */
 export const JOB_STATUSES = ["queued", "running", "passed", "failed", "cancellation_requested", "cancelled"] as const;
 
+/** The statuses a job ends in: once there, it never moves again (a retry is a new job). */
+export const TERMINAL_JOB_STATUSES: ReadonlySet<string> = new Set<(typeof JOB_STATUSES)[number]>([
+  "passed",
+  "failed",
+  "cancelled",
+]);
+
 export const FAILURE_CAUSES = [
   "build_error",
   "test_failure",

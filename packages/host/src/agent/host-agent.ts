@@ -1,8 +1,10 @@
 import { readdir } from "node:fs/promises";
+import { join } from "node:path";
 import { CLAIM_MAX_WAIT_MS, messageOf, type PeriodicLoop, startPeriodicLoop, type Timer } from "@kiln/contract";
 import type { AttemptRunnerDeps } from "./attempt/attempt-context.js";
 import { runAttempt } from "./attempt/run-attempt.js";
 import { CredentialHolds } from "./credential-holds.js";
+import { type AttemptDiskReservation, diskHeadroom } from "./disk-headroom.js";
 import { FleetChannel } from "./fleet-channel.js";
 import type { Placement } from "./host-protocol.js";
 import type { HostReads } from "./host-reads.js";
@@ -43,6 +45,10 @@ export class HostAgent {
   private acknowledging: PeriodicLoop | null = null;
   /** The attempt ids (`<job>-a<n>`) this agent runs a sandbox for, as its fleet poll reports them. */
   private readonly sandboxes = new Set<string>();
+  /** What each running attempt may write to the host's disk, by attempt id (executors with a disk quota). */
+  private readonly diskReservations = new Map<string, AttemptDiskReservation>();
+  /** The disk headroom last said in the log. */
+  private diskNote: string | null = null;
   private fleet: FleetChannel | null = null;
 
   constructor(
@@ -149,18 +155,44 @@ export class HostAgent {
   }
 
   /**
-   * The next placement that fits `free` vCPUs: over the long-poll where the binding offers it
-   * ("again": ask again at once — the wait ended empty, or it was taken back for more vCPUs),
-   * else one immediate claim. null: nothing now; the poll asks again.
+   * The largest disk quota the host can grant one more attempt, for the claim (AttemptClaim's
+   * freeDiskBytes); undefined when disk does not limit it: the executor writes nothing to the
+   * host's disk, or the free space covers the most it grants any attempt.
    */
-  private async nextPlacement(free: number): Promise<Placement | null | "again"> {
+  private async freeDiskBytes(): Promise<number | undefined> {
+    const policy = this.deps.executor.disk;
+    if (policy === undefined) return undefined;
+    const headroom = await diskHeadroom(this.deps.workRoot, this.diskReservations.values());
+    const limited = policy.maxAttemptBytes === null || headroom < policy.maxAttemptBytes;
+    // Said when its whole GiB change (attempts starting and ending, lineages saved): a host whose
+    // disk holds no size's quota claims nothing, and the operator reads why here.
+    const note = limited
+      ? `disk: ${Math.floor(headroom / 2 ** 30)} GiB free for new attempts (the volume's free space less what ${this.diskReservations.size} running attempt(s) may still write); sizes with a larger disk quota are not claimed`
+      : null;
+    if (note !== this.diskNote && note !== null)
+      this.deps.reporting.log.info({ host: this.deps.hostId, headroom }, note);
+    this.diskNote = note;
+    return limited ? headroom : undefined;
+  }
+
+  /**
+   * The next placement that fits `free` vCPUs and `freeDisk` bytes: over the long-poll where the
+   * binding offers it ("again": ask again at once — the wait ended empty, or it was taken back for
+   * more vCPUs), else one immediate claim. null: nothing now; the poll asks again.
+   */
+  private async nextPlacement(free: number, freeDisk: number | undefined): Promise<Placement | null | "again"> {
     const protocol = this.deps.protocol;
-    if (protocol.claimWaiting === undefined) return protocol.claim(this.deps.hostId, free);
+    if (protocol.claimWaiting === undefined) return protocol.claim(this.deps.hostId, free, freeDisk);
     const withdraw = new AbortController();
     this.waiting = { freeVcpus: free, withdraw };
     try {
       const answer = await protocol.claimWaiting(
-        { hostId: this.deps.hostId, freeVcpus: free, waitMs: this.deps.claimWaitMs ?? CLAIM_MAX_WAIT_MS },
+        {
+          hostId: this.deps.hostId,
+          freeVcpus: free,
+          ...(freeDisk === undefined ? {} : { freeDiskBytes: freeDisk }),
+          waitMs: this.deps.claimWaitMs ?? CLAIM_MAX_WAIT_MS,
+        },
         withdraw.signal,
       );
       if (answer.placement !== null) return answer.placement;
@@ -180,12 +212,13 @@ export class HostAgent {
       while (!this.stopped) {
         const free = this.deps.vcpus - this.usedVcpus;
         if (free <= 0) break;
-        const placement = await this.nextPlacement(free);
+        const placement = await this.nextPlacement(free, await this.freeDiskBytes());
         if (placement === "again") continue;
         if (placement === null) break;
         this.usedVcpus += placement.limits.vcpus;
         const { jobId, attempt } = placement;
         this.sandboxes.add(`${jobId}-a${attempt}`);
+        this.reserveDisk(`${jobId}-a${attempt}`, placement);
         const task: Promise<void> = runAttempt(
           { ...this.deps, credentialHolds: this.holds, inBackground: (work) => this.track(work) },
           placement,
@@ -206,6 +239,7 @@ export class HostAgent {
             if (this.holds.release(`${jobId}-a${attempt}`)) this.acknowledging?.nudge();
             this.usedVcpus -= placement.limits.vcpus;
             this.sandboxes.delete(`${jobId}-a${attempt}`);
+            this.diskReservations.delete(`${jobId}-a${attempt}`);
             this.running.delete(task);
             this.wake();
           });
@@ -215,6 +249,14 @@ export class HostAgent {
       this.deps.reporting.emit({ type: "claim:error", error });
       this.deps.reporting.log.warn({ host: this.deps.hostId, err: error }, `claim failed: ${messageOf(error)}`);
     }
+  }
+
+  /** Holds the attempt's quota (its size's, lowered to the executor's most) against the host's disk until it ends. */
+  private reserveDisk(attemptId: string, placement: Placement): void {
+    const policy = this.deps.executor.disk;
+    if (policy === undefined) return;
+    const quotaBytes = Math.min(placement.limits.diskBytes, policy.maxAttemptBytes ?? Number.POSITIVE_INFINITY);
+    this.diskReservations.set(attemptId, { attemptDir: join(this.deps.workRoot, attemptId), quotaBytes });
   }
 
   /**

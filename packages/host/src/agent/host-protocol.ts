@@ -49,8 +49,11 @@ export type {
  */
 export interface HostProtocol {
   enroll(host: HostEnrollment): Promise<void>;
-  /** The next attempt that fits `freeVcpus`, leased to this host, or null. */
-  claim(hostId: string, freeVcpus: number): Promise<Placement | null>;
+  /**
+   * The next attempt that fits `freeVcpus` and, where given, `freeDiskBytes` (the largest disk
+   * quota the host can still grant: AttemptClaim), leased to this host, or null.
+   */
+  claim(hostId: string, freeVcpus: number, freeDiskBytes?: number): Promise<Placement | null>;
   /**
    * The long-poll claim, where the binding offers it (a remote host's HTTP binding): answered
    * at once when an attempt is claimable, else when one becomes so or the wait (`waitMs`, bounded

@@ -34,6 +34,11 @@ export interface MachineHostOptions {
   /** The dependency gateway's crate cache and the index standing for crates.io. */
   readonly crateCache: { readonly root: string; readonly maxBytes?: number; readonly cratesIoIndex: string };
   readonly vcpus: number;
+  /**
+   * KILN_MAX_ATTEMPT_DISK_BYTES: the most disk one attempt may take on this host, below its size's
+   * quota (a host whose volume is small); the host claims only attempts its free disk covers.
+   */
+  readonly maxAttemptDiskBytes?: number;
   readonly memoryBytes?: number;
   readonly heartbeatSeconds?: number;
   readonly executor?: Executor;
@@ -59,7 +64,11 @@ export async function startMachineHost(
     protocol: options.protocol,
     clock,
     reporting: { log, emit: options.onEvent ?? (() => {}) },
-    executor: options.executor ?? createSandboxExecutor(),
+    executor:
+      options.executor ??
+      createSandboxExecutor(
+        options.maxAttemptDiskBytes === undefined ? {} : { maxDiskBytes: options.maxAttemptDiskBytes },
+      ),
     resolveToolchain: options.resolveToolchain ?? ((name) => admitToolchain(name)),
     newObserver: cargoOutputObserver,
     workRoot: join(workRoot),

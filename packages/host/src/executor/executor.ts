@@ -119,7 +119,18 @@ export interface ExecutionResult {
   readonly detail: readonly string[];
 }
 
+/**
+ * What one attempt may put on the host's disk: its size's quota (`limits.diskBytes`), lowered to
+ * `maxAttemptBytes` where the host grants less (null: never lowered). The host agent claims an
+ * attempt only while its volume's free space covers that (agent/disk-headroom.ts).
+ */
+export interface AttemptDiskPolicy {
+  readonly maxAttemptBytes: number | null;
+}
+
 export interface Executor {
   readonly isolation: "sandbox" | "microvm";
+  /** Where attempts write to the host's disk (the target disk): how much each may; absent, none does. */
+  readonly disk?: AttemptDiskPolicy;
   run(request: ExecutionRequest): Promise<ExecutionResult>;
 }

@@ -71,6 +71,7 @@ import { AttemptCgroup, CgroupUnavailableError, type EnforcedLimits } from "./at
 import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "./cgroup-layout.js";
 import { ensureSandboxUser, type SandboxUser } from "./ensure-sandbox-user.js";
 import {
+  type AttemptDiskPolicy,
   type ExecutionOutcome,
   type ExecutionRequest,
   type ExecutionResult,
@@ -78,6 +79,7 @@ import {
   type MountPoints,
   NEUTRAL_MOUNTS,
 } from "./executor.js";
+import { HIDDEN_SYSTEM_DIRECTORIES, writeSandboxLoaderCache } from "./loader-cache.js";
 import { rlimitFallback } from "./rlimit-fallback.js";
 import { sandboxSeccompProgram } from "./seccomp-filter.js";
 import { type DiskTools, diskTools, prepareTargetDisk, targetDiskOutcome, waitUntilDetached } from "./target-disk.js";
@@ -116,7 +118,7 @@ const DEFAULTS = {
 const LAUNCHER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
 
 /**
- * `bash -c LAUNCHER kiln-launch STAGE PROCS… -- FSTAB OWNER -- PASSWD GROUP HOSTS COMMAND…`
+ * `bash -c LAUNCHER kiln-launch STAGE CACHE PROCS… -- FSTAB OWNER -- PASSWD GROUP HOSTS COMMAND…`
  * Runs as root, as pid 1 of a fresh pid namespace in a private mount namespace; see the file
  * comment. In the staging tmpfs (its working directory from then on, so that the overlays'
  * layer paths are relative and name nothing of the host) it mounts every line of FSTAB with
@@ -124,7 +126,7 @@ const LAUNCHER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
  * tmpfs, the read-only sources and the writable workspace and home through overlays, the target
  * disk at `disk`), makes the
  * disk's `target` directory for OWNER on first use, writes the identity files and `void` (what
- * masks /proc entries), and opens the loader cache as descriptor 6 for bwrap to copy. Every
+ * masks /proc entries), and opens the loader cache CACHE (loader-cache.ts) as descriptor 6 for bwrap to copy. Every
  * external command costs a fork and an exec, which on a loaded host is where the launcher's
  * time goes (two mount commands per overlay cost more than the mounts themselves).
  * bash rather than sh because closing descriptors above 9 needs it (dash only redirects 0–9):
@@ -134,7 +136,7 @@ const LAUNCHER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
  */
 const LAUNCHER = [
   "set -eu",
-  "stage=$1; shift",
+  "stage=$1; cache=$2; shift 2",
   'procs=(); while [ "$1" != "--" ]; do procs+=("$1"); shift; done; shift',
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
   'for fd in /proc/self/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 5 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi; done',
@@ -152,10 +154,13 @@ const LAUNCHER = [
   'wait "$joining" || exit 121',
   'shift 2; [ "$1" = "--" ]; shift',
   'for f in passwd group hosts; do printf "%s" "$1" > "$f"; shift; done',
-  "if [ -r /etc/ld.so.cache ]; then exec 6</etc/ld.so.cache; else exec 6</dev/null; fi",
+  'if [ -r "$cache" ]; then exec 6<"$cache"; else exec 6</dev/null; fi',
   ": > void",
   // From here on stderr is the job's (fd 4); the launcher's own stderr stays a diagnostics channel.
-  'exec "$@" 2>&4 4>&-',
+  // With an empty environment (-c): bubblewrap's pid 1 inside keeps the environment bwrap was
+  // started with (the sandbox reads it in /proc/1/environ), and the launcher's names the agent's
+  // working directory (OLDPWD). The job's own comes from bwrap's --clearenv and --setenv.
+  'exec -c "$@" 2>&4 4>&-',
 ].join("\n");
 
 /** A field of an fstab line: libmount reads `\ooo` octal escapes, so blanks, `#` and `\` are written as those. */
@@ -204,6 +209,10 @@ interface Setup {
   readonly supportsDisableUserns: boolean;
   readonly supportsTmpfsSize: boolean;
   readonly systemPaths: readonly SystemPath[];
+  /** Directories inside the shown system paths that show empty (HIDDEN_SYSTEM_DIRECTORIES present here). */
+  readonly hiddenDirectories: readonly string[];
+  /** The loader cache the sandbox is given (loader-cache.ts), or null for none. */
+  readonly loaderCache: string | null;
   /** The masked /proc entries this kernel has (bwrap cannot make a mount point in procfs). */
   readonly maskedProc: readonly { readonly path: string; readonly directory: boolean }[];
   /** The compiled seccomp filter bubblewrap loads (seccomp-filter.ts). */
@@ -384,11 +393,13 @@ async function requestProblem(request: ExecutionRequest, reserved: readonly stri
 
 class SandboxExecutor implements Executor {
   readonly isolation = "sandbox" as const;
+  readonly disk: AttemptDiskPolicy;
   private setupPromise: Promise<Setup> | null = null;
   private readonly options: typeof DEFAULTS & { readonly cgroupLayout?: CgroupLayout; readonly maxDiskBytes?: number };
 
   constructor(options: SandboxExecutorOptions) {
     this.options = { ...DEFAULTS, ...options };
+    this.disk = { maxAttemptBytes: options.maxDiskBytes ?? null };
   }
 
   /** Once per executor: tools present, sandbox user exists, staging directory exists, cgroups detected. */
@@ -409,15 +420,25 @@ class SandboxExecutor implements Executor {
     });
     const { stdout } = await run(this.options.bwrapPath, ["--version"]);
     const bwrapVersion = /(\d+\.\d+(?:\.\d+)?)/.exec(stdout)?.[1] ?? "unknown";
-    const [unshare, setpriv, prlimit, bash, chown, user] = await Promise.all([
+    const [unshare, setpriv, prlimit, bash, chown, ldconfig, user] = await Promise.all([
       findTool("unshare"),
       findTool("setpriv"),
       findTool("prlimit"),
       findTool("bash"),
       findTool("chown"),
+      // No ldconfig (a distribution without glibc's loader cache): the sandbox gets no cache.
+      findTool("ldconfig").catch(() => null),
       ensureSandboxUser(this.options.sandboxUser),
     ]);
     await mkdir(this.options.stagingDirectory, { recursive: true, mode: 0o755 });
+    const loaderCache =
+      ldconfig === null
+        ? null
+        : await writeSandboxLoaderCache(ldconfig, join(dirname(this.options.stagingDirectory), "sandbox-ld.so.cache"));
+    const hiddenDirectories: string[] = [];
+    for (const path of HIDDEN_SYSTEM_DIRECTORIES) {
+      if ((await lstat(path).catch(() => null))?.isDirectory()) hiddenDirectories.push(path);
+    }
     // Throws on an architecture with no filter: no job runs unfiltered.
     const seccomp = sandboxSeccompProgram();
     return {
@@ -429,6 +450,8 @@ class SandboxExecutor implements Executor {
       supportsDisableUserns: versionAtLeast(bwrapVersion, 0, 8),
       supportsTmpfsSize: versionAtLeast(bwrapVersion, 0, 7),
       systemPaths: await systemPaths(),
+      hiddenDirectories,
+      loaderCache,
       maskedProc: await maskedProcEntries(),
       layout: this.options.cgroupLayout ?? (await detectCgroupLayout()),
       ownCgroups: await readOwnCgroups(),
@@ -613,6 +636,7 @@ class SandboxExecutor implements Executor {
       LAUNCHER,
       "kiln-launch",
       this.options.stagingDirectory,
+      setup.loaderCache ?? "/dev/null",
       ...(cgroup?.procsFiles ?? []),
       "--",
       staging.fstab,
@@ -852,6 +876,8 @@ class SandboxExecutor implements Executor {
       ...setup.systemPaths.flatMap((p) =>
         p.kind === "symlink" ? ["--symlink", p.target, p.path] : ["--ro-bind", `${stage}/${p.name}`, p.path],
       ),
+      // The host's own software (/usr/local) shows as an empty directory.
+      ...setup.hiddenDirectories.flatMap((path) => ["--ro-bind", `${stage}/empty`, path]),
       // The launcher's descriptor 6: the host's loader cache (empty where it has none), copied.
       "--ro-bind-data",
       "6",

@@ -96,7 +96,10 @@ export class CrateCache {
       );
     }
     const paths = this.#paths(scope, sha256);
-    await mkdir(dirname(paths.crate), { recursive: true, mode: 0o755 });
+    // Directories root's alone: a tenant's private crates are reachable by no other user of the
+    // host. The files stay readable: an attempt's registry hard-links them, and the sandbox reads
+    // those links through its launcher's binds, never through these directories.
+    await mkdir(dirname(paths.crate), { recursive: true, mode: 0o700 });
     // Written beside and renamed into place: a reader sees a whole crate or none.
     const temporary = `${paths.crate}.${process.pid}.${Math.random().toString(36).slice(2)}`;
     await writeFile(temporary, bytes, { mode: 0o644 });

@@ -71,7 +71,8 @@ export class GitMirrors {
   async #update(path: string, url: string, revision: string | null, signal: AbortSignal): Promise<string> {
     if (revision !== null && (await exists(path)) && (await this.#holds(path, revision, signal))) return path;
     if (!(await exists(path))) {
-      await mkdir(path, { recursive: true, mode: 0o755 });
+      // Root's alone, as the crate cache: a tenant's mirror is copied into its attempts, never read here by another user.
+      await mkdir(path, { recursive: true, mode: 0o700 });
       await git(["init", "--quiet", "--bare", path], signal);
     }
     await this.#withRetries(url, () =>

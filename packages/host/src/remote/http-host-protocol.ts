@@ -76,7 +76,8 @@ export function httpHostProtocol(options: HttpHostProtocolOptions): HostProtocol
   const routes = HOST_PROTOCOL_ROUTES;
   return {
     enroll: (host) => json<void>(routes.enroll, host),
-    claim: async (hostId, freeVcpus) => (await json<HostClaimAnswer>(routes.claim, { hostId, freeVcpus })).placement,
+    claim: async (hostId, freeVcpus, freeDiskBytes) =>
+      (await json<HostClaimAnswer>(routes.claim, { hostId, freeVcpus, freeDiskBytes })).placement,
     // The long-poll: the request may be held for the wait, so its timeout is the wait's on top.
     claimWaiting: (request, withdraw) =>
       json<HostClaimAnswer>(routes.claim, request, {

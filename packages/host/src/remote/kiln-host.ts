@@ -1,4 +1,4 @@
-import { mkdir } from "node:fs/promises";
+import { chmod, mkdir } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import { type Clock, type Logger, systemClock } from "@kiln/contract";
@@ -38,6 +38,8 @@ export interface KilnHostConfig {
   readonly vcpus: number;
   /** KILN_CRATES_IO_INDEX: the sparse index standing for crates.io in the dependency gateway. */
   readonly cratesIoIndex: string;
+  /** KILN_MAX_ATTEMPT_DISK_BYTES: the most disk one attempt may take here (default: its size's quota). */
+  readonly maxAttemptDiskBytes?: number;
 }
 
 export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): KilnHostConfig {
@@ -55,6 +57,14 @@ export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Kil
   const vcpus = env.KILN_HOST_VCPUS === undefined ? availableParallelism() : Number(env.KILN_HOST_VCPUS);
   if (!Number.isInteger(vcpus) || vcpus < 1) throw new Error("KILN_HOST_VCPUS must be a positive integer");
   const cratesIoIndex = cratesIoIndexOf(env);
+  const maxDiskText = env.KILN_MAX_ATTEMPT_DISK_BYTES?.trim() || undefined;
+  const maxAttemptDiskBytes = maxDiskText === undefined ? undefined : Number(maxDiskText);
+  if (
+    maxAttemptDiskBytes !== undefined &&
+    !(Number.isSafeInteger(maxAttemptDiskBytes) && maxAttemptDiskBytes >= 2 ** 20)
+  ) {
+    throw new Error("KILN_MAX_ATTEMPT_DISK_BYTES must be a whole number of bytes, at least 1048576 (1 MiB)");
+  }
   return {
     endpoint: url.origin,
     enrollmentToken: env.KILN_HOST_ENROLLMENT_TOKEN?.trim() || undefined,
@@ -63,6 +73,7 @@ export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Kil
     dataDir,
     vcpus,
     cratesIoIndex,
+    ...(maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes }),
   };
 }
 
@@ -109,6 +120,10 @@ export async function startKilnHost(
     log,
     ...(overrides.onRenewal === undefined ? {} : { onEvent: overrides.onRenewal }),
   });
+  // The host's data dir holds tenants' sources, warm targets, crates and its key: root's alone
+  // (0700), whatever an earlier version made it. The sandbox reads nothing here by path.
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  await chmod(config.dataDir, 0o700);
   const workRoot = join(config.dataDir, "attempts");
   await mkdir(workRoot, { recursive: true });
   const machine = await startMachineHost({
@@ -124,6 +139,7 @@ export async function startKilnHost(
     // What operator.hosts.evidence and evidence_export read retained files from.
     evidenceRoot: join(config.dataDir, "evidence"),
     vcpus: config.vcpus,
+    ...(config.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: config.maxAttemptDiskBytes }),
     ...(overrides.memoryBytes === undefined ? {} : { memoryBytes: overrides.memoryBytes }),
     ...(overrides.executor === undefined ? {} : { executor: overrides.executor }),
     ...(overrides.resolveToolchain === undefined ? {} : { resolveToolchain: overrides.resolveToolchain }),

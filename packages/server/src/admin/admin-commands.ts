@@ -1,11 +1,11 @@
 import { REPOSITORY_PATTERN, ROLES, type Role, systemClock } from "@kiln/contract";
 import { addPersonToTenant, createTenant, onboardRepository, type Storage } from "@kiln/storage";
 import { Command, Option } from "commander";
-import { masterKey, operatorCredential } from "../auth/operator-credential.js";
 import type { ServerConfig } from "../config.js";
-import { ENROLLMENT_TOKEN_SECONDS, mintHostEnrollmentToken, revokeHost } from "../hosts/host-identities.js";
-import { CertificateAuthority } from "../pki/certificate-authority.js";
-import { SecretBox } from "../secrets/secret-box.js";
+import { ENROLLMENT_TOKEN_SECONDS, mintHostEnrollmentToken, revokeHost } from "../domain/hosts/host-identities.js";
+import { CertificateAuthority } from "../domain/pki/certificate-authority.js";
+import { SecretBox } from "../domain/secrets/secret-box.js";
+import { masterKey, operatorCredential } from "../web/auth/operator-credential.js";
 import { mintSignInLink } from "./mint-sign-in-link.js";
 
 const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;

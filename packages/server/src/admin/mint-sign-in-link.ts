@@ -1,6 +1,6 @@
 import { type Clock, systemClock } from "@kiln/contract";
 import { createSignInLink, findPersonByEmail, listMembershipsOfPerson, type Storage } from "@kiln/storage";
-import { hashSecret, mintSecret } from "../auth/session-secret.js";
+import { hashSecret, mintSecret } from "../web/auth/session-secret.js";
 
 export const SIGN_IN_LINK_SECONDS = 24 * 3600;
 

@@ -195,7 +195,7 @@ async function markShared(storage: Storage, sha256: string, rowLocks: boolean): 
 }
 
 /**
- * Whether a job's source manifest or a source upload's manifest names the digest: JSON text,
+ * Whether a job's source manifest (`job_manifests`) or a source upload's manifest names the digest: JSON text,
  * so a substring scan (a digest is 64 hex digits, so a match is the digest; an archive entry's
  * own digest, which is not a blob, may match too, which only keeps bytes that could have gone).
  * Uploads reserved since migration 0040 keep their manifest compressed (`manifest` empty), which
@@ -206,9 +206,9 @@ async function markShared(storage: Storage, sha256: string, rowLocks: boolean): 
 async function namedBySource(db: Kysely<Database>, sha256: string): Promise<boolean> {
   const pattern = `%${sha256}%`;
   const job = await db
-    .selectFrom("jobs")
-    .select("id")
-    .where("source_manifest", "like", pattern)
+    .selectFrom("job_manifests")
+    .select("job_id")
+    .where("manifest", "like", pattern)
     .limit(1)
     .executeTakeFirst();
   if (job !== undefined) return true;

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import {
+  chmodSync,
   closeSync,
   createReadStream,
   existsSync,
@@ -11,7 +12,7 @@ import {
   write,
   writeSync,
 } from "node:fs";
-import { access, constants, copyFile, link, mkdir, readFile, rename, stat, unlink } from "node:fs/promises";
+import { access, chmod, constants, copyFile, link, mkdir, readFile, rename, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { assertSha256, type BlobReadStream, type BlobStore, type StoredBlob } from "./blob-store.js";
@@ -23,11 +24,18 @@ const SYNCHRONOUS_WRITE_BYTES = 1024 * 1024;
 /** Blobs up to this size are read with synchronous calls (see `get`). */
 const SYNCHRONOUS_READ_BYTES = 8 * 1024 * 1024;
 
+/** Blobs are tenants' sources, logs and artifacts: files 0600 in directories 0700, root's alone. */
+const FILE_MODE = 0o600;
+const DIRECTORY_MODE = 0o700;
+
 /**
  * Content-addressed bytes on the local filesystem (the embedded default; S3-compatible
  * storage is the scale-out equivalent). A blob is named by its SHA-256, written to a
  * temporary file and renamed into place, so a reader never sees a partial blob and
- * two writers of the same bytes converge on one file.
+ * two writers of the same bytes converge on one file. No other user of the host can read one
+ * (FILE_MODE, DIRECTORY_MODE; a root an earlier version made readable is closed when this
+ * process first writes): nothing outside this process reads them by path, the sandbox included
+ * (an attempt's source is written into its workspace).
  */
 export class LocalBlobStore implements BlobStore {
   /** Shard directories known to exist: each is created once per process, not once per write. */
@@ -100,7 +108,8 @@ export class LocalBlobStore implements BlobStore {
     const { size } = await stat(path);
     const shard = sha256.slice(0, 2);
     if (!this.#shards.has(shard)) {
-      await mkdir(join(this.root, shard), { recursive: true });
+      await mkdir(join(this.root, shard), { recursive: true, mode: DIRECTORY_MODE });
+      if (this.#shards.size === 0) await chmod(this.root, DIRECTORY_MODE);
       this.#shards.add(shard);
     }
     try {
@@ -115,6 +124,7 @@ export class LocalBlobStore implements BlobStore {
       if (code === "EXDEV") {
         const temporary = `${target}.${randomBytes(6).toString("hex")}.tmp`;
         await copyFile(path, temporary);
+        await chmod(temporary, FILE_MODE);
         await rename(temporary, target);
       } else if (code !== "EEXIST") throw error;
     }
@@ -125,14 +135,15 @@ export class LocalBlobStore implements BlobStore {
   #create(shard: string, path: string): number {
     if (this.#shards.has(shard)) {
       try {
-        return openSync(path, "w");
+        return openSync(path, "w", FILE_MODE);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       }
     }
-    mkdirSync(join(this.root, shard), { recursive: true });
+    mkdirSync(join(this.root, shard), { recursive: true, mode: DIRECTORY_MODE });
+    if (this.#shards.size === 0) chmodSync(this.root, DIRECTORY_MODE);
     this.#shards.add(shard);
-    return openSync(path, "w");
+    return openSync(path, "w", FILE_MODE);
   }
 
   /**

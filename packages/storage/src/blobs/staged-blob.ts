@@ -41,9 +41,10 @@ export async function stageBlob(
   source: AsyncIterable<Uint8Array>,
   maxBytes: number,
 ): Promise<StagedBlob> {
-  await mkdir(directory, { recursive: true });
+  // A tenant's bytes: readable by no other user of the host (the blob it becomes is its link).
+  await mkdir(directory, { recursive: true, mode: 0o700 });
   const path = join(directory, `${randomBytes(12).toString("hex")}.staged`);
-  const file = await open(path, "wx");
+  const file = await open(path, "wx", 0o600);
   const hash = createHash("sha256");
   let bytes = 0;
   try {

@@ -1,3 +1,4 @@
+import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { executorOf, type StorageOrTransaction } from "../executor.js";
 
 /** A job of a trial tenant as the dogfood trial reads it. */
@@ -48,8 +49,6 @@ export interface TrialLedger {
   readonly attempts: TrialAttemptRow[];
   readonly settlements: TrialSettlementRow[];
 }
-
-const TERMINAL = ["passed", "failed", "cancelled"];
 
 /**
  * The job ledger of the trial's tenants (the dogfood tenant and the canary tenant): their jobs,
@@ -109,7 +108,7 @@ export async function listTrialLedger(
       .innerJoin("jobs as j", "j.id", "t.job_id")
       .select(["t.job_id as job_id", "t.position as position", "t.to_status as to_status", "t.at as at"])
       .where("j.tenant_id", "in", tenants)
-      .where("t.to_status", "in", TERMINAL)
+      .where("t.to_status", "in", [...TERMINAL_JOB_STATUSES])
       .orderBy("t.job_id")
       .orderBy("t.position")
       .execute(),

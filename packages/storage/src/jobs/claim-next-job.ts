@@ -91,6 +91,10 @@ export async function claimNextJob(
     hostId: string;
     freeVcpus: number;
     vcpusOfSize: Readonly<Record<string, number>>;
+    /** The largest disk quota the host can still grant (absent: disk does not limit the claim). */
+    freeDiskBytes?: number;
+    /** Each size's disk quota; a size whose quota exceeds `freeDiskBytes` is not placed. */
+    diskBytesOfSize?: Readonly<Record<string, number>>;
     leaseSeconds: number;
     now: Date;
     /** Prefer and wait for lineage hosts (see above); without it jobs go oldest first to any host. */
@@ -98,8 +102,11 @@ export async function claimNextJob(
   },
 ): Promise<{ job: JobRow; attempt: AttemptRow } | undefined> {
   await recordHostSeen(storage, input.hostId, input.now);
+  const diskFits = (size: string) =>
+    input.freeDiskBytes === undefined ||
+    (input.diskBytesOfSize?.[size] ?? Number.POSITIVE_INFINITY) <= input.freeDiskBytes;
   const fitting = Object.entries(input.vcpusOfSize)
-    .filter(([, vcpus]) => vcpus <= input.freeVcpus)
+    .filter(([size, vcpus]) => vcpus <= input.freeVcpus && diskFits(size))
     .map(([size]) => size);
   if (fitting.length === 0) return undefined;
   const affinity = input.lineageAffinity === undefined ? null : lineagePlacement(input, input.lineageAffinity);

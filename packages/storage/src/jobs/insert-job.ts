@@ -1,9 +1,13 @@
 import type { Insertable, Kysely, Selectable } from "kysely";
 import { inTransaction, type StorageOrTransaction } from "../executor.js";
 import type { Database, JobsTable } from "../schema.js";
+import { insertJobManifest, type NewJobManifest } from "./job-manifests.js";
 import { recordTransition } from "./record-transition.js";
 
 export type JobRow = Selectable<JobsTable>;
+
+/** A job to accept: its row, and its source manifest, stored apart from the row (job-manifests.ts). */
+export type NewJob = Insertable<JobsTable> & { accepted_at: string; source_manifest: NewJobManifest };
 
 /**
  * Accepts a job, or finds the one this submission already created. The unique index
@@ -16,15 +20,19 @@ export type JobRow = Selectable<JobsTable>;
  * archive job claims its upload there, sources/claim-upload.ts); when it throws, nothing of
  * the submission is kept.
  *
+ * The source manifest goes to `job_manifests` in the same transaction (migration 0042: never in
+ * the job's row, which every listing reads).
+ *
  * A job whose submission key is a canary's (canaries/reserve-canary.ts: the platform reserved it
  * for one host before submitting through the public API) is pinned to that host: only it may
  * claim the job. The pin comes from the platform's own row, never from the request.
  */
 export async function insertJob(
   target: StorageOrTransaction,
-  row: Insertable<JobsTable> & { accepted_at: string },
+  input: NewJob,
   onCreated?: (trx: Kysely<Database>, job: JobRow) => Promise<void>,
 ): Promise<{ job: JobRow; created: boolean }> {
+  const { source_manifest: manifest, ...row } = input;
   return inTransaction(target, async (trx) => {
     const canary =
       row.submission_key === null || row.submission_key === undefined
@@ -42,6 +50,7 @@ export async function insertJob(
       .returningAll()
       .executeTakeFirst();
     if (inserted !== undefined) {
+      await insertJobManifest(trx, inserted.id, manifest);
       await recordTransition(trx, {
         jobId: inserted.id,
         tenantId: inserted.tenant_id,

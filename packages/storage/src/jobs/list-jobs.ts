@@ -10,9 +10,10 @@ export interface JobFilters {
 }
 
 /**
- * The columns a job listing reads: what the Job document is made of. Never the source manifest
- * or the invocation (a streamed manifest can be tens of megabytes; a page of them stalled the
- * API), nor the admission, usage or settlement text a Job document does not carry.
+ * The columns a job listing reads: what the Job document is made of. Not the invocation (up to
+ * a megabyte of arguments and environment), nor the admission, usage or settlement text a Job
+ * document does not carry. The source manifest is not in the row at all (job_manifests,
+ * migration 0042): on SQLite reading any column past it walked its megabytes.
  */
 export const JOB_LIST_COLUMNS = [
   "id",

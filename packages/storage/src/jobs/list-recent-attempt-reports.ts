@@ -13,7 +13,7 @@ export interface AttemptReportRow {
   readonly acceptedAt: string;
   readonly finishedAt: string | null;
   readonly outcome: string | null;
-  /** JSON: the host's report (see the server's jobs/attempt-report.ts). */
+  /** JSON: the host's report (see the server's domain/jobs/attempt-report.ts). */
   readonly report: string;
 }
 

@@ -65,8 +65,9 @@ export async function readJobRecords<J extends Pick<JobRow, "id">>(
 
 /**
  * A tenant's job as its Job document shows it (jobs.get): the listed columns, its transitions
- * and its attempts; undefined for another tenant's. Not `readJob`: that reads every column, the
- * source manifest's megabytes among them, and the artifacts, none of which the document shows.
+ * and its attempts; undefined for another tenant's. Not `readJob`: that reads every column (the
+ * invocation, admission, usage and settlement text) and the artifacts, none of which the document
+ * shows. Neither reads the source manifest: it is not in the job's row (job_manifests, 0042).
  *
  * The job first, then its transitions and attempts (readJobRecords): reading all three at once,
  * the two by a join on the job's tenant, saved a round trip but cost a quarter of jobs.get's

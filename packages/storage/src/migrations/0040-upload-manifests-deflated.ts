@@ -3,7 +3,7 @@ import type { DialectName } from "../dialect.js";
 
 /**
  * `source_uploads.manifest_deflated`: an upload's manifest as the server compressed it
- * (server/src/sources/manifest-codec.ts), with `manifest` left empty; older rows keep their text
+ * (server/src/domain/sources/manifest-codec.ts), with `manifest` left empty; older rows keep their text
  * and a null here. A 40,000-file manifest is 7.8 MB of JSON and about 1 MB compressed, and the
  * compression runs where the body was parsed (the body worker, for a large one): on SQLite the
  * insert's megabytes are appended to the WAL on the event loop every tenant shares, and on

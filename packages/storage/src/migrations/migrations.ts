@@ -30,6 +30,8 @@ import { sourceReservationsCoveringIndex } from "./0038-source-reservations-cove
 import { manifestsLz4 } from "./0039-manifests-lz4.js";
 import { uploadManifestsDeflated } from "./0040-upload-manifests-deflated.js";
 import { slidingWindowFunction } from "./0041-sliding-window-function.js";
+import { jobManifests } from "./0042-job-manifests.js";
+import { webhookDeliveryDigests } from "./0043-webhook-delivery-digests.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -71,6 +73,8 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0039-manifests-lz4": manifestsLz4(dialect),
     "0040-upload-manifests-deflated": uploadManifestsDeflated(dialect),
     "0041-sliding-window-function": slidingWindowFunction(dialect),
+    "0042-job-manifests": jobManifests(dialect),
+    "0043-webhook-delivery-digests": webhookDeliveryDigests(),
   };
 }
 

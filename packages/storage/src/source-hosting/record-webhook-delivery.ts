@@ -2,15 +2,15 @@ import { executorOf, type StorageOrTransaction } from "../executor.js";
 import { formatTimestamp } from "../timestamps.js";
 
 /**
- * Records a webhook delivery by the provider's delivery id; true on its first arrival, false
- * when it was recorded before (a redelivery or a replay: the caller does nothing). Called in the
- * transaction of the delivery's effect, so the effect and its record commit together; on
- * PostgreSQL a concurrent arrival of the same id waits on the primary key until the first
- * commits, then inserts nothing.
+ * Records a webhook delivery by the provider's delivery id and its signed body's SHA-256; true
+ * on its first arrival, false when either was recorded before (a redelivery, or a captured body
+ * replayed under any id: the caller does nothing). Called in the transaction of the delivery's
+ * effect, so the effect and its record commit together; on PostgreSQL a concurrent arrival of
+ * the same id or body waits on the unique index until the first commits, then inserts nothing.
  */
 export async function recordWebhookDelivery(
   target: StorageOrTransaction,
-  input: { deliveryId: string; event: string },
+  input: { deliveryId: string; event: string; bodySha256: string },
   at: Date,
 ): Promise<boolean> {
   const inserted = await executorOf(target)
@@ -20,8 +20,10 @@ export async function recordWebhookDelivery(
       event: input.event,
       outcome: "received",
       received_at: formatTimestamp(at),
+      body_sha256: input.bodySha256,
     })
-    .onConflict((c) => c.column("delivery_id").doNothing())
+    // Either unique key: the delivery id or the body's digest.
+    .onConflict((c) => c.doNothing())
     .executeTakeFirst();
   return inserted.numInsertedOrUpdatedRows === 1n;
 }

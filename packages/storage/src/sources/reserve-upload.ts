@@ -12,7 +12,7 @@ export interface UploadReservation {
   readonly formatVersion: number;
   /**
    * The manifest {entries, parts}: its JSON compressed by the server
-   * (server/src/sources/manifest-codec.ts), stored as given.
+   * (server/src/domain/sources/manifest-codec.ts), stored as given.
    */
   readonly manifestDeflated: Uint8Array;
   readonly manifestSha256: string;

@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import { Kysely } from "kysely";
@@ -22,6 +22,23 @@ const SQLITE_CAPABILITIES: Capabilities = Object.freeze({
 });
 
 /**
+ * The database holds every tenant's records (sources' manifests, logs, sealed credentials): no
+ * other user of the host may read it. It is created 0600 before SQLite opens it, and SQLite
+ * creates its WAL and shared-memory files with the database's own mode; files an earlier
+ * version left readable are made 0600 too.
+ */
+function makeDatabaseFilesPrivate(file: string): void {
+  closeSync(openSync(file, "a", 0o600));
+  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      chmodSync(path, 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
+  }
+}
+
+/**
  * Opens (creating if needed) `<dataDir>/kiln.sqlite3`. Migrations are run by `openStorage`. With
  * `walCheckpointsOffLoop`, a thread of its own checkpoints the WAL (wal-checkpointer.ts).
  * `flushWal` replaces the WAL file's fdatasync (wal-sync.ts) — for a test that counts flushes.
@@ -38,8 +55,9 @@ export async function openSqliteStorage(
       `SQLite storage needs Node.js 22.14 or later (Node-API 10); this is ${process.version}. npm start, npm test and npx kiln-server run kiln on the project's own Node.js (README: Quick start)`,
     );
   }
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = join(dataDir, SQLITE_FILE_NAME);
+  makeDatabaseFilesPrivate(file);
   const database = new BetterSqlite3(file);
   try {
     await configureConnection(database);

@@ -1,3 +1,4 @@
+export { pathsOpenToOthers } from "./paths-open-to-others.js";
 export { type S3TestServer, startS3TestServer } from "./s3-test-server.js";
 export {
   createPostgresTestDatabase,

@@ -11,16 +11,27 @@
  * it. `KILN_TEST_SKIP_POSTGRES=1` skips them on purpose, and the test output says so.
  *
  *   node scripts/postgres-cluster.mjs -- node --test packages/storage/dist/test/
+ *
+ * A migrated database is a copy of a template migrated once (`migration-templates.ts`): every
+ * test still gets a database of its own, without running every migration for each of them.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import type { DialectName, Storage } from "../dialect.js";
 import { type OpenStorageOptions, openStorage } from "../open-storage.js";
+import { SQLITE_FILE_NAME } from "../sqlite/open-sqlite-storage.js";
+import { postgresTemplate, sqliteTemplate } from "./migration-templates.js";
 
-/** One empty database, reachable by several `Storage`s (and by other processes) until disposed. */
+/** What a new test database holds: the current schema (the default), or nothing at all. */
+export interface NewTestDatabase {
+  /** false: an empty database, for a test of migrating itself. */
+  readonly migrated?: boolean;
+}
+
+/** One database of a test's own, reachable by several `Storage`s (and by other processes) until disposed. */
 export interface TestDatabase {
   /** What `openStorage` needs to reach this database; JSON-serializable for child processes. */
   readonly options: OpenStorageOptions;
@@ -32,16 +43,19 @@ export interface DialectUnderTest {
   readonly name: DialectName;
   /** A reason when this dialect's tests are skipped on purpose, else false. */
   readonly skip: string | false;
-  createDatabase(): Promise<TestDatabase>;
-  /** An empty, migrated database whose `close()` also deletes it. */
+  /** Migrated unless `migrated: false`; `open()` migrates it either way, as a server's start does. */
+  createDatabase(options?: NewTestDatabase): Promise<TestDatabase>;
+  /** A migrated database with no rows, whose `close()` also deletes it. */
   openFresh(): Promise<Storage>;
 }
 
 const sqlite: DialectUnderTest = {
   name: "sqlite",
   skip: false,
-  async createDatabase() {
+  async createDatabase(options) {
+    const template = options?.migrated === false ? undefined : await sqliteTemplate();
     const dataDir = await mkdtemp(join(tmpdir(), "kiln-storage-test-"));
+    if (template !== undefined) await copyFile(template, join(dataDir, SQLITE_FILE_NAME));
     return {
       options: { dataDir },
       open: () => openStorage({ dataDir }),
@@ -57,8 +71,8 @@ const NO_DATA_DIR = "/nonexistent-kiln-data-dir";
 const postgres: DialectUnderTest = {
   name: "postgres",
   skip: process.env.KILN_TEST_SKIP_POSTGRES === "1" ? "KILN_TEST_SKIP_POSTGRES=1" : false,
-  async createDatabase() {
-    const { url: databaseUrl, drop } = await createPostgresTestDatabase();
+  async createDatabase(options) {
+    const { url: databaseUrl, drop } = await createPostgresTestDatabase(options);
     return {
       options: { databaseUrl, dataDir: NO_DATA_DIR },
       open: (extra) => openStorage({ databaseUrl, dataDir: NO_DATA_DIR, ...extra }),
@@ -70,16 +84,19 @@ const postgres: DialectUnderTest = {
 
 export const DIALECTS: readonly DialectUnderTest[] = [sqlite, postgres];
 
-/** An empty, migrated SQLite database in a temp dir, deleted on `close()`. */
+/** A migrated SQLite database with no rows in a temp dir, deleted on `close()`. */
 export function openSqliteForTest(): Promise<Storage> {
   return sqlite.openFresh();
 }
 
 /**
- * Creates an empty database `kiln_test_<random>` on the cluster at `KILN_TEST_POSTGRES_URL`
- * (unmigrated; `openStorage` migrates it). `drop()` removes it, disconnecting any sessions left.
+ * Creates a database `kiln_test_<random>` on the cluster at `KILN_TEST_POSTGRES_URL`: a copy of
+ * the migrated template, or empty with `migrated: false`. `drop()` removes it, disconnecting any
+ * sessions left.
  */
-export async function createPostgresTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createPostgresTestDatabase(
+  options?: NewTestDatabase,
+): Promise<{ url: string; drop(): Promise<void> }> {
   const clusterUrl = process.env.KILN_TEST_POSTGRES_URL;
   if (!clusterUrl) {
     throw new Error(
@@ -89,7 +106,8 @@ export async function createPostgresTestDatabase(): Promise<{ url: string; drop(
     );
   }
   const name = `kiln_test_${randomBytes(6).toString("hex")}`;
-  await administer(clusterUrl, `create database ${name}`);
+  const template = options?.migrated === false ? "" : ` template ${await postgresTemplate(clusterUrl)}`;
+  await administer(clusterUrl, `create database ${name}${template}`);
   const url = new URL(clusterUrl);
   url.pathname = `/${name}`;
   return {

@@ -1,0 +1,283 @@
+import { randomUUID } from "node:crypto";
+import { JOB_STATUSES, type ResponseDocumentOf, TERMINAL_JOB_STATUSES } from "@kiln/contract";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { Refusal } from "../../domain/refusal.js";
+import type { AppDeps } from "../http/app-deps.js";
+import type { HandlerTable } from "../http/handler.js";
+import { ansiToHtml, isErrorLine } from "./ansi-log.js";
+import { formatDuration, formatTime, statusBadge } from "./dashboard-layout.js";
+import { escapeHtml } from "./html.js";
+import { JOB_PAGE_SCRIPT } from "./job-page-script.js";
+import {
+  renderActions,
+  renderArtifacts,
+  renderCaches,
+  renderCrates,
+  renderInjections,
+  renderPhases,
+  renderTests,
+  renderUsage,
+} from "./job-parts.js";
+import { JOBS_LIST_SCRIPT } from "./jobs-list-script.js";
+import { dashboardPages, formKey, registerFormRoutes } from "./open-page.js";
+import { performAsPerson, sendBytesAsPerson } from "./perform-as-person.js";
+import { performMutationAsPerson } from "./perform-mutation-as-person.js";
+
+export { testsFailedFirst } from "./job-parts.js";
+
+type Job = ResponseDocumentOf<"jobs.get">;
+type Evidence = ResponseDocumentOf<"jobs.evidence">;
+type Artifacts = ResponseDocumentOf<"jobs.artifacts">;
+
+const FILTERS = ["repository", "branch", "status", "class"] as const;
+/** Jobs per page of the list, log records per page of the job page. */
+const JOBS_PER_PAGE = 50;
+const LOG_RECORDS_PER_PAGE = 1000;
+
+/** The filters and cursor a list URL carries, blank members dropped. */
+function listQuery(raw: Record<string, unknown>): Record<string, string> {
+  const query: Record<string, string> = {};
+  for (const name of [...FILTERS, "cursor"]) {
+    const value = raw[name];
+    if (typeof value === "string" && value.trim() !== "") query[name] = value.trim();
+  }
+  return query;
+}
+
+function hrefWith(path: string, query: Record<string, string>): string {
+  const search = new URLSearchParams(query).toString();
+  return search === "" ? path : `${path}?${search}`;
+}
+
+function durationOf(job: Job): string {
+  if (job.started_at === null) return "—";
+  const end = job.finished_at === null ? null : Date.parse(job.finished_at);
+  return end === null ? "running" : formatDuration(end - Date.parse(job.started_at));
+}
+
+function renderList(page: ResponseDocumentOf<"jobs.list">, query: Record<string, string>): string {
+  const s = page.summary;
+  const shown = s.queued + s.running + s.passed + s.failed;
+  const options = ["", ...JOB_STATUSES]
+    .map(
+      (status) =>
+        `<option value="${status}"${query.status === status ? " selected" : ""}>${status === "" ? "any" : status.replaceAll("_", " ")}</option>`,
+    )
+    .join("");
+  const input = (name: string, label: string, placeholder: string) =>
+    `<label>${label}<input name="${name}" value="${escapeHtml(query[name] ?? "")}" placeholder="${placeholder}"></label>`;
+  const rows = page.jobs
+    .map(
+      (
+        job,
+      ) => `<tr data-job="${escapeHtml(job.id)}" data-status="${escapeHtml(job.status)}"><td>${statusBadge(job.status)}</td>
+<td><a href="/jobs/${encodeURIComponent(job.id)}">${escapeHtml(job.description)}</a><div class="muted mono">${escapeHtml(job.id)}</div></td>
+<td>${escapeHtml(job.repo)}</td><td>${escapeHtml(job.branch)}${job.sha_short === null ? "" : ` <span class="mono muted">${escapeHtml(job.sha_short)}</span>`}</td>
+<td class="mono">${escapeHtml(job.class)}</td><td>${formatTime(job.accepted_at)}</td><td class="num">${durationOf(job)}</td></tr>`,
+    )
+    .join("\n");
+  const { cursor: _cursor, ...filters } = query;
+  const next =
+    page.next_cursor === null
+      ? ""
+      : `<p><a id="older" href="${escapeHtml(hrefWith("/jobs", { ...filters, cursor: page.next_cursor }))}">Older jobs →</a></p>`;
+  const table =
+    page.jobs.length === 0
+      ? `<p class="notice">No jobs${Object.keys(filters).length === 0 ? " yet. Submit one with <code>kiln cargo test</code>." : " match these filters."}</p>`
+      : `<table id="jobs"><thead><tr><th>Status</th><th>Job</th><th>Repository</th><th>Branch</th><th>Class</th><th>Accepted</th><th>Duration</th></tr></thead><tbody>
+${rows}</tbody></table>`;
+  const summary = `<div class="summary" id="summary">
+<div><strong id="count-queued">${s.queued}</strong>queued</div><div><strong id="count-running">${s.running}</strong>running</div>
+<div><strong id="count-passed">${s.passed}</strong>passed</div><div><strong id="count-failed">${s.failed}</strong>failed or cancelled</div>
+<div><strong>${shown}</strong>${Object.keys(filters).length === 0 ? "jobs" : `matching, of ${page.total}`}</div></div>`;
+  const form = `<form class="filters" method="get" action="/jobs">${input("repository", "Repository", "owner/name")}${input("branch", "Branch", "main")}
+<label>Status<select name="status">${options}</select></label>${input("class", "Class", "test:stable:kiln2-cpu")}
+<button type="submit">Filter</button> <a href="/jobs">Clear</a></form>`;
+  // #jobs-live is what the list script swaps for a fresh copy when events.stream hints at a change.
+  return `<div id="jobs-live">${summary}${form}${table}${next}</div>`;
+}
+
+/** The log page as lines (`#L<sequence>`), their ANSI colours as classes, the text escaped. */
+function renderLog(job: Job, log: ResponseDocumentOf<"jobs.logs">, logCursor: string | undefined): string {
+  const firstError = log.records.find((r) => isErrorLine(r.text));
+  const lines = log.records
+    .map(
+      (r) =>
+        `<span class="line ${r.stream}" id="L${r.sequence}"><span class="seq">${String(r.sequence).padStart(5, " ")} </span>${ansiToHtml(r.text)}</span>`,
+    )
+    .join("\n");
+  // Until the job ends the script streams on from this page's cursor; a full page also links
+  // the next one (a long log is read page by page, the newest lines followed live). A terminal
+  // job's log is complete: it is read by its pages, not streamed into one document.
+  const follow = !log.settled && !TERMINAL_JOB_STATUSES.has(job.status);
+  const more =
+    log.next_cursor === null || log.records.length < LOG_RECORDS_PER_PAGE
+      ? ""
+      : `<p><a id="log-more" href="/jobs/${encodeURIComponent(job.id)}?log_cursor=${encodeURIComponent(log.next_cursor)}#log">Next ${LOG_RECORDS_PER_PAGE} lines →</a></p>`;
+  const empty =
+    log.records.length === 0
+      ? `<p class="muted" id="log-empty">${logCursor === undefined ? "No log lines yet." : "No more log lines."}</p>`
+      : "";
+  return `<h2 id="log">Log</h2><p><a id="first-error-link" href="#${firstError === undefined ? "log" : `L${firstError.sequence}`}"${firstError === undefined ? " hidden" : ""}>Jump to the first error</a></p>${empty}
+<p class="notice" id="log-trimmed" hidden>Following the newest lines; earlier ones are on <a href="/jobs/${encodeURIComponent(job.id)}?log_page=1#log">the log's pages</a>.</p>
+<pre class="log" id="log-lines" data-cursor="${escapeHtml(log.next_cursor ?? "")}" data-follow="${follow ? "true" : "false"}">${lines}</pre>${more}`;
+}
+
+/** The first log line on this page that shows a failed test's output (or its FAILED line). */
+function outputLineFinder(log: ResponseDocumentOf<"jobs.logs">): (name: string) => number | undefined {
+  return (name) =>
+    (
+      log.records.find((r) => r.text.includes(`---- ${name} stdout ----`)) ??
+      log.records.find((r) => r.text.includes(`test ${name} `) && r.text.includes("FAILED"))
+    )?.sequence;
+}
+
+/** Everything on the job page but its log: what the page script swaps for a fresh copy. */
+function renderJobParts(
+  job: Job,
+  evidence: Evidence | null,
+  artifacts: Artifacts | string,
+  log: ResponseDocumentOf<"jobs.logs">,
+  maySubmit: boolean,
+): string {
+  const facts = `<dl class="facts"><dt>Status</dt><dd id="job-status" data-status="${escapeHtml(job.status)}">${statusBadge(job.status)}</dd>
+<dt>Repository</dt><dd>${escapeHtml(job.repo)}</dd><dt>Branch</dt><dd>${escapeHtml(job.branch)}${job.sha_short === null ? "" : ` at <span class="mono">${escapeHtml(job.sha_short)}</span>`}</dd>
+<dt>Class</dt><dd class="mono">${escapeHtml(job.class)}</dd><dt>Submitted by</dt><dd>${escapeHtml(job.submitted_by)}</dd>
+<dt>Accepted</dt><dd>${formatTime(job.accepted_at)}</dd><dt>Started</dt><dd>${formatTime(job.started_at)}</dd>
+<dt>Finished</dt><dd>${formatTime(job.finished_at)}</dd><dt>Duration</dt><dd>${durationOf(job)}</dd>
+${job.retry_of === null || job.retry_of === undefined ? "" : `<dt>Retry of</dt><dd><a href="/jobs/${encodeURIComponent(job.retry_of)}">${escapeHtml(job.retry_of)}</a></dd>`}</dl>`;
+  const failure =
+    job.failure === null
+      ? ""
+      : `<div class="failure" id="failure"><strong>${escapeHtml(job.failure.cause.replaceAll("_", " "))}</strong> in phase <strong>${escapeHtml(job.failure.phase)}</strong>: ${escapeHtml(job.failure.detail)}</div>`;
+  const waiting =
+    job.queue_annotation === null ? "" : `<p class="notice">Waiting: ${escapeHtml(job.queue_annotation)}</p>`;
+  const report = evidence?.report;
+  const section = (id: string, title: string, html: string) =>
+    `<section id="part-${id}"><h2>${title}</h2>${html}</section>`;
+  return `<div id="job-parts"><p class="mono muted">${escapeHtml(job.id)}</p>${failure}${waiting}${facts}
+${renderActions(job, maySubmit, randomUUID)}
+${section("phases", "Phases", renderPhases(report?.phases ?? []))}
+${section("tests", "Tests", renderTests(report?.tests ?? [], outputLineFinder(log)))}
+${section("crates", "Crates", renderCrates(report?.crates ?? []))}
+${section("caches", "Caches", renderCaches(report?.caches ?? []))}
+${section("injections", "Injected settings", renderInjections(report?.injections ?? []))}
+${section("usage", "Usage", renderUsage(evidence?.usage ?? null))}
+${section("artifacts", "Artifacts", renderArtifacts(job.id, artifacts))}</div>`;
+}
+
+/**
+ * The jobs pages, server-rendered from the same operations the API serves (jobs.list, jobs.get,
+ * jobs.evidence, jobs.artifacts, jobs.logs), performed in-process as the signed-in person; the
+ * job page's cancel and retry forms and artifact downloads likewise (jobs.cancel, jobs.retry,
+ * jobs.artifact_bytes), since over HTTP a session cookie reaches none of those.
+ */
+export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: HandlerTable): void {
+  const pages = dashboardPages(deps, handlers);
+
+  const script = (body: string) => async (_request: FastifyRequest, reply: FastifyReply) =>
+    reply
+      .type("text/javascript; charset=utf-8")
+      .header("cache-control", "no-cache")
+      .header("x-content-type-options", "nosniff")
+      .send(body);
+  app.get("/assets/job-page.js", script(JOB_PAGE_SCRIPT));
+  app.get("/assets/jobs-list.js", script(JOBS_LIST_SCRIPT));
+
+  app.get("/jobs", async (request, reply) => {
+    const ctx = await pages.open(request, reply);
+    if (ctx === null) return reply;
+    const query = listQuery(request.query as Record<string, unknown>);
+    let page: ResponseDocumentOf<"jobs.list">;
+    try {
+      page = await performAsPerson(ctx, "jobs.list", { query: { ...query, limit: JOBS_PER_PAGE } });
+    } catch (error) {
+      return pages.refused(ctx, "Jobs", error);
+    }
+    return pages.send(ctx, 200, { title: "Jobs", body: renderList(page, query), scripts: ["/assets/jobs-list.js"] });
+  });
+
+  app.get("/jobs/:id", async (request, reply) => {
+    const ctx = await pages.open(request, reply);
+    if (ctx === null) return reply;
+    const id = (request.params as { id: string }).id;
+    const raw = (request.query as { log_cursor?: unknown }).log_cursor;
+    const logCursor = typeof raw === "string" && raw !== "" ? raw : undefined;
+    try {
+      const job = await performAsPerson(ctx, "jobs.get", { params: { id } });
+      let evidence: Evidence | null = null;
+      try {
+        evidence = await performAsPerson(ctx, "jobs.evidence", { params: { id } });
+      } catch (error) {
+        // Evidence past its retention is gone; the job itself still shows.
+        if (!(error instanceof Refusal)) throw error;
+      }
+      let artifacts: Artifacts | string;
+      try {
+        artifacts = await performAsPerson(ctx, "jobs.artifacts", { params: { id } });
+      } catch (error) {
+        // Expired artifacts (`gone`) are said so; the job still shows.
+        if (!(error instanceof Refusal)) throw error;
+        artifacts = error.message;
+      }
+      const log = await performAsPerson(ctx, "jobs.logs", {
+        params: { id },
+        query: { limit: LOG_RECORDS_PER_PAGE, ...(logCursor === undefined ? {} : { cursor: logCursor }) },
+      });
+      const maySubmit = ctx.person.scopes.includes("submit");
+      return pages.send(ctx, 200, {
+        title: job.description,
+        body: `${renderJobParts(job, evidence, artifacts, log, maySubmit)}${renderLog(job, log, logCursor)}`,
+        bodyData: { job: job.id, terminal: String(TERMINAL_JOB_STATUSES.has(job.status)) },
+        scripts: ["/assets/job-page.js"],
+      });
+    } catch (error) {
+      return pages.refused(ctx, "Job", error);
+    }
+  });
+
+  app.get("/jobs/:id/artifacts/:attempt/:index", async (request, reply) => {
+    const ctx = await pages.open(request, reply);
+    if (ctx === null) return reply;
+    const params = request.params as { id: string; attempt: string; index: string };
+    try {
+      await sendBytesAsPerson(ctx, "jobs.artifact_bytes", {
+        params: { id: params.id, attempt: Number(params.attempt), index: Number(params.index) },
+      });
+      return reply;
+    } catch (error) {
+      return pages.refused(ctx, "Artifact", error);
+    }
+  });
+
+  // The cancel and retry buttons are HTML forms posting the form's idempotency key.
+  registerFormRoutes(app, (scope) => {
+    scope.post("/jobs/:id/cancel", async (request, reply) => {
+      const id = (request.params as { id: string }).id;
+      // Signed out meanwhile: back to the job's page after signing in, not to this form's target.
+      const ctx = await pages.open(request, reply, `/jobs/${encodeURIComponent(id)}`);
+      if (ctx === null) return reply;
+      try {
+        await performMutationAsPerson(ctx, "jobs.cancel", { params: { id }, idempotencyKey: formKey(request) });
+        return reply.redirect(`/jobs/${encodeURIComponent(id)}`, 303);
+      } catch (error) {
+        return pages.refused(ctx, "Cancel job", error);
+      }
+    });
+    scope.post("/jobs/:id/retry", async (request, reply) => {
+      const id = (request.params as { id: string }).id;
+      // Signed out meanwhile: back to the job's page after signing in, not to this form's target.
+      const ctx = await pages.open(request, reply, `/jobs/${encodeURIComponent(id)}`);
+      if (ctx === null) return reply;
+      try {
+        const receipt = await performMutationAsPerson(ctx, "jobs.retry", {
+          params: { id },
+          idempotencyKey: formKey(request),
+        });
+        return reply.redirect(`/jobs/${encodeURIComponent(receipt.retry)}`, 303);
+      } catch (error) {
+        return pages.refused(ctx, "Retry job", error);
+      }
+    });
+  });
+}

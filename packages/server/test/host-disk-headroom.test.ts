@@ -1,0 +1,132 @@
+/**
+ * A host claims an attempt only while its free disk covers the attempt's disk quota (issue 33):
+ * the embedded agent paired in-process with the host service over real SQLite, its work root on
+ * a 40 MiB tmpfs mounted for the test (so the free space is known exactly and nothing else
+ * writes there), an in-memory executor granting each attempt at most 16 MiB of disk, and 16
+ * vCPUs — room for eight 2-vCPU attempts by vCPU, for two by disk.
+ */
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmdirSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { ManualClock, silentLogger } from "@kiln/contract";
+import { cargoOutputObserver, HostAgent, type HostProtocol } from "@kiln/host";
+import { InMemoryExecutor } from "@kiln/host/testing";
+import { createTenant, readJob, requestCancellation, type Storage } from "@kiln/storage";
+import { openSqliteForTest } from "@kiln/storage/testing";
+import { HostService } from "../src/domain/hosts/host-service.js";
+import type { LocalHostEvent } from "../src/local-host.js";
+import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
+import { testBlobs } from "./harness.js";
+import { acceptJob, eventually } from "./job-fixtures.js";
+
+const MiB = 2 ** 20;
+
+describe("a host's claims and its free disk (40 MiB tmpfs work root, 16 MiB per attempt)", () => {
+  let storage: Storage;
+  let workRoot: string;
+  let agent: HostAgent;
+  const clock = new ManualClock("2026-11-24T12:00:00.000Z");
+  const events: LocalHostEvent[] = [];
+  const jobs: { tenant: string; job: { id: string } }[] = [];
+  /** Every claim the agent made: the free disk it said, and whether it got an attempt. */
+  const claims: { freeDiskBytes: number | undefined; placed: boolean }[] = [];
+  const executor = Object.assign(new InMemoryExecutor(clock, [], { ends: { kind: "hang" } }), {
+    disk: { maxAttemptBytes: 16 * MiB },
+  });
+
+  before(async () => {
+    workRoot = mkdtempSync(join(tmpdir(), "kiln-disk-headroom-"));
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=40m,mode=0755", "kiln-disk-headroom", workRoot]);
+    storage = await openSqliteForTest();
+    const service = new HostService({
+      storage,
+      blobs: testBlobs(),
+      clock,
+      log: silentLogger,
+      onEvent: (e) => events.push(e),
+    });
+    const bound = inProcessHostProtocol(service);
+    const protocol: HostProtocol = {
+      ...bound,
+      claim: async (host, free, freeDiskBytes) => {
+        const placement = await bound.claim(host, free, freeDiskBytes);
+        claims.push({ freeDiskBytes, placed: placement !== null });
+        return placement;
+      },
+    };
+    agent = new HostAgent({
+      hostId: "small-disk",
+      protocol,
+      executor,
+      clock,
+      reporting: { log: silentLogger, emit: (e) => events.push(e) },
+      resolveToolchain: async (name) => ({ name, path: "/nonexistent/toolchain" }),
+      newObserver: cargoOutputObserver,
+      workRoot,
+      removeDirectories: async (paths) => {
+        for (const path of paths) await rm(path, { recursive: true, force: true });
+      },
+      vcpus: 16,
+      memoryBytes: 32 * 2 ** 30,
+      pollMs: 500,
+      heartbeatSeconds: 2,
+    });
+    await agent.start();
+  });
+
+  after(async () => {
+    // The attempts still running hang until cancelled; the agent stops once they have ended.
+    for (const { tenant, job } of jobs) {
+      if ((await readJob(storage.db, { tenantId: tenant, jobId: job.id }))?.job.status !== "running") continue;
+      await requestCancellation(storage, { tenantId: tenant, jobId: job.id, by: "u_test", now: clock.now() });
+    }
+    await clock.advance(2000);
+    await eventually(() => events.filter((e) => e.type === "attempt:end").length === executor.requests.length);
+    await agent?.stop();
+    await storage?.close();
+    execFileSync("umount", [workRoot]);
+    rmdirSync(workRoot);
+  });
+
+  it("claims two attempts, not the third its vCPUs would allow, and the third once one ends", async () => {
+    for (const name of ["a", "b", "c"]) {
+      // A tenant each: no tenant's own concurrency bound takes part.
+      const tenant = `disk${process.pid}${name}`;
+      await createTenant(storage, { id: tenant, displayName: tenant }, clock.now());
+      jobs.push({ tenant, job: await acceptJob(storage, { tenant, now: clock.now() }) });
+    }
+    agent.wake();
+    await eventually(() => claims.some((c) => !c.placed));
+    assert.equal(executor.requests.length, 2, "two attempts of 16 MiB fit 40 MiB; a third does not");
+    assert.deepEqual(
+      claims.map((c) => c.placed),
+      [true, true, false],
+    );
+    assert.equal(claims[0]?.freeDiskBytes, undefined, "40 MiB free covers any attempt: disk does not limit the claim");
+    const third = claims[2]?.freeDiskBytes;
+    assert.ok(third !== undefined && third < 16 * MiB && third > 0, `the third claim said ${third} bytes free`);
+    const statuses = async () =>
+      Promise.all(
+        jobs.map(
+          async ({ tenant, job }) => (await readJob(storage.db, { tenantId: tenant, jobId: job.id }))?.job.status,
+        ),
+      );
+    assert.deepEqual((await statuses()).sort(), ["queued", "running", "running"]);
+
+    // One attempt ends (cancelled): its 16 MiB are free again, and the queued job is placed.
+    const running = executor.requests[0];
+    assert.ok(running !== undefined);
+    const ended = jobs.find(({ job }) => running.attemptId.startsWith(job.id));
+    assert.ok(ended !== undefined);
+    const before = claims.length;
+    await requestCancellation(storage, { tenantId: ended.tenant, jobId: ended.job.id, by: "u_test", now: clock.now() });
+    await clock.advance(2000);
+    await eventually(() => executor.requests.length === 3);
+    assert.ok(claims.slice(before).some((c) => c.placed));
+    assert.equal(events.filter((e) => e.type === "attempt:error" || e.type === "claim:error").length, 0);
+  });
+});
