@@ -143,11 +143,11 @@ try {
       `npm test: the kiln CLI's tests with the CLI on the machine's Node.js ${runtime.machine.version}\n`,
     );
     process.env.KILN_TEST_CLI_NODE = runtime.machine.node;
-    cliFailed = await runTestFiles(cliFiles, { timed: false });
+    cliFailed = await runTestFiles(cliFiles, { record: false });
     delete process.env.KILN_TEST_CLI_NODE;
   }
   process.stdout.write(`npm test: every test, its kiln-servers and kiln-hosts on Node.js ${runtime.version}\n`);
-  const testsFailed = await runTestFiles(files, { timed: true });
+  const testsFailed = await runTestFiles(files, { record: true });
   if (cliFailed) process.stderr.write(`npm test: the kiln CLI's tests on Node.js ${runtime.machine.version} failed\n`);
   failed = testsFailed || cliFailed || trials !== 0;
 } finally {
@@ -159,10 +159,10 @@ process.exitCode = failed ? 1 : 0;
 
 /**
  * Runs the files, `CONCURRENCY` at a time in the order given (node's `--test` would sort them),
- * under the spec reporter. When `timed`, records each file's wall time and names the ten slowest
+ * under the spec reporter. When `record`, records each file's wall time and names the ten slowest
  * before the summary. Resolves true when any test or file failed.
  */
-async function runTestFiles(ordered, { timed }) {
+async function runTestFiles(ordered, { record }) {
   // A test that never settles (a wait on a condition that cannot come) fails by name after
   // TEST_TIMEOUT_MS instead of holding the whole run until CI's own limit; no verdict rests on it,
   // the slowest test (real builds on a loaded machine) takes a fraction of it.
@@ -183,7 +183,7 @@ async function runTestFiles(ordered, { timed }) {
         });
       }
       // The summary's lines are the only diagnostics that belong to no file.
-      if (timed && type === "test:diagnostic" && data.nesting === 0 && data.file === undefined && !summaryStarted) {
+      if (record && type === "test:diagnostic" && data.nesting === 0 && data.file === undefined && !summaryStarted) {
         summaryStarted = true;
         const lines = [
           `the ten slowest files (wall time; every file's in ${relative(root, timingsFile)}):`,
@@ -197,7 +197,7 @@ async function runTestFiles(ordered, { timed }) {
   const report = events.pipe(timed).pipe(spec());
   report.pipe(process.stdout);
   await finished(report);
-  if (timed)
+  if (record)
     recordTimings(timingsFile, previousTimings, measured, new Set(everyFile.map(nameOf)), new Date().toISOString());
   // Every file reported, or the run failed before any summary: a file that never reported ran.
   return anyFailed || measured.size !== ordered.length;
