@@ -7,16 +7,27 @@ import { createHash } from "node:crypto";
 import {
   chmodSync,
   existsSync,
+  lstatSync,
   mkdirSync,
+  mkdtempSync,
   readdirSync,
   readFileSync,
   readlinkSync,
+  renameSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { dirname, join } from "node:path";
+import { delimiter, dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import {
+  isAtLeast,
+  OWN_NODE_MINIMUM,
+  RUNTIME_VERSION,
+  runtimeDirectory,
+  runtimeRecordFile,
+} from "./project-runtime.mjs";
 
 const PACKAGES = ["contract", "storage", "host", "server", "client", "mcp", "cli"];
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -141,14 +152,143 @@ function manifestsDigest() {
   return hash.digest("hex");
 }
 
-function ensureNpmPackages() {
-  const stampFile = join(root, "node_modules", ".kiln-install-stamp");
-  if (existsSync(stampFile) && readFileSync(stampFile, "utf8") === manifestsDigest()) return;
-  process.stderr.write("setup: installing npm packages\n");
-  // `npm install`, not `npm ci`: the lockfile carries no registry URLs or foreign-platform
-  // optional packages on these machines, which `npm ci` refuses as out of sync.
-  run("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error"]);
-  writeFileSync(stampFile, manifestsDigest());
+/** A node executable's version and native-module ABI, by running it. */
+function describeNode(node) {
+  const r = spawnSync(node, ["-p", "JSON.stringify({ version: process.version, modules: process.versions.modules })"], {
+    encoding: "utf8",
+  });
+  if (r.status !== 0) {
+    process.stderr.write(`setup: ${node} does not run (${r.status ?? r.signal}): ${r.stderr}\n`);
+    process.exit(1);
+  }
+  return JSON.parse(r.stdout);
+}
+
+/**
+ * `node` described, without running it when this process is it or a previous setup described
+ * the same file (same size and modification time: an upgrade in place changes both).
+ */
+function identifyNode(node, known) {
+  const { size, mtimeMs } = statSync(node);
+  const file = `${size}:${mtimeMs}`;
+  if (node === process.execPath) return { node, version: process.version, modules: process.versions.modules, file };
+  const same = known.find((k) => k?.node === node && k.file === file);
+  return same ? { node, version: same.version, modules: same.modules, file } : { node, ...describeNode(node), file };
+}
+
+/**
+ * The node this setup was started from: the one running npm (after the first setup npm runs this
+ * script on the project's runtime, through node_modules/.bin/node), else this process's own.
+ */
+function machineNode(previous) {
+  const node = process.env.npm_node_execpath || process.execPath;
+  // Started by the project's runtime itself (node_modules/.bin/node scripts/…): the machine's node is the one recorded.
+  if (node.startsWith(runtimeDirectory(root) + sep) && previous?.machine) return previous.machine;
+  return identifyNode(node, [previous?.machine]);
+}
+
+/**
+ * Node.js RUNTIME_VERSION from the npm registry into node_modules/.kiln-runtime/<package>-<version>:
+ * unpacked and checked in a directory of its own, then renamed into place, so a directory under
+ * the final name is always a complete runtime (an interrupted install leaves only a `.partial-`
+ * directory, removed by the next one).
+ */
+function installRuntime(installed) {
+  const directory = runtimeDirectory(root);
+  const platformPackage = `node-${process.platform}-${process.arch}`;
+  process.stderr.write(`setup: installing Node.js ${RUNTIME_VERSION} (${platformPackage}) from the npm registry\n`);
+  mkdirSync(directory, { recursive: true });
+  // Interrupted installs, the runtimes an earlier RUNTIME_VERSION left (about 190 MB each), and
+  // this one's directory if something has since removed its executable.
+  for (const entry of readdirSync(directory)) {
+    if (entry.startsWith(".partial-") || entry.startsWith("node-")) {
+      rmSync(join(directory, entry), { recursive: true, force: true });
+    }
+  }
+  const staging = mkdtempSync(join(directory, ".partial-"));
+  // `npm pack` fetches the package's tarball (checked against the registry's integrity) and runs none of its scripts.
+  const packed = spawnSync("npm", ["pack", `${platformPackage}@${RUNTIME_VERSION}`, "--json", "--loglevel=error"], {
+    cwd: staging,
+    stdio: ["ignore", "pipe", "inherit"],
+    encoding: "utf8",
+  });
+  if (packed.status !== 0) {
+    process.stderr.write(
+      `setup: npm pack ${platformPackage}@${RUNTIME_VERSION} failed (${packed.status ?? packed.signal})\n`,
+    );
+    process.exit(1);
+  }
+  const tarball = join(staging, JSON.parse(packed.stdout)[0].filename);
+  run("tar", ["-xzf", tarball, "-C", staging, "--strip-components=1", "--no-same-owner"]);
+  rmSync(tarball);
+  const unpacked = describeNode(join(staging, "bin", "node"));
+  if (unpacked.version !== `v${RUNTIME_VERSION}` || !existsSync(join(staging, "include", "node", "common.gypi"))) {
+    process.stderr.write(
+      `setup: ${platformPackage}@${RUNTIME_VERSION} unpacked as ${unpacked.version}, or without include/node\n`,
+    );
+    process.exit(1);
+  }
+  // mkdtemp made it private; the runtime is for every user, as /usr/bin/node is.
+  chmodSync(staging, 0o755);
+  renameSync(staging, installed);
+}
+
+/**
+ * The node that runs the services and the tests: the machine's own from OWN_NODE_MINIMUM up, else
+ * Node.js RUNTIME_VERSION installed into the project.
+ */
+function ensureRuntime(machine, previous) {
+  if (isAtLeast(machine.version, OWN_NODE_MINIMUM)) return machine;
+  const installed = join(runtimeDirectory(root), `node-${process.platform}-${process.arch}-${RUNTIME_VERSION}`);
+  const node = join(installed, "bin", "node");
+  if (!existsSync(node)) installRuntime(installed);
+  return identifyNode(node, [previous]);
+}
+
+/**
+ * The environment npm installs and rebuilds in: the runtime first on PATH (npm and node-gyp run
+ * on it), native addons compiled against its own headers (`nodedir`: the directory holding
+ * `include/node`, as the npm package and Debian's /usr both lay them out), and from source, so
+ * that no addon's install fetches a prebuilt binary from anywhere but the npm registry.
+ */
+function addonBuildEnv(runtime) {
+  const prefix = dirname(dirname(runtime.node));
+  return {
+    ...process.env,
+    PATH: `${dirname(runtime.node)}${delimiter}${process.env.PATH ?? ""}`,
+    ...(existsSync(join(prefix, "include", "node", "common.gypi")) ? { npm_config_nodedir: prefix } : {}),
+    npm_config_build_from_source: "true",
+  };
+}
+
+/**
+ * node_modules as the manifests and lockfile say, its native addons built for the runtime
+ * (better-sqlite3 13 ships Node-API binaries for the common platforms in its npm package; its
+ * node-gyp step compiles only where it holds none). The stamp records both, so a changed runtime
+ * rebuilds them even when no manifest changed.
+ */
+function ensureNpmPackages(runtime) {
+  const stampFile = join(root, "node_modules", ".kiln-install-stamp.json");
+  const stamp = existsSync(stampFile) ? JSON.parse(readFileSync(stampFile, "utf8")) : {};
+  const manifests = manifestsDigest();
+  const builtFor = `${runtime.version} (modules ${runtime.modules}, ${process.platform}-${process.arch})`;
+  if (stamp.manifests === manifests && stamp.builtFor === builtFor) return;
+  const env = addonBuildEnv(runtime);
+  // npm's own record of a finished install: without it the install below is the first, and builds for the runtime.
+  const installedBefore = existsSync(join(root, "node_modules", ".package-lock.json"));
+  if (stamp.manifests !== manifests) {
+    process.stderr.write("setup: installing npm packages\n");
+    // `npm install`, not `npm ci`: the lockfile carries no registry URLs or foreign-platform
+    // optional packages on these machines, which `npm ci` refuses as out of sync.
+    run("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error"], { env });
+  }
+  if (stamp.builtFor !== builtFor && installedBefore) {
+    process.stderr.write(`setup: building native addons for Node.js ${builtFor}\n`);
+    run("npm", ["rebuild", "--loglevel=error"], { env });
+  }
+  // The addon loads on the runtime (a build against other headers fails here, not in a test).
+  run(runtime.node, ["-e", "new (require('better-sqlite3'))(':memory:').close()"]);
+  writeFileSync(stampFile, JSON.stringify({ manifests, builtFor }));
 }
 
 function build() {
@@ -213,9 +353,48 @@ function ensureAptLists() {
   run(sudo[0] ?? "apt-get", sudo.length ? ["apt-get", "update", "-qq"] : ["update", "-qq"]);
 }
 
+/**
+ * node_modules/.bin/node links to the installed runtime, so npm scripts and npx bins run on it
+ * (npm puts node_modules/.bin first on their PATH); on a machine whose own node runs kiln, no link.
+ */
+function linkRuntime(runtime) {
+  const link = join(root, "node_modules", ".bin", "node");
+  const wanted = runtime.node.startsWith(runtimeDirectory(root) + sep) ? relative(dirname(link), runtime.node) : null;
+  let current = null;
+  try {
+    current = lstatSync(link).isSymbolicLink() ? readlinkSync(link) : "(not a link)";
+  } catch {
+    // absent
+  }
+  if (current === wanted) return;
+  // Only a link of ours is replaced or removed: a `node` another package installed there stays.
+  if (current !== null && !current.includes(".kiln-runtime")) return;
+  rmSync(link, { force: true });
+  if (wanted !== null) {
+    mkdirSync(dirname(link), { recursive: true });
+    symlinkSync(wanted, link);
+  }
+}
+
+/** Recorded for scripts/run-tests.mjs and run-reliability.mjs (scripts/project-runtime.mjs). */
+function recordRuntime(runtime, machine, previousText) {
+  const text = `${JSON.stringify({ ...runtime, machine }, null, 2)}\n`;
+  if (text === previousText) return;
+  const file = runtimeRecordFile(root);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(`${file}.next`, text);
+  renameSync(`${file}.next`, file);
+}
+
+const previousText = existsSync(runtimeRecordFile(root)) ? readFileSync(runtimeRecordFile(root), "utf8") : null;
+const previous = previousText === null ? null : JSON.parse(previousText);
 ensureDebianPackages();
-ensureNpmPackages();
+const machine = machineNode(previous);
+const runtime = ensureRuntime(machine, previous);
+ensureNpmPackages(runtime);
 build();
 linkWorkspaceBins();
+linkRuntime(runtime);
+recordRuntime(runtime, machine, previousText);
 buildTestGuest();
 // Quiet on success: the command that follows prints what matters.

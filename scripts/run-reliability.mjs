@@ -15,8 +15,11 @@ import { existsSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startThrowawayCluster } from "./postgres-cluster.mjs";
+import { projectRuntime } from "./project-runtime.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+/** The trials run on the project's Node.js runtime, as the services and tests do (scripts/project-runtime.mjs). */
+const runtime = projectRuntime(root);
 
 /** Trials that take seconds, spawn nothing and time nothing: `npm test` runs them (docs/reliability.md). */
 const GATE = ["t02", "t05", "t07", "t09"];
@@ -42,7 +45,7 @@ function trials() {
 function runTrial(file, env) {
   return new Promise((resolve) => {
     const started = Date.now();
-    const child = spawn(process.execPath, [file], { cwd: root, env, stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(runtime.node, [file], { cwd: root, env, stdio: ["ignore", "pipe", "inherit"] });
     let stdout = "";
     child.stdout.on("data", (chunk) => {
       stdout += chunk;

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // `npm test`: lint and format check, the fast reliability trials (scripts/run-reliability.mjs
-// --gate), then every package's tests under node's test runner against real SQLite and a
-// throwaway PostgreSQL 15 cluster started here and stopped afterwards. The runner's closing
-// summary is what CI reads.
+// --gate), the `kiln` CLI's tests with the bundle on the machine's own node when that is not the
+// runtime (alsoOnMachineNode below), then every package's tests under node's test runner against
+// real SQLite and a throwaway PostgreSQL 15 cluster started here and stopped afterwards, all on the
+// project's Node.js runtime (scripts/project-runtime.mjs): the tests and every kiln-server and
+// kiln-host they start. The runner's closing summary is what CI reads.
 //
 //   node scripts/run-tests.mjs                  # the full gate (`npm test`)
 //   node scripts/run-tests.mjs --fast           # the inner gate (`npm run test:fast`): lint and
@@ -12,15 +14,16 @@
 // Every file's wall time goes to .kiln-test/test-timings.json; the next run starts the slowest
 // files first, and each run names its ten slowest just before the summary.
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, relative } from "node:path";
+import { dirname, join, relative, sep } from "node:path";
 import { Transform } from "node:stream";
 import { finished } from "node:stream/promises";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
 import { fileURLToPath } from "node:url";
 import { startThrowawayCluster } from "./postgres-cluster.mjs";
+import { projectRuntime } from "./project-runtime.mjs";
 import { markOf, readTimings, recordTimings, slowestFirst, slowestLines, sourceOf } from "./test-timings.mjs";
 
 /** Thirty minutes: a bound on one test that hangs, never a measure of speed. */
@@ -33,6 +36,14 @@ const args = process.argv.slice(2);
 const fast = args.includes("--fast");
 const only = args.filter((arg) => !arg.startsWith("--"));
 const timingsFile = join(root, ".kiln-test", "test-timings.json");
+const runtime = projectRuntime(root);
+
+// The test runner starts each file on the node that runs this script: started on another (the
+// machine's own, `node scripts/run-tests.mjs`), this script runs itself again on the runtime.
+if (realpathSync(process.execPath) !== realpathSync(runtime.node)) {
+  const again = spawnSync(runtime.node, [fileURLToPath(import.meta.url), ...args], { stdio: "inherit" });
+  process.exit(again.status ?? 1);
+}
 
 function allTestFiles() {
   const files = [];
@@ -72,6 +83,30 @@ if (files.length === 0) {
 // directory of the run's own, given as TMPDIR and removed at the end, so a test that does not
 // remove its own leaves nothing behind on the machine. Sticky and open to all, as /tmp is: the
 // PostgreSQL clusters and sandboxes the tests start run as other users.
+/**
+ * The `kiln` CLI runs on its users' node from 20 up, so its tests run twice: in the main run on the
+ * runtime, and with the bundle on the machine's node (the servers they start stay on the runtime).
+ * Those are packages/cli's tests and packages/mcp's that start `kiln mcp`, but for the ones whose
+ * time is real cargo builds of registry crates through the dependency gateway and of edits on a
+ * warm lineage (more than ten minutes on two cores): what the CLI does in them (capture, upload,
+ * log stream, exit code) is what cargo and unchanged-reruns have it do on that node.
+ */
+const CLI_TESTS_ON_THE_RUNTIME_ONLY = [
+  "dependency-gateway-crates.sandbox.test.js",
+  "dependency-gateway.sandbox.test.js",
+  "dependency-gateway-private.sandbox.test.js",
+  "inner-loop-edits.sandbox.test.js",
+  "dashboard-browser-e2e.browser.test.js",
+  // A job in a microVM under emulation: minutes of the guest's time, none of it the CLI's.
+  "microvm-jobs.sandbox.test.js",
+];
+const MCP_TESTS_OF_THE_BUNDLE = ["stdio.process.test.js", "http.process.test.js", "submit-and-wait.process.test.js"];
+function alsoOnMachineNode(file) {
+  const [, pkg, , , name] = relative(root, file).split(sep);
+  if (pkg === "cli") return !CLI_TESTS_ON_THE_RUNTIME_ONLY.includes(name);
+  return pkg === "mcp" && MCP_TESTS_OF_THE_BUNDLE.includes(name);
+}
+
 const runTmp = mkdtempSync(join(tmpdir(), "kiln-test-run-"));
 chmodSync(runTmp, 0o1777);
 
@@ -90,6 +125,8 @@ try {
   // The test files' processes inherit this process's environment.
   process.env.TMPDIR = runTmp;
   process.env.KILN_TEST_POSTGRES_URL = cluster.url;
+  // The machine's own node, for the tests of what kiln does on one too old for it.
+  process.env.KILN_TEST_MACHINE_NODE = runtime.machine.node;
   // The fast reliability trials first (docs/reliability.md: seconds each, no timing in any
   // verdict), so the test runner's summary stays the closing one.
   const trials =
@@ -99,8 +136,22 @@ try {
           stdio: "inherit",
         }).status
       : 0;
-  const testsFailed = await runTestFiles(files);
-  failed = testsFailed || trials !== 0;
+  // The CLI's tests again with the `kiln` bundle on the machine's node (KILN_TEST_CLI_NODE, read
+  // by packages/cli/test/harness.ts and packages/mcp/test/harness.ts), when that is not the runtime.
+  const cliFiles = fast ? [] : files.filter(alsoOnMachineNode);
+  let cliFailed = false;
+  if (runtime.machine.node !== runtime.node && cliFiles.length > 0) {
+    process.stdout.write(
+      `npm test: the kiln CLI's tests with the CLI on the machine's Node.js ${runtime.machine.version}\n`,
+    );
+    process.env.KILN_TEST_CLI_NODE = runtime.machine.node;
+    cliFailed = await runTestFiles(cliFiles, { record: false });
+    delete process.env.KILN_TEST_CLI_NODE;
+  }
+  process.stdout.write(`npm test: every test, its kiln-servers and kiln-hosts on Node.js ${runtime.version}\n`);
+  const testsFailed = await runTestFiles(files, { record: true });
+  if (cliFailed) process.stderr.write(`npm test: the kiln CLI's tests on Node.js ${runtime.machine.version} failed\n`);
+  failed = testsFailed || cliFailed || trials !== 0;
 } finally {
   await cluster.stop();
   rmSync(runTmp, { recursive: true, force: true });
@@ -110,10 +161,10 @@ process.exitCode = failed ? 1 : 0;
 
 /**
  * Runs the files, `CONCURRENCY` at a time in the order given (node's `--test` would sort them),
- * under the spec reporter. Records each file's wall time and names the ten slowest before the
- * summary. Resolves true when any test or file failed.
+ * under the spec reporter. When `record`, records each file's wall time and names the ten slowest
+ * before the summary. Resolves true when any test or file failed.
  */
-async function runTestFiles(ordered) {
+async function runTestFiles(ordered, { record }) {
   // A test that never settles (a wait on a condition that cannot come) fails by name after
   // TEST_TIMEOUT_MS instead of holding the whole run until CI's own limit; no verdict rests on it,
   // the slowest test (real builds on a loaded machine) takes a fraction of it.
@@ -134,7 +185,7 @@ async function runTestFiles(ordered) {
         });
       }
       // The summary's lines are the only diagnostics that belong to no file.
-      if (type === "test:diagnostic" && data.nesting === 0 && data.file === undefined && !summaryStarted) {
+      if (record && type === "test:diagnostic" && data.nesting === 0 && data.file === undefined && !summaryStarted) {
         summaryStarted = true;
         const lines = [
           `the ten slowest files (wall time; every file's in ${relative(root, timingsFile)}):`,
@@ -148,7 +199,8 @@ async function runTestFiles(ordered) {
   const report = events.pipe(timed).pipe(spec());
   report.pipe(process.stdout);
   await finished(report);
-  recordTimings(timingsFile, previousTimings, measured, new Set(everyFile.map(nameOf)), new Date().toISOString());
+  if (record)
+    recordTimings(timingsFile, previousTimings, measured, new Set(everyFile.map(nameOf)), new Date().toISOString());
   // Every file reported, or the run failed before any summary: a file that never reported ran.
   return anyFailed || measured.size !== ordered.length;
 }

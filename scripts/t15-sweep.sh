@@ -19,6 +19,9 @@ RUNS=${RUNS:-3}
 OUT=${OUT:-t15-sweep.log}
 TRIAL=packages/server/dist/reliability/t15-noisy-neighbours.js
 [ -f "$TRIAL" ] || { echo "no $TRIAL: run npm run build first" >&2; exit 2; }
+# The project's Node.js runtime where setup linked one (scripts/project-runtime.mjs), else the machine's.
+NODE=node_modules/.bin/node
+[ -x "$NODE" ] || NODE=node
 for round in $(seq "$RUNS"); do
   for engine in $ENGINES; do
     for bound in $BOUNDS; do
@@ -31,7 +34,7 @@ for round in $(seq "$RUNS"); do
         *) echo "a bound is rate:burst, 0 or default, got $bound" >&2; exit 2 ;;
       esac
       started="$(date -u +%T) load $(cut -d' ' -f1 /proc/loadavg)"
-      output=$(env "${env[@]}" node "$TRIAL" 2>&1)
+      output=$(env "${env[@]}" "$NODE" "$TRIAL" 2>&1)
       printf '== round %s %s bound=%s %s\n%s\n' "$round" "$engine" "$bound" "$started" "$output" >> "$OUT"
       figures=$(grep -o "CPU beside the noise: server [^,]*\|PostgreSQL [0-9.]* s\|p99 [0-9.]* ms alone → [^;]*" <<< "$output" | tr '\n' ' ')
       echo "round $round $engine bound=$bound ($started): ${figures:-no figure, see $OUT}"

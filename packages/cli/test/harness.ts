@@ -13,6 +13,12 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const REPO_ROOT = resolve(here, "../../../..");
 /** The built `kiln` bin as it ships: tsc's output bundled (packages/cli/bundle.mjs). */
 export const KILN_BIN = join(REPO_ROOT, "packages/cli/dist/bundle/main.js");
+/**
+ * The node the bundle runs on: the tests' own, or KILN_TEST_CLI_NODE, which scripts/run-tests.mjs
+ * sets to the machine's node for the CLI's second pass (the CLI runs on its users' node from 20
+ * up while kiln's services need 22).
+ */
+export const CLI_NODE = process.env.KILN_TEST_CLI_NODE ?? process.execPath;
 assertBundleFresh();
 
 /**
@@ -89,7 +95,7 @@ export function startCli(args: string[], options: { cwd?: string; env?: Record<s
   for (const [name, value] of Object.entries(process.env)) {
     if (!name.startsWith("KILN_") && name !== "XDG_CACHE_HOME") base[name] = value;
   }
-  const child = spawn(process.execPath, [KILN_BIN, ...args], {
+  const child = spawn(CLI_NODE, [KILN_BIN, ...args], {
     cwd: options.cwd ?? process.cwd(),
     env: { ...base, ...options.env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -23,11 +23,17 @@ import type { startLocalHost as StartLocalHost } from "../../server/src/local-ho
 const here = dirname(fileURLToPath(import.meta.url));
 /** The repository root (this file runs from packages/mcp/dist/test). */
 export const REPO_ROOT = resolve(here, "../../../..");
-/** The built `kiln` bin. */
 /** The `kiln` bin as it ships (packages/cli/bundle.mjs; packages/cli's test harness checks it is fresh). */
 export const KILN_BIN = join(REPO_ROOT, "packages/cli/dist/bundle/main.js");
-/** The MCP Inspector's CLI (0.15). */
-export const INSPECTOR_CLI = join(REPO_ROOT, "node_modules/@modelcontextprotocol/inspector/cli/build/cli.js");
+/**
+ * The node `kiln mcp` runs on: the tests' own, or KILN_TEST_CLI_NODE, the machine's node in
+ * scripts/run-tests.mjs's second pass of the CLI's tests (the bundle runs on its users' node from 20 up).
+ */
+export const CLI_NODE = process.env.KILN_TEST_CLI_NODE ?? process.execPath;
+/** The MCP Inspector (2.x), its `mcp-inspector` bin (runInspector). */
+const INSPECTOR_CLI = join(REPO_ROOT, "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+/** The Inspector's exit code for a tool call that came back `isError: true`; it writes the result on stdout all the same. */
+export const INSPECTOR_TOOL_ERROR = 5;
 
 export interface KilnUnderTest {
   readonly endpoint: string;
@@ -209,6 +215,28 @@ export function run(
   });
 }
 
+/**
+ * The MCP Inspector's CLI against `target` (a URL, or the command of a stdio server) with its
+ * `options`, in a home directory of its own (it keeps its catalog and storage there). A stdio
+ * server gets no environment but the Inspector's defaults and `serverEnv` (its `-e`).
+ */
+export async function runInspector(
+  target: readonly string[],
+  options: readonly string[],
+  serverEnv: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const home = mkdtempSync(join(tmpdir(), "kiln-inspector-home-"));
+  const passed = Object.entries(serverEnv).flatMap(([name, value]) => ["-e", `${name}=${value}`]);
+  try {
+    // `--cli` first, then the target, then the Inspector's own options.
+    return await run(process.execPath, [INSPECTOR_CLI, "--cli", ...target, ...passed, ...options], {
+      env: { ...process.env, HOME: home },
+    });
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
 /** The environment `kiln mcp` runs with: the agent credential and the API endpoint. */
 export function kilnEnv(kiln: KilnUnderTest, token: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, KILN_ENDPOINT: kiln.endpoint, KILN_TOKEN: token, ...extra };
@@ -239,7 +267,7 @@ export interface HttpMcpProcess {
 /** Starts `kiln mcp http <address>` and waits for the bound address it prints on stderr. */
 export function startHttpMcp(address: string, env: NodeJS.ProcessEnv): Promise<HttpMcpProcess> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [KILN_BIN, "mcp", "http", address], {
+    const child = spawn(CLI_NODE, [KILN_BIN, "mcp", "http", address], {
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });

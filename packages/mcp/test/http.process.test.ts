@@ -3,9 +3,10 @@ import { after, before, describe, it } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
+  CLI_NODE,
   type HttpMcpProcess,
   INITIALIZE,
-  INSPECTOR_CLI,
+  INSPECTOR_TOOL_ERROR,
   KILN_BIN,
   type KilnUnderTest,
   kilnEnv,
@@ -14,6 +15,7 @@ import {
   rawRequest,
   resultJson,
   run,
+  runInspector,
   startHttpMcp,
   startKiln,
   toolNames,
@@ -98,46 +100,23 @@ describe("`kiln mcp http` (streamable HTTP), against a real kiln server", () => 
   });
 
   it("the MCP Inspector CLI lists and calls tools over streamable HTTP", async () => {
-    const listed = await run(process.execPath, [
-      INSPECTOR_CLI,
-      "--cli",
-      open.url,
-      "--transport",
-      "http",
-      "--method",
-      "tools/list",
-    ]);
+    const listed = await runInspector([open.url], ["--transport", "http", "--method", "tools/list"]);
     assert.equal(listed.code, 0, listed.stderr);
     const tools = (JSON.parse(listed.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name).sort();
     assert.deepEqual(tools, readTools());
-    const called = await run(process.execPath, [
-      INSPECTOR_CLI,
-      "--cli",
-      open.url,
-      "--transport",
-      "http",
-      "--method",
-      "tools/call",
-      "--tool-name",
-      "identity_current",
-    ]);
+    const called = await runInspector(
+      [open.url],
+      ["--transport", "http", "--method", "tools/call", "--tool-name", "identity_current"],
+    );
     assert.equal(called.code, 0, called.stderr);
     const identity = JSON.parse(called.stdout) as { structuredContent: { principal: string; scopes: string[] } };
     assert.deepEqual(identity.structuredContent.scopes, ["read"]);
-    const refused = await run(process.execPath, [
-      INSPECTOR_CLI,
-      "--cli",
-      open.url,
-      "--transport",
-      "http",
-      "--method",
-      "tools/call",
-      "--tool-name",
-      "jobs_evidence",
-      "--tool-arg",
-      "id=missing",
-    ]);
-    assert.equal(refused.code, 0, refused.stderr);
+    const refused = await runInspector(
+      [open.url],
+      ["--transport", "http", "--method", "tools/call", "--tool-name", "jobs_evidence", "--tool-arg", "id=missing"],
+    );
+    assert.equal(refused.code, INSPECTOR_TOOL_ERROR, refused.stderr);
+    assert.equal(JSON.parse(refused.stderr.trim().split("\n").at(-1) ?? "").error.code, "tool_is_error");
     const refusal = JSON.parse(refused.stdout) as { isError: boolean; structuredContent: { code: string } };
     assert.equal(refusal.isError, true);
     assert.equal(refusal.structuredContent.code, "not_found");
@@ -202,7 +181,7 @@ describe("`kiln mcp http` (streamable HTTP), against a real kiln server", () => 
       ["192.0.2.10:0", undefined],
       ["0.0.0.0:0", "x".repeat(31)],
     ] as const) {
-      const result = await run(process.execPath, [KILN_BIN, "mcp", "http", address], {
+      const result = await run(CLI_NODE, [KILN_BIN, "mcp", "http", address], {
         env: kilnEnv(kiln, token, { KILN_MCP_HTTP_TOKEN: callerToken }),
         timeoutMs: 20_000,
       });

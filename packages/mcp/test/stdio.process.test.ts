@@ -7,13 +7,15 @@ import { after, before, describe, it } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import {
-  INSPECTOR_CLI,
+  CLI_NODE,
+  INSPECTOR_TOOL_ERROR,
   KILN_BIN,
   type KilnUnderTest,
   kilnEnv,
   kilnMcpTable,
   resultJson,
   run,
+  runInspector,
   startKiln,
   toolNames,
 } from "./harness.js";
@@ -40,7 +42,7 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
   it("the SDK's client starts the built bin, lists the credential's tools and calls them", async () => {
     const client = new Client({ name: "kiln-stdio-test", version: "0" });
     const transport = new StdioClientTransport({
-      command: process.execPath,
+      command: CLI_NODE,
       args: [KILN_BIN, "mcp"],
       env: stringEnv(kilnEnv(kiln, token)),
       stderr: "pipe",
@@ -65,7 +67,7 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
     const client = new Client({ name: "kiln-stdio-test", version: "0" });
     await client.connect(
       new StdioClientTransport({
-        command: process.execPath,
+        command: CLI_NODE,
         args: [KILN_BIN, "mcp"],
         env: stringEnv(kilnEnv(kiln, "", { KILN_TOKEN: undefined, KILN_CREDENTIAL_FILE: file })),
         stderr: "pipe",
@@ -79,7 +81,7 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
   });
 
   it("writes nothing but JSON-RPC on stdout; diagnostics go to stderr and never name the credential", async () => {
-    const child = spawn(process.execPath, [KILN_BIN, "mcp"], {
+    const child = spawn(CLI_NODE, [KILN_BIN, "mcp"], {
       env: kilnEnv(kiln, token),
       stdio: ["pipe", "pipe", "pipe"],
     });
@@ -134,32 +136,20 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
   });
 
   it("the MCP Inspector CLI lists and calls tools over stdio", async () => {
-    const env = kilnEnv(kiln, token);
-    const listed = await run(
-      process.execPath,
-      [INSPECTOR_CLI, "--cli", process.execPath, KILN_BIN, "mcp", "--method", "tools/list"],
-      { env },
-    );
+    // The credential reaches the server as a file's path, never as an argument.
+    const credentialFile = join(mkdtempSync(join(tmpdir(), "kiln-cred-")), "credential");
+    writeFileSync(credentialFile, token, { mode: 0o600 });
+    const server = [CLI_NODE, KILN_BIN, "mcp"];
+    const serverEnv = { KILN_ENDPOINT: kiln.endpoint, KILN_CREDENTIAL_FILE: credentialFile };
+    const listed = await runInspector(server, ["--method", "tools/list"], serverEnv);
     assert.equal(listed.code, 0, listed.stderr);
     const tools = (JSON.parse(listed.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name).sort();
     assert.deepEqual(tools, expected());
 
-    const called = await run(
-      process.execPath,
-      [
-        INSPECTOR_CLI,
-        "--cli",
-        process.execPath,
-        KILN_BIN,
-        "mcp",
-        "--method",
-        "tools/call",
-        "--tool-name",
-        "jobs_list",
-        "--tool-arg",
-        "limit=3",
-      ],
-      { env },
+    const called = await runInspector(
+      server,
+      ["--method", "tools/call", "--tool-name", "jobs_list", "--tool-arg", "limit=3"],
+      serverEnv,
     );
     assert.equal(called.code, 0, called.stderr);
     const page = JSON.parse(called.stdout) as {
@@ -169,24 +159,13 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
     assert.equal(page.isError, undefined);
     assert.deepEqual(page.structuredContent.jobs, []);
 
-    const refused = await run(
-      process.execPath,
-      [
-        INSPECTOR_CLI,
-        "--cli",
-        process.execPath,
-        KILN_BIN,
-        "mcp",
-        "--method",
-        "tools/call",
-        "--tool-name",
-        "jobs_get",
-        "--tool-arg",
-        "id=missing",
-      ],
-      { env },
+    const refused = await runInspector(
+      server,
+      ["--method", "tools/call", "--tool-name", "jobs_get", "--tool-arg", "id=missing"],
+      serverEnv,
     );
-    assert.equal(refused.code, 0, refused.stderr);
+    assert.equal(refused.code, INSPECTOR_TOOL_ERROR, refused.stderr);
+    assert.equal(JSON.parse(refused.stderr.trim().split("\n").at(-1) ?? "").error.code, "tool_is_error");
     const refusal = JSON.parse(refused.stdout) as {
       isError: boolean;
       structuredContent: { code: string; status: number };
@@ -199,14 +178,14 @@ describe("`kiln mcp` on stdio, against a real kiln server", () => {
   });
 
   it("refuses to start without a credential, or with one the API refuses", async () => {
-    const none = await run(process.execPath, [KILN_BIN, "mcp"], {
+    const none = await run(CLI_NODE, [KILN_BIN, "mcp"], {
       env: kilnEnv(kiln, "", { KILN_TOKEN: undefined, KILN_CREDENTIAL_FILE: undefined }),
     });
     assert.notEqual(none.code, 0);
     assert.equal(none.stdout, "");
     assert.match(none.stderr, /KILN_TOKEN/);
     const bogus = "kiln_agent_0000000000000000000000000000000000000000";
-    const refused = await run(process.execPath, [KILN_BIN, "mcp"], { env: kilnEnv(kiln, bogus) });
+    const refused = await run(CLI_NODE, [KILN_BIN, "mcp"], { env: kilnEnv(kiln, bogus) });
     assert.notEqual(refused.code, 0);
     assert.equal(refused.stdout, "");
     assert.match(refused.stderr, /refused/);

@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { KILN_BIN, type KilnUnderTest, kilnEnv, resultJson, startKiln } from "./harness.js";
+import { CLI_NODE, KILN_BIN, type KilnUnderTest, kilnEnv, resultJson, startKiln } from "./harness.js";
 
 interface SourceFile {
   path: string;
@@ -49,9 +49,7 @@ describe("submit-and-wait: a real job end to end through MCP tools alone", () =>
     const env = Object.fromEntries(
       Object.entries(kilnEnv(kiln, token)).filter((e): e is [string, string] => e[1] !== undefined),
     );
-    await client.connect(
-      new StdioClientTransport({ command: process.execPath, args: [KILN_BIN, "mcp"], env, stderr: "pipe" }),
-    );
+    await client.connect(new StdioClientTransport({ command: CLI_NODE, args: [KILN_BIN, "mcp"], env, stderr: "pipe" }));
   });
   after(async () => {
     await client.close();

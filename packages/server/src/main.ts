@@ -248,7 +248,7 @@ program
     }
     const where = config.databaseUrl === undefined ? `data dir ${config.dataDir}` : "PostgreSQL";
     const out = (line: string) => process.stdout.write(`${line}\n`);
-    out(`kiln ${VERSION} serving ${address} (${where})`);
+    out(`kiln ${VERSION} serving ${address} (${where}) on Node.js ${process.version}`);
     out(`  OpenAPI document: ${publicOrigin}/api/openapi.json`);
     if (hostListener !== null) {
       out(

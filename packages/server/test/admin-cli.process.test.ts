@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,6 +10,16 @@ import { findPersonByEmail, openStorage } from "@kiln/storage";
 
 const MAIN = fileURLToPath(new URL("../src/main.js", import.meta.url));
 const run = promisify(execFile);
+/**
+ * The machine's own node (scripts/run-tests.mjs sets KILN_TEST_MACHINE_NODE) when it lacks the
+ * Node-API 10 that better-sqlite3 13 needs, as Node.js 20 does; else none, and the test that
+ * needs one is skipped.
+ */
+const nodeWithoutNodeApi10 = (() => {
+  const node = process.env.KILN_TEST_MACHINE_NODE;
+  if (node === undefined) return undefined;
+  return Number(execFileSync(node, ["-p", "process.versions.napi"], { encoding: "utf8" })) < 10 ? node : undefined;
+})();
 
 describe("kiln-server admin --json (DESIGN.md §7)", () => {
   let dataDir: string;
@@ -23,6 +33,19 @@ describe("kiln-server admin --json (DESIGN.md §7)", () => {
     dataDir = await mkdtemp(join(tmpdir(), "kiln-admin-"));
   });
   after(() => rm(dataDir, { recursive: true, force: true }));
+
+  it("on a node without Node-API 10 (Node.js 20) a SQLite data dir is refused by name, not a crash", {
+    skip: nodeWithoutNodeApi10 === undefined && "this machine's node has Node-API 10",
+  }, async () => {
+    const refused = await run(nodeWithoutNodeApi10 ?? "", [MAIN, "admin", "tenant", "create", "acme", "--json"], {
+      env: { ...process.env, KILN_DATA_DIR: dataDir, KILN_DATABASE_URL: "" },
+    }).then(
+      () => assert.fail("kiln-server admin ran on a node without Node-API 10"),
+      (error: { code: number | null; signal: string | null; stderr: string }) => error,
+    );
+    assert.deepEqual({ code: refused.code, signal: refused.signal }, { code: 1, signal: null }, refused.stderr);
+    assert.match(refused.stderr, /SQLite storage needs Node\.js 22\.14 or later \(Node-API 10\); this is v\d+/);
+  });
 
   it("tenant create, user add and repo onboard print JSON and write the same data dir the server reads", async () => {
     assert.deepEqual(await admin("tenant", "create", "acme"), { tenant: "acme", display_name: "acme", created: true });

@@ -48,6 +48,13 @@ export async function openSqliteStorage(
   walCheckpointsOffLoop?: { readonly onFailure: (error: Error) => void },
   flushWal?: FlushWal,
 ): Promise<Storage> {
+  // better-sqlite3 13 loads through Node-API 10 (Node.js 22.14 and later): on an older node its
+  // constructor crashes the process with a segmentation fault, so the old node is refused here by name.
+  if (Number(process.versions.napi) < 10) {
+    throw new Error(
+      `SQLite storage needs Node.js 22.14 or later (Node-API 10); this is ${process.version}. npm start, npm test and npx kiln-server run kiln on the project's own Node.js (README: Quick start)`,
+    );
+  }
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = join(dataDir, SQLITE_FILE_NAME);
   makeDatabaseFilesPrivate(file);
