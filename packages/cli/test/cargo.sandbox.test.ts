@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createClient, type KilnClient, KilnRefusal } from "@kiln/client";
-import { onboardRepository } from "@kiln/storage";
+import { onboardRepository, readJob, writeTenantSettings } from "@kiln/storage";
 import type * as DebianCrates from "../../server/test/debian-crates.js";
 import { captureWorkspace } from "../src/archive/capture.js";
 import { buildArchive, uploadIdOf } from "../src/archive/layout.js";
@@ -65,6 +65,7 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
   let close: () => Promise<void>;
   let env: Record<string, string>;
   let storage: Awaited<ReturnType<typeof startListeningEmbedded>>["storage"];
+  let tenant: string;
 
   before(async () => {
     const embedded = await startListeningEmbedded();
@@ -72,6 +73,7 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     token = embedded.token;
     close = embedded.close;
     storage = embedded.storage;
+    tenant = embedded.tenant;
     await onboardRepository(
       embedded.storage,
       { tenantId: embedded.tenant, name: "acme/semver", onboardedBy: "test" },
@@ -311,6 +313,53 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
       30_000,
       () => `job ${job} not cancelled`,
     );
+  });
+
+  it("with no --size and no configured size, the job runs at the tenant's default_size (issue 34: the setting decides)", async () => {
+    // What a tenant admin sets with tenant.settings.write (this test's token reads and submits only).
+    const setSize = async (size: "kiln2-cpu" | "kiln4-cpu") => {
+      const written = await writeTenantSettings(storage, {
+        tenantId: tenant,
+        expectedVersion: (await client.call("tenant.settings.get", {})).version,
+        changes: { defaultSize: size, allowedSizes: ["kiln2-cpu", "kiln4-cpu"] },
+        changedBy: "test",
+        now: new Date(),
+      });
+      assert.equal(written.kind, "written");
+    };
+    await setSize("kiln4-cpu");
+    try {
+      const root = workspace({ "Cargo.toml": manifest("sized"), "src/lib.rs": "pub fn one() -> u32 { 1 }\n" });
+      const cli = startCli(["cargo", "check", "--repository", "acme/widget"], { cwd: root, env });
+      let job = "";
+      await until(
+        () => {
+          job = /job (\S+) submitted/.exec(cli.stderr())?.[1] ?? "";
+          return job !== "";
+        },
+        180_000,
+        () => cli.stderr() + cli.stdout(),
+      );
+      assert.match(cli.stderr(), new RegExp(`job ${job} submitted \\(kiln4-cpu\\)`));
+      // The service stored the size the tenant's setting named (the job row, not only the CLI's words).
+      assert.equal((await readJob(storage, { tenantId: tenant, jobId: job }))?.job.size, "kiln4-cpu");
+      // --size still wins over the tenant's setting.
+      cli.child.kill("SIGTERM");
+      await cli.done;
+      const named = startCli(["cargo", "check", "--repository", "acme/widget", "--size", "kiln2-cpu"], {
+        cwd: root,
+        env,
+      });
+      await until(
+        () => /job (\S+) submitted \(kiln2-cpu\)/.test(named.stderr()),
+        180_000,
+        () => named.stderr() + named.stdout(),
+      );
+      named.child.kill("SIGTERM");
+      await named.done;
+    } finally {
+      await setSize("kiln2-cpu");
+    }
   });
 
   it("SIGTERM (what CI runners and `timeout` send) of a following run cancels the remote job and exits 143; the job's page is printed", async () => {

@@ -1,4 +1,4 @@
-import { SIZES } from "@kiln/contract";
+import { PLATFORM_DEFAULT_SIZE, SIZES } from "@kiln/contract";
 import { ErrorCode, type GetPromptResult, McpError } from "@modelcontextprotocol/sdk/types.js";
 
 interface PromptArgument {
@@ -25,7 +25,7 @@ function submitAndWait(args: Record<string, string>): string {
 
 1. Capture the workspace: every regular file of the Cargo workspace (tracked and untracked; never target/ or .git/), sorted by path in byte order. Each file is {path (repository-relative, no leading ./), bytes (the file's bytes as integers 0–255), executable (boolean)}.
 2. Call jobs_submit with:
-   - schema_version: 1, repository: "${repository}", size: "${SIZES[0]}" (larger: ${SIZES.slice(1).join(", ")})
+   - schema_version: 1, repository: "${repository}", size: the tenant's default_size unless the user named one (tenant_settings_get: the value of the setting named default_size; "${PLATFORM_DEFAULT_SIZE}" while the tenant set none; the sizes: ${SIZES.join(", ")})
    - workspace: {base_commit: the current commit id, branch: the current branch, invocation: {operation: "${operation}", arguments: ${JSON.stringify(rest)}}, source: {files: [...]}}
    - idempotency_key: a fresh unique key. If the call fails in transit, repeat it with the SAME key: kiln never creates a second job for one key.
    The result is the job id. A refusal result carries {code, status, detail}: not_found means the repository is not onboarded (use the onboard-a-repository prompt); invalid_request's detail names the offending member.

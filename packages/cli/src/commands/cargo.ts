@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type InputOf, type KilnClient, KilnRefusal } from "@kiln/client";
-import { CARGO_OPERATIONS, jobPagePath, SIZES, TERMINAL_JOB_STATUSES } from "@kiln/contract";
+import { CARGO_OPERATIONS, jobPagePath, PLATFORM_DEFAULT_SIZE, SIZES, TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import type { Command } from "commander";
 import { captureWorkspaceConcurrently } from "../archive/capture.js";
 import type { Archive } from "../archive/layout.js";
@@ -197,8 +197,12 @@ async function runCargo(argv: readonly string[]): Promise<void> {
   }
   // Asked before the tree is read and hashed: a wrong token, or a repository the tenant has not
   // onboarded, is refused at once rather than after the whole workspace was scanned.
-  const capabilities = await client.call("sources.capabilities", { query: { repository } });
-  const size = args.size ?? environment.config.size ?? "kiln2-cpu";
+  // The size: the command's, the configuration's, else the tenant's default_size (asked at the
+  // same time as the capabilities, so it costs no round trip of its own).
+  const [capabilities, size] = await Promise.all([
+    client.call("sources.capabilities", { query: { repository } }),
+    args.size ?? environment.config.size ?? tenantDefaultSize(client),
+  ]);
   const check = args.check ? checkedCommit(root, facts.commit) : undefined;
   if (check !== undefined && check.differs.length > 0) {
     say(
@@ -440,4 +444,20 @@ function checkedCommit(root: string, head: string | undefined): { headSha: strin
     throw new ConfigError("--check reports a check run for HEAD, and this workspace has no git commit");
   }
   return { headSha: head, differs: uncommittedPaths(root) };
+}
+
+/**
+ * The tenant's `default_size` setting (tenant.settings.get, read scope), or the platform's while
+ * the credential may not read the tenant's settings: the service refuses a size the tenant does
+ * not allow, saying which it does.
+ */
+async function tenantDefaultSize(client: KilnClient): Promise<string> {
+  try {
+    const settings = await client.call("tenant.settings.get", {});
+    const value = settings.settings.find((s) => s.name === "default_size")?.value;
+    return typeof value === "string" ? value : PLATFORM_DEFAULT_SIZE;
+  } catch (error) {
+    if (error instanceof KilnRefusal && error.refusal.status === 403) return PLATFORM_DEFAULT_SIZE;
+    throw error;
+  }
 }

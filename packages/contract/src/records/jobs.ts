@@ -4,6 +4,12 @@ import { RepositoryPath, Sha256Hex, SourceReference } from "./sources.js";
 
 /** The microVM shapes (spec: `svc2-cpu` … `svc16-cpu`). */
 export const SIZES = ["kiln2-cpu", "kiln4-cpu", "kiln8-cpu", "kiln16-cpu"] as const;
+/**
+ * A tenant's `default_size` until its admins set one: the size a submitter (the CLI, the MCP
+ * prompt) takes when the user names none. The tenant's setting, read with tenant.settings.get,
+ * comes first.
+ */
+export const PLATFORM_DEFAULT_SIZE: (typeof SIZES)[number] = "kiln2-cpu";
 export const SizeSchema = (description = "Machine size: kiln2-cpu, kiln4-cpu, kiln8-cpu or kiln16-cpu.") =>
   Type.Union(
     SIZES.map((s) => Type.Literal(s)),

@@ -1,4 +1,4 @@
-import { SIZES, type TenantControls, type TenantSettings } from "@kiln/contract";
+import { PLATFORM_DEFAULT_SIZE, SIZES, type TenantControls, type TenantSettings } from "@kiln/contract";
 import type { StoredTenantControls, StoredTenantSettings, TenantConsumption } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
 import { ARTIFACT_RETENTION_SECONDS } from "../policy/platform-limits.js";
@@ -11,8 +11,6 @@ import { wallClockBounds } from "../settings/repository-settings-view.js";
  * with its platform default.
  */
 
-/** The size the CLI proposes when neither the command nor its configuration names one. */
-export const PLATFORM_DEFAULT_SIZE = "kiln2-cpu";
 /** Job logs and retained Cargo output are served this long unless the tenant says otherwise. */
 export const PLATFORM_LOG_RETENTION_DAYS = 30;
 export const PLATFORM_ARTIFACT_RETENTION_DAYS = ARTIFACT_RETENTION_SECONDS / 86400;

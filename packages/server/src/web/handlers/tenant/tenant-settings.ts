@@ -1,4 +1,9 @@
-import { SIZES, TENANT_OPERATOR_CONTROLLED_SETTINGS, TENANT_WRITABLE_SETTINGS } from "@kiln/contract";
+import {
+  PLATFORM_DEFAULT_SIZE,
+  SIZES,
+  TENANT_OPERATOR_CONTROLLED_SETTINGS,
+  TENANT_WRITABLE_SETTINGS,
+} from "@kiln/contract";
 import {
   appendAuditEntry,
   readTenantConsumption,
@@ -10,7 +15,6 @@ import {
 import { Refusal, refuse } from "../../../domain/refusal.js";
 import { wallClockBounds } from "../../../domain/settings/repository-settings-view.js";
 import {
-  PLATFORM_DEFAULT_SIZE,
   TENANT_SETTINGS_EFFECTIVE,
   TENANT_SETTINGS_NOT_APPLIED,
   tenantSettingsView,
