@@ -584,12 +584,3 @@ async function readManifests(workspaceDir: string, paths: readonly string[]): Pr
   }
   return texts;
 }
-
-/** Reads a file as text, or null when it is not there. */
-export async function readTextIfPresent(path: string): Promise<string | null> {
-  try {
-    return await readFile(path, "utf8");
-  } catch {
-    return null;
-  }
-}
