@@ -137,9 +137,9 @@ export {
 } from "./remote/http-host-protocol.js";
 export { type HostFetch, httpsFetch } from "./remote/https-fetch.js";
 export {
-  type KilnHostConfig,
   type KilnHostOverrides,
   kilnHostConfigFromEnv,
   type RunningKilnHost,
   startKilnHost,
 } from "./remote/kiln-host.js";
+export type { KilnHostConfig } from "./remote/kiln-host-config.js";

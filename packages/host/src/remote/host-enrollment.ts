@@ -1,7 +1,7 @@
 import { type Clock, type Logger, systemClock } from "@kiln/contract";
 import { certificateSha256, HostTlsIdentity, newKeyAndSigningRequest } from "./host-tls-identity.js";
 import { fetchCaCertificate, HostProtocolRefusal, hostIdentityOf, requestEnrollment } from "./http-host-protocol.js";
-import type { KilnHostConfig } from "./kiln-host.js";
+import type { KilnHostConfig } from "./kiln-host-config.js";
 
 /** Refusals after which a kept identity is given up for a new enrollment, when a token is at hand. */
 const NO_LONGER_TAKEN = new Set(["credential_revoked", "credential_expired"]);
