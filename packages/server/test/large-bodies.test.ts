@@ -13,7 +13,7 @@ import { onboardRepository, readJob, readJobManifest } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import { readSourceFile, type SourceManifestEntry } from "../src/domain/jobs/admit-inline-source.js";
+import { readSourceFile, type SourceManifestEntry } from "../src/domain/jobs/source-manifest.js";
 import { type LargeBodies, largeBodiesOf } from "../src/web/http/body-parsers.js";
 import { LARGE_BODY_BYTES } from "../src/web/http/body-preparations.js";
 import { BodyWorkerPool } from "../src/web/http/body-worker-pool.js";

@@ -4,7 +4,7 @@ import { after, before, describe, it } from "node:test";
 import { inflateRawSync } from "node:zlib";
 import { cleanupExpiredUploads, onboardRepository, readJobManifest } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { readSourceFile } from "../src/domain/jobs/admit-inline-source.js";
+import { readSourceFile } from "../src/domain/jobs/source-manifest.js";
 import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { type Archive, archiveOf, archiveSubmission, Sources, sha256 } from "./source-archives.js";
 

@@ -1,6 +1,6 @@
 import type { BlobStore } from "@kiln/storage";
 import { refuse } from "../refusal.js";
-import { readSourceFile, type SourceManifestEntry } from "./admit-inline-source.js";
+import { readSourceFile, type SourceManifestEntry } from "./source-manifest.js";
 import type { TomlDocument, TomlReader } from "./toml-document.js";
 
 /**

@@ -4,7 +4,8 @@ import { refuse } from "../refusal.js";
 import { readSourceManifest } from "../sources/read-source-manifest.js";
 import { isExpired } from "../sources/upload-view.js";
 import { refuseOversizedCargoFiles } from "./admission-source.js";
-import { type AdmittedSource, admitInvocation, type SourceManifestEntry } from "./admit-inline-source.js";
+import { type AdmittedSource, admitInvocation } from "./admit-inline-source.js";
+import type { SourceManifestEntry } from "./source-manifest.js";
 
 export interface ArchiveReference {
   readonly upload: string;

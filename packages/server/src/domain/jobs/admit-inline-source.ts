@@ -5,6 +5,7 @@ import { type Outcome, valueOrRefusal } from "../refusal-outcome.js";
 import { refuseOverBandwidth } from "../tenants/bandwidth-allowance.js";
 import { refuseOversizedCargoFiles } from "./admission-source.js";
 import { refusedEnvironmentReason } from "./refused-environment.js";
+import type { SourceManifestEntry } from "./source-manifest.js";
 
 /** An inline source file with its bytes decoded from the body's array of integers, and their digest. */
 export interface InlineFile {
@@ -89,17 +90,6 @@ export interface AdmittedSource {
   readonly insert: typeof insertJob;
 }
 
-export type SourceManifestEntry =
-  | {
-      path: string;
-      sha256: string;
-      bytes: number;
-      executable: boolean;
-      /** Streamed archives: the content as slices of part blobs (see host-protocol.ts SourceEntry). */
-      segments?: { part: string; offset: number; length: number }[];
-    }
-  | { path: string; sha256: string; bytes: number; executable: boolean; kind: "symlink"; target: string };
-
 /**
  * The legacy inline source: its rules (admitInlineFiles, checked where its body was prepared and
  * thrown here: body-preparations.ts) and the bounds of its Cargo files, then the tenant's
@@ -179,16 +169,4 @@ export function profileOf(args: readonly string[]): string {
   if (inline !== undefined) return inline.slice("--profile=".length) || "dev";
   const profileIndex = args.indexOf("--profile");
   return profileIndex >= 0 ? (args[profileIndex + 1] ?? "dev") : "dev";
-}
-
-/**
- * One regular file of a job's source manifest, read back: its own blob (inline sources) or the
- * slices of the part blobs it was uploaded in (streamed archives).
- */
-export async function readSourceFile(blobs: BlobStore, entry: SourceManifestEntry): Promise<Buffer> {
-  if ("kind" in entry) throw new Error(`${entry.path} is a symlink`);
-  if (entry.segments === undefined) return blobs.get(entry.sha256);
-  const pieces: Buffer[] = [];
-  for (const s of entry.segments) pieces.push((await blobs.get(s.part)).subarray(s.offset, s.offset + s.length));
-  return Buffer.concat(pieces);
 }
