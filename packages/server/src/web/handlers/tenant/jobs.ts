@@ -36,7 +36,7 @@ import { pageRequestOf } from "./page-request.js";
  */
 export const submitJob: Handler<"jobs.submit"> = async (ctx) => {
   const principal = principalOf(ctx);
-  const key = ctx.idempotencyKey ?? refuse("idempotency_key_required", "jobs.submit needs an idempotency-key");
+  const key = ctx.idempotencyKey;
   // The body's identity and its inline bytes, prepared off the event loop for a large body.
   const prepared = preparedBody(ctx, "jobs.submit");
   const requestHash = prepared.requestHash;
@@ -252,9 +252,7 @@ export const retryJob: Handler<"jobs.retry"> = async (ctx) => {
       status: "queued",
       submitted_by: principal.principal,
       submission_key: null,
-      request_hash: createHash("sha256")
-        .update(`retry:${original.id}:${ctx.idempotencyKey ?? ""}`)
-        .digest("hex"),
+      request_hash: createHash("sha256").update(`retry:${original.id}:${ctx.idempotencyKey}`).digest("hex"),
       attempts_started: 0,
       accepted_at: now,
       queued_at: now,

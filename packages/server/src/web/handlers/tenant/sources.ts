@@ -35,8 +35,8 @@ type UploadContext = BaseContext & {
 const UPLOAD_ID = new RegExp(UPLOAD_ID_PATTERN);
 
 /** The upload id a mutation's idempotency-key names. */
-function uploadKeyOf(ctx: BaseContext & { readonly idempotencyKey: string | null }): string {
-  const key = ctx.idempotencyKey ?? refuse("idempotency_key_required", `${ctx.op.id} needs an idempotency-key`);
+function uploadKeyOf(ctx: BaseContext & { readonly idempotencyKey: string }): string {
+  const key = ctx.idempotencyKey;
   if (!UPLOAD_ID.test(key)) {
     refuse(
       "invalid_request",
