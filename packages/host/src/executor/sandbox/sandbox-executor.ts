@@ -65,9 +65,9 @@
  * agent passes the same fixed ones, so that every attempt of a lineage sees the same paths and
  * cargo's path-hashing fingerprints stay fresh.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { constants } from "node:fs";
-import { access, lstat, mkdir, readFile, readlink, rm, statfs } from "node:fs/promises";
+import { access, lstat, mkdir, readlink, rm, statfs } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
@@ -77,6 +77,7 @@ import { beginAttempt } from "../shared/begin-attempt.js";
 import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "../shared/cgroup-layout.js";
 import { commandEnvironment, executorVariables } from "../shared/command-environment.js";
 import { ensureSandboxUser, type SandboxUser } from "../shared/ensure-sandbox-user.js";
+import { killLauncher } from "../shared/kill-launcher.js";
 import { mountPointsOf } from "../shared/request-problem.js";
 import {
   type DiskTools,
@@ -307,43 +308,6 @@ const gib = (bytes: number) =>
   bytes >= 2 ** 30
     ? `${(bytes / 2 ** 30).toFixed(bytes % 2 ** 30 === 0 ? 0 : 1)} GiB`
     : `${(bytes / 2 ** 20).toFixed(bytes % 2 ** 20 === 0 ? 0 : 1)} MiB`;
-
-/** The pids of a process's children (none once it is gone). */
-async function childrenOf(pid: number): Promise<number[]> {
-  return (await readFile(`/proc/${pid}/task/${pid}/children`, "utf8").catch(() => ""))
-    .split(/\s+/)
-    .filter((p) => p !== "")
-    .map(Number);
-}
-
-function killPid(pid: number): void {
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    // Already gone.
-  }
-}
-
-/**
- * Kills the launcher, pid 1 of the attempt's pid namespace (the child of `unshare`, itself the
- * relay's child): the kernel then kills every process in the namespace, and unshare reports its
- * exit once they are all gone, after which the relay drains what they wrote and exits. This also
- * ends a launcher that has not joined its cgroup yet (the join runs while it mounts), which a
- * kill of the cgroup alone would miss. Before unshare has forked it, unshare itself is killed
- * (its --kill-child then takes the launcher down as it starts); before the relay has forked
- * unshare, the relay (its child dies with it, by its parent-death signal).
- */
-async function killRelayedLauncher(child: ChildProcess): Promise<void> {
-  const relay = child.pid;
-  if (relay === undefined) return;
-  const unshares = await childrenOf(relay);
-  if (unshares.length === 0) child.kill("SIGKILL");
-  for (const unshare of unshares) {
-    const launchers = await childrenOf(unshare);
-    if (launchers.length === 0) killPid(unshare);
-    for (const launcher of launchers) killPid(launcher);
-  }
-}
 
 class SandboxExecutor implements Executor {
   readonly isolation = "sandbox" as const;
@@ -640,7 +604,8 @@ class SandboxExecutor implements Executor {
 
     let ending: "wall_clock_ceiling" | "cancelled" | null = null;
     const killEverything = async (): Promise<void> => {
-      await killRelayedLauncher(child);
+      // The output relay stands between the spawned process and unshare (ordered-output.ts).
+      await killLauncher(child, 1);
       // The backstop for anything that left the namespace; without a cgroup, the launcher's end is enough.
       if (cgroup !== null) await cgroup.killAll();
     };
