@@ -29,8 +29,6 @@ export interface LocalHostOptions {
    * size's quota.
    */
   readonly vcpus?: number;
-  /** The most disk one attempt may take on this host (KILN_MAX_ATTEMPT_DISK_BYTES; default its size's quota). */
-  readonly maxAttemptDiskBytes?: number;
   /** How attempts are isolated (default: the sandbox; main.ts chooses by KILN_EXECUTOR). */
   readonly isolation?: HostIsolation;
   readonly heartbeatSeconds?: number;
@@ -96,7 +94,6 @@ export async function startLocalHost(
     ...(options.gateway === undefined ? {} : { gatewayEgress: options.gateway.egress }),
     ...(options.gateway?.extraCa === undefined ? {} : { gatewayCa: options.gateway.extraCa }),
     vcpus: options.vcpus ?? Math.max(16, availableParallelism()),
-    ...(options.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: options.maxAttemptDiskBytes }),
     ...(options.heartbeatSeconds === undefined ? {} : { heartbeatSeconds: options.heartbeatSeconds }),
     ...(options.isolation === undefined ? {} : { isolation: options.isolation }),
   });

@@ -140,7 +140,6 @@ program
                 ),
               },
             },
-            ...(config.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: config.maxAttemptDiskBytes }),
             // KILN_EXECUTOR=auto|microvm|sandbox (auto: a microVM where KVM boots a probe guest).
             isolation: await selectHostIsolation(
               {

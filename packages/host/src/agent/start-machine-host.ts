@@ -36,12 +36,6 @@ export interface MachineHostOptions {
   /** Certificate authorities (PEM) the gateway trusts besides the system's (KILN_GATEWAY_CA_FILE). */
   readonly gatewayCa?: string;
   readonly vcpus: number;
-  /**
-   * KILN_MAX_ATTEMPT_DISK_BYTES: the most disk one attempt may take on this host, below its size's
-   * quota (a host whose volume is small); the host claims only attempts its free disk covers. Read
-   * by the default isolation (the sandbox); a given isolation brings its own executor's.
-   */
-  readonly maxAttemptDiskBytes?: number;
   readonly memoryBytes?: number;
   readonly heartbeatSeconds?: number;
   /** How attempts are isolated (default: the sandbox; `selectHostIsolation` chooses per KILN_EXECUTOR). */
@@ -80,12 +74,8 @@ export async function startMachineHost(
     protocol: options.protocol,
     clock,
     reporting: { log, emit: options.onEvent ?? (() => {}) },
-    isolation:
-      options.isolation ??
-      sandboxIsolation({
-        clock,
-        ...(options.maxAttemptDiskBytes === undefined ? {} : { maxDiskBytes: options.maxAttemptDiskBytes }),
-      }),
+    // KILN_MAX_ATTEMPT_DISK_BYTES reaches the executor through the isolation's settings (select-isolation.ts).
+    isolation: options.isolation ?? sandboxIsolation({ clock }),
     resolveToolchain: options.resolveToolchain ?? ((name) => admitToolchain(name)),
     newObserver: cargoOutputObserver,
     workRoot: join(workRoot),

@@ -29,8 +29,6 @@ export interface KilnHostConfig {
   readonly cratesIoIndex: string;
   /** KILN_GATEWAY_ALLOW, KILN_GATEWAY_GIT_SSH, KILN_GATEWAY_LOOPBACK_HTTP_CREDENTIALS, KILN_GATEWAY_CA_FILE. */
   readonly gateway?: GatewayEgressSettings;
-  /** KILN_MAX_ATTEMPT_DISK_BYTES: the most disk one attempt may take here (default: its size's quota). */
-  readonly maxAttemptDiskBytes?: number;
   /** KILN_EXECUTOR, KILN_MICROVM_ACCEL, …: how the host chooses its isolation (select-isolation.ts). */
   readonly isolation: IsolationSettings;
 }

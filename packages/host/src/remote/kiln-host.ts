@@ -51,7 +51,7 @@ export function kilnHostConfigFromEnv(env: NodeJS.ProcessEnv = process.env): Kil
     vcpus,
     cratesIoIndex,
     gateway,
-    ...(maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes }),
+    // KILN_MAX_ATTEMPT_DISK_BYTES: the most disk one attempt may take here, either isolation.
     isolation: {
       ...isolationSettingsFromEnv(env, dataDir),
       ...(maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes }),
@@ -123,7 +123,6 @@ export async function startKilnHost(
     // What operator.hosts.evidence and evidence_export read retained files from.
     evidenceRoot: join(config.dataDir, "evidence"),
     vcpus: config.vcpus,
-    ...(config.maxAttemptDiskBytes === undefined ? {} : { maxAttemptDiskBytes: config.maxAttemptDiskBytes }),
     ...(overrides.memoryBytes === undefined ? {} : { memoryBytes: overrides.memoryBytes }),
     isolation: overrides.isolation ?? (await selectHostIsolation(config.isolation, { log, clock })),
     ...(overrides.resolveToolchain === undefined ? {} : { resolveToolchain: overrides.resolveToolchain }),
