@@ -29,6 +29,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { HEALTH_REPORTED_MESSAGE } from "@kiln/host";
 import { onboardRepository, openStorage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
@@ -44,7 +45,6 @@ const JOBS = Number(process.env.KILN_T6_JOBS ?? 50);
 const KILLS = Number(process.env.KILN_T6_KILLS ?? 6);
 const SEED = trialSeed("T6", 6);
 const KILN_HOST_BIN = fileURLToPath(new URL("../../../host/dist/src/remote/main.js", import.meta.url));
-const TERMINAL = ["passed", "failed", "cancelled"];
 /** Only so a hung run ends with "did not run" rather than never; never a verdict. */
 const GIVE_UP_MS = 60 * 60 * 1000;
 
@@ -214,7 +214,7 @@ await runTrial("T6", "settlement under kills", async () => {
 
     const statuses = async () =>
       storage.db.selectFrom("jobs").select(["id", "status"]).where("tenant_id", "=", owner.tenant).execute();
-    const ended = async () => (await statuses()).filter((j) => TERMINAL.includes(j.status)).length;
+    const ended = async () => (await statuses()).filter((j) => TERMINAL_JOB_STATUSES.has(j.status)).length;
     const started = Date.now();
     const points = Array.from({ length: KILLS }, () => random.int(2, Math.max(3, JOBS - 6))).sort((a, b) => a - b);
     const plan = points.map((after, i) => ({
@@ -288,8 +288,10 @@ await runTrial("T6", "settlement under kills", async () => {
     const outcomes = { passed: 0, failed: 0, cancelled: 0 };
     for (const job of rows) {
       if (job.status in outcomes) outcomes[job.status as keyof typeof outcomes] += 1;
-      const terminalMoves = transitions.filter((t) => t.job_id === job.id && TERMINAL.includes(t.to_status)).length;
-      const terminalEvents = events.filter((e) => e.job_id === job.id && TERMINAL.includes(e.status)).length;
+      const terminalMoves = transitions.filter(
+        (t) => t.job_id === job.id && TERMINAL_JOB_STATUSES.has(t.to_status),
+      ).length;
+      const terminalEvents = events.filter((e) => e.job_id === job.id && TERMINAL_JOB_STATUSES.has(e.status)).length;
       const settlement = job.settlement === null ? null : (JSON.parse(job.settlement) as { status?: string });
       if (terminalMoves !== 1 || terminalEvents !== 1 || settlement?.status !== job.status) {
         fail(

@@ -20,6 +20,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import {
   commitRepository,
   makeTestTls,
@@ -29,7 +30,7 @@ import {
   startRecordingServer,
 } from "@kiln/host/testing";
 import { onboardRepository, openStorage } from "@kiln/storage";
-import { crate, TERMINAL } from "../test/e2e-jobs.js";
+import { crate } from "../test/e2e-jobs.js";
 import { personWithToken } from "../test/harness.js";
 import { inlineSubmission } from "../test/job-fixtures.js";
 import {
@@ -193,7 +194,7 @@ runTrial("T16", "gateway egress", async () => {
     const settle = async (id: string): Promise<Job> => {
       for (;;) {
         const job = (await call("GET", `/api/jobs/${id}`)) as Job;
-        if (TERMINAL.has(job.status)) return job;
+        if (TERMINAL_JOB_STATUSES.has(job.status)) return job;
         await sleep(200);
       }
     };

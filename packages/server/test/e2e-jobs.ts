@@ -31,8 +31,6 @@ import { bearer, personWithToken, testBlobs } from "./harness.js";
 // biome-ignore lint/suspicious/noExplicitAny: job documents are read loosely; checkResponses validates them.
 export type Doc = any;
 
-export const TERMINAL = TERMINAL_JOB_STATUSES;
-
 /** A crate from path → text (Cargo.toml generated unless given), sorted as submissions require. */
 export function crate(name: string, files: Record<string, string>): SourceFile[] {
   const all: Record<string, string> = {
@@ -139,7 +137,7 @@ export class Jobs {
   }
 
   settle(id: string, timeoutMs = 240_000): Promise<Doc> {
-    return this.waitFor(id, (job) => TERMINAL.has(job.status), timeoutMs, 200);
+    return this.waitFor(id, (job) => TERMINAL_JOB_STATUSES.has(job.status), timeoutMs, 200);
   }
 
   /** JobEvidence over HTTP. */

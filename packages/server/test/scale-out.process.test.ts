@@ -22,9 +22,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
 import { testedCrate } from "./crates.js";
-import { crate, type Doc, explainJob, Jobs, TERMINAL, transitionsTo } from "./e2e-jobs.js";
+import { crate, type Doc, explainJob, Jobs, transitionsTo } from "./e2e-jobs.js";
 import { type ScaleOutCluster, startScaleOutCluster } from "./scale-out-cluster.js";
 
 const postgres = DIALECTS.find((d) => d.name === "postgres");
@@ -132,7 +133,7 @@ describe("two kiln-servers and two kiln-hosts on PostgreSQL and S3 (separate pro
     until(
       async () => {
         const status = await statusOf(jobId);
-        return TERMINAL.has(status) ? status : undefined;
+        return TERMINAL_JOB_STATUSES.has(status) ? status : undefined;
       },
       () => explain(jobId),
     );
@@ -147,8 +148,8 @@ describe("two kiln-servers and two kiln-hosts on PostgreSQL and S3 (separate pro
     const events = await db.selectFrom("job_events").select("status").where("job_id", "=", jobId).execute();
     const job = await db.selectFrom("jobs").select(["settlement"]).where("id", "=", jobId).executeTakeFirstOrThrow();
     return {
-      transitions: transitions.filter((t) => TERMINAL.has(t.to_status)).map((t) => t.to_status),
-      events: events.filter((e) => TERMINAL.has(e.status)).map((e) => e.status),
+      transitions: transitions.filter((t) => TERMINAL_JOB_STATUSES.has(t.to_status)).map((t) => t.to_status),
+      events: events.filter((e) => TERMINAL_JOB_STATUSES.has(e.status)).map((e) => e.status),
       settlement: job.settlement === null ? null : (JSON.parse(job.settlement) as { status?: string }).status,
     };
   };
