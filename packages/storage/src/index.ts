@@ -220,6 +220,7 @@ export { releaseUndeliveredAttempt, type UndeliveredRelease } from "./jobs/relea
 export { type LeaseRenewal, renewAttemptLease } from "./jobs/renew-attempt-lease.js";
 export { type CancellationResult, requestCancellation } from "./jobs/request-cancellation.js";
 export { findLineageDrop, type LineageDrop } from "./lineages/find-lineage-drop.js";
+export { findLineageSeeds, type LineageSeed, MAX_LINEAGE_SEEDS } from "./lineages/find-lineage-seeds.js";
 export type { LineageRow } from "./lineages/lineage-row.js";
 export {
   listRepositoryStorage,

@@ -552,6 +552,8 @@ export interface LineagesTable {
   /** Host-side generation of its last save (of the one dropped, while purged or evicted). */
   generation: number;
   state_changed_at: string;
+  /** What its dependency builds were compiled with (migration 0047; lineages/find-lineage-seeds.ts); null: never a seed. */
+  seed_context: string | null;
 }
 
 /** A repository's written settings (migration 0007); null values are the platform default. */
@@ -564,6 +566,8 @@ export interface RepositorySettingsTable {
   affected_tests: number | null;
   total_injection_opt_out: number | null;
   wall_clock_ceiling_seconds: number | null;
+  /** Migration 0047; null: the default (on). */
+  lineage_seeding: number | null;
   changed_by: string;
   changed_at: string;
 }

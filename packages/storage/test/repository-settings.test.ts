@@ -50,6 +50,7 @@ for (const dialect of DIALECTS) {
         affectedTests: null,
         totalInjectionOptOut: null,
         wallClockCeilingSeconds: null,
+        lineageSeeding: null,
         changedBy: "usr_onboarder",
         changedAt: "2026-11-22T07:00:00.000Z",
       });
@@ -63,9 +64,10 @@ for (const dialect of DIALECTS) {
         changedAt: "2026-11-22T08:00:00.000Z",
       });
       assert.deepEqual(await write(0, { affectedTests: true }), { kind: "stale", currentVersion: 1 });
-      assert.equal((await write(1, { wallClockCeilingSeconds: 600 }, "usr_b")).kind, "written");
+      assert.equal((await write(1, { wallClockCeilingSeconds: 600, lineageSeeding: false }, "usr_b")).kind, "written");
       const read = await readRepositorySettings(storage, { tenantId: "acme", repository: "acme/app" });
       assert.equal(read?.version, 2);
+      assert.equal(read?.lineageSeeding, false);
       assert.equal(read?.totalInjectionOptOut, true, "an earlier write's value survives a later write of another");
       assert.equal(read?.wallClockCeilingSeconds, 600);
       assert.equal(read?.affectedTests, null);

@@ -20,6 +20,11 @@ export interface LineageSave {
    * every generation from this one to `generation`, and from none before it.
    */
   readonly rootGeneration: number;
+  /**
+   * What the saved dependency builds were compiled with (find-lineage-seeds.ts); a lineage
+   * saved without one is never offered as a seed.
+   */
+  readonly seedContext?: string | null;
   readonly now: Date;
   /** The tenant's storage quota. */
   readonly quotaBytes: number;
@@ -84,6 +89,7 @@ export async function recordLineageSave(
           state: "live",
           generation: input.generation,
           state_changed_at: now,
+          seed_context: input.seedContext ?? null,
         })
         .execute();
     } else if (existing.host === input.host && input.generation <= existing.generation) {
@@ -107,6 +113,7 @@ export async function recordLineageSave(
           host: input.host,
           state,
           generation: input.generation,
+          seed_context: input.seedContext ?? null,
           ...(state === existing.state ? {} : { state_changed_at: now }),
         })
         .where("tenant_id", "=", input.tenantId)

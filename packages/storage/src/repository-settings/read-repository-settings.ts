@@ -7,6 +7,7 @@ export interface StoredRepositorySettings {
   readonly affectedTests: boolean | null;
   readonly totalInjectionOptOut: boolean | null;
   readonly wallClockCeilingSeconds: number | null;
+  readonly lineageSeeding: boolean | null;
   readonly changedBy: string;
   readonly changedAt: string;
 }
@@ -35,6 +36,7 @@ export async function readRepositorySettings(
       "s.affected_tests",
       "s.total_injection_opt_out",
       "s.wall_clock_ceiling_seconds",
+      "s.lineage_seeding",
       "s.changed_by",
       "s.changed_at",
     ])
@@ -48,6 +50,7 @@ export async function readRepositorySettings(
     affectedTests: asBoolean(row.affected_tests),
     totalInjectionOptOut: asBoolean(row.total_injection_opt_out),
     wallClockCeilingSeconds: row.wall_clock_ceiling_seconds,
+    lineageSeeding: asBoolean(row.lineage_seeding),
     changedBy: row.changed_by ?? row.onboarded_by,
     changedAt: row.changed_at ?? row.onboarded_at,
   };

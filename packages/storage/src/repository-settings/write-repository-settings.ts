@@ -6,6 +6,7 @@ export interface RepositorySettingsChanges {
   readonly affectedTests?: boolean;
   readonly totalInjectionOptOut?: boolean;
   readonly wallClockCeilingSeconds?: number;
+  readonly lineageSeeding?: boolean;
 }
 
 export type RepositorySettingsWriteResult =
@@ -41,6 +42,7 @@ export async function writeRepositorySettings(
       affected_tests: toColumn(input.changes.affectedTests ?? current.affectedTests),
       total_injection_opt_out: toColumn(input.changes.totalInjectionOptOut ?? current.totalInjectionOptOut),
       wall_clock_ceiling_seconds: input.changes.wallClockCeilingSeconds ?? current.wallClockCeilingSeconds,
+      lineage_seeding: toColumn(input.changes.lineageSeeding ?? current.lineageSeeding),
       changed_by: input.changedBy,
       changed_at: changedAt,
     };
