@@ -47,6 +47,12 @@ export const JobAdmission = Type.Object(
     affected_tests: Type.Boolean({
       description: "Whether the repository's affected_tests setting was on at admission.",
     }),
+    lineage_seeding: Type.Optional(
+      Type.Boolean({
+        description:
+          "Whether the repository's lineage_seeding setting was on at admission (kiln extension; absent on jobs admitted before it: on).",
+      }),
+    ),
   },
   { additionalProperties: true },
 );

@@ -120,6 +120,28 @@ export const AttemptPlacement = Type.Object(
       ),
       "Set when the control plane purged or evicted the lineage: the host drops its state of it descending from throughGeneration or earlier before the attempt.",
     ),
+    lineageSeeds: Type.Optional(
+      Type.Object(
+        {
+          enabled: Type.Boolean({ description: "The repository's lineage_seeding setting as admitted." }),
+          candidates: Type.Array(
+            Type.Object(
+              { lineage: Type.String(), repository: RepositoryName(), class: Type.String() },
+              { additionalProperties: false },
+            ),
+            {
+              description:
+                "The tenant's live lineages on this host whose dependency builds were compiled with the same class, injected settings, target and flags, most recently used first; empty when the job's own lineage is live here.",
+            },
+          ),
+        },
+        {
+          additionalProperties: false,
+          description:
+            "Lineage seeding: what a job whose lineage is new on this host may start from (the host picks the candidate sharing the most locked crates with the job's Cargo.lock and copies it). Absent: no seeding.",
+        },
+      ),
+    ),
     injections: Type.Array(Injection),
     network: Type.Object(
       {
@@ -296,6 +318,30 @@ export const CacheItem = Type.Object(
     restored_generation: Type.Optional(Nullable(Count(), "The generation restored; null when cold.")),
     restore_ms: Type.Optional(Type.Number({ minimum: 0, description: "How long handing the lineage over took." })),
     save: Type.Optional(Nullable(Type.String(), "What became of the save, in words.")),
+    seeded_from: Type.Optional(
+      Type.Object(
+        {
+          lineage: Type.String({ description: "The seed: the tenant's lineage whose target dir was copied." }),
+          repository: RepositoryName(),
+          class: Type.String(),
+          job: Nullable(Type.String(), "The job whose run the seed's state is; null when not recorded."),
+          shared_crates: Count("Locked crates the job shares with the seed's last run."),
+          locked_crates: Count("Locked crates of the job's Cargo.lock."),
+          copy_ms: Type.Number({ minimum: 0, description: "How long copying the seed's target dir took." }),
+          copy: Type.String({ description: "How it was copied: reflink (copy-on-write) or sparse." }),
+        },
+        {
+          additionalProperties: true,
+          description:
+            "Lineage seeding (kiln extension): the lineage was new, so the attempt started from a copy of this lineage of the same tenant (outcome cold, reason says seeded).",
+        },
+      ),
+    ),
+    reused_units: Type.Optional(
+      Count(
+        "Of a seeded attempt: the crates cargo found fresh in the seed's copy (compiled by another job, not this one).",
+      ),
+    ),
     hits: Type.Optional(Count("Crate cache: locked crates found in the host's cache.")),
     misses: Type.Optional(Count("Crate cache: locked crates downloaded from their registry.")),
     bytes_fetched: Type.Optional(Count("Crate cache: bytes downloaded from upstream registries.")),

@@ -60,6 +60,7 @@ export const REPOSITORY_WRITABLE_SETTINGS = [
   "affected_tests",
   "total_injection_opt_out",
   "wall_clock_ceiling_seconds",
+  "lineage_seeding",
 ] as const;
 
 /** Names a tenant.settings.write accepts in `changes`. */
@@ -114,6 +115,12 @@ export const SettingWrite = Closed(
         ),
         total_injection_opt_out: Type.Optional(
           Type.Boolean({ description: "Repository: inject no build settings at all into its jobs." }),
+        ),
+        lineage_seeding: Type.Optional(
+          Type.Boolean({
+            description:
+              "Repository (kiln extension; default true): a job whose lineage is new (the repository's first job of its class on a host) starts from a copy of the tenant's own lineage that shares the most dependency builds with it; false: it starts cold. Each job's evidence shows the value it was admitted with (admitted.lineage_seeding).",
+          }),
         ),
         wall_clock_ceiling_seconds: Type.Optional(
           Type.Integer({
@@ -174,7 +181,7 @@ export const SettingWrite = Closed(
         minProperties: 1,
         description:
           "Setting name → new value; at least one. repositories.settings.write accepts affected_tests, " +
-          "total_injection_opt_out and wall_clock_ceiling_seconds. tenant.settings.write accepts default_size, " +
+          "total_injection_opt_out, wall_clock_ceiling_seconds and lineage_seeding. tenant.settings.write accepts default_size, " +
           "allowed_sizes, default_toolchain, wall_clock_ceiling_seconds, artifact_retention_days, " +
           "log_retention_days and agents_may_submit; max_running_jobs, storage_quota_bytes, " +
           "bandwidth_bytes_per_month, rate_card and suspension are refused operator_controlled. Any other name the " +

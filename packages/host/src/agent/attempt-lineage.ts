@@ -13,7 +13,8 @@ import {
   resolutionInputsUnchanged,
   restoreGeneratedLockfiles,
 } from "./generated-lockfiles.js";
-import type { CacheItem, Placement } from "./host-protocol.js";
+import type { CacheItem, CrateItem, Placement } from "./host-protocol.js";
+import { lockedCrateDigests, workspaceLockfile } from "./lineage-seeding.js";
 import type { LineageLease, LineageStore } from "./lineage-store.js";
 import { measureTreeBytes } from "./measure-tree-bytes.js";
 import {
@@ -125,7 +126,9 @@ export class AttemptLineage {
     nowMs: number,
   ): Promise<AttemptLineage> {
     const identity = { tenant: placement.tenant, repository: placement.repository, jobClass: placement.jobClass };
-    const lease = await store.checkout(identity, dirs.attemptDir, dirs.attemptId, placement.lineageDrop ?? null);
+    const checkedOut = await store.checkout(identity, dirs.attemptDir, dirs.attemptId, placement.lineageDrop ?? null);
+    const seeded = await seedNewLineage(store, checkedOut, placement, dirs.workspaceDir);
+    const lease = seeded.lease;
     const record = lease.outcome === "warm" ? parseRecord(lease.record) : null;
     const plan = planSourceMtimes(placement.source, record?.manifest ?? null, nowMs);
     await applySourceMtimes(dirs.workspaceDir, plan.manifest);
@@ -133,6 +136,7 @@ export class AttemptLineage {
       lease.outcome === "warm"
         ? `lineage ${lease.key} (${placement.repository}, ${placement.jobClass}): warm, generation ${lease.baseGeneration}, ${mb(lease.restoredBytes)} handed over in ${lease.checkoutMs.toFixed(1)} ms; ${plan.unchanged} of ${placement.source.length} source files unchanged keep their mtimes`
         : `lineage ${lease.key} (${placement.repository}, ${placement.jobClass}): cold (${lease.reason})`,
+      ...(seeded.note === null ? [] : [`lineage ${lease.key}: ${seeded.note}`]),
     ];
     if (record !== null && record.lockfiles.length > 0) {
       if (resolutionInputsUnchanged(placement.source, record.manifest)) {
@@ -186,10 +190,11 @@ export class AttemptLineage {
     }
     const workingDirectory = this.placement.invocation.working_directory ?? ".";
     // Independent reads of the finished attempt's directories: side by side.
-    const [lockfiles, manifest, measured] = await Promise.all([
+    const [lockfiles, manifest, measured, lockfile] = await Promise.all([
       captureGeneratedLockfiles(this.workspaceDir, lockfileCandidates(this.placement.source, workingDirectory)),
       withoutRewrittenFiles(this.workspaceDir, this.manifest),
       measureTreeBytes(this.lease.targetDir),
+      workspaceLockfile(this.workspaceDir, this.placement),
     ]);
     this.manifest = manifest;
     const bytes = measured ?? 0;
@@ -197,6 +202,8 @@ export class AttemptLineage {
       bytes,
       record: { manifest: this.manifest, lockfiles, tests: this.nextTestBaseline },
       at,
+      // What a later new lineage of the tenant ranks this one by, as a seed (lineage-seeding.ts).
+      built: { job: this.placement.jobId, crates: lockfile === null ? [] : (lockedCrateDigests(lockfile) ?? []) },
     });
     if (result.saved) {
       this.savedBytes = bytes;
@@ -233,8 +240,12 @@ export class AttemptLineage {
     await this.store.discard(this.lease, "ended with an error of the host agent", at);
   }
 
-  /** The evidence's `caches` item (open record: generation and what became of the save are extra). */
-  cacheItem(): CacheItem {
+  /**
+   * The evidence's `caches` item (open record: generation and what became of the save are
+   * extra; a seeded attempt's seed and the dependency crates cargo found fresh in its copy too).
+   */
+  cacheItem(crates: readonly CrateItem[] = []): CacheItem {
+    const seed = this.lease.seed;
     return {
       lineage: this.lease.key,
       class: this.placement.jobClass,
@@ -249,6 +260,52 @@ export class AttemptLineage {
       // and where its chain started cold.
       saved_generation: this.saved?.generation ?? null,
       root_generation: this.saved?.root ?? null,
+      ...(seed === undefined
+        ? {}
+        : {
+            seeded_from: {
+              lineage: seed.lineage,
+              repository: seed.repository,
+              class: seed.class,
+              job: seed.job,
+              shared_crates: seed.sharedCrates,
+              locked_crates: seed.lockedCrates,
+              copy_ms: Math.round(seed.copyMs * 1000) / 1000,
+              copy: seed.copy,
+            },
+            reused_units: crates.filter((c) => c.source !== "workspace" && c.outcome === "fresh").length,
+          }),
     };
   }
+}
+
+/**
+ * Lineage seeding at restore (lineage-seeding.ts): a new lineage's cold slot is filled with a
+ * copy of the best seed the placement offers, when the repository's setting allows it and the
+ * job has a Cargo.lock to rank seeds by. Returns the lease to use and a log line (null: the
+ * placement says nothing of seeding).
+ */
+async function seedNewLineage(
+  store: LineageStore,
+  lease: LineageLease,
+  placement: Placement,
+  workspaceDir: string,
+): Promise<{ lease: LineageLease; note: string | null }> {
+  const seeding = placement.lineageSeeds;
+  if (seeding === undefined || lease.outcome !== "cold" || lease.baseGeneration !== 0) return { lease, note: null };
+  if (!seeding.enabled) {
+    return {
+      lease: { ...lease, reason: `${lease.reason}; lineage seeding is off for this repository` },
+      note: "not seeded: the repository's lineage_seeding setting is off",
+    };
+  }
+  const lockfile = await workspaceLockfile(workspaceDir, placement);
+  const crates = lockfile === null ? null : lockedCrateDigests(lockfile);
+  if (crates === null || crates.length === 0) {
+    return {
+      lease,
+      note: `not seeded: ${crates === null ? "the source has no Cargo.lock to rank seeds by" : "its Cargo.lock locks no crate from outside the workspace"}`,
+    };
+  }
+  return store.seed(lease, seeding.candidates, crates);
 }

@@ -30,6 +30,7 @@ export type {
   AttemptReport,
   AttemptResult,
   CacheItem,
+  CrateItem,
   FinishAnswer,
   HeartbeatAnswer,
   HeldRegistryCredential,

@@ -47,6 +47,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { type CopyMethod, copyTargetDir, emptyDirectory, type SeedCandidate, sharedCount } from "./lineage-seeding.js";
 
 /** What keys a lineage: the tenant's repository and the job class (`<family>/<profile>/<toolchain>`). */
 export interface LineageIdentity {
@@ -54,6 +55,9 @@ export interface LineageIdentity {
   readonly repository: string;
   readonly jobClass: string;
 }
+
+/** What a lineage key looks like (a seed candidate naming anything else is ignored). */
+const LINEAGE_KEY = /^lin_[0-9a-f]{32}$/;
 
 /** A stable, file-system-safe lineage key (also the `lineage` the evidence names). */
 export function lineageKey(identity: LineageIdentity): string {
@@ -69,6 +73,28 @@ interface Head {
   readonly repository: string;
   readonly class: string;
   readonly last: { readonly event: "saved" | "discarded"; readonly at: string; readonly detail: string } | null;
+  /** What the checked-in slot was built from, for lineage seeding (lineage-seeding.ts); absent without a slot. */
+  readonly built?: SlotBuild;
+}
+
+/** The run a checked-in slot holds: its job and the digests of its locked crates. */
+interface SlotBuild {
+  readonly job: string | null;
+  readonly crates: readonly string[];
+}
+
+/** A new lineage's slot started from a copy of another lineage of the tenant (lineage-seeding.ts). */
+export interface LineageSeedUse {
+  readonly lineage: string;
+  readonly repository: string;
+  readonly class: string;
+  readonly job: string | null;
+  /** Locked crates the job shares with the seed's last run, of `lockedCrates`. */
+  readonly sharedCrates: number;
+  readonly lockedCrates: number;
+  readonly bytes: number;
+  readonly copyMs: number;
+  readonly copy: CopyMethod;
 }
 
 interface SlotState {
@@ -102,6 +128,8 @@ export interface LineageLease {
   readonly targetDir: string;
   /** How long the checkout took (the rename and the reads around it). */
   readonly checkoutMs: number;
+  /** Set when the cold slot was seeded from another lineage of the tenant. */
+  readonly seed?: LineageSeedUse;
 }
 
 /** The control plane's word that the lineage was purged or evicted through a generation. */
@@ -234,7 +262,10 @@ export class LineageStore {
       }
       // A crash between a check-in's rename and its head write leaves head one behind: heal it.
       if (head === null || head.generation !== state.generation) {
-        await writeJson(join(dir, "head.json"), this.head(identity, state.generation, head?.last ?? null));
+        await writeJson(
+          join(dir, "head.json"),
+          this.head(identity, state.generation, head?.last ?? null, head?.built ?? null),
+        );
       }
       return {
         key,
@@ -258,7 +289,10 @@ export class LineageStore {
    * in since this one's base generation (then the newer one stays and this one is dropped;
    * the caller removes the attempt directory, slot included).
    */
-  async checkIn(lease: LineageLease, saved: { bytes: number; record: unknown; at: Date }): Promise<CheckInResult> {
+  async checkIn(
+    lease: LineageLease,
+    saved: { bytes: number; record: unknown; at: Date; built?: SlotBuild | null },
+  ): Promise<CheckInResult> {
     const dir = join(this.root, lease.key);
     return this.locked(lease.key, async () => {
       this.release(lease.key, lease.attemptId);
@@ -285,7 +319,12 @@ export class LineageStore {
       await rename(lease.slotDir, join(dir, "current"));
       await writeJson(
         join(dir, "head.json"),
-        this.head(lease.identity, generation, { event: "saved", at: saved.at.toISOString(), detail: lease.attemptId }),
+        this.head(
+          lease.identity,
+          generation,
+          { event: "saved", at: saved.at.toISOString(), detail: lease.attemptId },
+          saved.built ?? null,
+        ),
       );
       return { saved: true, generation, root };
     });
@@ -337,6 +376,81 @@ export class LineageStore {
     });
   }
 
+  /**
+   * Fills a new lineage's cold slot with a copy of the candidate sharing the most of `crates`
+   * (the job's locked crates' digests) — one of the same tenant, checked in on this host, whose
+   * last run shared at least one — and says so in the returned lease (still `cold`: the lineage
+   * had nothing of its own). A candidate that is checked out, another tenant's, or fails to copy
+   * is passed over. Returns the lease unchanged, with why, when none serves.
+   */
+  async seed(
+    lease: LineageLease,
+    candidates: readonly SeedCandidate[],
+    crates: readonly string[],
+  ): Promise<{ lease: LineageLease; note: string }> {
+    if (lease.outcome !== "cold" || lease.baseGeneration !== 0) {
+      return { lease, note: "not seeded: the lineage is not new" };
+    }
+    const ranked: { candidate: SeedCandidate; shared: number; job: string | null }[] = [];
+    for (const candidate of candidates) {
+      if (!LINEAGE_KEY.test(candidate.lineage) || candidate.lineage === lease.key) continue;
+      const head = await readJson<Head>(join(this.root, candidate.lineage, "head.json")).catch(() => null);
+      // The control plane offers only the tenant's own lineages; the host holds it to that too.
+      if (head === null || head.tenant !== lease.identity.tenant || !Array.isArray(head.built?.crates)) continue;
+      const shared = sharedCount(crates, head.built.crates);
+      if (shared > 0) ranked.push({ candidate, shared, job: head.built.job ?? null });
+    }
+    ranked.sort((a, b) => b.shared - a.shared);
+    const passedOver: string[] = [];
+    for (const { candidate, shared, job } of ranked) {
+      const seedDir = join(this.root, candidate.lineage);
+      const started = process.hrtime.bigint();
+      const copied = await this.locked(candidate.lineage, async () => {
+        const state = await readJson<SlotState>(join(seedDir, "current", "state.json")).catch(() => null);
+        if (state === null) return "checked out by a running attempt";
+        try {
+          const copy = await copyTargetDir(join(seedDir, "current", "target"), lease.targetDir);
+          return { copy, bytes: state.bytes };
+        } catch (error) {
+          await emptyDirectory(lease.targetDir);
+          return `its copy failed (${error instanceof Error ? error.message : String(error)})`;
+        }
+      });
+      if (typeof copied === "string") {
+        passedOver.push(`${candidate.lineage}: ${copied}`);
+        continue;
+      }
+      const copyMs = Number(process.hrtime.bigint() - started) / 1e6;
+      const seed: LineageSeedUse = {
+        lineage: candidate.lineage,
+        repository: candidate.repository,
+        class: candidate.class,
+        job,
+        sharedCrates: shared,
+        lockedCrates: crates.length,
+        bytes: copied.bytes,
+        copyMs,
+        copy: copied.copy,
+      };
+      return {
+        lease: {
+          ...lease,
+          reason: `seeded: ${lease.reason}; started from a copy of lineage ${candidate.lineage} (${candidate.repository}, ${candidate.class}), which shares ${shared} of its ${crates.length} locked crates`,
+          restoredBytes: copied.bytes,
+          seed,
+        },
+        note: `seeded from lineage ${candidate.lineage} (${candidate.repository}, ${candidate.class}): ${shared} of ${crates.length} locked crates shared, ${(copied.bytes / 1e6).toFixed(1)} MB copied (${copied.copy}) in ${copyMs.toFixed(1)} ms`,
+      };
+    }
+    const why =
+      candidates.length === 0
+        ? "no lineage of the tenant on this host was built with the same class, injected settings, target and flags"
+        : ranked.length === 0
+          ? `none of the ${candidates.length} lineages offered shares a locked crate with it`
+          : `every lineage sharing its crates was passed over (${passedOver.join("; ")})`;
+    return { lease, note: `not seeded: ${why}` };
+  }
+
   private hold(key: string, attemptId: string): void {
     const holders = this.held.get(key) ?? new Set<string>();
     holders.add(attemptId);
@@ -351,7 +465,19 @@ export class LineageStore {
     return was;
   }
 
-  private head(identity: LineageIdentity, generation: number, last: Head["last"]): Head {
-    return { generation, tenant: identity.tenant, repository: identity.repository, class: identity.jobClass, last };
+  private head(
+    identity: LineageIdentity,
+    generation: number,
+    last: Head["last"],
+    built: SlotBuild | null = null,
+  ): Head {
+    return {
+      generation,
+      tenant: identity.tenant,
+      repository: identity.repository,
+      class: identity.jobClass,
+      last,
+      ...(built === null ? {} : { built }),
+    };
   }
 }

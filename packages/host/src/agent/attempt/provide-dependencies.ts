@@ -7,6 +7,7 @@ import type { DependencyProvider } from "../../gateway/worker-gateway.js";
 import { SANDBOX_MOUNTS } from "../attempt-lineage.js";
 import { captureGeneratedLockfiles, lockfileCandidates } from "../generated-lockfiles.js";
 import { LineSplitter } from "../line-splitter.js";
+import { workspaceLockfile } from "../lineage-seeding.js";
 import type { AttemptContext } from "./attempt-context.js";
 import { injectedEnvironment } from "./injections.js";
 
@@ -69,7 +70,7 @@ export async function provideDependencies(
         tenant: placement.tenant,
         attemptId: attempt.attemptId,
         workspaceDir: dirs.workspace,
-        lockfile: await sourceLockfile(attempt),
+        lockfile: await workspaceLockfile(dirs.workspace, placement),
         manifestPaths: placement.source
           .filter((e) => e.kind !== "symlink" && /(^|\/)Cargo\.toml$/.test(e.path))
           .slice(0, MAX_MANIFESTS)
@@ -140,22 +141,6 @@ export function dependencyReport(provided: ProvidedDependencies): DependencyRepo
 /** The job's failure when the gateway could not provide its packages, naming the registry and the cause. */
 export function gatewayFailure(error: GatewayError): AttemptFailure {
   return { phase: "fetch", cause: "dependencies", detail: `${error.kind}: ${error.message}` };
-}
-
-/** The source's own Cargo.lock nearest the working directory (a regular file, no link on the way), or null. */
-async function sourceLockfile(attempt: AttemptContext): Promise<string | null> {
-  const { placement, dirs } = attempt;
-  const segments = (placement.invocation.working_directory ?? ".").split("/").filter((s) => s !== "" && s !== ".");
-  const present = new Set(placement.source.filter((e) => e.kind !== "symlink").map((e) => e.path));
-  const paths: string[] = [];
-  for (let depth = segments.length; depth >= 0; depth--) {
-    const path = [...segments.slice(0, depth), "Cargo.lock"].join("/");
-    if (present.has(path)) paths.push(path);
-  }
-  // A lockfile the lineage put back (cargo generated it for an identical source) counts too.
-  paths.push(...lockfileCandidates(placement.source, placement.invocation.working_directory ?? "."));
-  const [found] = await captureGeneratedLockfiles(dirs.workspace, paths);
-  return found === undefined ? null : Buffer.from(found.content_base64, "base64").toString("utf8");
 }
 
 /** `cargo generate-lockfile` in the sandbox, against the gateway's gathered index; returns the lock it wrote. */

@@ -248,7 +248,7 @@ function assembleReport(
     tests: [...cargo.summary.tests],
     ...(cargo.summary.failures.length === 0 ? {} : { failures: [...cargo.summary.failures] }),
     caches: [
-      ...(lineage === null ? [] : [lineage.cacheItem()]),
+      ...(lineage === null ? [] : [lineage.cacheItem(cargo.summary.crates)]),
       ...(provided === null ? [] : [crateCacheItem(provided.dependencies, deps.hostId)]),
     ],
     ...(provided === null ? {} : { dependencies: dependencyReport(provided.dependencies) }),

@@ -27,14 +27,15 @@ function parseStored<S extends Parameters<typeof Value.Check>[0]>(schema: S, col
 /**
  * The Placement a host receives for a claimed attempt, from what admission stored on the job:
  * its invocation, exact source manifest (stored apart: storage readJobManifest) and admission snapshot (toolchain, injected settings,
- * affected_tests), each checked against its contract schema, plus the size's limits and any
- * drop of its lineage the control plane decided since.
+ * affected_tests), each checked against its contract schema, plus the size's limits, any
+ * drop of its lineage the control plane decided since, and the lineages it may be seeded from.
  */
 export function assemblePlacement(
   job: JobRow,
   sourceManifest: string | undefined,
   attempt: AttemptRow,
   drop: LineageDrop | undefined,
+  seeds?: AttemptPlacement["lineageSeeds"],
 ): AttemptPlacement {
   const shape = SIZE_SHAPES[job.size];
   if (shape === undefined) throw new UnplaceableJobError(`the job's size ${job.size} is not one this platform offers`);
@@ -58,6 +59,7 @@ export function assemblePlacement(
     repository: job.repository,
     jobClass: job.class,
     lineageDrop: drop === undefined ? null : { reason: drop.reason, throughGeneration: drop.throughGeneration },
+    ...(seeds === undefined ? {} : { lineageSeeds: seeds }),
     injections: admission.injections,
     network: {
       policy: admission.network_policy,

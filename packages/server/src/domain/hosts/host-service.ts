@@ -48,6 +48,7 @@ import { LEASE_SECONDS } from "./attempt-lease.js";
 import { ClaimWaits } from "./claim-waits.js";
 import { HostFleetService } from "./fleet/host-fleet-service.js";
 import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "./lineage-affinity.js";
+import { lineageSeedsFor, seedContextOfJob } from "./lineage-seed-context.js";
 import { meterAttempt } from "./meter-attempt.js";
 
 /** What the host service reports besides its answers: jobs it could not place, reports it refused. */
@@ -156,8 +157,9 @@ export class HostService {
           class: job.class,
         });
         const manifest = await readJobManifest(this.deps.storage, job.id);
+        const seeds = await lineageSeedsFor(this.deps.storage, job, hostId);
         // The job is running now: the claim's transition notified its streams (storage notifications).
-        return assemblePlacement(job, manifest, attempt, drop);
+        return assemblePlacement(job, manifest, attempt, drop, seeds);
       } catch (error) {
         if (!(error instanceof UnplaceableJobError)) throw error;
         const detail = `job ${job.id} cannot be placed: ${error.message}`;
@@ -374,6 +376,7 @@ export class HostService {
             class: job.class,
             host: attempt.host_id,
             ...saved,
+            seedContext: seedContextOfJob(job),
             now,
             quotaBytes: controls?.storageQuotaBytes ?? this.#quotaBytes,
           },

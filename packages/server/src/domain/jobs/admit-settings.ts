@@ -13,6 +13,7 @@ export interface AdmittedSettings {
   readonly injections: readonly InjectionDecision[];
   readonly wall_clock_ceiling: { readonly seconds: number; readonly origin: string };
   readonly affected_tests: boolean;
+  readonly lineage_seeding: boolean;
 }
 
 /** Where a captured source pins its own ceiling (first found wins). */
@@ -99,5 +100,6 @@ export async function admitSettings(
     injections,
     wall_clock_ceiling: wallClock,
     affected_tests: stored?.affectedTests ?? false,
+    lineage_seeding: stored?.lineageSeeding ?? true,
   };
 }

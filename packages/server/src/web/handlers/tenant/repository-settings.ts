@@ -54,6 +54,7 @@ export const writeRepositorySettingsHandler: Handler<"repositories.settings.writ
         ? { totalInjectionOptOut: body.changes.total_injection_opt_out }
         : {}),
       ...(ceiling === undefined ? {} : { wallClockCeilingSeconds: ceiling }),
+      ...(typeof body.changes.lineage_seeding === "boolean" ? { lineageSeeding: body.changes.lineage_seeding } : {}),
     },
     changedBy: principal.principal,
     now: ctx.now,

@@ -1,0 +1,182 @@
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { promisify } from "node:util";
+import { type SparseRegistry, startSparseRegistry } from "@kiln/host/testing";
+import { onboardRepository } from "@kiln/storage";
+import { crate, type Doc, type Embedded, explainJob, injectApi, Jobs, startEmbedded } from "./e2e-jobs.js";
+import { personWithToken } from "./harness.js";
+
+const run = promisify(execFile);
+
+/**
+ * Lineage seeding end to end (issue 38; SQLite, real cargo on Debian's crate sources through the
+ * dependency gateway, real sandbox): a new repository depending on crates another repository of
+ * the same tenant built starts from a copy of that lineage, with a cold run's test results; a
+ * second tenant with the same dependencies starts cold; a repository with lineage_seeding off
+ * starts cold.
+ */
+const LIB = `
+pub fn render(n: u64) -> String {
+    itoa::Buffer::new().format(n).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_with_itoa() {
+        assert_eq!(super::render(128), "128");
+    }
+    #[test]
+    fn parses_with_serde_json() {
+        let value: serde_json::Value = serde_json::from_str("{\\"a\\": [1, 2]}").unwrap();
+        assert_eq!(value["a"][1], 2);
+    }
+}
+`;
+
+const manifest = (name: string) =>
+  `[package]\nname = "${name}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nitoa = "1"\nserde_json = "1"\n`;
+
+/** A Cargo.lock for `manifest(name)` resolved against the test registry, as a developer's machine would have it. */
+async function lockfileFor(name: string, registry: SparseRegistry, scratch: string): Promise<string> {
+  const project = await mkdtemp(join(scratch, `lock-${name}-`));
+  await mkdir(join(project, "src"));
+  await writeFile(join(project, "Cargo.toml"), manifest(name));
+  await writeFile(join(project, "src", "lib.rs"), "");
+  await run(
+    "cargo",
+    [
+      "generate-lockfile",
+      "--config",
+      'source.crates-io.replace-with="test-registry"',
+      "--config",
+      `source.test-registry.registry="${registry.indexUrl}"`,
+    ],
+    { cwd: project, env: { ...process.env, CARGO_HOME: join(project, ".cargo-home") } },
+  );
+  return readFile(join(project, "Cargo.lock"), "utf8");
+}
+
+const cacheOf = (evidence: Doc): Doc => {
+  const lineage = (evidence.report.caches as Doc[]).find((c) => c.class !== "dependency-gateway");
+  assert.ok(lineage !== undefined, JSON.stringify(evidence.report.caches));
+  return lineage;
+};
+
+const testResults = (evidence: Doc): string[] =>
+  (evidence.report.tests as Doc[]).map((t) => `${t.target}:${t.name}=${t.outcome}`).sort();
+
+let keys = 0;
+async function testJob(jobs: Jobs, name: string, lockfile: string): Promise<Doc> {
+  const id = await jobs.submit(
+    crate(name, { "Cargo.toml": manifest(name), "Cargo.lock": lockfile, "src/lib.rs": LIB }),
+    `seeding-${++keys}`,
+  );
+  const job = await jobs.settle(id, 600_000);
+  assert.equal(job.status, "passed", await explainJob(jobs, id));
+  return jobs.evidence(id);
+}
+
+describe("lineage seeding end to end (SQLite, real cargo through the dependency gateway, real sandbox)", () => {
+  let upstream: SparseRegistry;
+  let e: Embedded;
+  let scratch: string;
+  let lock: (name: string) => Promise<string>;
+  let seed: Doc;
+  let seeded: Doc;
+
+  before(async () => {
+    upstream = await startSparseRegistry({ crates: ["itoa", "serde_json"] });
+    scratch = await mkdtemp(join(tmpdir(), "kiln-seeding-test-"));
+    lock = (name) => lockfileFor(name, upstream, scratch);
+    e = await startEmbedded({ cratesIoIndex: upstream.indexUrl });
+    for (const name of ["acme/seed", "acme/fresh", "acme/unseeded"]) {
+      await onboardRepository(e.storage, { tenantId: e.tenant, name, onboardedBy: "test" }, new Date());
+    }
+  });
+  after(async () => {
+    await e?.close();
+    await upstream?.close();
+    if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
+  });
+
+  it("a new repository of the tenant starts from a copy of the lineage that built its crates", async () => {
+    const seedJobs = new Jobs(e.jobs.api, "acme/seed");
+    seed = cacheOf(await testJob(seedJobs, "seedling", await lock("seedling")));
+    assert.equal(seed.outcome, "cold");
+    assert.equal(seed.reason, "first job of the class", JSON.stringify(seed));
+    assert.equal(seed.seeded_from, undefined);
+    assert.ok(seed.saved_bytes > 0);
+
+    const fresh = new Jobs(e.jobs.api, "acme/fresh");
+    seeded = await testJob(fresh, "sprout", await lock("sprout"));
+    const cache = cacheOf(seeded);
+    assert.equal(cache.outcome, "cold", "the lineage itself had nothing: a seeded first run is not warm");
+    assert.match(cache.reason, /^seeded: first job of the class; started from a copy of lineage /);
+    assert.equal(cache.seeded_from?.lineage, seed.lineage, JSON.stringify(cache));
+    assert.equal(cache.seeded_from.repository, "acme/seed");
+    assert.equal(cache.seeded_from.class, seed.class);
+    assert.ok(
+      cache.seeded_from.shared_crates > 0 && cache.seeded_from.shared_crates <= cache.seeded_from.locked_crates,
+    );
+    assert.ok(cache.reused_units > 0, JSON.stringify(cache));
+    assert.equal(cache.restored_bytes, seed.saved_bytes, "the seed's saved state was what was copied");
+    // The dependencies came fresh out of the copy; the new repository's own crate was compiled.
+    const crates = seeded.report.crates as Doc[];
+    assert.equal(crates.find((c) => c.name === "serde_json")?.outcome, "fresh", JSON.stringify(crates));
+    assert.equal(crates.find((c) => c.name === "sprout")?.outcome, "compiled");
+    assert.deepEqual(testResults(seeded), [
+      "sprout (lib):tests::formats_with_itoa=passed",
+      "sprout (lib):tests::parses_with_serde_json=passed",
+    ]);
+    // The seeded lineage is the repository's own from now on: its next job is plainly warm.
+    const next = cacheOf(await testJob(fresh, "sprout", await lock("sprout")));
+    assert.equal(next.outcome, "warm", JSON.stringify(next));
+    assert.equal(next.seeded_from, undefined);
+    // Both lineages count against the tenant's storage, the copy with its own bytes.
+    const listed = (await e.jobs.api("GET", "/api/repositories")).json();
+    assert.deepEqual((listed.lineages as Doc[]).map((l) => l.lineage).sort(), [seed.lineage, cache.lineage].sort());
+  });
+
+  it("another tenant with the same dependencies starts cold, with the same test results", async () => {
+    assert.ok(seeded !== undefined, "the seeding test ran");
+    const globex = await personWithToken(e.storage, { role: "admin", now: new Date() });
+    await onboardRepository(
+      e.storage,
+      { tenantId: globex.tenant, name: "globex/fresh", onboardedBy: "test" },
+      new Date(),
+    );
+    const jobs = new Jobs(injectApi(e.app, globex.token), "globex/fresh");
+    const evidence = await testJob(jobs, "sprout", await lock("sprout"));
+    const cache = cacheOf(evidence);
+    assert.equal(cache.outcome, "cold");
+    assert.equal(cache.reason, "first job of the class", JSON.stringify(cache));
+    assert.equal(cache.seeded_from, undefined);
+    assert.equal(cache.reused_units, undefined);
+    assert.equal((evidence.report.crates as Doc[]).find((c) => c.name === "serde_json")?.outcome, "compiled");
+    assert.deepEqual(testResults(evidence), testResults(seeded), "a seeded run's results are a cold run's");
+  });
+
+  it("a repository whose lineage_seeding setting is off starts cold, saying why", async () => {
+    assert.ok(seed !== undefined, "the seeding test ran");
+    const admin = await personWithToken(e.storage, { tenant: e.tenant, role: "admin", now: new Date() });
+    const api = injectApi(e.app, admin.token);
+    const written = await api("POST", "/api/repositories/acme/unseeded/settings", {
+      key: "seeding-off",
+      body: { version: 0, changes: { lineage_seeding: false } },
+    });
+    assert.equal(written.status, 200, written.body);
+    const jobs = new Jobs(e.jobs.api, "acme/unseeded");
+    const evidence = await testJob(jobs, "sprout", await lock("sprout"));
+    assert.equal(evidence.report.admitted?.lineage_seeding, false);
+    const cache = cacheOf(evidence);
+    assert.equal(cache.outcome, "cold");
+    assert.equal(cache.reason, "first job of the class; lineage seeding is off for this repository");
+    assert.equal(cache.seeded_from, undefined);
+    assert.equal((evidence.report.crates as Doc[]).find((c) => c.name === "serde_json")?.outcome, "compiled");
+  });
+});
