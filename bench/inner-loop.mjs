@@ -16,6 +16,7 @@ import { appendFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmdirSync,
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { dist, requireBuilt, root } from "./support/built-packages.mjs";
+import { commitWorkTree } from "./support/git-work-tree.mjs";
 import { startInProcessKiln } from "./support/in-process-kiln.mjs";
 import { describeMachine } from "./support/machine.mjs";
 import { option, positiveIntegerOption } from "./support/options.mjs";
@@ -147,14 +148,7 @@ function layOut(crate) {
   mkdirSync(join(dir, ".cargo"), { recursive: true });
   writeFileSync(join(dir, ".cargo", "config.toml"), DEBIAN_SOURCE_CONFIG);
   writeFileSync(join(dir, ".gitignore"), "/target\n");
-  const git = (...args) =>
-    execFileSync("git", ["-c", "user.name=bench", "-c", "user.email=bench@kiln.invalid", ...args], {
-      cwd: dir,
-      stdio: "ignore",
-    });
-  git("init", "-q", "-b", "main");
-  git("add", "-A");
-  git("commit", "-q", "-m", "the crate as Debian ships it");
+  commitWorkTree(dir, "the crate as Debian ships it");
   return dir;
 }
 

@@ -15,13 +15,14 @@
 // first job: one with lineage_seeding on (seeded from the tenant's lineages), one with it off
 // (cold), in alternating order. The figure is the CLI's wall time, from spawn to exit; issue
 // 38's goal is seeded ≤ 0.5 × cold. Must run as root (the sandbox executor requires it).
-import { execFile, execFileSync, spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { requireBuilt, root } from "./support/built-packages.mjs";
+import { commitWorkTree } from "./support/git-work-tree.mjs";
 import { startInProcessKiln } from "./support/in-process-kiln.mjs";
 import { describeMachine } from "./support/machine.mjs";
 import { option, positiveIntegerOption } from "./support/options.mjs";
@@ -83,14 +84,7 @@ async function layOut() {
     ],
     { cwd: dir, env: { ...process.env, CARGO_HOME: temp("kiln-seeding-cargo-home-") } },
   );
-  const git = (...args) =>
-    execFileSync("git", ["-c", "user.name=bench", "-c", "user.email=bench@kiln.invalid", ...args], {
-      cwd: dir,
-      stdio: "ignore",
-    });
-  git("init", "-q", "-b", "main");
-  git("add", "-A");
-  git("commit", "-q", "-m", "sprout");
+  commitWorkTree(dir, "sprout");
   return dir;
 }
 

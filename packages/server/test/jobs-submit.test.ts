@@ -147,6 +147,7 @@ for (const dialect of DIALECTS) {
         settings_version: 0,
         wall_clock_ceiling: { seconds: 3600, origin: "platform default" },
         affected_tests: false,
+        lineage_seeding: true,
       });
       assert.deepEqual(
         injections.map((i: { setting: string; status: string }) => `${i.setting} ${i.status}`),
