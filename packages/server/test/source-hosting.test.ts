@@ -310,6 +310,7 @@ for (const dialect of DIALECTS) {
           unit: null,
         },
         cargoOutput: blob,
+        lineageSave: null,
         artifacts: [],
       });
       assert.equal(finished, "finished");

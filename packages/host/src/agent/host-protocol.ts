@@ -35,6 +35,7 @@ export type {
   HeldRegistryCredential,
   HostEnrollment,
   Injection,
+  LineageSave,
   LogLine,
   RegistryCredentialGrant,
   SourceEntry,
