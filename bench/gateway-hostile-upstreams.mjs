@@ -59,6 +59,7 @@ const IN_FLIGHT = Number(option("in-flight", "2"));
 /** `hostile` (default), or `refused`: the same jobs' churn with registries the policy refuses at once (the control). */
 const KIND = option("jobs", "hostile");
 
+const { TERMINAL_JOB_STATUSES } = await import("@kiln/contract");
 const { onboardRepository, openStorage } = await import("@kiln/storage");
 const { startHostileRegistry } = await import("@kiln/host/testing");
 const { personWithToken } = await import(dist("test/harness.js"));
@@ -113,7 +114,7 @@ try {
   const settle = async (token, id) => {
     for (;;) {
       const job = await call(token, "GET", `/api/jobs/${id}`);
-      if (["passed", "failed", "cancelled"].includes(job.status)) return job;
+      if (TERMINAL_JOB_STATUSES.has(job.status)) return job;
       await sleep(100);
     }
   };
