@@ -6,7 +6,7 @@ import { storageQuotaBytes } from "../repositories/storage-quota.js";
 import { wallClockBounds } from "../settings/repository-settings-view.js";
 
 /**
- * A tenant's policy (docs: docs/decisions/running-jobs.md, "Tenant policy"): what its admins set
+ * A tenant's policy (docs: docs/decisions/tenant-policy.md): what its admins set
  * (tenant.settings.write) and what the operator sets (operator.tenants.controls.set), each
  * with its platform default.
  */
