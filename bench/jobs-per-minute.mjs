@@ -33,6 +33,7 @@ import { log } from "./support/output.mjs";
 import { median } from "./support/statistics.mjs";
 
 requireBuilt(dist("test/scale-out-cluster.js"));
+const { TERMINAL_JOB_STATUSES } = await import("@kiln/contract");
 const { startScaleOutCluster, postgresCpuSecondsOf } = await import(dist("test/scale-out-cluster.js"));
 const { testedCrate } = await import(dist("test/crates.js"));
 const { debianCrate, debianCrateInstalled } = await import(dist("test/debian-crates.js"));
@@ -102,7 +103,7 @@ async function measure(hosts, round) {
         .selectFrom("jobs")
         .select(["status"])
         .where("tenant_id", "=", tenant)
-        .where("status", "in", ["passed", "failed", "cancelled"])
+        .where("status", "in", [...TERMINAL_JOB_STATUSES])
         .execute();
       done = rows.length;
     }

@@ -9,13 +9,11 @@ import { dist, requireBuilt } from "./built-packages.mjs";
 
 requireBuilt(dist("src/build-app.js"), dist("src/local-host.js"), dist("test/harness.js"));
 const { LocalBlobStore, onboardRepository, openStorage, startJobNotifications } = await import("@kiln/storage");
-const { silentLogger, systemClock } = await import("@kiln/contract");
+const { silentLogger, systemClock, TERMINAL_JOB_STATUSES } = await import("@kiln/contract");
 const { sandboxIsolation } = await import("@kiln/host");
 const { buildApp } = await import(dist("src/build-app.js"));
 const { startLocalHost } = await import(dist("src/local-host.js"));
 const { bearer, personWithToken } = await import(dist("test/harness.js"));
-
-const TERMINAL = ["passed", "failed", "cancelled"];
 
 /**
  * Starts kiln on `dataDir` with an admin member and its token. Where the benches differ:
@@ -99,7 +97,7 @@ export async function startInProcessKiln({
       for (;;) {
         changed = false;
         const job = await get(`/api/jobs/${id}`);
-        if (TERMINAL.includes(job.status)) return job;
+        if (TERMINAL_JOB_STATUSES.has(job.status)) return job;
         if (!changed) {
           await new Promise((resolve) => {
             const timer = setTimeout(resolve, pollMs);

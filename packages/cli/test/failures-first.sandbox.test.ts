@@ -30,6 +30,16 @@ const NOISY = {
     'pub fn two() -> u32 {\n    2\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn quiet() {\n        assert_eq!(super::two(), 2);\n    }\n\n    #[test]\n    fn noisy() {\n        for i in 0..5000 {\n            println!("noise line {i}");\n        }\n        assert_eq!(super::two(), 3, "two is not three");\n    }\n}\n',
 };
 
+/** A Cargo workspace of two members, run from one member's directory: paths are the repository's. */
+const NESTED = {
+  "Cargo.toml": '[workspace]\nmembers = ["crates/core", "crates/app"]\nresolver = "2"\n',
+  "crates/core/Cargo.toml": manifest("core"),
+  "crates/core/src/lib.rs": BROKEN["src/lib.rs"],
+  "crates/app/Cargo.toml": `${manifest("app")}core = { path = "../core" }\n`,
+  "crates/app/src/lib.rs":
+    '#[cfg(test)]\nmod tests {\n    #[test]\n    fn answer() {\n        assert_eq!(core::answer(), 43, "the answer is 42");\n    }\n}\n',
+};
+
 const scratch: string[] = [];
 function workspace(files: Record<string, string>): string {
   const root = mkdtempSync(join(tmpdir(), "kiln-cli-failures-"));
@@ -182,5 +192,29 @@ describe("the failure, first: kiln cargo, jobs.evidence and the job page name th
       sixth,
       new RegExp(`id="L${panic.log_sequence}"><span class="seq">\\s*\\d+ </span>thread &#39;tests::noisy&#39;`),
     );
+  });
+
+  it("a nested workspace run from a member's directory: the error and the panic name repository paths (crates/…), not the member's", async () => {
+    const root = workspace(NESTED);
+    const member = join(root, "crates/app");
+    const build = resultOf(
+      await runCli(["cargo", "build", "--repository", REPOSITORY, "--json"], { cwd: member, env }),
+    );
+    assert.equal(build.failure.cause, "build_error");
+    const [error] = build.failures;
+    assert.deepEqual(
+      [error.code, error.location?.file, error.location?.line, error.location?.in_repository],
+      ["E0308", "crates/core/src/lib.rs", 2, true],
+    );
+
+    writeFileSync(join(root, "crates/core/src/lib.rs"), "pub fn answer() -> u32 {\n    42\n}\n");
+    const test = resultOf(await runCli(["cargo", "test", "--repository", REPOSITORY, "--json"], { cwd: member, env }));
+    assert.equal(test.failure.cause, "test_failure");
+    const [panic] = test.failures;
+    assert.deepEqual(
+      [panic.test, panic.target, panic.location?.file, panic.location?.line, panic.location?.in_repository],
+      ["tests::answer", "app (lib)", "crates/app/src/lib.rs", 5, true],
+    );
+    assert.match(test.failure.detail, /tests::answer panicked at crates\/app\/src\/lib\.rs:5:9: /);
   });
 });

@@ -101,6 +101,7 @@ async function finishedJob(t: TestApp, protocol: HostProtocol, token: string, li
       ],
     },
     cargoOutput,
+    lineageSave: { lineage, bytes: 1000, generation, rootGeneration: generation },
     artifacts: [{ path: "debug/app", ...artifact }],
   });
   assert.equal(finished, "finished");

@@ -333,6 +333,7 @@ async function trialOn(dialectName: string, database: TestDatabase, seed: number
         failure: null,
         report: { phases: [], crates: [], tests: [], unit: null },
         cargoOutput: null,
+        lineageSave: null,
         artifacts: [],
       };
       const finished = await protocol.finish(lease, result);

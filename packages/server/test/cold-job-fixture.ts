@@ -49,6 +49,12 @@ export async function finishColdJob(
       ],
     },
     cargoOutput: null,
+    lineageSave: {
+      lineage: input.lineage,
+      bytes: input.savedBytes,
+      generation: input.generation,
+      rootGeneration: input.generation,
+    },
     artifacts: [],
   });
   assert.equal(finished, "finished");

@@ -277,6 +277,7 @@ for (const dialect of SQLITE) {
         failure: { phase: "test", cause: "test_failure", detail: "1 test(s) failed" },
         report: { phases: [], crates: [], tests: [], unit: null },
         cargoOutput: null,
+        lineageSave: null,
         artifacts: [],
       };
       assert.equal(await p.service.finish({ jobId: job.id, attempt: 1, leaseToken: "not-the-lease" }, result), "stale");
@@ -341,6 +342,7 @@ for (const dialect of SQLITE) {
         failure: null,
         report: { phases: "none", crates: [], tests: [], unit: null },
         cargoOutput: null,
+        lineageSave: null,
         artifacts: [],
       } as unknown as AttemptResult);
       assert.equal(answer, "finished");

@@ -311,6 +311,7 @@ for (const dialect of DIALECTS) {
             failure: null,
             report: { phases: [], crates: [], tests: [], unit: null },
             cargoOutput: null,
+            lineageSave: null,
             artifacts: [],
           });
           assert.equal(finished, "finished");

@@ -302,6 +302,7 @@ for (const dialect of DIALECTS) {
           failure: null,
           report: { phases: [], crates: [], tests: [], unit: null },
           cargoOutput: null,
+          lineageSave: null,
           artifacts: [],
         }),
         "finished",

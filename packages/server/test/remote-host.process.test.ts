@@ -59,6 +59,7 @@ const passed: AttemptResult = {
   failure: null,
   report: { phases: [], crates: [], tests: [], unit: null },
   cargoOutput: null,
+  lineageSave: null,
   artifacts: [],
 };
 

@@ -18,7 +18,19 @@ const report = (
   crates: [],
   tests: [],
   unit: null,
+  // The dependency gateway's crate cache listed first: what the quota counts is the result's
+  // lineageSave, whatever order the evidence lists its caches in.
   caches: [
+    {
+      lineage: "crates:local",
+      class: "dependencies",
+      outcome: "warm" as const,
+      reason: null,
+      restored_bytes: 0,
+      saved_bytes: 4096,
+      saved_generation: 9,
+      root_generation: 9,
+    },
     {
       lineage,
       class: "build/dev/stable",
@@ -81,6 +93,7 @@ for (const dialect of DIALECTS) {
         failure: null,
         report: report(lineage, saved),
         cargoOutput: null,
+        lineageSave: { lineage, bytes: saved.bytes, generation: saved.generation, rootGeneration: saved.root },
         artifacts: [],
       });
       assert.equal(finished, "finished");

@@ -308,8 +308,28 @@ for (const dialect of DIALECTS) {
           crates: [],
           tests: [{ target: "demo (lib)", name: "tests::ok", outcome: "passed", duration_ms: 1 }, ...tests],
           unit: null,
+          // The crate cache listed first: the summary's cache column is the job's own lineage's.
+          caches: [
+            {
+              lineage: "crate-cache@local",
+              class: "dependency-gateway",
+              outcome: "warm",
+              reason: null,
+              restored_bytes: 0,
+              saved_bytes: 0,
+            },
+            {
+              lineage: "lin_demo",
+              class: "build/dev/stable",
+              outcome: "cold",
+              reason: "first job of the class",
+              restored_bytes: 0,
+              saved_bytes: null,
+            },
+          ],
         },
         cargoOutput: blob,
+        lineageSave: null,
         artifacts: [],
       });
       assert.equal(finished, "finished");
@@ -420,7 +440,7 @@ for (const dialect of DIALECTS) {
       await checks.pass();
       assert.deepEqual(run.statuses, ["queued", "in_progress", "completed"]);
       assert.equal(run.conclusion, "failure");
-      assert.match(run.output.summary ?? "", /\| 1 \| 2 \| 0 \| 30 s \|/);
+      assert.match(run.output.summary ?? "", /\| 1 \| 2 \| 0 \| 30 s \| cold \(first job of the class\) \|/);
       assert.match(run.output.summary ?? "", new RegExp(`/api/jobs/${jobId}/evidence`));
       assert.deepEqual(
         run.annotations.map((a) => [a.path, a.start_line, a.annotation_level]),

@@ -312,7 +312,10 @@ export const CacheItem = Type.Object(
     restored_bytes: Count(),
     saved_bytes: Nullable(Count(), "Bytes saved back; null if not saved."),
     saved_generation: Type.Optional(
-      Nullable(Count(), "The lineage generation this attempt saved (what the control plane accounts)."),
+      Nullable(
+        Count(),
+        "The lineage generation this attempt saved (evidence; the control plane accounts AttemptResult.lineageSave).",
+      ),
     ),
     root_generation: Type.Optional(Nullable(Count(), "Where the saved generation's chain started cold.")),
     restored_generation: Type.Optional(Nullable(Count(), "The generation restored; null when cold.")),
@@ -499,6 +502,25 @@ export type AttemptFailure = Static<typeof AttemptFailure>;
 
 const StoredBlob = Type.Object({ sha256: Sha256Hex(), bytes: Count() }, { additionalProperties: false });
 
+/**
+ * The lineage generation an attempt saved: what the control plane counts against the tenant's
+ * storage quota (lineages/record-lineage-save.ts), named on its own rather than read out of the
+ * evidence's caches list.
+ */
+export const LineageSave = Type.Object(
+  {
+    lineage: Type.String({
+      minLength: 1,
+      description: "The lineage's identity (the evidence's caches item names it too).",
+    }),
+    bytes: Count(),
+    generation: Count(),
+    rootGeneration: Count("Where the saved generation's chain started cold."),
+  },
+  { additionalProperties: false },
+);
+export type LineageSave = Static<typeof LineageSave>;
+
 export const AttemptResult = Type.Object(
   {
     outcome: Type.Union([Type.Literal("passed"), Type.Literal("failed"), Type.Literal("cancelled")]),
@@ -506,6 +528,7 @@ export const AttemptResult = Type.Object(
     failure: Nullable(AttemptFailure),
     report: AttemptReport,
     cargoOutput: Nullable(StoredBlob),
+    lineageSave: Nullable(LineageSave, "The lineage generation this attempt saved; null when it saved none."),
     artifacts: Type.Array(
       Type.Object(
         {

@@ -13,7 +13,7 @@ import {
   resolutionInputsUnchanged,
   restoreGeneratedLockfiles,
 } from "./generated-lockfiles.js";
-import type { CacheItem, CrateItem, Placement } from "./host-protocol.js";
+import type { CacheItem, CrateItem, LineageSave, Placement } from "./host-protocol.js";
 import { lockedCrateDigests, workspaceLockfile } from "./lineage-seeding.js";
 import type { LineageLease, LineageStore } from "./lineage-store.js";
 import { measureTreeBytes } from "./measure-tree-bytes.js";
@@ -240,6 +240,17 @@ export class AttemptLineage {
     await this.store.discard(this.lease, "ended with an error of the host agent", at);
   }
 
+  /** The generation this attempt saved, for the control plane's quota accounting; null when it saved none. */
+  lineageSave(): LineageSave | null {
+    if (this.saved === null || this.savedBytes === null) return null;
+    return {
+      lineage: this.lease.key,
+      bytes: this.savedBytes,
+      generation: this.saved.generation,
+      rootGeneration: this.saved.root,
+    };
+  }
+
   /**
    * The evidence's `caches` item (open record: generation and what became of the save are
    * extra; a seeded attempt's seed and the dependency crates cargo found fresh in its copy too).
@@ -256,8 +267,8 @@ export class AttemptLineage {
       restored_generation: this.lease.outcome === "warm" ? this.lease.baseGeneration : null,
       restore_ms: Math.round(this.lease.checkoutMs * 1000) / 1000,
       save: this.saveNote,
-      // What the control plane accounts (lineages/record-lineage-save.ts): the generation saved
-      // and where its chain started cold.
+      // The generation saved and where its chain started cold (what the control plane accounts
+      // comes from lineageSave(), not from here).
       saved_generation: this.saved?.generation ?? null,
       root_generation: this.saved?.root ?? null,
       ...(seed === undefined

@@ -36,6 +36,7 @@ export type {
   HeldRegistryCredential,
   HostEnrollment,
   Injection,
+  LineageSave,
   LogLine,
   RegistryCredentialGrant,
   SourceEntry,

@@ -124,6 +124,7 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
       failure: failureOf(placement, outcome, cargo.run, cargo.summary),
       report: assembleReport(attempt, cargo, lineage, affected.evidence, provided),
       cargoOutput,
+      lineageSave: lineage?.lineageSave() ?? null,
       artifacts,
     });
   } catch (error) {
@@ -204,6 +205,7 @@ async function failedBeforeCargo(
     failure,
     report: { phases: attempt.phases.phases, crates: [], tests: [], unit: null },
     cargoOutput: null,
+    lineageSave: null,
     artifacts: [],
   });
 }

@@ -4,7 +4,6 @@ import {
   type AttemptClaimAnswer,
   type AttemptPlacement,
   type AttemptRef,
-  type AttemptReport,
   AttemptResult,
   CLAIM_MAX_WAIT_MS,
   type Clock,
@@ -347,7 +346,7 @@ export class HostService {
    */
   async #settle(ref: AttemptRef, result: AttemptResult): Promise<FinishAnswer> {
     const now = this.deps.clock.now();
-    const saved = savedLineageOf(result.report);
+    const saved = result.lineageSave;
     // The host shipped every log line before finishing: its failures' lines are found now, once.
     const report = await withFailureLogSequences(this.deps.storage, ref, result.report);
     return finishAttempt(this.deps.storage, {
@@ -375,7 +374,10 @@ export class HostService {
             repository: job.repository,
             class: job.class,
             host: attempt.host_id,
-            ...saved,
+            lineage: saved.lineage,
+            bytes: saved.bytes,
+            generation: saved.generation,
+            rootGeneration: saved.rootGeneration,
             seedContext: seedContextOfJob(job),
             now,
             quotaBytes: controls?.storageQuotaBytes ?? this.#quotaBytes,
@@ -395,29 +397,7 @@ function refusedResult(failure: AttemptResult["failure"]): AttemptResult {
     failure,
     report: { phases: [], crates: [], tests: [], unit: null },
     cargoOutput: null,
+    lineageSave: null,
     artifacts: [],
-  };
-}
-
-/** The lineage save an attempt's evidence reports (its `caches` item), or null when it saved none. */
-function savedLineageOf(
-  report: AttemptReport,
-): { lineage: string; bytes: number; generation: number; rootGeneration: number } | null {
-  const item = report.caches?.[0];
-  if (
-    item === undefined ||
-    item.saved_bytes === null ||
-    item.saved_generation === undefined ||
-    item.saved_generation === null ||
-    item.root_generation === undefined ||
-    item.root_generation === null
-  ) {
-    return null;
-  }
-  return {
-    lineage: item.lineage,
-    bytes: item.saved_bytes,
-    generation: item.saved_generation,
-    rootGeneration: item.root_generation,
   };
 }

@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
-import { type BlobStore, claimUpload, type Db, insertJob, type JobRow, readUpload, type Storage } from "@kiln/storage";
+import { type BlobStore, readUpload, type Storage } from "@kiln/storage";
 import { refuse } from "../refusal.js";
 import { readSourceManifest } from "../sources/read-source-manifest.js";
 import { isExpired } from "../sources/upload-view.js";
 import { refuseOversizedCargoFiles } from "./admission-source.js";
-import { type AdmittedSource, admitInvocation } from "./admit-inline-source.js";
+import { admitInvocation } from "./admit-inline-source.js";
+import type { AdmittedSource } from "./admitted-source.js";
 import type { SourceManifestEntry } from "./source-manifest.js";
 
 export interface ArchiveReference {
@@ -85,26 +86,6 @@ export async function admitArchiveSource(
   refuseOversizedCargoFiles(entries);
   return {
     manifest: entries,
-    insert: (db, row, onCreated) =>
-      insertJob(db, row, async (trx, job) => {
-        await claim(trx, job);
-        await onCreated?.(trx, job);
-      }),
+    transfer: { kind: "archive", upload: upload.upload, manifestSha256: archive.manifest_sha256 },
   };
-
-  async function claim(trx: Db, job: JobRow): Promise<void> {
-    const claimed = await claimUpload(trx, {
-      tenantId: input.tenantId,
-      upload: upload.upload,
-      manifestSha256: archive.manifest_sha256,
-      jobId: job.id,
-      now: input.now,
-    });
-    if (!claimed) {
-      refuse(
-        "conflict",
-        `upload ${upload.upload} was claimed by another submission, or expired, while this one was admitted`,
-      );
-    }
-  }
 }

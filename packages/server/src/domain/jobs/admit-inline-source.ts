@@ -1,9 +1,10 @@
-import { type BlobStore, type Db, insertJob, recordInlineSourceBytes } from "@kiln/storage";
+import type { BlobStore, Db } from "@kiln/storage";
 import { MAX_INVOCATION_STRING_BYTES, nulIn } from "../policy/host-safe-strings.js";
 import { refuse } from "../refusal.js";
 import { type Outcome, valueOrRefusal } from "../refusal-outcome.js";
 import { refuseOverBandwidth } from "../tenants/bandwidth-allowance.js";
 import { refuseOversizedCargoFiles } from "./admission-source.js";
+import type { AdmittedSource } from "./admitted-source.js";
 import { refusedEnvironmentReason } from "./refused-environment.js";
 import type { SourceManifestEntry } from "./source-manifest.js";
 
@@ -79,25 +80,14 @@ export function admitInvocation(
   }
 }
 
-/** A job's source as admitted: the manifest the host materializes. */
-export interface AdmittedSource {
-  readonly manifest: readonly SourceManifestEntry[];
-  /**
-   * Inserts the job (storage insertJob); a streamed archive's also claims its upload, an inline
-   * source's records its bytes (inline_source_bytes), in the same transaction, before the
-   * caller's own `onCreated`.
-   */
-  readonly insert: typeof insertJob;
-}
-
 /**
  * The legacy inline source: its rules (admitInlineFiles, checked where its body was prepared and
  * thrown here: body-preparations.ts) and the bounds of its Cargo files, then the tenant's
- * bandwidth allowance, then its bytes into the blob store file by file.
+ * bandwidth allowance (the admission's snapshot of it), then its bytes into the blob store file by file.
  *
  * Its files' bytes are source bytes received like an uploaded part's: refused by the same check
  * (refuseOverBandwidth, `conflict` with the retry time) before anything is stored, and recorded
- * in the job's insert transaction (inline_source_bytes), where the bandwidth consumption and
+ * in the job's insert transaction (insertAdmittedJob: inline_source_bytes), where the bandwidth consumption and
  * usage's bytes uploaded count them. A replay of the submission never reaches here (the
  * submission key finds its job first), and of two racing ones only the one that inserts the job
  * records, so a submission's bytes count once. As for parts, concurrent submissions are not
@@ -111,6 +101,8 @@ export async function admitInlineSource(
     /** admitInlineFiles's verdict on the files. */
     rules: Outcome<null>;
     invocation: Parameters<typeof admitInvocation>[0];
+    /** The tenant's bandwidth allowance, from the admission's policy snapshot. */
+    bandwidthAllowance: number;
     now: Date;
   },
 ): Promise<AdmittedSource> {
@@ -123,6 +115,7 @@ export async function admitInlineSource(
   if (sourceBytes > 0) {
     await refuseOverBandwidth(deps.db, {
       tenantId: input.tenantId,
+      allowance: input.bandwidthAllowance,
       incomingBytes: sourceBytes,
       now: input.now,
       operation: "jobs.submit with an inline source",
@@ -133,23 +126,7 @@ export async function admitInlineSource(
     const stored = await deps.blobs.put(file.bytes, file.sha256);
     manifest.push({ path: file.path, sha256: stored.sha256, bytes: stored.bytes, executable: file.executable });
   }
-  return {
-    manifest,
-    insert: (db, row, onCreated) =>
-      insertJob(db, row, async (trx, job) => {
-        if (sourceBytes > 0) {
-          await recordInlineSourceBytes(trx, {
-            jobId: job.id,
-            tenantId: job.tenant_id,
-            repository: job.repository,
-            submittedBy: job.submitted_by,
-            bytes: sourceBytes,
-            receivedAt: job.accepted_at,
-          });
-        }
-        await onCreated?.(trx, job);
-      }),
-  };
+  return { manifest, transfer: { kind: "inline", bytes: sourceBytes } };
 }
 
 /**

@@ -52,7 +52,8 @@ export function completedCheckRun(
   const passed = count("passed");
   const failed = count("failed");
   const ignored = count("ignored");
-  const cache = report?.caches?.[0];
+  // The job's own lineage (its class), not the dependency gateway's crate cache listed beside it.
+  const cache = report?.caches?.find((item) => item.class === job.class);
   const seconds =
     job.started_at !== null && job.finished_at !== null
       ? Math.max(0, Math.round((Date.parse(job.finished_at) - Date.parse(job.started_at)) / 1000))

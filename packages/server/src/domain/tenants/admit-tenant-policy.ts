@@ -8,7 +8,8 @@ import { admissionPolicyOf, type TenantAdmissionPolicy } from "./tenant-policy.j
  * submission's own transaction: a suspended tenant's submission is refused `conflict` naming
  * the suspension; an agent's, when the tenant's settings say agents may not submit,
  * `out_of_scope` naming `submit`; a size outside the tenant's allowed sizes `invalid_request`
- * naming body.size. Returns the policy for what admission snapshots (the tenant's ceiling).
+ * naming body.size. Returns the policy snapshot the rest of admission reads (the tenant's ceiling,
+ * its bandwidth allowance): the tenant's settings and controls are read once per submission.
  */
 export async function admitTenantPolicy(
   db: Db,
@@ -23,7 +24,7 @@ export async function admitTenantPolicy(
       `tenant ${tenantId} is suspended by the operator since ${controls.suspendedSince ?? "now"} (${controls.suspensionReason ?? "no reason given"}); new submissions are refused until it is lifted`,
     );
   }
-  const policy = admissionPolicyOf(await readTenantSettings(db, { tenantId }));
+  const policy = admissionPolicyOf(await readTenantSettings(db, { tenantId }), controls);
   if (principal.kind === "agent" && !policy.agentsMaySubmit) {
     refuse("out_of_scope", `tenant ${tenantId}'s settings do not let agents submit jobs (agents_may_submit is false)`, {
       scope: "submit",

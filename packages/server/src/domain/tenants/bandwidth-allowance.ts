@@ -9,6 +9,11 @@ export function bandwidthPeriodOf(now: Date): { start: Date; next: Date; period:
   return { start, next, period: start.toISOString().slice(0, 7) };
 }
 
+/** The tenant's monthly bandwidth allowance: the operator's control, the platform default otherwise. */
+export async function readBandwidthAllowance(db: StorageOrTransaction, tenantId: string): Promise<number> {
+  return controlLimits(await readTenantControls(db, { tenantId }), undefined).bandwidthBytesPerMonth;
+}
+
 /**
  * Refuses a source transfer that would pass the tenant's bandwidth allowance
  * (operator.tenants.controls `bandwidth_bytes_per_month`, the platform default otherwise):
@@ -23,13 +28,15 @@ export function bandwidthPeriodOf(now: Date): { start: Date; next: Date; period:
  * storage recorded (sumUploadedBytes), the same figure tenant.settings.get reports. Parts sent at
  * the same instant are not serialised against each other, so concurrent parts can pass the
  * allowance by at most what is in flight at once (each part at most 4 MiB).
+ *
+ * `allowance` is the tenant's, as its caller read it: jobs.submit passes the one from the
+ * admission's policy snapshot (admitTenantPolicy), the upload operations readBandwidthAllowance's.
  */
 export async function refuseOverBandwidth(
   db: StorageOrTransaction,
-  input: { tenantId: string; incomingBytes: number; now: Date; operation: string },
+  input: { tenantId: string; allowance: number; incomingBytes: number; now: Date; operation: string },
 ): Promise<void> {
-  const controls = await readTenantControls(db, { tenantId: input.tenantId });
-  const allowance = controlLimits(controls, undefined).bandwidthBytesPerMonth;
+  const allowance = input.allowance;
   const { start, next, period } = bandwidthPeriodOf(input.now);
   const used = await sumUploadedBytes(db, { tenantId: input.tenantId, since: start });
   const over = input.incomingBytes === 0 ? used >= allowance : used + input.incomingBytes > allowance;

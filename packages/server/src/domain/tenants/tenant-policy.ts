@@ -6,7 +6,7 @@ import { storageQuotaBytes } from "../repositories/storage-quota.js";
 import { wallClockBounds } from "../settings/repository-settings-view.js";
 
 /**
- * A tenant's policy (docs: docs/decisions/running-jobs.md, "Tenant policy"): what its admins set
+ * A tenant's policy (docs: docs/decisions/tenant-policy.md): what its admins set
  * (tenant.settings.write) and what the operator sets (operator.tenants.controls.set), each
  * with its platform default.
  */
@@ -27,19 +27,28 @@ export const TENANT_SETTINGS_EFFECTIVE = "next admitted job";
 /** What an operator.tenants.controls.set takes effect from (its audit entry says so). */
 export const TENANT_CONTROLS_EFFECTIVE = "next admission and next placement";
 
-/** The tenant's effective admission policy, as jobs.submit applies it. */
+/**
+ * The tenant's effective admission policy, as jobs.submit applies it: one snapshot of its
+ * settings and its operator controls, read once per submission and passed down.
+ */
 export interface TenantAdmissionPolicy {
   readonly allowedSizes: readonly string[];
   readonly agentsMaySubmit: boolean;
   /** The tenant's default ceiling for repositories that set none (null: the platform's). */
   readonly wallClockCeilingSeconds: number | null;
+  /** Source bytes the tenant may upload this calendar month (operator control or platform default). */
+  readonly bandwidthBytesPerMonth: number;
 }
 
-export function admissionPolicyOf(stored: StoredTenantSettings | undefined): TenantAdmissionPolicy {
+export function admissionPolicyOf(
+  stored: StoredTenantSettings | undefined,
+  controls: StoredTenantControls | undefined,
+): TenantAdmissionPolicy {
   return {
     allowedSizes: stored?.allowedSizes ?? SIZES,
     agentsMaySubmit: stored?.agentsMaySubmit ?? true,
     wallClockCeilingSeconds: stored?.wallClockCeilingSeconds ?? null,
+    bandwidthBytesPerMonth: controlLimits(controls, undefined).bandwidthBytesPerMonth,
   };
 }
 

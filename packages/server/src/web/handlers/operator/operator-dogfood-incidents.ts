@@ -1,11 +1,13 @@
 import type { ResponseDocumentOf } from "@kiln/contract";
 import { DOGFOOD_ZERO_TOLERANCE_CLASSES } from "@kiln/contract";
 import {
+  type Db,
   type DogfoodIncidentRow,
   readDogfoodIncident,
   recordDogfoodIncident,
   recordDogfoodIncidentIssue,
   resolveDogfoodIncident,
+  type Storage,
 } from "@kiln/storage";
 import { auditedRecording } from "../../../domain/dogfood/audited-recording.js";
 import { loadTrialLedger } from "../../../domain/dogfood/trial-ledger.js";
@@ -92,36 +94,23 @@ export const recordIncidentIssue: Handler<"operator.dogfood.incidents.issue"> = 
   if (Date.parse(filedAt) < Date.parse(existing.occurred_at)) {
     refuse("invalid_request", `filed_at ${filedAt} is before the incident occurred (${existing.occurred_at})`);
   }
-  const { result } = await auditedRecording<ResponseDocumentOf<"operator.dogfood.incidents.issue">>({
-    storage: ctx.deps.storage,
-    actor: operator.principal,
-    operation: ctx.op.id,
-    target: `dogfood:incident:${incident}`,
-    now: ctx.now,
-    record: async (trx) => {
-      const r = await recordDogfoodIncidentIssue(trx, {
-        incident,
-        number,
-        filedAt,
-        recordedBy: operator.principal,
-        recordedAt: ctx.now.toISOString(),
-      });
-      const row = r?.row as DogfoodIncidentRow;
-      if (!r?.applied && !(row.issue_number === number && sameInstant(row.issue_filed_at, filedAt))) {
-        return {
-          outcome: "conflict",
-          value: `incident ${incident} already has issue #${row.issue_number} filed at ${row.issue_filed_at}`,
-        };
-      }
-      const view = incidentView(row);
-      return {
-        outcome: r?.applied ? "performed" : "replayed",
-        value: `issue #${number} filed at ${filedAt}${view.issue?.filed_late ? " (filed late)" : ""}`,
-        result: view,
-      };
+  return changeIncident(
+    { storage: ctx.deps.storage, actor: operator.principal, operation: ctx.op.id, now: ctx.now },
+    incident,
+    {
+      change: (trx) =>
+        recordDogfoodIncidentIssue(trx, {
+          incident,
+          number,
+          filedAt,
+          recordedBy: operator.principal,
+          recordedAt: ctx.now.toISOString(),
+        }),
+      sameAs: (row) => row.issue_number === number && sameInstant(row.issue_filed_at, filedAt),
+      conflict: (row) => `incident ${incident} already has issue #${row.issue_number} filed at ${row.issue_filed_at}`,
+      value: (view) => `issue #${number} filed at ${filedAt}${view.issue?.filed_late ? " (filed late)" : ""}`,
     },
-  });
-  return result;
+  );
 };
 
 /** operator.dogfood.incidents.resolve: the only way an incident is resolved (no run resolves one). */
@@ -130,32 +119,51 @@ export const resolveIncident: Handler<"operator.dogfood.incidents.resolve"> = as
   const { incident, detail } = ctx.body;
   if ((await readDogfoodIncident(ctx.db, incident)) === undefined)
     return refuse("not_found", `no incident ${incident}`);
-  const { result } = await auditedRecording<ResponseDocumentOf<"operator.dogfood.incidents.resolve">>({
-    storage: ctx.deps.storage,
-    actor: operator.principal,
-    operation: ctx.op.id,
+  return changeIncident(
+    { storage: ctx.deps.storage, actor: operator.principal, operation: ctx.op.id, now: ctx.now },
+    incident,
+    {
+      change: (trx) =>
+        resolveDogfoodIncident(trx, {
+          incident,
+          detail,
+          resolvedBy: operator.principal,
+          resolvedAt: ctx.now.toISOString(),
+        }),
+      sameAs: (row) => row.resolution_detail === detail,
+      conflict: (row) => `incident ${incident} was already resolved at ${row.resolved_at} otherwise`,
+      value: () => `resolved: ${detail}`,
+    },
+  );
+};
+
+type IncidentView = ReturnType<typeof incidentView>;
+
+/**
+ * An audited change to a recorded incident (its issue, its resolution): performed once; asked
+ * again with the same content, replayed; with other content, a conflict naming what is recorded.
+ */
+async function changeIncident(
+  by: { storage: Storage; actor: string; operation: string; now: Date },
+  incident: string,
+  how: {
+    change: (trx: Db) => Promise<{ applied: boolean; row: DogfoodIncidentRow } | undefined>;
+    sameAs: (row: DogfoodIncidentRow) => boolean;
+    conflict: (row: DogfoodIncidentRow) => string;
+    value: (view: IncidentView) => string;
+  },
+): Promise<IncidentView> {
+  const { result } = await auditedRecording<IncidentView>({
+    ...by,
     target: `dogfood:incident:${incident}`,
-    now: ctx.now,
     record: async (trx) => {
-      const r = await resolveDogfoodIncident(trx, {
-        incident,
-        detail,
-        resolvedBy: operator.principal,
-        resolvedAt: ctx.now.toISOString(),
-      });
-      const row = r?.row as DogfoodIncidentRow;
-      if (!r?.applied && row.resolution_detail !== detail) {
-        return {
-          outcome: "conflict",
-          value: `incident ${incident} was already resolved at ${row.resolved_at} otherwise`,
-        };
-      }
-      return {
-        outcome: r?.applied ? "performed" : "replayed",
-        value: `resolved: ${detail}`,
-        result: incidentView(row),
-      };
+      const changed = await how.change(trx);
+      // The incident was read before the recording; storage answers undefined only for a missing one.
+      const row = changed?.row as DogfoodIncidentRow;
+      if (!changed?.applied && !how.sameAs(row)) return { outcome: "conflict", value: how.conflict(row) };
+      const view = incidentView(row);
+      return { outcome: changed?.applied ? "performed" : "replayed", value: how.value(view), result: view };
     },
   });
   return result;
-};
+}

@@ -17,6 +17,7 @@ import { admissionSourceOf, pinnedToolchainOf } from "../../../domain/jobs/admis
 import { admitArchiveSource } from "../../../domain/jobs/admit-archive-source.js";
 import { admitInlineSource, jobClassOf } from "../../../domain/jobs/admit-inline-source.js";
 import { admitSettings } from "../../../domain/jobs/admit-settings.js";
+import { insertAdmittedJob } from "../../../domain/jobs/admitted-source.js";
 import { decideNetworkPolicy } from "../../../domain/jobs/decide-network-policy.js";
 import { jobView } from "../../../domain/jobs/job-view.js";
 import { MAX_ATTEMPTS } from "../../../domain/policy/platform-limits.js";
@@ -75,7 +76,7 @@ async function admitAndInsert(
   await requireOnboarded(ctx.db, principal.tenantId, body.repository);
   await requireActiveInstallation(ctx.db, principal.tenantId, body.repository);
   const invocation = body.workspace.invocation;
-  const { manifest, insert } =
+  const admitted =
     "archive" in source
       ? await admitArchiveSource(ctx.deps, {
           tenantId: principal.tenantId,
@@ -86,10 +87,17 @@ async function admitAndInsert(
         })
       : await admitInlineSource(
           { db: ctx.db, blobs: ctx.deps.blobs },
-          { tenantId: principal.tenantId, ...inlineFilesOf(source.files, prepared), invocation, now: ctx.now },
+          {
+            tenantId: principal.tenantId,
+            ...inlineFilesOf(source.files, prepared),
+            invocation,
+            bandwidthAllowance: tenantPolicy.bandwidthBytesPerMonth,
+            now: ctx.now,
+          },
         );
   // The Cargo files admission reads: bounded (the admit functions refused larger ones), each
   // parsed once, on a body worker (a large one holds a thread for up to a second).
+  const manifest = admitted.manifest;
   const admission = admissionSourceOf(
     manifest,
     ctx.deps.blobs,
@@ -112,9 +120,11 @@ async function admitAndInsert(
   const origin =
     invocation.toolchain !== undefined ? "invocation" : pinned !== null ? "rust-toolchain-file" : "host-default";
   const now = ctx.now.toISOString();
-  const { job, created } = await insert(
-    ctx.db,
-    {
+  const { job, created } = await insertAdmittedJob(ctx.db, {
+    source: admitted,
+    now: ctx.now,
+    onCreated: annotateIfHeld(ctx.deps.storage.capabilities.rowLocks),
+    row: {
       id: newJobId(ctx.now),
       tenant_id: principal.tenantId,
       repository: body.repository,
@@ -145,8 +155,7 @@ async function admitAndInsert(
       }),
       retry_of: null,
     },
-    annotateIfHeld(ctx.deps.storage.capabilities.rowLocks),
-  );
+  });
   if (!created) return replayOrConflict(job, requestHash, key);
   ctx.afterCommit(() => ctx.deps.wakeScheduler?.());
   return job.id;

@@ -20,7 +20,7 @@ import { readSourceManifest } from "../../../domain/sources/read-source-manifest
 import { SegmentDigests } from "../../../domain/sources/segment-digests.js";
 import { describeRanges, isExpired, missingRanges, uploadView } from "../../../domain/sources/upload-view.js";
 import { verifyUpload } from "../../../domain/sources/verify-upload.js";
-import { refuseOverBandwidth } from "../../../domain/tenants/bandwidth-allowance.js";
+import { readBandwidthAllowance, refuseOverBandwidth } from "../../../domain/tenants/bandwidth-allowance.js";
 import { preparedBody } from "../../http/body-preparations.js";
 import { type BaseContext, type Handler, principalOf } from "../../http/handler.js";
 import { ReceivedBytes } from "../../http/received-bytes.js";
@@ -183,6 +183,7 @@ export const reserveSource: Handler<"sources.reserve"> = async (ctx) => {
   // A new reservation once the month's bandwidth is used up is refused before anything is reserved.
   await refuseOverBandwidth(ctx.deps.storage, {
     tenantId: principal.tenantId,
+    allowance: await readBandwidthAllowance(ctx.deps.storage, principal.tenantId),
     incomingBytes: 0,
     now: ctx.now,
     operation: "sources.reserve",
@@ -263,6 +264,7 @@ export const putSourceChunk: Handler<"sources.chunk.put"> = async (ctx) => {
   // Before the bytes are stored or recorded, so a part over the bandwidth allowance leaves nothing.
   await refuseOverBandwidth(ctx.deps.storage, {
     tenantId: principal.tenantId,
+    allowance: await readBandwidthAllowance(ctx.deps.storage, principal.tenantId),
     incomingBytes: received.bytes,
     now: ctx.now,
     operation: "sources.chunk.put",
