@@ -407,6 +407,7 @@ export { findMembership } from "./tenants/find-membership.js";
 export { findPersonByEmail } from "./tenants/find-person-by-email.js";
 export { findTenant } from "./tenants/find-tenant.js";
 export { listMembershipsOfPerson } from "./tenants/list-memberships-of-person.js";
+export { namesOfPeople, type PersonName } from "./tenants/names-of-people.js";
 export type { Membership, Person, Tenant } from "./tenants/tenant.js";
 export { formatTimestamp } from "./timestamps.js";
 export { countMeteredJobs, type MeteredJobCounts } from "./usage/count-metered-jobs.js";

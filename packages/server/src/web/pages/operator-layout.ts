@@ -1,4 +1,5 @@
 import { escapeHtml } from "./html.js";
+import { pageHead } from "./layout-script.js";
 import { BASE_STYLE } from "./page-style.js";
 
 const STYLE = `${BASE_STYLE}header{background:#4a1d1d}header .who{color:#ddd}
@@ -7,7 +8,10 @@ const STYLE = `${BASE_STYLE}header{background:#4a1d1d}header .who{color:#ddd}
 .status-draining,.status-drained,.status-closed,.status-gate_closed{background:#fff1c2;color:#6b4e00}
 form.inline{display:inline-flex;gap:.4rem;align-items:center;margin:0}
 form.inline input{font:inherit;padding:.15rem .3rem}form.inline button{font:inherit;padding:.15rem .6rem;cursor:pointer}
-ul.links{display:flex;gap:1rem;flex-wrap:wrap;padding:0;list-style:none}`;
+ul.links{display:flex;gap:1rem;flex-wrap:wrap;padding:0;list-style:none}
+@media (prefers-color-scheme:dark){.status-ok,.status-serving,.status-open,.status-running,.status-met{background:#16351f;color:#8fe0a5}
+.status-refusing,.status-failed,.status-stopped,.status-flagged{background:#451a1a;color:#f6a6a6}
+.status-draining,.status-drained,.status-closed,.status-gate_closed{background:#3a3011;color:#f1d78a}}`;
 
 /** The operator console's sections, each a page of its own. */
 const NAVIGATION = [
@@ -33,8 +37,7 @@ export function operatorPage(input: { title: string; operator: string | null; bo
       : `<div class="who"><span id="operator-principal">${escapeHtml(input.operator)}</span>
 <form method="post" action="/operator/sign-out"><button type="submit" id="sign-out">Sign out</button></form></div>`;
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(input.title)} · kiln operator</title><style>${STYLE}</style></head>
+<html lang="en"><head>${pageHead(`${input.title} · kiln operator`, undefined, STYLE, [])}</head>
 <body><header><a class="brand" id="operator-home" href="/operator">kiln · Operator</a>${input.operator === null ? "" : `<nav>${NAVIGATION}</nav>`}${who}</header>
 <main><h1>${escapeHtml(input.title)}</h1>${input.body}</main></body></html>`;
 }
