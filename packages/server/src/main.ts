@@ -84,7 +84,11 @@ program
     const gitHubConfig = gitHubAppConfigFromEnv();
     const gitHubApp = gitHubConfig === null ? undefined : new GitHubApp(gitHubConfig, log);
     // Workload health judges canaries by these settings even where this process runs no canary loop.
-    const canaries = canarySettings({ intervalSeconds: config.canaryIntervalSeconds || undefined });
+    // KILN_CANARY_INTERVAL_SECONDS=0: no canaries here, and workload health says it is not measured.
+    const canaries = canarySettings({
+      intervalSeconds: config.canaryIntervalSeconds || undefined,
+      off: config.canaryIntervalSeconds === 0,
+    });
     // One listening end per process (storage notifications): log and event streams, the local
     // host's claim wait and the check run reporter wake on what any server process commits.
     const notifications = startJobNotifications(storage, {

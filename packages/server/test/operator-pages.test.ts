@@ -188,6 +188,10 @@ for (const dialect of DIALECTS) {
       assert.equal(dogfood.statusCode, 200, dogfood.body);
       assert.match(dogfood.body, /id="dogfood-state" data-state="gate_closed"/);
       assert.match(dogfood.body, /<table id="gate">/);
+      // An unmet gate condition reads as work left, not as the green "open" it showed before.
+      const gate = /<table id="gate">[\s\S]*?<\/table>/.exec(dogfood.body)?.[0] ?? "";
+      assert.match(gate, /class="status status-unmet">unmet</);
+      assert.doesNotMatch(gate, /status-open/);
 
       const controls = await opGet(`/operator/tenants/${tenant}`);
       assert.equal(controls.statusCode, 200, controls.body);

@@ -494,6 +494,7 @@ export const OPERATING_STATE_REASONS = {
     "canary_late",
     "canary_pending",
     "canary_stale",
+    "canaries_off",
   ],
 } as const;
 

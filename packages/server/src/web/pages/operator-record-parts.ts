@@ -60,7 +60,8 @@ export function renderDogfood(period: Period): string {
   const clock = period.clock;
   const gate = period.gate.conditions.map((c) => [
     escapeHtml(c.condition),
-    statusBadge(c.met ? "met" : "open"),
+    // Unmet reads as work left (amber), never as the green of an open gate.
+    statusBadge(c.met ? "met" : "unmet"),
     `<ul>${c.parts.map((p) => `<li><code>${escapeHtml(p.part)}</code> ${p.evidence === null ? `lacks: ${textOf(p.lacks)}` : `met by <span class="mono">${escapeHtml(p.evidence.reference)}</span>`}</li>`).join("")}</ul>`,
   ]);
   const windows = period.closed_windows.map((w) => [
