@@ -140,6 +140,7 @@ export { recordHostOperatorReadiness } from "./host-recovery/record-host-operato
 export { recordHostRecoveryPlan } from "./host-recovery/record-host-recovery-plan.js";
 export { reopenHostAdmission } from "./host-recovery/reopen-host-admission.js";
 export { type HostRecoveryPolicyChange, setHostRecoveryPolicy } from "./host-recovery/set-host-recovery-policy.js";
+export { advertisedToolchains } from "./hosts/advertised-toolchains.js";
 export { answerHostRead } from "./hosts/answer-host-read.js";
 export {
   type CertificateAuthorityRecord,
