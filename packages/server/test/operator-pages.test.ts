@@ -193,6 +193,17 @@ for (const dialect of DIALECTS) {
       assert.match(gate, /class="status status-unmet">unmet</);
       assert.doesNotMatch(gate, /status-open/);
 
+      // The Tenants page lists the tenants (operator.tenants.list), each linked to its controls.
+      const tenants = await opGet("/operator/tenants");
+      assert.equal(tenants.statusCode, 200, tenants.body);
+      assert.match(tenants.body, /<table id="tenants">/);
+      assert.match(tenants.body, new RegExp(`<a href="/operator/tenants/${tenant}" class="mono">${tenant}</a>`));
+      const listed = (await opGet("/operator/api/tenants")).json() as {
+        tenants: { tenant: string; members: number; suspended: boolean }[];
+      };
+      const row = listed.tenants.find((x) => x.tenant === tenant);
+      assert.ok(row !== undefined && row.members >= 1 && row.suspended === false, JSON.stringify(listed));
+
       const controls = await opGet(`/operator/tenants/${tenant}`);
       assert.equal(controls.statusCode, 200, controls.body);
       assert.match(controls.body, /id="tenant-controls"/);

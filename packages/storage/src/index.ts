@@ -408,6 +408,7 @@ export { findMembership } from "./tenants/find-membership.js";
 export { findPersonByEmail } from "./tenants/find-person-by-email.js";
 export { findTenant } from "./tenants/find-tenant.js";
 export { listMembershipsOfPerson } from "./tenants/list-memberships-of-person.js";
+export { type ListedTenant, listTenants } from "./tenants/list-tenants.js";
 export { namesOfPeople, type PersonName } from "./tenants/names-of-people.js";
 export type { Membership, Person, Tenant } from "./tenants/tenant.js";
 export { formatTimestamp } from "./timestamps.js";

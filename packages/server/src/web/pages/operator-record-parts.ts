@@ -178,3 +178,19 @@ export function tenantControlsForm(c: Controls): string {
 <p><label>Note (audited) <input name="note" maxlength="4000" size="60"></label></p>
 <p><button type="submit">Save controls</button></p></form>`;
 }
+
+/** The tenants, each linked to its controls, with members and suspension. */
+export function renderTenantList(listed: ResponseDocumentOf<"operator.tenants.list">): string {
+  const rows = listed.tenants.map((t) => [
+    tenantLink(t.tenant),
+    escapeHtml(t.display_name),
+    String(t.members),
+    t.suspended ? statusBadge("suspended") : statusBadge("active"),
+    formatTime(t.created_at),
+  ]);
+  return `${table("tenants", ["Tenant", "Name", "Members", "State", "Created"], rows, "No tenants yet.")}${
+    listed.more
+      ? `<p class="muted" id="tenants-more">More tenants follow the first ${listed.tenants.length}: open one by its identifier.</p>`
+      : ""
+  }`;
+}
