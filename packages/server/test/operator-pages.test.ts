@@ -197,6 +197,11 @@ for (const dialect of DIALECTS) {
       const tenants = await opGet("/operator/tenants");
       assert.equal(tenants.statusCode, 200, tenants.body);
       assert.match(tenants.body, /<table id="tenants">/);
+      assert.deepEqual(
+        [...tenants.body.matchAll(/<a href="([^"]*)" aria-current="page">/g)].map((m) => m[1]),
+        ["/operator/tenants"],
+        "the console's nav marks the current section",
+      );
       assert.match(tenants.body, new RegExp(`<a href="/operator/tenants/${tenant}" class="mono">${tenant}</a>`));
       const listed = (await opGet("/operator/api/tenants")).json() as {
         tenants: { tenant: string; members: number; suspended: boolean }[];

@@ -1,7 +1,7 @@
 import type { Principal } from "../../domain/identity/principal.js";
 import { ANSI_STYLE } from "./ansi-log.js";
 import { escapeHtml } from "./html.js";
-import { pageHead } from "./layout-script.js";
+import { navigationLinks, pageHead } from "./layout-script.js";
 import { BASE_STYLE } from "./page-style.js";
 
 const STYLE = `${BASE_STYLE}.status-passed{background:#d1f2d9;color:#135c25}.status-failed{background:#fbd5d5;color:#8a1111}
@@ -52,13 +52,9 @@ const SECTIONS = [
   ["/onboarding", "Onboarding"],
 ] as const;
 
-/** The navigation, the section holding `path` marked as the current page. */
+/** The dashboard's navigation, the section holding `path` marked as the current page. */
 export function navigation(path: string | undefined): string {
-  const pathname = path?.split(/[?#]/)[0] ?? "";
-  return SECTIONS.map(([href, label]) => {
-    const current = pathname === href || pathname.startsWith(`${href}/`);
-    return `<a href="${href}"${current ? ' aria-current="page"' : ""}>${label}</a>`;
-  }).join("");
+  return navigationLinks(SECTIONS, path);
 }
 
 /** A dashboard page: the navigation, who is signed in (with sign-out), and the body. */

@@ -8,6 +8,17 @@ import { escapeHtml } from "./html.js";
 
 export const LAYOUT_SCRIPT_PATH = "/assets/layout.js";
 
+/** A navigation's links, the section holding `path` (itself or a page under it) marked as the current page. */
+export function navigationLinks(sections: readonly (readonly [string, string])[], path: string | undefined): string {
+  const pathname = path?.split(/[?#]/)[0] ?? "";
+  return sections
+    .map(([href, label]) => {
+      const current = pathname === href || pathname.startsWith(`${href}/`);
+      return `<a href="${href}"${current ? ' aria-current="page"' : ""}>${label}</a>`;
+    })
+    .join("");
+}
+
 /** The icon of a status (a job's), or kiln's own where there is none. */
 export function faviconPath(status: string | undefined): string {
   return `/assets/favicon/${encodeURIComponent(status ?? "kiln")}.svg`;

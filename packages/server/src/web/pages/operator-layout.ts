@@ -1,5 +1,5 @@
 import { escapeHtml } from "./html.js";
-import { pageHead } from "./layout-script.js";
+import { navigationLinks, pageHead } from "./layout-script.js";
 import { BASE_STYLE } from "./page-style.js";
 
 const STYLE = `${BASE_STYLE}header{background:#4a1d1d}header .who{color:#ddd}
@@ -15,23 +15,21 @@ ul.links{display:flex;gap:1rem;flex-wrap:wrap;padding:0;list-style:none}
 .status-draining,.status-drained,.status-closed,.status-gate_closed,.status-unmet{background:#3a3011;color:#f1d78a}.status-off{background:#33343a;color:#c4c4cc}}`;
 
 /** The operator console's sections, each a page of its own. */
-const NAVIGATION = [
+const SECTIONS = [
   ["/operator/hosts", "Hosts"],
   ["/operator/placements", "Placements"],
   ["/operator/anomalies", "Anomalies"],
   ["/operator/audit", "Audit"],
   ["/operator/dogfood", "Dogfood"],
   ["/operator/tenants", "Tenants"],
-]
-  .map(([href, label]) => `<a href="${href}">${label}</a>`)
-  .join("");
+] as const;
 
 /**
  * An operator console page: its own header (the "Operator" mark and navigation; the tenant
  * dashboard's layout never links here, and this one never links into a tenant's pages), the
  * operator's sign-out, and the body.
  */
-export function operatorPage(input: { title: string; operator: string | null; body: string }): string {
+export function operatorPage(input: { title: string; operator: string | null; body: string; path?: string }): string {
   const who =
     input.operator === null
       ? ""
@@ -39,6 +37,6 @@ export function operatorPage(input: { title: string; operator: string | null; bo
 <form method="post" action="/operator/sign-out"><button type="submit" id="sign-out">Sign out</button></form></div>`;
   return `<!doctype html>
 <html lang="en"><head>${pageHead(`${input.title} · kiln operator`, undefined, STYLE, [])}</head>
-<body><header><a class="brand" id="operator-home" href="/operator">kiln · Operator</a>${input.operator === null ? "" : `<nav>${NAVIGATION}</nav>`}${who}</header>
+<body><header><a class="brand" id="operator-home" href="/operator">kiln · Operator</a>${input.operator === null ? "" : `<nav>${navigationLinks(SECTIONS, input.path)}</nav>`}${who}</header>
 <main><h1>${escapeHtml(input.title)}</h1>${input.body}</main></body></html>`;
 }

@@ -81,7 +81,11 @@ export function registerOperatorPages(app: FastifyInstance, deps: AppDeps, handl
     reply,
   });
   const send = (reply: FastifyReply, status: number, operator: OperatorPrincipal | null, title: string, body: string) =>
-    sendPage(reply, status, operatorPage({ title, operator: operator?.principal ?? null, body }));
+    sendPage(
+      reply,
+      status,
+      operatorPage({ title, operator: operator?.principal ?? null, body, path: reply.request.url }),
+    );
 
   /** The operator's page context; without an operator session the request is sent to sign in. */
   async function open(
