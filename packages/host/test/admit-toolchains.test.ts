@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import {
   admitToolchain,
+  admittedToolchainNames,
   hostTriple,
   listAdmittedToolchains,
   resolveToolchain,
@@ -71,6 +72,23 @@ describe("toolchain admission", () => {
       // A release version never silently resolves to a nightly of the same number.
       assert.throws(() => resolveToolchain("1.97.0", admitted), ToolchainNotAdmittedError);
       assert.throws(() => resolveToolchain("beta", admitted), /admitted: 1\.90\.0-.*nightly-.*stable-/);
+    });
+
+    it("advertises exactly the names it resolves: full names, channels and release versions", async () => {
+      const admitted = await listAdmittedToolchains({ rustupHome });
+      const names = admittedToolchainNames(admitted);
+      assert.deepEqual(names, [
+        "1.90.0",
+        `1.90.0-${hostTriple()}`,
+        "1.95.0",
+        "nightly",
+        `nightly-${hostTriple()}`,
+        "stable",
+        `stable-${hostTriple()}`,
+      ]);
+      for (const name of names) assert.ok(resolveToolchain(name, admitted), name);
+      // A nightly's version is not a name: resolving it would fail on the host too.
+      assert.ok(!names.includes("1.97.0"));
     });
   });
 });

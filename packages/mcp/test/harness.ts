@@ -84,6 +84,8 @@ export async function startKiln(options: { localHost?: boolean; storage?: Storag
       {
         workRoot: mkdtempSync(join(tmpdir(), "kiln-mcp-attempts-")),
         lineageRoot,
+        // Several attempts at once on a two-core machine (each attempt's cgroup still caps it).
+        vcpus: 16,
       },
     );
     wake = host.wake;

@@ -61,6 +61,8 @@ export interface ServerConfig {
   readonly largeRequestsPerTenant: number | undefined;
   /** KILN_MAX_ATTEMPT_DISK_BYTES (at least 1 MiB): the most disk one attempt of the embedded host may take. */
   readonly maxAttemptDiskBytes: number | undefined;
+  /** KILN_LOCAL_HOST_VCPUS (at least 1; default the machine's): the vCPUs the embedded host offers. */
+  readonly localHostVcpus: number | undefined;
   /**
    * KILN_TENANT_INGRESS_BYTES_PER_SECOND and KILN_TENANT_INGRESS_BURST_BYTES (default
    * DEFAULT_TENANT_INGRESS): each tenant's bodies read at most this fast while another tenant is
@@ -217,6 +219,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     retentionSweepSeconds: secondsFromEnv(env, "KILN_RETENTION_SWEEP_SECONDS", 3600),
     bodyWorkers: countFromEnv(env, "KILN_BODY_WORKERS", 0),
     maxAttemptDiskBytes: countFromEnv(env, "KILN_MAX_ATTEMPT_DISK_BYTES", 2 ** 20),
+    localHostVcpus: countFromEnv(env, "KILN_LOCAL_HOST_VCPUS", 1),
     largeRequestsPerTenant: countFromEnv(env, "KILN_LARGE_REQUESTS_PER_TENANT", 1),
     tenantIngress: tenantIngressFromEnv(env),
     blobLocation: env.KILN_BLOB_URL?.trim() ? parseS3BlobUrl(env.KILN_BLOB_URL.trim()) : undefined,

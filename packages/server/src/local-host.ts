@@ -24,9 +24,8 @@ export interface LocalHostOptions {
    */
   readonly lineageRoot?: string | null;
   /**
-   * vCPU slots the host offers. The embedded host offers 16 by default so that every
-   * size can be placed on a small machine; each attempt's cgroup still caps it at its
-   * size's quota.
+   * vCPU slots the host offers: by default the machine's (availableParallelism), so the fleet
+   * view and placement say what the machine has; a size larger than that is not placed here.
    */
   readonly vcpus?: number;
   /** How attempts are isolated (default: the sandbox; main.ts chooses by KILN_EXECUTOR). */
@@ -93,7 +92,7 @@ export async function startLocalHost(
     },
     ...(options.gateway === undefined ? {} : { gatewayEgress: options.gateway.egress }),
     ...(options.gateway?.extraCa === undefined ? {} : { gatewayCa: options.gateway.extraCa }),
-    vcpus: options.vcpus ?? Math.max(16, availableParallelism()),
+    vcpus: options.vcpus ?? availableParallelism(),
     ...(options.heartbeatSeconds === undefined ? {} : { heartbeatSeconds: options.heartbeatSeconds }),
     ...(options.isolation === undefined ? {} : { isolation: options.isolation }),
   });

@@ -70,6 +70,9 @@ program
     // without it they stay files under the data directory. Every put is cleared against the
     // artifact retention sweep first (storage's artifact-blobs/). Streamed source parts are staged
     // under the data directory before they go up to a bucket (web/http/received-bytes.ts).
+    // The local blob store's root exists from the first start (0700 like the data dir), so
+    // readiness's write probe finds it before any blob was written.
+    if (config.blobLocation === undefined) mkdirSync(join(config.dataDir, "blobs"), { recursive: true, mode: 0o700 });
     const blobs = new SweepFencedBlobStore(
       config.blobLocation === undefined
         ? new LocalBlobStore(join(config.dataDir, "blobs"))
@@ -81,7 +84,11 @@ program
     const gitHubConfig = gitHubAppConfigFromEnv();
     const gitHubApp = gitHubConfig === null ? undefined : new GitHubApp(gitHubConfig, log);
     // Workload health judges canaries by these settings even where this process runs no canary loop.
-    const canaries = canarySettings({ intervalSeconds: config.canaryIntervalSeconds || undefined });
+    // KILN_CANARY_INTERVAL_SECONDS=0: no canaries here, and workload health says it is not measured.
+    const canaries = canarySettings({
+      intervalSeconds: config.canaryIntervalSeconds || undefined,
+      off: config.canaryIntervalSeconds === 0,
+    });
     // One listening end per process (storage notifications): log and event streams, the local
     // host's claim wait and the check run reporter wake on what any server process commits.
     const notifications = startJobNotifications(storage, {
@@ -128,6 +135,7 @@ program
             // Several kiln-servers on one database each run a local host: KILN_LOCAL_HOST_ID names
             // each one's (default "local"), since a host's id is who holds its leases.
             ...(process.env.KILN_LOCAL_HOST_ID ? { hostId: process.env.KILN_LOCAL_HOST_ID } : {}),
+            ...(config.localHostVcpus === undefined ? {} : { vcpus: config.localHostVcpus }),
             workRoot: join(config.dataDir, "attempts"),
             crateCache: { root: join(config.dataDir, "crates"), cratesIoIndex: config.cratesIoIndex },
             // KILN_LISTEN's port 0 became `port`: that is the listener the gateway must never reach.
@@ -259,10 +267,7 @@ program
       out(`  first start: created tenant ${first.tenant} with owner ${first.email}`);
       out(`  sign in to the dashboard (one-time link, 24 hours): ${link}`);
       out(`  more links: kiln-server admin sign-in-link ${first.email}`);
-      out(`  log a CLI in: POST ${publicOrigin}/api/device/start, open its verification_uri while signed in, approve;`);
-      out(
-        "    its next GET /api/device/poll returns the kiln_cli_ token (the `kiln login` command arrives with the CLI)",
-      );
+      out(`  log the CLI in: kiln login --server ${publicOrigin} (approve the code it shows while signed in)`);
     }
   });
 

@@ -282,6 +282,8 @@ export async function startEmbedded(
       {
         workRoot,
         lineageRoot,
+        // Several attempts at once on a two-core machine, as before the default became the machine's.
+        vcpus: 16,
         isolation: options.isolation ?? sandboxIsolation({ executor: options.executor ?? createSandboxExecutor() }),
         crateCache: {
           root: crateRoot,

@@ -215,7 +215,9 @@ for (const dialect of DIALECTS) {
       assert.equal(unnamed.statusCode, 401);
       const signedOut = await t.app.inject({ method: "POST", url: `/jobs/${job.id}/cancel`, headers: SAME_ORIGIN });
       assert.equal(signedOut.statusCode, 303);
-      assert.equal(signedOut.headers.location, `/?next=${encodeURIComponent(`/jobs/${job.id}`)}`);
+      // The cancel is kept for the person to confirm once signed in again, then back to the job.
+      const resume = `/resume?${new URLSearchParams({ action: `/jobs/${job.id}/cancel`, back: `/jobs/${job.id}` })}`;
+      assert.equal(signedOut.headers.location, `/?next=${encodeURIComponent(resume)}`);
       assert.equal(await statusOf(job.id), "queued");
     });
 

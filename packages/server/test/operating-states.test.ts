@@ -3,6 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { claimNextJob, createTenant, LocalBlobStore, registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { sql } from "kysely";
+import { canarySettings } from "../src/domain/platform/canaries/canary-settings.js";
 import { HOST_FRESH_SECONDS } from "../src/domain/platform/host-serving.js";
 import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { type TestApp, testApp } from "./harness.js";
@@ -165,6 +166,30 @@ describe("operating states: an unwritable blob store", () => {
       assert.deepEqual(
         [r.json().management_readiness.state, r.json().management_readiness.reason.code],
         ["refusing", "blob_store_unwritable"],
+      );
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe("operating states: canaries off in this deployment", () => {
+  it("workload health says it is not measured, with no deadline, and the console shows it off", async () => {
+    const [dialect] = DIALECTS;
+    assert.ok(dialect);
+    const t = await testApp(await dialect.openFresh(), { canaries: canarySettings({ off: true }) });
+    try {
+      const operator = await operatorClient(t.app, t.storage, t.clock.now());
+      const r = await operator.get("/operator/api/platform/states");
+      assert.equal(r.statusCode, 200, r.body);
+      const health = r.json().end_to_end_workload_health;
+      assert.deepEqual([health.state, health.reason.code, health.deadline], ["ok", "canaries_off", null]);
+      assert.match(health.reason.detail, /not measured: canaries are off/);
+      const page = await operator.get("/operator");
+      assert.equal(page.statusCode, 200, page.body);
+      assert.match(
+        page.body,
+        /<span class="status status-off">off<\/span><\/span><\/td><td><code>canaries_off<\/code>/,
       );
     } finally {
       await t.close();

@@ -188,6 +188,26 @@ for (const dialect of DIALECTS) {
       assert.equal(dogfood.statusCode, 200, dogfood.body);
       assert.match(dogfood.body, /id="dogfood-state" data-state="gate_closed"/);
       assert.match(dogfood.body, /<table id="gate">/);
+      // An unmet gate condition reads as work left, not as the green "open" it showed before.
+      const gate = /<table id="gate">[\s\S]*?<\/table>/.exec(dogfood.body)?.[0] ?? "";
+      assert.match(gate, /class="status status-unmet">unmet</);
+      assert.doesNotMatch(gate, /status-open/);
+
+      // The Tenants page lists the tenants (operator.tenants.list), each linked to its controls.
+      const tenants = await opGet("/operator/tenants");
+      assert.equal(tenants.statusCode, 200, tenants.body);
+      assert.match(tenants.body, /<table id="tenants">/);
+      assert.deepEqual(
+        [...tenants.body.matchAll(/<a href="([^"]*)" aria-current="page">/g)].map((m) => m[1]),
+        ["/operator/tenants"],
+        "the console's nav marks the current section",
+      );
+      assert.match(tenants.body, new RegExp(`<a href="/operator/tenants/${tenant}" class="mono">${tenant}</a>`));
+      const listed = (await opGet("/operator/api/tenants")).json() as {
+        tenants: { tenant: string; members: number; suspended: boolean }[];
+      };
+      const row = listed.tenants.find((x) => x.tenant === tenant);
+      assert.ok(row !== undefined && row.members >= 1 && row.suspended === false, JSON.stringify(listed));
 
       const controls = await opGet(`/operator/tenants/${tenant}`);
       assert.equal(controls.statusCode, 200, controls.body);

@@ -132,13 +132,28 @@ describe("running cargo jobs end to end", () => {
     assert.ok(paged.some((l) => l.includes("kiln: cargo exited with 101")));
   });
 
-  it("an unknown toolchain fails the job with cause toolchain_not_admitted, naming the admitted ones", async () => {
-    const id = await submit(testedCrate("pinnedcrate", 0), "old-toolchain", { toolchain: "1.10.0" });
-    const job = await settle(id);
-    assert.equal(job.status, "failed");
-    assert.equal(job.failure.cause, "toolchain_not_admitted");
-    assert.match(job.failure.detail, /1\.10\.0/);
-    assert.match(job.failure.detail, /stable/, "the detail names the admitted toolchains");
+  it("an uninstalled toolchain is refused at submission, naming the installed ones the host advertised", async () => {
+    // The embedded host advertised its rustup toolchains when it enrolled (issue 36: the job was
+    // placed and only then failed toolchain_not_admitted).
+    const res = await app.inject({
+      method: "POST",
+      url: "/api/v4/jobs",
+      headers: { ...bearer(token), "content-type": "application/json", "idempotency-key": "old-toolchain" },
+      payload: JSON.stringify({
+        schema_version: 1,
+        repository: "acme/widget",
+        size: "kiln2-cpu",
+        workspace: {
+          base_commit: "0123456789abcdef0123456789abcdef01234567",
+          branch: "main",
+          invocation: { operation: "test", arguments: [], toolchain: "1.10.0" },
+          source: { files: testedCrate("pinnedcrate", 0) },
+        },
+      }),
+    });
+    assert.equal(res.statusCode, 400, res.body);
+    assert.equal(res.json().code, "invalid_request");
+    assert.match(res.json().detail, /toolchain 1\.10\.0, which no kiln host has installed \(installed: [^)]*stable/);
   });
 
   it("publishes the artifacts the invocation asks for; their bytes download", async () => {

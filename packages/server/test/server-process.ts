@@ -30,6 +30,8 @@ export async function startServerProcess(env: Record<string, string | undefined>
     // The platform's own canary jobs and anomaly rules stay off unless a test turns them on.
     KILN_CANARY_INTERVAL_SECONDS: "0",
     KILN_ANOMALY_INTERVAL_SECONDS: "0",
+    // The tests place several attempts at once on a two-core machine (each cgroup still caps its own).
+    KILN_LOCAL_HOST_VCPUS: "16",
   };
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) delete merged[name];

@@ -140,6 +140,7 @@ export { recordHostOperatorReadiness } from "./host-recovery/record-host-operato
 export { recordHostRecoveryPlan } from "./host-recovery/record-host-recovery-plan.js";
 export { reopenHostAdmission } from "./host-recovery/reopen-host-admission.js";
 export { type HostRecoveryPolicyChange, setHostRecoveryPolicy } from "./host-recovery/set-host-recovery-policy.js";
+export { advertisedToolchains } from "./hosts/advertised-toolchains.js";
 export { answerHostRead } from "./hosts/answer-host-read.js";
 export {
   type CertificateAuthorityRecord,
@@ -408,6 +409,8 @@ export { findMembership } from "./tenants/find-membership.js";
 export { findPersonByEmail } from "./tenants/find-person-by-email.js";
 export { findTenant } from "./tenants/find-tenant.js";
 export { listMembershipsOfPerson } from "./tenants/list-memberships-of-person.js";
+export { type ListedTenant, listTenants } from "./tenants/list-tenants.js";
+export { namesOfPeople, type PersonName } from "./tenants/names-of-people.js";
 export type { Membership, Person, Tenant } from "./tenants/tenant.js";
 export { formatTimestamp } from "./timestamps.js";
 export { countMeteredJobs, type MeteredJobCounts } from "./usage/count-metered-jobs.js";

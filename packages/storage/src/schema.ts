@@ -174,6 +174,8 @@ export interface HostsTable {
   isolation: string;
   /** Migration 0043: why the host serves with that isolation; null before it was reported. */
   isolation_reason: string | null;
+  /** Migration 0049: JSON array of the toolchain names the host admits; null where it advertised none. */
+  toolchains: string | null;
   state: "serving" | "draining";
   enrolled_at: string;
   last_heartbeat_at: string | null;

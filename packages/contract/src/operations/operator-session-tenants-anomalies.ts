@@ -6,6 +6,7 @@ import {
   OperatingStates,
   OperatorAnomalies,
   OperatorAnomaly,
+  OperatorTenantList,
   PlatformAnomalies,
   PlatformAnomaly,
   PlatformAnomalyDispositionRequest,
@@ -45,6 +46,24 @@ export const OPERATOR_SESSION_TENANTS_ANOMALIES_OPERATIONS = [
     tag: "operator-session",
     request: {},
     response: { encoding: "none", description: "No body; clears the `kiln_operator_session` cookie." },
+  }),
+  defineOperatorOperation({
+    id: "operator.tenants.list",
+    method: "GET",
+    path: "/operator/api/tenants",
+    summary: "List the tenants by identifier: name, creation, members, whether suspended.",
+    tag: "operator-tenants",
+    request: {
+      query: Type.Object(
+        { limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 200 })) },
+        { additionalProperties: false },
+      ),
+    },
+    response: { encoding: "json", schema: OperatorTenantList },
+    extension: {
+      reason:
+        "The operator console's Tenants page lists tenants (issue 36); the spec opens a tenant's controls by its identifier only.",
+    },
   }),
   defineOperatorOperation({
     id: "operator.tenants.controls.get",

@@ -29,6 +29,13 @@ export const HostEnrollment = Type.Object(
         description: "Why the host serves with this isolation (KILN_EXECUTOR and, for auto, what its KVM probe found).",
       }),
     ),
+    toolchains: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+        maxItems: 1000,
+        description:
+          "Every name a job may request a toolchain this host has installed by (the full name, the channel without the host triple, a stable's release version); jobs.submit refuses a toolchain no host offers. Absent: not advertised, admission does not judge.",
+      }),
+    ),
   },
   { additionalProperties: false, description: "A host announcing itself and what it offers." },
 );

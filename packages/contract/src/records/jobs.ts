@@ -68,7 +68,7 @@ export const CargoInvocation = Type.Object(
       Type.String({
         pattern: TOOLCHAIN_PATTERN,
         description:
-          "Pinned rustup toolchain: `stable`, `beta`, `nightly`, a dated channel such as `nightly-2026-01-01`, or a version such as `1.85.0`. When absent the source's rust-toolchain.toml (or rust-toolchain) is honoured, else the host's default stable. A toolchain the host has not installed fails the job with cause toolchain_not_admitted; it is never replaced.",
+          "Pinned rustup toolchain: `stable`, `beta`, `nightly`, a dated channel such as `nightly-2026-01-01`, or a version such as `1.85.0`. When absent the source's rust-toolchain.toml (or rust-toolchain) is honoured, else the host's default stable. A toolchain no host has installed is refused at submission (invalid_request, naming the installed ones) once hosts advertise theirs, else fails the job with cause toolchain_not_admitted on the host; it is never replaced.",
       }),
     ),
     arguments: Type.Array(Type.String({ maxLength: 4096 }), {

@@ -494,6 +494,7 @@ export const OPERATING_STATE_REASONS = {
     "canary_late",
     "canary_pending",
     "canary_stale",
+    "canaries_off",
   ],
 } as const;
 
@@ -940,6 +941,28 @@ const StorageQuotaBytes = () =>
   Type.Integer({ minimum: 0, description: "Storage quota (lineages and retained outputs), in bytes." });
 const BandwidthBytesPerMonth = () =>
   Type.Integer({ minimum: 0, description: "Transfer allowance per calendar month (UTC), in bytes." });
+
+/** The operator console's list of tenants (operator.tenants.list, a kiln extension). */
+export const OperatorTenantList = Closed(
+  "OperatorTenantList",
+  {
+    tenants: Type.Array(
+      Type.Object(
+        {
+          tenant: Type.String({ description: "The tenant's identifier." }),
+          display_name: Type.String(),
+          created_at: Timestamp(),
+          members: Type.Integer({ minimum: 0, description: "People with a membership in the tenant." }),
+          suspended: Type.Boolean({ description: "The operator suspended it: new submissions are refused." }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: "By identifier." },
+    ),
+    more: Type.Boolean({ description: "More tenants follow the ones listed (raise `limit`)." }),
+  },
+  { description: "Tenants by identifier, with their members and whether suspended." },
+);
 
 export const TenantControls = Closed(
   "TenantControls",

@@ -62,6 +62,8 @@ export class HostAgent {
       readonly fleet?: boolean;
       /** Answers operators' reads of this host (journal, kernel log, evidence files). */
       readonly hostReads?: HostReads;
+      /** The toolchain names this host admits, advertised at enrollment; absent, none are advertised. */
+      readonly toolchainNames?: () => Promise<readonly string[]>;
     },
   ) {
     this.holds = deps.credentialHolds ?? new CredentialHolds();
@@ -80,6 +82,7 @@ export class HostAgent {
       memoryBytes: this.deps.memoryBytes,
       isolation: isolation.choice.isolation,
       isolationReason: isolation.choice.reason,
+      ...(this.deps.toolchainNames === undefined ? {} : { toolchains: [...(await this.deps.toolchainNames())] }),
     });
     // Registry credentials: acknowledge now (a new host holds nothing), then periodically and
     // whenever an attempt that held some ends, so prior values are removed promptly.

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { type Clock, type Logger, messageOf } from "@kiln/contract";
 import type { HostIsolation } from "../executor/host-isolation.js";
 import { sandboxIsolation } from "../executor/sandbox/sandbox-isolation.js";
-import { admitToolchain } from "../executor/shared/admit-toolchains.js";
+import { admitToolchain, admittedToolchainNames, listAdmittedToolchains } from "../executor/shared/admit-toolchains.js";
 import { DEFAULT_CRATE_CACHE_BYTES, type GatewayEgress } from "../gateway/dependency-gateway.js";
 import { WorkerGateway } from "../gateway/worker-gateway.js";
 import type { AttemptRunnerDeps } from "./attempt/attempt-context.js";
@@ -77,6 +77,10 @@ export async function startMachineHost(
     // KILN_MAX_ATTEMPT_DISK_BYTES reaches the executor through the isolation's settings (select-isolation.ts).
     isolation: options.isolation ?? sandboxIsolation({ clock }),
     resolveToolchain: options.resolveToolchain ?? ((name) => admitToolchain(name)),
+    // The installed toolchains are advertised only where they are what attempts resolve against.
+    ...(options.resolveToolchain === undefined
+      ? { toolchainNames: async () => admittedToolchainNames(await listAdmittedToolchains()) }
+      : {}),
     newObserver: cargoOutputObserver,
     workRoot: join(workRoot),
     ...(scratchRoot === undefined ? {} : { scratchRoot }),

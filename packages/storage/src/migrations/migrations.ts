@@ -35,6 +35,7 @@ import { webhookDeliveryDigests } from "./0043-webhook-delivery-digests.js";
 import { artifactExecutable } from "./0044-artifact-executable.js";
 import { hostIsolationReason } from "./0045-host-isolation-reason.js";
 import { lineageSeeding } from "./0047-lineage-seeding.js";
+import { hostToolchains } from "./0049-host-toolchains.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -81,6 +82,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0044-artifact-executable": artifactExecutable(),
     "0045-host-isolation-reason": hostIsolationReason(),
     "0047-lineage-seeding": lineageSeeding(),
+    "0049-host-toolchains": hostToolchains(),
   };
 }
 

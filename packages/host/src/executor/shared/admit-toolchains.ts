@@ -115,6 +115,22 @@ export function resolveToolchain(requested: string, admitted: readonly Installed
   );
 }
 
+/**
+ * Every name resolveToolchain admits for these toolchains — what a host advertises at
+ * enrollment so submission can refuse a toolchain no host has: each full name, the channel
+ * without the host triple, and the release version of each (resolveToolchain's three rules).
+ */
+export function admittedToolchainNames(admitted: readonly InstalledToolchain[]): string[] {
+  const names = new Set<string>();
+  const suffix = `-${hostTriple()}`;
+  for (const toolchain of admitted) {
+    names.add(toolchain.name);
+    if (toolchain.name.endsWith(suffix)) names.add(toolchain.name.slice(0, -suffix.length));
+    if (toolchain.version !== null && /^\d+\.\d+\.\d+$/.test(toolchain.version)) names.add(toolchain.version);
+  }
+  return [...names].sort();
+}
+
 /** Lists and resolves in one step. */
 export async function admitToolchain(requested: string, options: ToolchainOptions = {}): Promise<InstalledToolchain> {
   return resolveToolchain(requested, await listAdmittedToolchains(options));

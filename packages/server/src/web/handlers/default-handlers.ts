@@ -27,7 +27,7 @@ import {
   setHostRecoveryPolicyHandler,
 } from "./operator/operator-recovery.js";
 import { createOperatorSession, deleteOperatorSession } from "./operator/operator-session.js";
-import { getTenantControls, setTenantControls } from "./operator/tenant-controls.js";
+import { getTenantControls, listOperatorTenants, setTenantControls } from "./operator/tenant-controls.js";
 import { listAudit } from "./tenant/audit.js";
 import { listOwnCliTokens, revokeOwnCliToken } from "./tenant/cli-tokens.js";
 import { createCredential, listCredentials, revokeCredential } from "./tenant/credentials.js";
@@ -118,6 +118,7 @@ export const defaultHandlers: HandlerTable = {
   "operator.audit.refuse_delete": refuseOperatorAuditChange,
   "tenant.settings.get": getTenantSettings,
   "tenant.settings.write": writeTenantSettingsHandler,
+  "operator.tenants.list": listOperatorTenants,
   "operator.tenants.controls.get": getTenantControls,
   "operator.tenants.controls.set": setTenantControls,
   "operator.hosts.list": listHosts,

@@ -1,6 +1,8 @@
 import { InvalidCursorError } from "@kiln/storage";
 import type { FastifyError, FastifyInstance } from "fastify";
 import { Refusal } from "../../domain/refusal.js";
+import { notFoundPage } from "../pages/dashboard-layout.js";
+import { sendPage } from "../pages/page-response.js";
 
 interface AjvError {
   instancePath?: string;
@@ -109,8 +111,19 @@ export function installErrorBoundary(app: FastifyInstance): void {
   );
 
   app.setNotFoundHandler((request, reply) => {
-    void sendRefusal(reply, new Refusal("not_found", `no operation at ${request.method} ${request.url.split("?")[0]}`));
+    const path = request.url.split("?")[0] ?? "/";
+    // A person's browser asking for a page nothing serves gets a page with the navigation; the
+    // API's paths, and any client that does not ask for HTML, keep the JSON refusal.
+    if (wantsPage(request.method, path, request.headers.accept)) return sendPage(reply, 404, notFoundPage(path));
+    void sendRefusal(reply, new Refusal("not_found", `no operation at ${request.method} ${path}`));
   });
+}
+
+/** A browser's page request: GET or HEAD outside the API, asking for HTML. */
+function wantsPage(method: string, path: string, accept: string | undefined): boolean {
+  if (method !== "GET" && method !== "HEAD") return false;
+  if (/^\/(api|operator\/api|host|webhooks)(\/|$)/.test(path)) return false;
+  return accept?.includes("text/html") === true;
 }
 
 export function sendRefusal(reply: import("fastify").FastifyReply, refusal: Refusal) {

@@ -7,6 +7,7 @@ import { formatTime } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";
 import { dashboardPages, formFields, formKey, registerFormRoutes } from "./open-page.js";
 import { keyField, noticeOf, postButton } from "./page-parts.js";
+import { type PersonLabel, personLabels } from "./people.js";
 import { performAsPerson } from "./perform-as-person.js";
 import { performMutationAsPerson } from "./perform-mutation-as-person.js";
 
@@ -38,12 +39,17 @@ const NOTICES = {
   replaced: "Registry credential replaced on every host; the value is never shown again.",
 };
 
-function renderCredentials(page: ResponseDocumentOf<"credentials.list">, mayMint: boolean, mayRevoke: boolean): string {
+function renderCredentials(
+  page: ResponseDocumentOf<"credentials.list">,
+  mayMint: boolean,
+  mayRevoke: boolean,
+  who: PersonLabel,
+): string {
   const rows = page.credentials
     .map(
       (c) =>
         `<tr data-credential="${escapeHtml(c.name)}"><td class="mono">${escapeHtml(c.name)}</td><td>${escapeHtml(c.scopes.join(", "))}</td>
-<td>${escapeHtml(c.created_by)}<div class="muted">${formatTime(c.created_at)}</div></td><td>${formatTime(c.expires_at)}</td><td>${formatTime(c.last_used_at)}</td>
+<td>${who(c.created_by)}<div class="muted">${formatTime(c.created_at)}</div></td><td>${formatTime(c.expires_at)}</td><td>${formatTime(c.last_used_at)}</td>
 <td class="num">${c.requests_per_minute}/min</td><td>${
           c.revoked_at !== null
             ? `revoked ${formatTime(c.revoked_at)} by ${escapeHtml(c.revoked_by ?? "")}`
@@ -117,7 +123,15 @@ export function registerCredentialPages(app: FastifyInstance, deps: AppDeps, han
       const scopes = ctx.person.scopes;
       return pages.send(ctx, 200, {
         title: "Agent credentials",
-        body: `${noticeOf((request.query as { notice?: unknown }).notice, NOTICES)}${renderCredentials(page, scopes.includes("admin"), scopes.includes("credentials"))}`,
+        body: `${noticeOf((request.query as { notice?: unknown }).notice, NOTICES)}${renderCredentials(
+          page,
+          scopes.includes("admin"),
+          scopes.includes("credentials"),
+          await personLabels(
+            ctx,
+            page.credentials.map((c) => c.created_by),
+          ),
+        )}`,
       });
     } catch (error) {
       return pages.refused(ctx, "Agent credentials", error);

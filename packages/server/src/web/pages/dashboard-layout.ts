@@ -1,6 +1,7 @@
 import type { Principal } from "../../domain/identity/principal.js";
 import { ANSI_STYLE } from "./ansi-log.js";
 import { escapeHtml } from "./html.js";
+import { navigationLinks, pageHead } from "./layout-script.js";
 import { BASE_STYLE } from "./page-style.js";
 
 const STYLE = `${BASE_STYLE}.status-passed{background:#d1f2d9;color:#135c25}.status-failed{background:#fbd5d5;color:#8a1111}
@@ -31,10 +32,16 @@ form.purge input{font:inherit;width:10rem}input.secret{font-size:.9rem;padding:.
 figure.chart{margin:.5rem 0 1rem;background:#fff;border:1px solid #e5e5e5;border-radius:6px;padding:.6rem;overflow-x:auto}
 figure.chart figcaption{font-size:.8rem;color:#555}figure.chart rect{fill:#6b9bd6}figure.chart text{font-size:12px;fill:#333}
 #advisories li{margin:.4rem 0 .8rem}
+@media (prefers-color-scheme:dark){.status-passed,.status-warm,.status-applied{background:#16351f;color:#8fe0a5}
+.status-failed{background:#451a1a;color:#f6a6a6}.status-running,.status-cancellation_requested{background:#172b4d;color:#a8c7fa}
+.status-queued,.status-cold,.status-not.applied{background:#3a3011;color:#f1d78a}.status-cancelled,.status-ignored,.status-skipped{background:#33343a;color:#c4c4cc}
+.summary div,form.settings,figure.chart{background:#1c1d21;border-color:#33343a}.failure{background:#3a1c1c;border-color:#6b2a2a}
+form.filters label,figure.chart figcaption{color:#a1a1aa}figure.chart text{fill:#d4d4d8}.meter{background:#33343a}
+form.settings fieldset{border-color:#33343a}input.secret{background:#2e2913;border-color:#5e5120}}
 ${ANSI_STYLE}`;
 
 /** The dashboard's sections, each a page of its own. */
-const NAVIGATION = [
+const SECTIONS = [
   ["/jobs", "Jobs"],
   ["/repositories", "Repositories"],
   ["/usage", "Usage"],
@@ -43,9 +50,12 @@ const NAVIGATION = [
   ["/settings", "Settings"],
   ["/audit", "Audit"],
   ["/onboarding", "Onboarding"],
-]
-  .map(([href, label]) => `<a href="${href}">${label}</a>`)
-  .join("");
+] as const;
+
+/** The dashboard's navigation, the section holding `path` marked as the current page. */
+export function navigation(path: string | undefined): string {
+  return navigationLinks(SECTIONS, path);
+}
 
 /** A dashboard page: the navigation, who is signed in (with sign-out), and the body. */
 export function dashboardPage(input: {
@@ -56,18 +66,39 @@ export function dashboardPage(input: {
   scripts?: readonly string[];
   /** `data-*` attributes of the body: what the page's script reads (the job's id, …). */
   bodyData?: Readonly<Record<string, string>>;
+  /** The request's path: its section is marked current in the navigation. */
+  path?: string;
+  /**
+   * A page about one thing with a status (a job): the tab reads `<status> · <subject> · kiln` and
+   * its icon shows the status, both following the status as the page's script updates it.
+   */
+  status?: { value: string; subject: string };
 }): string {
   const p = input.person;
-  const scripts = (input.scripts ?? []).map((src) => `<script src="${escapeHtml(src)}" defer></script>`).join("");
+  const status = input.status;
+  const title =
+    status === undefined ? `${input.title} · kiln` : `${status.value.replaceAll("_", " ")} · ${status.subject} · kiln`;
+  const bodyData = { ...(input.bodyData ?? {}), ...(status === undefined ? {} : { "title-subject": status.subject }) };
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(input.title)} · kiln</title><style>${STYLE}</style>${scripts}</head>
-<body${Object.entries(input.bodyData ?? {})
+<html lang="en"><head>${pageHead(title, status?.value, STYLE, input.scripts ?? [])}</head>
+<body${Object.entries(bodyData)
     .map(([name, value]) => ` data-${escapeHtml(name)}="${escapeHtml(value)}"`)
-    .join("")}><header><a class="brand" href="/">kiln</a><nav>${NAVIGATION}</nav>
+    .join("")}><header><a class="brand" href="/">kiln</a><nav>${navigation(input.path)}</nav>
 <div class="who"><span id="signed-in-as">${escapeHtml(p.displayName)} · ${escapeHtml(p.role ?? "")} of ${escapeHtml(input.tenantName)}</span>
 <form method="post" action="/auth/sign-out"><button type="submit" id="sign-out">Sign out</button></form></div></header>
 <main><h1>${escapeHtml(input.title)}</h1>${input.body}</main></body></html>`;
+}
+
+/**
+ * The page for a path nothing serves (404), with the navigation so a person finds their way;
+ * the API's paths keep their JSON refusal.
+ */
+export function notFoundPage(path: string): string {
+  return `<!doctype html>
+<html lang="en"><head>${pageHead("Page not found · kiln", undefined, STYLE, [])}</head>
+<body><header><a class="brand" href="/">kiln</a><nav>${navigation(undefined)}</nav></header>
+<main><h1>Page not found</h1><p class="notice" id="not-found">There is no page at <code>${escapeHtml(path)}</code>. It may have moved, or the link is mistyped.</p>
+<p>Go to <a href="/jobs">your jobs</a>, <a href="/repositories">your repositories</a> or <a href="/">the start page</a>.</p></main></body></html>`;
 }
 
 /** A status as a coloured badge. */
@@ -85,8 +116,12 @@ export function formatDuration(ms: number | null): string {
   return `${minutes} min ${Math.round(seconds - minutes * 60)} s`;
 }
 
-/** A timestamp as `YYYY-MM-DD HH:MM:SS UTC`, with the full value in the tooltip. */
+/**
+ * A timestamp as `YYYY-MM-DD HH:MM:SS UTC`, the UTC value also in the tooltip: the layout
+ * script shows the text in the viewer's own time zone, the tooltip keeping UTC.
+ */
 export function formatTime(at: string | null): string {
   if (at === null) return "—";
-  return `<time datetime="${escapeHtml(at)}" title="${escapeHtml(at)}">${escapeHtml(at.slice(0, 19).replace("T", " "))} UTC</time>`;
+  const utc = `${at.slice(0, 19).replace("T", " ")} UTC`;
+  return `<time datetime="${escapeHtml(at)}" title="${escapeHtml(utc)}">${escapeHtml(utc)}</time>`;
 }

@@ -21,9 +21,11 @@ import {
   renderUsage,
 } from "./job-parts.js";
 import { JOBS_LIST_SCRIPT } from "./jobs-list-script.js";
-import { dashboardPages, formKey, registerFormRoutes } from "./open-page.js";
+import { dashboardPages, formKey, inUserWords, registerFormRoutes } from "./open-page.js";
+import { type PersonLabel, personLabels } from "./people.js";
 import { performAsPerson, sendBytesAsPerson } from "./perform-as-person.js";
 import { performMutationAsPerson } from "./perform-mutation-as-person.js";
+import { typedRepository } from "./typed-repository.js";
 
 export { testsFailedFirst } from "./job-parts.js";
 
@@ -43,6 +45,8 @@ function listQuery(raw: Record<string, unknown>): Record<string, string> {
     const value = raw[name];
     if (typeof value === "string" && value.trim() !== "") query[name] = value.trim();
   }
+  // A repository as people type or paste it (its URL, spaces around the slash) filters as owner/name.
+  if (query.repository !== undefined) query.repository = typedRepository(query.repository);
   return query;
 }
 
@@ -57,9 +61,8 @@ function durationOf(job: Job): string {
   return end === null ? "running" : formatDuration(end - Date.parse(job.started_at));
 }
 
-function renderList(page: ResponseDocumentOf<"jobs.list">, query: Record<string, string>): string {
-  const s = page.summary;
-  const shown = s.queued + s.running + s.passed + s.failed;
+/** The list's filter form, holding the filters as typed. */
+function renderFilters(query: Record<string, string>): string {
   const options = ["", ...JOB_STATUSES]
     .map(
       (status) =>
@@ -68,6 +71,14 @@ function renderList(page: ResponseDocumentOf<"jobs.list">, query: Record<string,
     .join("");
   const input = (name: string, label: string, placeholder: string) =>
     `<label>${label}<input name="${name}" value="${escapeHtml(query[name] ?? "")}" placeholder="${placeholder}"></label>`;
+  return `<form class="filters" method="get" action="/jobs">${input("repository", "Repository", "owner/name")}${input("branch", "Branch", "main")}
+<label>Status<select name="status">${options}</select></label>${input("class", "Class", "test/dev/stable")}
+<button type="submit">Filter</button> <a href="/jobs">Clear</a></form>`;
+}
+
+function renderList(page: ResponseDocumentOf<"jobs.list">, query: Record<string, string>): string {
+  const s = page.summary;
+  const shown = s.queued + s.running + s.passed + s.failed;
   const rows = page.jobs
     .map(
       (
@@ -92,9 +103,7 @@ ${rows}</tbody></table>`;
 <div><strong id="count-queued">${s.queued}</strong>queued</div><div><strong id="count-running">${s.running}</strong>running</div>
 <div><strong id="count-passed">${s.passed}</strong>passed</div><div><strong id="count-failed">${s.failed}</strong>failed or cancelled</div>
 <div><strong>${shown}</strong>${Object.keys(filters).length === 0 ? "jobs" : `matching, of ${page.total}`}</div></div>`;
-  const form = `<form class="filters" method="get" action="/jobs">${input("repository", "Repository", "owner/name")}${input("branch", "Branch", "main")}
-<label>Status<select name="status">${options}</select></label>${input("class", "Class", "test:stable:kiln2-cpu")}
-<button type="submit">Filter</button> <a href="/jobs">Clear</a></form>`;
+  const form = renderFilters(query);
   // #jobs-live is what the list script swaps for a fresh copy when events.stream hints at a change.
   return `<div id="jobs-live">${summary}${form}${table}${next}</div>`;
 }
@@ -153,10 +162,11 @@ function renderJobParts(
   artifacts: Artifacts | string,
   log: ResponseDocumentOf<"jobs.logs">,
   maySubmit: boolean,
+  who: PersonLabel,
 ): string {
   const facts = `<dl class="facts"><dt>Status</dt><dd id="job-status" data-status="${escapeHtml(job.status)}">${statusBadge(job.status)}</dd>
 <dt>Repository</dt><dd>${escapeHtml(job.repo)}</dd><dt>Branch</dt><dd>${escapeHtml(job.branch)}${job.sha_short === null ? "" : ` at <span class="mono">${escapeHtml(job.sha_short)}</span>`}</dd>
-<dt>Class</dt><dd class="mono">${escapeHtml(job.class)}</dd><dt>Submitted by</dt><dd>${escapeHtml(job.submitted_by)}</dd>
+<dt>Class</dt><dd class="mono">${escapeHtml(job.class)}</dd><dt>Submitted by</dt><dd id="submitted-by">${who(job.submitted_by)}</dd>
 <dt>Accepted</dt><dd>${formatTime(job.accepted_at)}</dd><dt>Started</dt><dd>${formatTime(job.started_at)}</dd>
 <dt>Finished</dt><dd>${formatTime(job.finished_at)}</dd><dt>Duration</dt><dd>${durationOf(job)}</dd>
 ${job.retry_of === null || job.retry_of === undefined ? "" : `<dt>Retry of</dt><dd><a href="/jobs/${encodeURIComponent(job.retry_of)}">${escapeHtml(job.retry_of)}</a></dd>`}</dl>`;
@@ -206,7 +216,10 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
     try {
       page = await performAsPerson(ctx, "jobs.list", { query: { ...query, limit: JOBS_PER_PAGE } });
     } catch (error) {
-      return pages.refused(ctx, "Jobs", error);
+      if (!(error instanceof Refusal) || error.code !== "invalid_request") return pages.refused(ctx, "Jobs", error);
+      // A filter that cannot match as typed: the form stays as typed, saying what to change.
+      const notice = `<p class="notice" id="refusal" data-code="invalid_request">${escapeHtml(inUserWords(error, ctx.person, ""))}</p>`;
+      return pages.send(ctx, 400, { title: "Jobs", body: `${notice}${renderFilters(query)}` });
     }
     return pages.send(ctx, 200, { title: "Jobs", body: renderList(page, query), scripts: ["/assets/jobs-list.js"] });
   });
@@ -241,7 +254,8 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
       const maySubmit = ctx.person.scopes.includes("submit");
       return pages.send(ctx, 200, {
         title: job.description,
-        body: `${renderJobParts(job, evidence, artifacts, log, maySubmit)}${renderLog(job, log, logCursor)}`,
+        status: { value: job.status, subject: `${job.description} · ${job.repo}` },
+        body: `${renderJobParts(job, evidence, artifacts, log, maySubmit, await personLabels(ctx, [job.submitted_by]))}${renderLog(job, log, logCursor)}`,
         bodyData: { job: job.id, terminal: String(TERMINAL_JOB_STATUSES.has(job.status)) },
         scripts: ["/assets/job-page.js"],
       });

@@ -36,7 +36,10 @@ export function dashboardPages(deps: AppDeps, handlers: HandlerTable): Dashboard
     async open(request, reply, next = request.url) {
       const person = await signedIn(deps, request);
       if (person === null) {
-        await reply.redirect(`/?next=${encodeURIComponent(next)}`, 303);
+        // A form posted after the session ended (Retry job, Save settings): the action is kept —
+        // after signing in the person confirms it on /resume, never performed unseen.
+        const back = request.method === "POST" ? resumePath(request.url, formFields(request), next) : next;
+        await reply.redirect(`/?next=${encodeURIComponent(back)}`, 303);
         return null;
       }
       return { deps, handlers, person, request, reply };
@@ -45,18 +48,71 @@ export function dashboardPages(deps: AppDeps, handlers: HandlerTable): Dashboard
       return sendPage(
         ctx.reply,
         status,
-        dashboardPage({ ...page, person: ctx.person, tenantName: await tenantName(ctx.person) }),
+        dashboardPage({
+          ...page,
+          person: ctx.person,
+          tenantName: await tenantName(ctx.person),
+          path: page.path ?? ctx.request.url,
+        }),
       );
     },
     async refused(ctx, title, error, back = { href: "/jobs", label: "All jobs" }) {
       if (!(error instanceof Refusal)) throw error;
+      const words = inUserWords(error, ctx.person, await tenantName(ctx.person));
       return pages.send(ctx, error.status, {
         title,
-        body: `<p class="notice" id="refusal" data-code="${escapeHtml(error.code)}">${escapeHtml(error.message)}</p><p><a href="${escapeHtml(back.href)}">${escapeHtml(back.label)}</a></p>`,
+        body: `<p class="notice" id="refusal" data-code="${escapeHtml(error.code)}">${escapeHtml(words)}</p><p><a href="${escapeHtml(back.href)}">${escapeHtml(back.label)}</a></p>`,
       });
     },
   };
   return pages;
+}
+
+/** Where a form posted without a session is confirmed after signing in: its action, fields and page. */
+export function resumePath(action: string, fields: FormFields, back: string): string {
+  const query = new URLSearchParams({ action: action.split("?")[0] ?? "/", back });
+  for (const [name, value] of fields) if (name !== "idempotency_key") query.append(`field.${name}`, value);
+  return `/resume?${query.toString()}`;
+}
+
+/** What a field of a form or filter is called on the page (`query.repository` → `Repository`). */
+function fieldLabel(path: string): string {
+  const name =
+    path
+      .replace(/^(body|query|params)\./, "")
+      .split(".")
+      .pop() ?? path;
+  const words = name.replaceAll("_", " ");
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/**
+ * A refusal as the page says it: what went wrong and the next step in the person's words — no
+ * operation names, no schema's regular expressions (the API keeps its exact detail).
+ */
+export function inUserWords(refusal: Refusal, person: Principal, tenant: string): string {
+  if (refusal.code === "role_required") {
+    const role = typeof refusal.extras.role === "string" ? refusal.extras.role : "a higher";
+    return `This needs the ${role} role in ${tenant}; you are ${person.role === null ? "not a member" : `a ${person.role}`}. Ask an owner or admin of ${tenant} to give you the ${role} role.`;
+  }
+  if (refusal.code === "invalid_request") {
+    const detail = refusal.message;
+    const field = /^((?:body|query|params)(?:\.[\w[\]]+)+)\s+(.*)$/.exec(detail);
+    if (field !== null) {
+      const label = fieldLabel(field[1] ?? "");
+      const rest = field[2] ?? "";
+      if (/repository$/i.test(label)) return `${label}: write it as owner/name, for example acme/widget.`;
+      if (/must match pattern|must match format/.test(rest))
+        return `${label} is not written the way it is expected; check it and try again.`;
+      const said = rest
+        .replace(/^must be integer$/, "must be a whole number")
+        .replace(/^must be >= (\S+)$/, "must be at least $1")
+        .replace(/^must be <= (\S+)$/, "must be at most $1");
+      return `${label} ${said}.`.replace(/\.\.$/, ".");
+    }
+    return detail;
+  }
+  return refusal.message;
 }
 
 /** A posted HTML form's fields (a repeated field, such as checked scopes, keeps every value). */

@@ -78,7 +78,8 @@ export function renderPlatformStates(states: States): string {
     ] as const
   ).map(([label, s]) => [
     escapeHtml(label),
-    `<span data-state="${escapeHtml(s.state)}">${statusBadge(s.state)}</span>`,
+    // Canaries off: not measured — neither a green "ok" nor a failing canary.
+    `<span data-state="${escapeHtml(s.state)}">${statusBadge(s.reason.code === "canaries_off" ? "off" : s.state)}</span>`,
     `<code>${escapeHtml(s.reason.code)}</code> ${escapeHtml(s.reason.detail)}`,
     timeOf(s.deadline),
     timeOf(s.computed_at),

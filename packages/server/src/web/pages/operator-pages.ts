@@ -16,7 +16,13 @@ import {
   renderRecovery,
   tenantLink,
 } from "./operator-page-parts.js";
-import { renderAnomalies, renderDogfood, renderTenantControls, tenantControlsForm } from "./operator-record-parts.js";
+import {
+  renderAnomalies,
+  renderDogfood,
+  renderTenantControls,
+  renderTenantList,
+  tenantControlsForm,
+} from "./operator-record-parts.js";
 import { noticeOf } from "./page-parts.js";
 import { sendPage } from "./page-response.js";
 import {
@@ -75,7 +81,11 @@ export function registerOperatorPages(app: FastifyInstance, deps: AppDeps, handl
     reply,
   });
   const send = (reply: FastifyReply, status: number, operator: OperatorPrincipal | null, title: string, body: string) =>
-    sendPage(reply, status, operatorPage({ title, operator: operator?.principal ?? null, body }));
+    sendPage(
+      reply,
+      status,
+      operatorPage({ title, operator: operator?.principal ?? null, body, path: reply.request.url }),
+    );
 
   /** The operator's page context; without an operator session the request is sent to sign in. */
   async function open(
@@ -215,7 +225,8 @@ export function registerOperatorPages(app: FastifyInstance, deps: AppDeps, handl
     readPage("Dogfood period", async (ctx) => renderDogfood(await performAsOperator(ctx, "operator.dogfood.period"))),
   );
 
-  // kiln has no operation listing tenants: the page opens one by its identifier.
+  // The tenants (operator.tenants.list, a kiln extension), each linked to its controls; the form
+  // still opens one by its identifier.
   app.get("/operator/tenants", async (request, reply) => {
     const opened = await open(request, reply);
     if (opened === null) return reply;
@@ -223,13 +234,14 @@ export function registerOperatorPages(app: FastifyInstance, deps: AppDeps, handl
     if (typeof tenant === "string" && tenant.trim() !== "") {
       return reply.redirect(`/operator/tenants/${encodeURIComponent(tenant.trim())}`, 303);
     }
+    const listed = await performAsOperator(opened.ctx, "operator.tenants.list", { query: { limit: 1000 } });
     return send(
       reply,
       200,
       opened.operator,
       "Tenants",
       `<form method="get" action="/operator/tenants" class="inline" id="open-tenant"><label>Tenant <input name="tenant" required placeholder="acme"></label><button type="submit">Open</button></form>
-<p class="muted">Tenants are also linked from placements and anomalies.</p>`,
+${renderTenantList(listed)}`,
     );
   });
 

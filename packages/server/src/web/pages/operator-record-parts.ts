@@ -60,7 +60,8 @@ export function renderDogfood(period: Period): string {
   const clock = period.clock;
   const gate = period.gate.conditions.map((c) => [
     escapeHtml(c.condition),
-    statusBadge(c.met ? "met" : "open"),
+    // Unmet reads as work left (amber), never as the green of an open gate.
+    statusBadge(c.met ? "met" : "unmet"),
     `<ul>${c.parts.map((p) => `<li><code>${escapeHtml(p.part)}</code> ${p.evidence === null ? `lacks: ${textOf(p.lacks)}` : `met by <span class="mono">${escapeHtml(p.evidence.reference)}</span>`}</li>`).join("")}</ul>`,
   ]);
   const windows = period.closed_windows.map((w) => [
@@ -176,4 +177,20 @@ export function tenantControlsForm(c: Controls): string {
 <label>Reason (required to suspend) <input name="suspension_reason" maxlength="2000" size="40"></label></p>
 <p><label>Note (audited) <input name="note" maxlength="4000" size="60"></label></p>
 <p><button type="submit">Save controls</button></p></form>`;
+}
+
+/** The tenants, each linked to its controls, with members and suspension. */
+export function renderTenantList(listed: ResponseDocumentOf<"operator.tenants.list">): string {
+  const rows = listed.tenants.map((t) => [
+    tenantLink(t.tenant),
+    escapeHtml(t.display_name),
+    String(t.members),
+    t.suspended ? statusBadge("suspended") : statusBadge("active"),
+    formatTime(t.created_at),
+  ]);
+  return `${table("tenants", ["Tenant", "Name", "Members", "State", "Created"], rows, "No tenants yet.")}${
+    listed.more
+      ? `<p class="muted" id="tenants-more">More tenants follow the first ${listed.tenants.length}: open one by its identifier.</p>`
+      : ""
+  }`;
 }

@@ -6,7 +6,9 @@ import { hashSecret } from "../auth/session-secret.js";
 import { normalizeUserCode } from "../handlers/tenant/device.js";
 import type { AppDeps } from "../http/app-deps.js";
 import { refuseCrossSite } from "../http/enforce-security.js";
+import { dashboardPage } from "./dashboard-layout.js";
 import { escapeHtml, page } from "./html.js";
+import { faviconPath, faviconSvg, LAYOUT_SCRIPT, LAYOUT_SCRIPT_PATH } from "./layout-script.js";
 import { sendPage as send, signedIn } from "./page-response.js";
 
 /** The approval button's script, served from kiln's own origin (the page policy allows no inline script). */
@@ -40,6 +42,23 @@ export function ownPath(next: unknown, publicOrigin: string): string {
  * sign-out, the landing page and the device verification page (RFC 8628 §3.3).
  */
 export function registerPages(app: FastifyInstance, deps: AppDeps): void {
+  app.get(LAYOUT_SCRIPT_PATH, async (_request, reply) =>
+    reply
+      .type("text/javascript; charset=utf-8")
+      .header("cache-control", "no-cache")
+      .header("x-content-type-options", "nosniff")
+      .send(LAYOUT_SCRIPT),
+  );
+  app.get("/assets/favicon/:name", async (request, reply) =>
+    reply
+      .type("image/svg+xml")
+      .header("cache-control", "max-age=86400")
+      .header("x-content-type-options", "nosniff")
+      .send(faviconSvg((request.params as { name: string }).name.replace(/\.svg$/, ""))),
+  );
+  // Where a browser looks for an icon on a page without one (a JSON document): kiln's own.
+  app.get("/favicon.ico", async (_request, reply) => reply.redirect(faviconPath(undefined), 301));
+
   app.get("/assets/device-approve.js", async (_request, reply) =>
     reply
       .type("text/javascript; charset=utf-8")
@@ -91,25 +110,32 @@ export function registerPages(app: FastifyInstance, deps: AppDeps): void {
         deps.oidc === undefined
           ? ""
           : `<p><a id="sign-in-oidc" href="/auth/oidc/start?next=${encodeURIComponent(next)}">Sign in with your organization's identity provider</a></p>`;
+      const kept = next.startsWith("/resume?")
+        ? `<p class="notice" id="session-ended">Your session has ended — sign in again. What you were doing is kept: you confirm it once you are signed in.</p>`
+        : "";
       return send(
         reply,
         200,
         page(
           "kiln",
-          `<p>You are not signed in.</p>${sso}<p>An administrator can also send you a one-time sign-in link: <code>kiln-server admin sign-in-link you@example.com</code>.</p>`,
+          `${kept}<p>You are not signed in.</p>${sso}<p>An administrator can also send you a one-time sign-in link: <code>kiln-server admin sign-in-link you@example.com</code>.</p>`,
         ),
       );
     }
     const tenant = await findTenant(deps.storage, person.tenantId);
+    const tenantName = tenant?.displayName ?? person.tenantId;
     return send(
       reply,
       200,
-      page(
-        "kiln",
-        `<p>Signed in as <strong>${escapeHtml(person.displayName)}</strong>, ${escapeHtml(person.role ?? "")} of ${escapeHtml(tenant?.displayName ?? person.tenantId)}.</p>
-<p><a href="/jobs">Jobs</a></p>
-<form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form>`,
-      ),
+      dashboardPage({
+        title: "kiln",
+        person,
+        tenantName,
+        path: "/",
+        body: `<p id="landing">Signed in as <strong>${escapeHtml(person.displayName)}</strong>, ${escapeHtml(person.role ?? "")} of ${escapeHtml(tenantName)}.</p>
+<ul><li><a href="/jobs">Jobs</a>: what ran, live, with failures first.</li><li><a href="/repositories">Repositories</a>: onboard one, its warm lineages and settings.</li>
+<li><a href="/onboarding">Onboarding</a>: from the CLI's <code>kiln login</code> to your first <code>kiln cargo test</code>.</li></ul>`,
+      }),
     );
   });
 

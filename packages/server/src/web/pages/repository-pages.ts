@@ -8,8 +8,10 @@ import { formatTime } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";
 import { dashboardPages, formFields, formKey, registerFormRoutes } from "./open-page.js";
 import { formatBytes, keyField, meter, noticeOf, postButton, settingsTable } from "./page-parts.js";
+import { type PersonLabel, personLabels } from "./people.js";
 import { type PageContext, performAsPerson } from "./perform-as-person.js";
 import { performMutationAsPerson } from "./perform-mutation-as-person.js";
+import { typedRepository } from "./typed-repository.js";
 
 type Repository = ResponseDocumentOf<"repositories.get">;
 type Settings = ResponseDocumentOf<"repositories.settings.get">;
@@ -19,6 +21,8 @@ const NOTICES = {
   saved: "Settings saved. They take effect from the next admitted job.",
   purged: "Lineage purged: its cached build state is gone and the next matching job starts cold.",
   dismissed: "Advisory dismissed. A changed measurement brings a new advisory.",
+  onboarded: "Repository onboarded: its jobs are admitted from now on. Run kiln cargo test in a checkout of it.",
+  already: "This repository was already onboarded; nothing changed.",
 };
 
 /** The repository a page path names, as the operations' path parameters. */
@@ -30,9 +34,24 @@ function repositoryParams(request: FastifyRequest): { owner: string; name: strin
 const repositoryPath = (p: { owner: string; name: string }) =>
   `/repositories/${encodeURIComponent(p.owner)}/${encodeURIComponent(p.name)}`;
 
-function renderList(page: ResponseDocumentOf<"repositories.list">): string {
+/**
+ * The onboarding form (repositories.onboard, a kiln extension) for a tenant admin; others are
+ * told who can. The source-hosting app stays the way to get check runs.
+ */
+function renderOnboardForm(mayOnboard: boolean, typed = ""): string {
+  if (!mayOnboard) {
+    return `<p class="muted" id="onboard-hidden">An admin or owner of this tenant can onboard a repository here (or with <code>kiln repos add owner/name</code>).</p>`;
+  }
+  return `<form method="post" action="/repositories" class="filters" id="onboard-form">${keyField()}
+<label>Onboard a repository<input name="repository" id="onboard-repository" value="${escapeHtml(typed)}" placeholder="owner/name or its URL" required autocomplete="off"></label>
+<button type="submit" id="onboard">Onboard</button></form>
+<p class="muted">Its jobs are admitted from then on (<code>kiln cargo test</code> in a checkout). Check runs on its commits also need the <a href="/onboarding">source-hosting app</a>.</p>`;
+}
+
+function renderList(page: ResponseDocumentOf<"repositories.list">, mayOnboard: boolean): string {
+  const form = renderOnboardForm(mayOnboard);
   if (page.repositories.length === 0) {
-    return `<p class="notice">No repositories are onboarded yet. See <a href="/onboarding">Onboarding</a>.</p>`;
+    return `${form}<p class="notice" id="no-repositories">No repositories are onboarded yet.${mayOnboard ? " Onboard one above," : ""} See <a href="/onboarding">Onboarding</a>.</p>`;
   }
   const rows = page.repositories
     .map((r) => {
@@ -46,7 +65,7 @@ function renderList(page: ResponseDocumentOf<"repositories.list">): string {
     page.next_cursor === null
       ? ""
       : `<p><a id="more" href="/repositories?cursor=${encodeURIComponent(page.next_cursor)}">More repositories →</a></p>`;
-  return `<p>Lineage storage: ${meter("storage", page.total_bytes, page.storage_quota_bytes, formatBytes)}</p>
+  return `${form}<p>Lineage storage: ${meter("storage", page.total_bytes, page.storage_quota_bytes, formatBytes)}</p>
 <table id="repositories"><thead><tr><th>Repository</th><th>Lineages</th><th>Storage</th><th>Advisories</th></tr></thead><tbody>
 ${rows}</tbody></table>${more}`;
 }
@@ -87,7 +106,7 @@ function renderAdvisories(repo: Repository, path: string, mayDismiss: boolean): 
 }
 
 /** The settings form at the version read; a stale write shows it again with the current values. */
-function renderSettingsForm(settings: Settings, path: string, mayWrite: boolean): string {
+function renderSettingsForm(settings: Settings, path: string, mayWrite: boolean, who: PersonLabel): string {
   const checkbox = (name: string, checked: boolean, label: string) =>
     `<label><input type="checkbox" name="${name}" value="true"${checked ? " checked" : ""}${mayWrite ? "" : " disabled"}> ${label}</label>`;
   const form = `<form method="post" action="${escapeHtml(path)}/settings" id="settings-form" class="settings">${keyField()}
@@ -97,7 +116,7 @@ ${checkbox("total_injection_opt_out", settings.total_injection_opt_out, "Inject 
 <label>Wall-clock ceiling (seconds, ${settings.minimum_wall_clock_ceiling_seconds}–${settings.platform_default_wall_clock_ceiling_seconds})
 <input type="number" name="wall_clock_ceiling_seconds" value="${settings.wall_clock_ceiling_seconds}" min="${settings.minimum_wall_clock_ceiling_seconds}" max="${settings.platform_default_wall_clock_ceiling_seconds}"${mayWrite ? "" : " disabled"}></label>
 ${mayWrite ? `<button type="submit" id="save-settings">Save at version ${settings.version}</button>` : `<p class="muted">Changing these needs the admin role.</p>`}</form>`;
-  return `<p class="muted">Version <span id="settings-version">${settings.version}</span>, changed by ${escapeHtml(settings.changed_by)} at ${formatTime(settings.changed_at)}. ${escapeHtml(settings.effective)}</p>
+  return `<p class="muted">Version <span id="settings-version">${settings.version}</span>, changed by ${who(settings.changed_by)} at ${formatTime(settings.changed_at)}. ${escapeHtml(settings.effective)}</p>
 ${form}<h3>Injected build settings</h3>${settingsTable("injected", [...settings.injected, settings.wall_clock_ceiling])}`;
 }
 
@@ -133,7 +152,10 @@ export function registerRepositoryPages(app: FastifyInstance, deps: AppDeps, han
       const page = await performAsPerson(ctx, "repositories.list", {
         query: { limit: REPOSITORIES_PER_PAGE, ...(typeof raw === "string" && raw !== "" ? { cursor: raw } : {}) },
       });
-      return pages.send(ctx, 200, { title: "Repositories", body: renderList(page) });
+      return pages.send(ctx, 200, {
+        title: "Repositories",
+        body: renderList(page, ctx.person.scopes.includes("admin")),
+      });
     } catch (error) {
       return pages.refused(ctx, "Repositories", error, back);
     }
@@ -152,7 +174,12 @@ export function registerRepositoryPages(app: FastifyInstance, deps: AppDeps, han
     let settingsPart: string;
     try {
       const settings = await performAsPerson(ctx, "repositories.settings.get", { params });
-      settingsPart = renderSettingsForm(settings, path, scopes.includes("settings"));
+      settingsPart = renderSettingsForm(
+        settings,
+        path,
+        scopes.includes("settings"),
+        await personLabels(ctx, [settings.changed_by]),
+      );
     } catch (error) {
       if (!(error instanceof Refusal) || error.code !== "role_required") throw error;
       settingsPart = `<p class="muted" id="settings-hidden">Reading build settings needs the member role.</p>`;
@@ -182,6 +209,34 @@ export function registerRepositoryPages(app: FastifyInstance, deps: AppDeps, han
   });
 
   registerFormRoutes(app, (scope) => {
+    scope.post("/repositories", async (request, reply) => {
+      const ctx = await pages.open(request, reply, "/repositories");
+      if (ctx === null) return reply;
+      const typed = formFields(request).get("repository") ?? "";
+      try {
+        const onboarded = await performMutationAsPerson(ctx, "repositories.onboard", {
+          params: {},
+          body: { repository: typedRepository(typed) },
+          idempotencyKey: formKey(request),
+        });
+        const [owner = "", name = ""] = onboarded.repository.split("/");
+        return reply.redirect(
+          `${repositoryPath({ owner, name })}?notice=${onboarded.created ? "onboarded" : "already"}`,
+          303,
+        );
+      } catch (error) {
+        if (error instanceof Refusal && error.code === "invalid_request") {
+          // What was typed stays in the form, with what to change.
+          return pages.send(ctx, 400, {
+            title: "Repositories",
+            path: "/repositories",
+            body: `<p class="notice" id="refusal" data-code="invalid_request">Repository: write it as owner/name, for example acme/widget, or paste its URL.</p>${renderOnboardForm(true, typed)}`,
+          });
+        }
+        return pages.refused(ctx, "Onboard a repository", error, back);
+      }
+    });
+
     scope.post("/repositories/:owner/:name/settings", async (request, reply) => {
       const params = repositoryParams(request);
       const ctx = await pages.open(request, reply, repositoryPath(params));

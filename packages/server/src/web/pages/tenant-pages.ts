@@ -7,15 +7,18 @@ import { formatTime } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";
 import { dashboardPages, formFields, formKey, registerFormRoutes } from "./open-page.js";
 import { formatBytes, keyField, meter, noticeOf, settingsTable } from "./page-parts.js";
+import { type PersonLabel, personLabels } from "./people.js";
 import { type PageContext, performAsPerson } from "./perform-as-person.js";
 import { performMutationAsPerson } from "./perform-mutation-as-person.js";
+import { registerResumePage } from "./resume-page.js";
 
 type TenantSettings = ResponseDocumentOf<"tenant.settings.get">;
 type SettingValue = TenantSettings["settings"][number]["value"];
 
 const AUDIT_PER_PAGE = 50;
 const NOTICES = { saved: "Settings saved. They take effect from the next admitted job." };
-const NUMBER_SETTINGS = ["wall_clock_ceiling_seconds", "artifact_retention_days", "log_retention_days"] as const;
+/** The number settings the form offers (log_retention_days is recorded but not applied: not offered). */
+const NUMBER_SETTINGS = ["wall_clock_ceiling_seconds", "artifact_retention_days"] as const;
 
 function settingValue(settings: TenantSettings, name: string): SettingValue | undefined {
   return settings.settings.find((s) => s.name === name)?.value;
@@ -39,20 +42,31 @@ function renderSettingsForm(settings: TenantSettings, mayWrite: boolean): string
 <input type="hidden" name="version" value="${settings.version}">
 <label>Default size <select name="default_size"${disabled}>${options}</select></label>
 <fieldset><legend>Sizes members may pick</legend>${sizes}</fieldset>
-<label>Default toolchain <input name="default_toolchain" value="${escapeHtml(String(settingValue(settings, "default_toolchain") ?? ""))}"${disabled}></label>
 ${number("wall_clock_ceiling_seconds", "Default wall-clock ceiling (seconds)")}
 ${number("artifact_retention_days", "Artifact retention (days)")}
-${number("log_retention_days", "Log retention (days)")}
 <label><input type="checkbox" name="agents_may_submit" value="true"${settingValue(settings, "agents_may_submit") === true ? " checked" : ""}${disabled}> Agent credentials with the submit scope may submit jobs</label>
 ${mayWrite ? `<button type="submit" id="save-settings">Save at version ${settings.version}</button>` : `<p class="muted">Changing these needs the admin role.</p>`}</form>`;
 }
 
-function renderSettings(settings: TenantSettings, mayWrite: boolean, above: string): string {
+/**
+ * What the API records but this runtime does not apply (tenant.settings.get says `not applied`):
+ * the page does not offer it as if it did anything, and says so.
+ */
+function notOffered(settings: TenantSettings): string {
+  const names = settings.settings.filter((s) => s.status === "not applied").map((s) => s.name);
+  if (names.length === 0) return "";
+  return `<p class="muted" id="not-offered">Not offered here: ${names.map((n) => `<code>${escapeHtml(n)}</code>`).join(", ")} — the API records ${names.length === 1 ? "it" : "them"}, but this kiln does not apply ${names.length === 1 ? "it" : "them"} to jobs yet.</p>`;
+}
+
+function renderSettings(settings: TenantSettings, mayWrite: boolean, above: string, who: PersonLabel): string {
   const l = settings.limits;
   return `${above}${settings.suspended ? `<p class="failure" id="suspended">The operator suspended this tenant: new submissions are refused.</p>` : ""}
-<p class="muted">Version <span id="settings-version">${settings.version}</span>${settings.changed_by === null ? ", never changed" : `, changed by ${escapeHtml(settings.changed_by)} at ${formatTime(settings.changed_at)}`}.</p>
+<p class="muted">Version <span id="settings-version">${settings.version}</span>${settings.changed_by === null ? ", never changed" : `, changed by ${who(settings.changed_by)} at ${formatTime(settings.changed_at)}`}.</p>
 ${renderSettingsForm(settings, mayWrite)}
-<h2>Effective settings</h2>${settingsTable("effective-settings", settings.settings)}
+<h2>Effective settings</h2>${settingsTable(
+    "effective-settings",
+    settings.settings.filter((s) => s.status !== "not applied"),
+  )}${notOffered(settings)}
 <h2>Limits set by the operator</h2>
 <dl class="facts" id="limits"><dt>Running jobs</dt><dd>${meter("limit-running", l.max_running_jobs.consumption, l.max_running_jobs.limit, String)}</dd>
 <dt>Storage</dt><dd>${meter("limit-storage", l.storage_quota_bytes.consumption, l.storage_quota_bytes.limit, formatBytes)}</dd>
@@ -68,7 +82,6 @@ function settingsChanges(fields: URLSearchParams, current: TenantSettings): Reco
   };
   differs("default_size", fields.get("default_size") ?? "");
   differs("allowed_sizes", fields.getAll("allowed_sizes"));
-  differs("default_toolchain", (fields.get("default_toolchain") ?? "").trim());
   for (const name of NUMBER_SETTINGS) {
     const raw = (fields.get(name) ?? "").trim();
     // Not a number: passed on as typed, so the operation refuses it naming the field.
@@ -78,12 +91,12 @@ function settingsChanges(fields: URLSearchParams, current: TenantSettings): Reco
   return changes;
 }
 
-function renderAudit(page: ResponseDocumentOf<"audit.list">): string {
+function renderAudit(page: ResponseDocumentOf<"audit.list">, who: PersonLabel): string {
   if (page.entries.length === 0) return `<p class="muted" id="audit">No changes recorded yet.</p>`;
   const rows = page.entries
     .map(
       (e) =>
-        `<tr><td>${formatTime(e.changed_at)}</td><td class="mono">${escapeHtml(e.actor)}</td><td class="mono">${escapeHtml(e.target)}</td><td class="mono">${escapeHtml(e.value)}</td><td>${escapeHtml(e.effective)}</td></tr>`,
+        `<tr><td>${formatTime(e.changed_at)}</td><td>${who(e.actor)}</td><td class="mono">${escapeHtml(e.target)}</td><td class="mono">${escapeHtml(e.value)}</td><td>${escapeHtml(e.effective)}</td></tr>`,
     )
     .join("\n");
   const more =
@@ -122,12 +135,18 @@ function renderOnboarding(o: ResponseDocumentOf<"onboarding.surface">): string {
  */
 export function registerTenantPages(app: FastifyInstance, deps: AppDeps, handlers: HandlerTable): void {
   const pages = dashboardPages(deps, handlers);
+  registerResumePage(app, deps, handlers);
 
   async function settingsPage(ctx: PageContext, status: number, above: string) {
     const settings = await performAsPerson(ctx, "tenant.settings.get", {});
     return pages.send(ctx, status, {
       title: "Settings",
-      body: renderSettings(settings, ctx.person.scopes.includes("settings"), above),
+      body: renderSettings(
+        settings,
+        ctx.person.scopes.includes("settings"),
+        above,
+        await personLabels(ctx, [settings.changed_by]),
+      ),
     });
   }
 
@@ -149,7 +168,16 @@ export function registerTenantPages(app: FastifyInstance, deps: AppDeps, handler
       const page = await performAsPerson(ctx, "audit.list", {
         query: { limit: AUDIT_PER_PAGE, ...(typeof raw === "string" && raw !== "" ? { cursor: raw } : {}) },
       });
-      return pages.send(ctx, 200, { title: "Audit trail", body: renderAudit(page) });
+      return pages.send(ctx, 200, {
+        title: "Audit trail",
+        body: renderAudit(
+          page,
+          await personLabels(
+            ctx,
+            page.entries.map((e) => e.actor),
+          ),
+        ),
+      });
     } catch (error) {
       return pages.refused(ctx, "Audit trail", error);
     }

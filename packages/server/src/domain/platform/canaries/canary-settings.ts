@@ -7,13 +7,22 @@ export interface CanarySettings {
   readonly intervalSeconds: number;
   /** A canary not finished this long after it was due is late (default: one interval). */
   readonly lateAfterSeconds: number;
+  /**
+   * The deployment runs no canaries (KILN_CANARY_INTERVAL_SECONDS=0): workload health says it is
+   * not measured rather than judging canaries nobody submits as pending or late.
+   */
+  readonly off?: boolean;
 }
 
 export const DEFAULT_CANARY_INTERVAL_SECONDS = 300;
 
 export function canarySettings(given: Partial<CanarySettings> = {}): CanarySettings {
   const intervalSeconds = given.intervalSeconds ?? DEFAULT_CANARY_INTERVAL_SECONDS;
-  return { intervalSeconds, lateAfterSeconds: given.lateAfterSeconds ?? intervalSeconds };
+  return {
+    intervalSeconds,
+    lateAfterSeconds: given.lateAfterSeconds ?? intervalSeconds,
+    ...(given.off === true ? { off: true } : {}),
+  };
 }
 
 /** The start of the canary slot `now` falls in: canaries are due at multiples of the interval. */

@@ -56,7 +56,16 @@ export function workloadHealth(
       : `${j.host}: canary ${j.canary.id} due ${j.canary.dueAt} ${j.verdict}${j.canary.jobId === null ? "" : ` (job ${j.canary.jobId}, ${j.canary.job?.status ?? "not submitted"})`}${j.canary.submissionError === null ? "" : ` — ${j.canary.submissionError}`}`;
   const of = (verdict: HostJudgement["verdict"]) => judgements.filter((j) => j.verdict === verdict);
   let base: ReturnType<typeof refusal>;
-  if (serving.length === 0) {
+  if (settings.off === true) {
+    // Not a failing canary with a deadline: nothing is measured, and the operator chose that.
+    base = operatingState("end_to_end_workload_health", {
+      now,
+      code: "canaries_off",
+      detail:
+        "not measured: canaries are off in this deployment (KILN_CANARY_INTERVAL_SECONDS=0); set an interval to measure end-to-end workload health",
+      refusingUntil: null,
+    });
+  } else if (serving.length === 0) {
     base = refusal(
       "no_serving_host",
       hosts.length === 0

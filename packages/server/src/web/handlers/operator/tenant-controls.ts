@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import {
   appendOperatorAuditEntry,
+  listTenants,
   readJobStatus,
   readTenantConsumption,
   readTenantControls,
@@ -12,6 +13,21 @@ import { operatorAuditValue } from "../../../domain/platform/operator-audit-valu
 import { refuse } from "../../../domain/refusal.js";
 import { TENANT_CONTROLS_EFFECTIVE, tenantControlsView } from "../../../domain/tenants/tenant-policy.js";
 import { type Handler, operatorOf } from "../../http/handler.js";
+
+/** operator.tenants.list (a kiln extension): the tenants by identifier, for the console's Tenants page. */
+export const listOperatorTenants: Handler<"operator.tenants.list"> = async (ctx) => {
+  const page = await listTenants(ctx.db, { limit: ctx.query.limit ?? 200 });
+  return {
+    tenants: page.tenants.map((t) => ({
+      tenant: t.id,
+      display_name: t.displayName,
+      created_at: t.createdAt,
+      members: t.members,
+      suspended: t.suspended,
+    })),
+    more: page.more,
+  };
+};
 
 /**
  * operator.tenants.controls.get: the controls beside consumption. The operation's refusals

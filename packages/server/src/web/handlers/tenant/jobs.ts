@@ -16,6 +16,7 @@ import {
 import { admissionSourceOf, pinnedToolchainOf } from "../../../domain/jobs/admission-source.js";
 import { admitArchiveSource } from "../../../domain/jobs/admit-archive-source.js";
 import { admitInlineSource, jobClassOf } from "../../../domain/jobs/admit-inline-source.js";
+import { admitOfferedToolchain } from "../../../domain/jobs/admit-offered-toolchain.js";
 import { admitSettings } from "../../../domain/jobs/admit-settings.js";
 import { insertAdmittedJob } from "../../../domain/jobs/admitted-source.js";
 import { decideNetworkPolicy } from "../../../domain/jobs/decide-network-policy.js";
@@ -119,6 +120,7 @@ async function admitAndInsert(
   const toolchain = invocation.toolchain ?? pinned ?? "stable";
   const origin =
     invocation.toolchain !== undefined ? "invocation" : pinned !== null ? "rust-toolchain-file" : "host-default";
+  await admitOfferedToolchain(ctx.db, toolchain, origin);
   const now = ctx.now.toISOString();
   const { job, created } = await insertAdmittedJob(ctx.db, {
     source: admitted,
