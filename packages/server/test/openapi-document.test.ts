@@ -57,7 +57,7 @@ describe("GET /api/openapi.json", () => {
     );
     assert.deepEqual(
       extensions.map((e) => e.operationId),
-      ["repositories.onboard"],
+      ["repositories.onboard", "repositories.tests"],
     );
     assert.match(extensions[0]?.["x-kiln-extension"]?.reason ?? "", /source-hosting app/);
   });

@@ -408,6 +408,14 @@ export { findPersonByEmail } from "./tenants/find-person-by-email.js";
 export { findTenant } from "./tenants/find-tenant.js";
 export { listMembershipsOfPerson } from "./tenants/list-memberships-of-person.js";
 export type { Membership, Person, Tenant } from "./tenants/tenant.js";
+export {
+  listTestHistory,
+  type TestHistoryGroup,
+  type TestHistoryPageRows,
+  type TestHistoryRun,
+  type TestHistorySort,
+} from "./test-history/list-test-history.js";
+export { MAX_RECORDED_TESTS_PER_JOB } from "./test-history/record-test-outcomes.js";
 export { formatTimestamp } from "./timestamps.js";
 export { countMeteredJobs, type MeteredJobCounts } from "./usage/count-metered-jobs.js";
 export { listMeteredAttempts, type MeteredAttemptRow } from "./usage/list-metered-attempts.js";
