@@ -1,0 +1,181 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import type { AttemptReport } from "@kiln/contract";
+import { onboardRepository } from "@kiln/storage";
+import { DIALECTS } from "@kiln/storage/testing";
+import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "./harness.js";
+import { inlineSubmission } from "./job-fixtures.js";
+
+/**
+ * repositories.tests (issue 37, a kiln extension): five test jobs submitted through the API and
+ * finished through the host protocol, their evidence in the agreed issue-37 shape (a flaky test
+ * passes with `flaky: true` and its tries), read back as the repository's history: flaky rate,
+ * duration percentiles and trend, paged; another tenant's repository refused exactly as one
+ * that does not exist. Every response is checked against the catalogue's schema (testApp).
+ */
+
+type ReportedTest = AttemptReport["tests"][number];
+
+const flakyTest = (n: number): ReportedTest => {
+  const flaky = n === 1 || n === 3;
+  return {
+    target: "widget (lib)",
+    name: "net::retries_on_reset",
+    outcome: "passed",
+    duration_ms: 30,
+    ...(flaky
+      ? {
+          flaky: true,
+          tries: [
+            { try: 1, outcome: "failed", duration_ms: 12, output: "connection reset" },
+            { try: 2, outcome: "passed", duration_ms: 30, output: "" },
+          ],
+        }
+      : {}),
+  };
+};
+
+/** Job n of five: `parse::large_input` grows slower; `store::roundtrip` fails in the last job only. */
+const testsOfJob = (n: number): ReportedTest[] => [
+  flakyTest(n),
+  {
+    target: "widget (lib)",
+    name: "parse::large_input",
+    outcome: "passed",
+    duration_ms: [100, 110, 120, 260, 280][n] ?? 0,
+  },
+  {
+    target: "widget::store",
+    name: "store::roundtrip",
+    outcome: n === 4 ? "failed" : "passed",
+    duration_ms: 4,
+  },
+];
+
+for (const dialect of DIALECTS) {
+  describe(`repositories.tests: a repository's test history (${dialect.name})`, { skip: dialect.skip }, () => {
+    let t: TestApp;
+    let owner: { tenant: string; userId: string; token: string };
+    let stranger: { tenant: string; token: string };
+    const jobs: string[] = [];
+    let keys = 0;
+
+    /** Submits a job of acme/widget, places it through the host protocol and finishes it with `tests`. */
+    const runJob = async (tests: ReportedTest[]) => {
+      const protocol = hostProtocolOf(t.deps);
+      const res = await t.app.inject({
+        method: "POST",
+        url: "/api/v4/jobs",
+        headers: { ...bearer(owner.token), "idempotency-key": `job-${++keys}` },
+        payload: inlineSubmission("acme/widget"),
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
+      const placement = await protocol.claim("local", 16);
+      assert.ok(placement !== null);
+      t.clock.advance(60);
+      const failed = tests.some((test) => test.outcome === "failed");
+      const finished = await protocol.finish(placement, {
+        outcome: failed ? "failed" : "passed",
+        exitCode: failed ? 101 : 0,
+        failure: failed ? { phase: "test", cause: "test_failure", detail: "1 test failed" } : null,
+        report: { phases: [], crates: [], tests, unit: null },
+        cargoOutput: null,
+        artifacts: [],
+      });
+      assert.equal(finished, "finished");
+      jobs.push(placement.jobId);
+    };
+
+    const get = async (url: string, token = owner.token) => {
+      const res = await t.app.inject({ method: "GET", url, headers: bearer(token) });
+      return { status: res.statusCode, body: res.json() };
+    };
+
+    before(async () => {
+      t = await testApp(await dialect.openFresh());
+      owner = await personWithToken(t.storage, { role: "owner" });
+      stranger = await personWithToken(t.storage, { role: "owner" });
+      await onboardRepository(
+        t.storage,
+        { tenantId: owner.tenant, name: "acme/widget", onboardedBy: "test" },
+        t.clock.now(),
+      );
+      for (let n = 0; n < 5; n++) await runJob(testsOfJob(n));
+    });
+    after(() => t.close());
+
+    it("after five jobs: each test's flaky rate, recent outcomes with job ids, percentiles and trend", async () => {
+      const res = await get("/api/repositories/acme/widget/tests");
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.window.jobs, 5);
+      assert.equal(res.body.sort, "name");
+      const byName = new Map(res.body.tests.map((test: { name: string }) => [test.name, test]));
+      const flaky = byName.get("net::retries_on_reset") as Record<string, unknown>;
+      assert.equal(flaky.runs, 5);
+      assert.equal(flaky.flaky, 2);
+      assert.equal(flaky.flaky_rate, 0.4);
+      assert.deepEqual(
+        (flaky.recent as { job: string; outcome: string }[]).map((r) => [r.job, r.outcome]),
+        [...jobs].reverse().map((job, i) => [job, i === 1 || i === 3 ? "flaky" : "passed"]),
+      );
+      const slow = byName.get("parse::large_input") as Record<string, unknown>;
+      assert.deepEqual(slow.duration_ms, { p50: 120, p90: 280 });
+      assert.deepEqual(slow.trend, { earlier_p50_ms: 100, recent_p50_ms: 260, ratio: 2.6, direction: "slower" });
+      const store = byName.get("store::roundtrip") as Record<string, unknown>;
+      assert.equal(store.latest_outcome, "failed");
+      assert.equal(store.newly_failing, true);
+      assert.equal((byName.get("net::retries_on_reset") as Record<string, unknown>).newly_failing, false);
+    });
+
+    it("sorts: flakiest keeps the flaky, slowest leads with the slow one, newly_failing the one that broke", async () => {
+      const flakiest = await get("/api/repositories/acme/widget/tests?sort=flakiest");
+      assert.deepEqual(
+        flakiest.body.tests.map((test: { name: string }) => test.name),
+        ["net::retries_on_reset"],
+      );
+      const slowest = await get("/api/repositories/acme/widget/tests?sort=slowest");
+      assert.equal(slowest.body.tests[0].name, "parse::large_input");
+      const failing = await get("/api/repositories/acme/widget/tests?sort=newly_failing");
+      assert.deepEqual(
+        failing.body.tests.map((test: { name: string; recent: { job: string }[] }) => [test.name, test.recent[0]?.job]),
+        [["store::roundtrip", jobs[4]]],
+      );
+      const window = await get("/api/repositories/acme/widget/tests?sort=flakiest&window=1");
+      assert.equal(window.body.window.jobs, 1);
+      assert.deepEqual(window.body.tests, []);
+    });
+
+    it("pages with the spec's pagination: limit and next_cursor walk every test once", async () => {
+      const names: string[] = [];
+      let url = "/api/repositories/acme/widget/tests?limit=2";
+      for (;;) {
+        const page = await get(url);
+        assert.equal(page.status, 200);
+        names.push(...page.body.tests.map((test: { name: string }) => test.name));
+        if (page.body.next_cursor === null) break;
+        url = `/api/repositories/acme/widget/tests?limit=2&cursor=${page.body.next_cursor}`;
+      }
+      assert.deepEqual(names, ["net::retries_on_reset", "parse::large_input", "store::roundtrip"]);
+      const bad = await get("/api/repositories/acme/widget/tests?cursor=not-a-cursor");
+      assert.equal(bad.status, 400);
+      assert.equal(bad.body.code, "invalid_request");
+      const wide = await get("/api/repositories/acme/widget/tests?window=101");
+      assert.equal(wide.status, 400);
+      assert.equal(wide.body.code, "invalid_request");
+    });
+
+    it("another tenant's repository is refused exactly as one that does not exist", async () => {
+      const theirs = await get("/api/repositories/acme/widget/tests", stranger.token);
+      const none = await get("/api/repositories/acme/nothing/tests", stranger.token);
+      assert.equal(theirs.status, 404);
+      assert.equal(none.status, 404);
+      assert.equal(theirs.body.code, "not_found");
+      assert.deepEqual(
+        { ...theirs.body, detail: theirs.body.detail.replaceAll("acme/widget", "X") },
+        { ...none.body, detail: none.body.detail.replaceAll("acme/nothing", "X") },
+      );
+      assert.equal(JSON.stringify(theirs.body).includes("retries_on_reset"), false);
+    });
+  });
+}
