@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { AttemptReport } from "@kiln/contract";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "./harness.js";
-import { inlineSubmission } from "./job-fixtures.js";
+import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { runFiveTestJobs } from "./test-history-fixtures.js";
 
 /**
  * repositories.tests (issue 37, a kiln extension): five test jobs submitted through the API and
@@ -14,78 +13,12 @@ import { inlineSubmission } from "./job-fixtures.js";
  * that does not exist. Every response is checked against the catalogue's schema (testApp).
  */
 
-type ReportedTest = AttemptReport["tests"][number];
-
-const flakyTest = (n: number): ReportedTest => {
-  const flaky = n === 1 || n === 3;
-  return {
-    target: "widget (lib)",
-    name: "net::retries_on_reset",
-    outcome: "passed",
-    duration_ms: 30,
-    ...(flaky
-      ? {
-          flaky: true,
-          tries: [
-            { try: 1, outcome: "failed", duration_ms: 12, output: "connection reset" },
-            { try: 2, outcome: "passed", duration_ms: 30, output: "" },
-          ],
-        }
-      : {}),
-  };
-};
-
-/** Job n of five: `parse::large_input` grows slower; `store::roundtrip` fails in the last job only. */
-const testsOfJob = (n: number): ReportedTest[] => [
-  flakyTest(n),
-  {
-    target: "widget (lib)",
-    name: "parse::large_input",
-    outcome: "passed",
-    duration_ms: [100, 110, 120, 260, 280][n] ?? 0,
-  },
-  {
-    target: "widget::store",
-    name: "store::roundtrip",
-    outcome: n === 4 ? "failed" : "passed",
-    duration_ms: 4,
-  },
-];
-
 for (const dialect of DIALECTS) {
   describe(`repositories.tests: a repository's test history (${dialect.name})`, { skip: dialect.skip }, () => {
     let t: TestApp;
     let owner: { tenant: string; userId: string; token: string };
     let stranger: { tenant: string; token: string };
     const jobs: string[] = [];
-    let keys = 0;
-
-    /** Submits a job of acme/widget, places it through the host protocol and finishes it with `tests`. */
-    const runJob = async (tests: ReportedTest[]) => {
-      const protocol = hostProtocolOf(t.deps);
-      const res = await t.app.inject({
-        method: "POST",
-        url: "/api/v4/jobs",
-        headers: { ...bearer(owner.token), "idempotency-key": `job-${++keys}` },
-        payload: inlineSubmission("acme/widget"),
-      });
-      assert.equal(res.statusCode, 200, res.body);
-      await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
-      const placement = await protocol.claim("local", 16);
-      assert.ok(placement !== null);
-      t.clock.advance(60);
-      const failed = tests.some((test) => test.outcome === "failed");
-      const finished = await protocol.finish(placement, {
-        outcome: failed ? "failed" : "passed",
-        exitCode: failed ? 101 : 0,
-        failure: failed ? { phase: "test", cause: "test_failure", detail: "1 test failed" } : null,
-        report: { phases: [], crates: [], tests, unit: null },
-        cargoOutput: null,
-        artifacts: [],
-      });
-      assert.equal(finished, "finished");
-      jobs.push(placement.jobId);
-    };
 
     const get = async (url: string, token = owner.token) => {
       const res = await t.app.inject({ method: "GET", url, headers: bearer(token) });
@@ -101,7 +34,7 @@ for (const dialect of DIALECTS) {
         { tenantId: owner.tenant, name: "acme/widget", onboardedBy: "test" },
         t.clock.now(),
       );
-      for (let n = 0; n < 5; n++) await runJob(testsOfJob(n));
+      jobs.push(...(await runFiveTestJobs(t, owner.token, "acme/widget")));
     });
     after(() => t.close());
 
