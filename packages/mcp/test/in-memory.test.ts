@@ -225,11 +225,22 @@ describe("kiln's MCP server over the SDK's in-memory transport, against a real k
       "idempotency_key",
       "acme/widget",
       '["--workspace"]',
+      "flaky",
+      "repositories_tests",
     ]) {
       assert.ok(submit.includes(word), `submit-and-wait names ${word}`);
     }
     const diagnose = await text("diagnose-a-failure", { job_id: "job_1" });
-    for (const word of ["jobs_get", "jobs_evidence", "report.tests", "failure.cause", "jobs_logs", "job_1"]) {
+    for (const word of [
+      "jobs_get",
+      "jobs_evidence",
+      "report.tests",
+      "failure.cause",
+      "jobs_logs",
+      "job_1",
+      "flaky",
+      "repositories_tests",
+    ]) {
       assert.ok(diagnose.includes(word), `diagnose-a-failure names ${word}`);
     }
     const onboard = await text("onboard-a-repository", { repository: "acme/widget" });
