@@ -62,7 +62,9 @@ describe("kiln's MCP server over the SDK's in-memory transport, against a real k
     t.diagnostic(`tools/list payload: ${bytes} bytes for ${listed.tools.length} tools`);
     console.log(`tools/list payload: ${bytes} bytes for ${listed.tools.length} tools`);
     assert.equal(listed.tools.length, 29, "the spec's 27, repositories_onboard and repositories_tests");
-    assert.ok(bytes < 16_000, `tools/list is ${bytes} bytes`);
+    // 16,000 held the spec's 27 and repositories_onboard; repositories_tests (issue 37's test history,
+    // six arguments) brought it to 16,888.
+    assert.ok(bytes < 17_000, `tools/list is ${bytes} bytes`);
     for (const tool of listed.tools) {
       assert.ok((tool.description ?? "").length <= 120, `${tool.name}'s description is tight`);
       assert.equal(tool.inputSchema.type, "object");
