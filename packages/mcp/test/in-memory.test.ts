@@ -87,6 +87,26 @@ describe("kiln's MCP server over the SDK's in-memory transport, against a real k
     assert.deepEqual((resultJson(jobs) as { jobs: unknown[] }).jobs, []);
   });
 
+  it("answers which tests are flaky here (repositories_tests) with a read credential", async () => {
+    const { client } = await open(await kiln.mintAgent(["read"], "flaky-asker"));
+    await kiln.onboard("acme/history");
+    const result = await client.callTool({
+      name: "repositories_tests",
+      arguments: { owner: "acme", name: "history", sort: "flakiest" },
+    });
+    assert.equal(result.isError, undefined, JSON.stringify(result.content));
+    assert.deepEqual(resultJson(result), {
+      repository: "acme/history",
+      window: { jobs: 0, from: null, to: null },
+      sort: "flakiest",
+      tests: [],
+      next_cursor: null,
+    });
+    const unknown = await client.callTool({ name: "repositories_tests", arguments: { owner: "acme", name: "nope" } });
+    assert.equal(unknown.isError, true);
+    assert.equal((unknown.structuredContent as { code: string }).code, "not_found");
+  });
+
   it("a refused call is a tool error carrying the typed refusal, not a protocol error", async () => {
     const { client } = await open(await kiln.mintAgent(["read"], "refused"));
     const missing = await client.callTool({ name: "jobs_get", arguments: { id: "job-that-does-not-exist" } });
