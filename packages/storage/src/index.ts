@@ -412,6 +412,7 @@ export {
   listTestHistory,
   type TestHistoryGroup,
   type TestHistoryPageRows,
+  type TestHistoryQuery,
   type TestHistoryRun,
   type TestHistorySort,
 } from "./test-history/list-test-history.js";

@@ -37,6 +37,16 @@ export interface TestHistoryPageRows {
   readonly nextCursor: string | null;
 }
 
+/** Which page of which repository's history, over how many of its newest test jobs. */
+export interface TestHistoryQuery {
+  readonly tenantId: string;
+  readonly repository: string;
+  readonly window: number;
+  readonly sort: TestHistorySort;
+  readonly limit: number;
+  readonly cursor: string | null;
+}
+
 const SORTS: Record<TestHistorySort, readonly KeysetSortColumn<TestHistoryGroup>[]> = {
   name: [
     ["target", "asc", "text"],
@@ -71,17 +81,7 @@ const counted = (outcome: string) => sql<number>`sum(case when outcome = ${outco
  * passed), keyset-paged, with each test's runs in the window, newest first. The caller checks
  * the repository is the tenant's; this reads only the tenant's rows either way.
  */
-export async function listTestHistory(
-  db: Kysely<Database>,
-  input: {
-    readonly tenantId: string;
-    readonly repository: string;
-    readonly window: number;
-    readonly sort: TestHistorySort;
-    readonly limit: number;
-    readonly cursor: string | null;
-  },
-): Promise<TestHistoryPageRows> {
+export async function listTestHistory(db: Kysely<Database>, input: TestHistoryQuery): Promise<TestHistoryPageRows> {
   const { tenantId, repository } = input;
   const windowRows = await db
     .selectFrom("test_runs")

@@ -1,5 +1,5 @@
 import type { ResponseDocumentOf } from "@kiln/contract";
-import { type Db, listTestHistory, type TestHistoryRun, type TestHistorySort } from "@kiln/storage";
+import { type Db, listTestHistory, type TestHistoryQuery, type TestHistoryRun } from "@kiln/storage";
 import { requireOnboarded } from "./require-onboarded.js";
 
 type TestHistoryPage = ResponseDocumentOf<"repositories.tests">;
@@ -45,17 +45,7 @@ export function durationTrend(recent: readonly TestHistoryRun[]): TestHistory["t
  * the repository is onboarded for the caller's tenant — another tenant's is refused exactly as
  * one that does not exist.
  */
-export async function readTestHistory(
-  db: Db,
-  input: {
-    readonly tenantId: string;
-    readonly repository: string;
-    readonly window: number;
-    readonly sort: TestHistorySort;
-    readonly limit: number;
-    readonly cursor: string | null;
-  },
-): Promise<TestHistoryPage> {
+export async function readTestHistory(db: Db, input: TestHistoryQuery): Promise<TestHistoryPage> {
   await requireOnboarded(db, input.tenantId, input.repository);
   const page = await listTestHistory(db, input);
   const newest = page.window[0];
