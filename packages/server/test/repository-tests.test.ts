@@ -98,6 +98,32 @@ for (const dialect of DIALECTS) {
       assert.equal(wide.body.code, "invalid_request");
     });
 
+    it("jobs.evidence carries issue 37's members per attempt: flaky tries, binaries' wall time, retries, timeline", async () => {
+      const res = await get(`/api/jobs/${jobs[3]}/evidence`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const report = res.body.report;
+      const flaky = report.tests.find((test: { name: string }) => test.name === "net::retries_on_reset");
+      assert.equal(flaky.flaky, true);
+      assert.deepEqual(
+        flaky.tries.map((x: { try: number; outcome: string }) => [x.try, x.outcome]),
+        [
+          [1, "failed"],
+          [2, "passed"],
+        ],
+      );
+      assert.deepEqual(
+        report.test_binaries.map((b: { attempt: number; target: string }) => [b.attempt, b.target]),
+        [
+          [1, "widget (lib)"],
+          [1, "widget::store"],
+        ],
+      );
+      assert.equal(report.retries.flaky, 1);
+      assert.equal(report.timeline.length, 1);
+      assert.equal(report.timeline[0].attempt, 1);
+      assert.equal(report.timeline[0].critical_path_share, 0.889);
+    });
+
     it("another tenant's repository is refused exactly as one that does not exist", async () => {
       const theirs = await get("/api/repositories/acme/widget/tests", stranger.token);
       const none = await get("/api/repositories/acme/nothing/tests", stranger.token);
