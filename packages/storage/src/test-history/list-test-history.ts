@@ -95,10 +95,11 @@ export async function listTestHistory(db: Kysely<Database>, input: TestHistoryQu
   const window = windowRows.map((r) => ({ jobId: r.job_id, finishedAt: r.finished_at }));
   if (window.length === 0) return { window, tests: [], nextCursor: null };
   const jobIds = window.map((w) => w.jobId);
+  // By job id alone (the window's jobs are the tenant's repository's, read above): the primary key
+  // then reads exactly the window's rows. With the tenant and repository also named, SQLite's
+  // planner walked test_outcomes_by_test over the repository's whole history instead.
   const grouped = db
     .selectFrom("test_outcomes")
-    .where("tenant_id", "=", tenantId)
-    .where("repository", "=", repository)
     .where("job_id", "in", jobIds)
     .groupBy(["target", "name"])
     .select([
