@@ -1,6 +1,7 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { Closed, NextCursor, Nullable, Open, RepositoryName, Timestamp } from "../schema-helpers.js";
 import { RepositoryPath, Sha256Hex, SourceReference } from "./sources.js";
+import { FlakyPolicySetting, FlakyRetriesSetting, reportTestExtensions, testItemExtensions } from "./test-evidence.js";
 
 /** The microVM shapes (spec: `svc2-cpu` … `svc16-cpu`). */
 export const SIZES = ["kiln2-cpu", "kiln4-cpu", "kiln8-cpu", "kiln16-cpu"] as const;
@@ -361,75 +362,6 @@ export const FailureItem = Type.Object(
   { additionalProperties: true },
 );
 
-// Issue 37's evidence (kiln extension members of the open report; the host measures and re-runs,
-// the control plane presents): flaky tests with every try, each test binary's wall time, what the
-// retries cost, and cargo's per-unit timings.
-
-/** One run of a re-run test; the first run is try 1. */
-export const TestTry = Type.Object(
-  {
-    try: Type.Integer({ minimum: 1 }),
-    outcome: Type.Union([Type.Literal("passed"), Type.Literal("failed")]),
-    duration_ms: Type.Integer({ minimum: 0 }),
-    output: Type.String({ description: "The try's captured output, bounded to 64 KiB (the tail kept)." }),
-    log_sequence: Type.Optional(Type.Integer({ minimum: 1 })),
-  },
-  { additionalProperties: true },
-);
-export type TestTry = Static<typeof TestTry>;
-
-/** Each test binary's own measured wall time. */
-export const TestBinaryTiming = Type.Object(
-  {
-    attempt: Type.Integer({ minimum: 1 }),
-    target: Type.String({ description: "The test binary, as the tests' `target` names it." }),
-    duration_ms: Type.Integer({ minimum: 0 }),
-    tests: Type.Integer({ minimum: 0 }),
-  },
-  { additionalProperties: true },
-);
-
-/** What re-running failed tests did and cost (test jobs). */
-export const TestRetries = Type.Object(
-  {
-    flaky_retries: Type.Integer({ minimum: 0, description: "The repository's flaky_retries setting." }),
-    flaky_policy: Type.Union([Type.Literal("pass"), Type.Literal("fail")]),
-    reruns: Type.Integer({ minimum: 0, description: "Test runs added by retries." }),
-    flaky: Type.Integer({ minimum: 0, description: "Tests that failed, then passed on a re-run." }),
-    failed_every_try: Type.Integer({ minimum: 0 }),
-    duration_ms: Type.Integer({ minimum: 0, description: "Time spent re-running." }),
-  },
-  { additionalProperties: true },
-);
-export type TestRetries = Static<typeof TestRetries>;
-
-/** One compilation unit in cargo's timings. */
-const timelineUnitProperties = {
-  name: Type.String(),
-  version: Type.String(),
-  target: Type.String({ description: "e.g. `lib`, `build-script`, `test`." }),
-  start_ms: Type.Integer({ minimum: 0 }),
-  duration_ms: Type.Integer({ minimum: 0 }),
-};
-
-/** The build's timeline of one attempt, from cargo's `--timings`. */
-export const TimelineAttempt = Type.Object(
-  {
-    attempt: Type.Integer({ minimum: 1 }),
-    wall_ms: Type.Integer({ minimum: 0 }),
-    artifact: Type.String({ description: "The artifact path of cargo's HTML timings report." }),
-    critical_path_ms: Type.Integer({ minimum: 0 }),
-    critical_path_share: Type.Number({ minimum: 0, maximum: 1 }),
-    critical_path: Type.Array(Type.Object(timelineUnitProperties, { additionalProperties: true })),
-    units: Type.Array(Type.Object(timelineUnitProperties, { additionalProperties: true }), {
-      maxItems: 2000,
-      description: "Units in start order, bounded to 2,000.",
-    }),
-  },
-  { additionalProperties: true },
-);
-export type TimelineAttempt = Static<typeof TimelineAttempt>;
-
 export const JobEvidence = Closed(
   "JobEvidence",
   {
@@ -524,40 +456,17 @@ export const JobEvidence = Closed(
                   { additionalProperties: true, description: "kiln extension: a failed test's panic." },
                 ),
               ),
-              flaky: Type.Optional(
-                Type.Boolean({
-                  description:
-                    "kiln extension: true when the test failed, then passed on a re-run (`outcome` is then passed).",
-                }),
-              ),
-              tries: Type.Optional(
-                Type.Array(TestTry, {
-                  description: "kiln extension: every try of a re-run test, the first run being try 1.",
-                }),
-              ),
+              ...testItemExtensions,
             },
             { additionalProperties: true },
           ),
           { description: "Test results (test and bench jobs); empty otherwise." },
         ),
+        ...reportTestExtensions,
         failures: Type.Optional(
           Type.Array(FailureItem, {
             description:
               "kiln extension: what failed, first — the first rustc errors (code, message, location in the repository) and each failed test's panic (message and location), per attempt, in the order the output gave them.",
-          }),
-        ),
-        test_binaries: Type.Optional(
-          Type.Array(TestBinaryTiming, { description: "kiln extension: each test binary's own measured wall time." }),
-        ),
-        retries: Type.Optional(
-          Type.Object(TestRetries.properties, {
-            additionalProperties: true,
-            description: "kiln extension (test jobs): what re-running failed tests did and cost.",
-          }),
-        ),
-        timeline: Type.Optional(
-          Type.Array(TimelineAttempt, {
-            description: "kiln extension (build and test jobs): cargo's per-unit timings and the critical path.",
           }),
         ),
         units: Type.Array(
@@ -659,6 +568,8 @@ export const JobEvidence = Closed(
               affected_tests: Type.Optional(
                 Type.Boolean({ description: "Whether the repository's affected_tests setting was on at admission." }),
               ),
+              flaky_retries: Type.Optional(FlakyRetriesSetting()),
+              flaky_policy: Type.Optional(FlakyPolicySetting()),
             },
             {
               additionalProperties: true,

@@ -17,31 +17,6 @@ function ofAttempt<T extends object>(item: T, attempt: number): T & { attempt: n
   return { ...item, attempt };
 }
 
-/** One item or a list of them, as an attempt's open report may carry an extension member. */
-function itemsOf(value: unknown): object[] {
-  if (Array.isArray(value)) return value.filter((v): v is object => typeof v === "object" && v !== null);
-  return typeof value === "object" && value !== null ? [value] : [];
-}
-
-/**
- * Issue 37's members of an attempt's report (kiln extensions, agreed with the host's side):
- * each test binary's wall time and cargo's timeline per attempt, and what the retries did
- * (the latest attempt's, as the job's verdict is).
- */
-function mergeTestEvidence(report: EvidenceReport, stored: AttemptReport | null, attempt: number): void {
-  const extended = (stored ?? {}) as { test_binaries?: unknown; timeline?: unknown; retries?: unknown };
-  for (const binary of itemsOf(extended.test_binaries)) {
-    report.test_binaries ??= [];
-    report.test_binaries.push(ofAttempt(binary as NonNullable<EvidenceReport["test_binaries"]>[number], attempt));
-  }
-  for (const timeline of itemsOf(extended.timeline)) {
-    report.timeline ??= [];
-    report.timeline.push(ofAttempt(timeline as NonNullable<EvidenceReport["timeline"]>[number], attempt));
-  }
-  const [retries] = itemsOf(extended.retries);
-  if (retries !== undefined) report.retries = retries as EvidenceReport["retries"];
-}
-
 /** A stored report, or null when the attempt has none (still running, or lost). */
 export function parseAttemptReport(text: string | null): AttemptReport | null {
   return storedJson<AttemptReport>(text);
@@ -70,7 +45,16 @@ export function mergeAttemptReports(record: JobRecord): EvidenceReport {
       report.failures ??= [];
       report.failures.push(ofAttempt(failure, n));
     }
-    mergeTestEvidence(report, stored, n);
+    for (const binary of stored?.test_binaries ?? []) {
+      report.test_binaries ??= [];
+      report.test_binaries.push(ofAttempt(binary, n));
+    }
+    // Issue 37: the latest attempt that ran tests says what its retries did.
+    if (stored?.retries !== undefined) report.retries = stored.retries;
+    if (stored?.timeline !== undefined) {
+      report.timeline ??= [];
+      report.timeline.push(ofAttempt(stored.timeline, n));
+    }
     if (stored?.affected_tests !== undefined) {
       report.affected_tests ??= [];
       report.affected_tests.push({ ...stored.affected_tests, attempt: n });
