@@ -85,19 +85,38 @@ export interface TestCounts {
   ignored: number;
 }
 
+/** A test that failed, then passed on a re-run (the evidence's `flaky`, a kiln extension): counted passed, named apart. */
+export interface FlakyTest {
+  readonly test: string;
+  /** The try that passed; null when the evidence kept no tries. */
+  readonly passedOnTry: number | null;
+  readonly tries: number | null;
+}
+
 /** Per test binary (`target`), the counts of the evidence's tests of the last attempt. */
 export function testSummary(evidence: JobEvidence): {
   total: TestCounts;
   byTarget: Record<string, TestCounts>;
   failed: string[];
+  flaky: FlakyTest[];
 } {
   const tests = evidence.report?.tests ?? [];
   const lastAttempt = Math.max(0, ...tests.map((t) => t.attempt));
   const total: TestCounts = { passed: 0, failed: 0, ignored: 0 };
   const byTarget: Record<string, TestCounts> = {};
   const failed: string[] = [];
+  const flaky: FlakyTest[] = [];
   for (const test of tests) {
     if (test.attempt !== lastAttempt) continue;
+    if (test.flaky === true) {
+      const tries = test.tries ?? [];
+      const passed = tries.find((t) => t.outcome === "passed");
+      flaky.push({
+        test: `${test.target}: ${test.name}`,
+        passedOnTry: passed?.try ?? null,
+        tries: tries.length === 0 ? null : tries.length,
+      });
+    }
     const entry = byTarget[test.target] ?? { passed: 0, failed: 0, ignored: 0 };
     if (test.outcome === "passed" || test.outcome === "failed" || test.outcome === "ignored") {
       entry[test.outcome] += 1;
@@ -106,7 +125,21 @@ export function testSummary(evidence: JobEvidence): {
     if (test.outcome === "failed") failed.push(`${test.target}: ${test.name}`);
     byTarget[test.target] = entry;
   }
-  return { total, byTarget, failed };
+  return { total, byTarget, failed, flaky };
+}
+
+/**
+ * The summary's flaky lines, apart from the failures: `flaky: 1 (passed on try 2)` and each
+ * flaky test by name, so a pass that needed a re-run is never mistaken for a clean one.
+ */
+export function describeFlaky(flaky: readonly FlakyTest[]): string[] {
+  if (flaky.length === 0) return [];
+  const onTry = (f: FlakyTest) => (f.passedOnTry === null ? "passed on a re-run" : `passed on try ${f.passedOnTry}`);
+  const phrases = new Set(flaky.map(onTry));
+  const [only] = phrases;
+  const lines = [`flaky: ${flaky.length} (${phrases.size === 1 && only !== undefined ? only : "passed on a re-run"})`];
+  for (const f of flaky) lines.push(`  flaky: ${f.test} (${onTry(f)}${f.tries === null ? "" : ` of ${f.tries}`})`);
+  return lines;
 }
 
 /** A failure the evidence names (JobEvidence.report.failures, a kiln extension). */

@@ -5,6 +5,7 @@ import { registerJobsCommands } from "./commands/jobs.js";
 import { registerMcpCommand } from "./commands/mcp-command.js";
 import { registerReposCommands } from "./commands/repos.js";
 import { registerSettingsCommand } from "./commands/settings.js";
+import { registerTestsCommand } from "./commands/tests.js";
 import { registerUsageCommand } from "./commands/usage.js";
 import { registerOperatorCommands } from "./operator/register-operator-commands.js";
 import { baseProgram } from "./program-base.js";
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   registerOperatorCommands(program);
   registerReposCommands(program);
   registerSettingsCommand(program);
+  registerTestsCommand(program);
   registerUsageCommand(program);
   return program;
 }

@@ -7,6 +7,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import type * as E2eJobs from "../../server/test/e2e-jobs.js";
 import type * as ServerHarness from "../../server/test/harness.js";
 import type * as SignIn from "../../server/test/sign-in.js";
+import type * as TestHistoryFixtures from "../../server/test/test-history-fixtures.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The repository root (this file runs from packages/cli/dist/test). */
@@ -53,6 +54,7 @@ const serverTest = async <T>(name: string): Promise<T> =>
 export const serverHarness = () => serverTest<typeof ServerHarness>("harness.js");
 export const serverSignIn = () => serverTest<typeof SignIn>("sign-in.js");
 export const serverE2e = () => serverTest<typeof E2eJobs>("e2e-jobs.js");
+export const serverTestHistory = () => serverTest<typeof TestHistoryFixtures>("test-history-fixtures.js");
 
 /** The embedded setup (real app, SQLite, local host, sandbox executor) listening on loopback. */
 export async function startListeningEmbedded(

@@ -26,6 +26,8 @@ export * from "./records/refusal.js";
 export * from "./records/repositories.js";
 export * from "./records/settings.js";
 export * from "./records/sources.js";
+export * from "./records/test-evidence.js";
+export * from "./records/test-history.js";
 export * from "./refusal-codes.js";
 export * from "./schema-helpers.js";
 export * from "./scopes.js";

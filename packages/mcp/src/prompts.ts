@@ -30,8 +30,8 @@ function submitAndWait(args: Record<string, string>): string {
    - idempotency_key: a fresh unique key. If the call fails in transit, repeat it with the SAME key: kiln never creates a second job for one key.
    The result is the job id. A refusal result carries {code, status, detail}: not_found means the repository is not onboarded (use the onboard-a-repository prompt); invalid_request's detail names the offending member.
 3. Call jobs_get {id} every 3–5 seconds until status is ${TERMINAL} (it moves queued → running → terminal). Do not resubmit while it runs.
-4. Call jobs_evidence {id} once it is terminal. Read job.status and job.failure {phase, cause, detail}; report.failures (what failed, first: each compiler error's code, message and location {file, line, column} in the repository, each failed test's panic message and location, and log_sequence, its line in jobs_logs); report.phases; report.tests (each test's target, name and outcome); report.admitted (toolchain, network policy); usage.
-5. Report to the user: the final status; passed/failed/ignored test counts; for a failure the failing phase, cause, and each entry of report.failures of the last attempt with its file:line. If it failed, follow the diagnose-a-failure steps with this job id before answering.`;
+4. Call jobs_evidence {id} once it is terminal. Read job.status and job.failure {phase, cause, detail}; report.failures (what failed, first: each compiler error's code, message and location {file, line, column} in the repository, each failed test's panic message and location, and log_sequence, its line in jobs_logs); report.phases; report.tests (each test's target, name and outcome; \`flaky: true\` marks a test that failed, then passed on a re-run, its \`tries\` holding each try's outcome, duration and output); report.retries (re-runs, flaky and failed_every_try counts, flaky_policy); report.admitted (toolchain, network policy); usage.
+5. Report to the user: the final status; passed/failed/ignored test counts; flaky tests apart from the failures (each by name and the try that passed: a flaky test is not a failure, but it is not a clean pass either); for a failure the failing phase, cause, and each entry of report.failures of the last attempt with its file:line. If it failed, follow the diagnose-a-failure steps with this job id before answering. Asked which tests are flaky in the repository over time, call repositories_tests {owner, name, sort: "flakiest"}.`;
 }
 
 function diagnoseAFailure(args: Record<string, string>): string {
@@ -47,6 +47,7 @@ function diagnoseAFailure(args: Record<string, string>): string {
    - wall_clock_ceiling: the job ran past its ceiling; repositories_settings_get {owner, name} shows wall_clock_ceiling_seconds. Next step: speed up or split the work, or raise the ceiling (repositories_settings_write).
    - infrastructure: kiln failed, not the code. Next step: jobs_retry {id: "${id}", idempotency_key: a fresh key}.
    - cancelled: transitions name who cancelled it.
+   A test in report.tests with \`flaky: true\` passed on a re-run: it is not the failure (under flaky_policy fail it still fails the job; report.retries says which policy held). To tell a flaky test from a newly broken one, call repositories_tests {owner, name, sort: "flakiest"} and {…, sort: "newly_failing"}: each test's recent outcomes with job ids and its flaky rate.
 4. Answer with: the failing phase, the failing tests or provisioning cause, the exact error lines (quoted from the log) and one concrete next step.`;
 }
 

@@ -61,8 +61,10 @@ describe("kiln's MCP server over the SDK's in-memory transport, against a real k
     const bytes = Buffer.byteLength(JSON.stringify(listed));
     t.diagnostic(`tools/list payload: ${bytes} bytes for ${listed.tools.length} tools`);
     console.log(`tools/list payload: ${bytes} bytes for ${listed.tools.length} tools`);
-    assert.equal(listed.tools.length, 28, "the spec's 27 and repositories_onboard");
-    assert.ok(bytes < 16_000, `tools/list is ${bytes} bytes`);
+    assert.equal(listed.tools.length, 29, "the spec's 27, repositories_onboard and repositories_tests");
+    // 16,000 held the spec's 27 and repositories_onboard; repositories_tests (issue 37's test history,
+    // six arguments) brought it to 16,888.
+    assert.ok(bytes < 17_000, `tools/list is ${bytes} bytes`);
     for (const tool of listed.tools) {
       assert.ok((tool.description ?? "").length <= 120, `${tool.name}'s description is tight`);
       assert.equal(tool.inputSchema.type, "object");
@@ -83,6 +85,26 @@ describe("kiln's MCP server over the SDK's in-memory transport, against a real k
     assert.deepEqual(result.structuredContent, identity);
     const jobs = await client.callTool({ name: "jobs_list", arguments: { limit: 5 } });
     assert.deepEqual((resultJson(jobs) as { jobs: unknown[] }).jobs, []);
+  });
+
+  it("answers which tests are flaky here (repositories_tests) with a read credential", async () => {
+    const { client } = await open(await kiln.mintAgent(["read"], "flaky-asker"));
+    await kiln.onboard("acme/history");
+    const result = await client.callTool({
+      name: "repositories_tests",
+      arguments: { owner: "acme", name: "history", sort: "flakiest" },
+    });
+    assert.equal(result.isError, undefined, JSON.stringify(result.content));
+    assert.deepEqual(resultJson(result), {
+      repository: "acme/history",
+      window: { jobs: 0, from: null, to: null },
+      sort: "flakiest",
+      tests: [],
+      next_cursor: null,
+    });
+    const unknown = await client.callTool({ name: "repositories_tests", arguments: { owner: "acme", name: "nope" } });
+    assert.equal(unknown.isError, true);
+    assert.equal((unknown.structuredContent as { code: string }).code, "not_found");
   });
 
   it("a refused call is a tool error carrying the typed refusal, not a protocol error", async () => {
@@ -225,11 +247,22 @@ describe("kiln's MCP server over the SDK's in-memory transport, against a real k
       "idempotency_key",
       "acme/widget",
       '["--workspace"]',
+      "flaky",
+      "repositories_tests",
     ]) {
       assert.ok(submit.includes(word), `submit-and-wait names ${word}`);
     }
     const diagnose = await text("diagnose-a-failure", { job_id: "job_1" });
-    for (const word of ["jobs_get", "jobs_evidence", "report.tests", "failure.cause", "jobs_logs", "job_1"]) {
+    for (const word of [
+      "jobs_get",
+      "jobs_evidence",
+      "report.tests",
+      "failure.cause",
+      "jobs_logs",
+      "job_1",
+      "flaky",
+      "repositories_tests",
+    ]) {
       assert.ok(diagnose.includes(word), `diagnose-a-failure names ${word}`);
     }
     const onboard = await text("onboard-a-repository", { repository: "acme/widget" });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { silentLogger } from "@kiln/contract";
+import { type AttemptReport, silentLogger } from "@kiln/contract";
 import { readCheckRun } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { annotationsOf, escapeTestPath, failureAnnotations } from "../src/domain/source-hosting/check-run-report.js";
@@ -456,6 +456,60 @@ for (const dialect of DIALECTS) {
         events.map((e) => (e.type === "check:reported" ? e.stage : e.type)),
         ["queued", "in_progress", "completed"],
       );
+    });
+
+    it("a flaky test is a warning where its failed try panicked, named in the summary; the run succeeds", async () => {
+      const checks = reporter();
+      const jobId = await submit("acme/widget", HEAD);
+      const started = await start();
+      // The first run's raw output has the flaky test's panic; the host re-ran it and it passed.
+      const blob = await started.protocol.putBlob(Buffer.from("thread 'tests::flaky' panicked at src/lib.rs:40:5:\n"));
+      t.clock.advance(30);
+      const finished = await started.protocol.finish(started.placement, {
+        outcome: "passed",
+        exitCode: 0,
+        failure: null,
+        report: {
+          phases: [],
+          crates: [],
+          tests: [
+            { target: "demo (lib)", name: "tests::ok", outcome: "passed", duration_ms: 1 },
+            {
+              target: "demo (lib)",
+              name: "tests::flaky",
+              outcome: "passed",
+              duration_ms: 2,
+              flaky: true,
+              tries: [
+                {
+                  try: 1,
+                  outcome: "failed",
+                  duration_ms: 2,
+                  output: "thread 'tests::flaky' panicked at src/lib.rs:40:5:\nfirst run fails\n",
+                },
+                { try: 2, outcome: "passed", duration_ms: 2, output: "" },
+              ],
+            },
+          ],
+          unit: null,
+        } as AttemptReport,
+        cargoOutput: blob,
+        artifacts: [],
+      });
+      assert.equal(finished, "finished");
+      await checks.pass();
+      await checks.pass();
+      await checks.pass();
+      const run = sim.checkRuns.find((r) => r.external_id === jobId);
+      assert.ok(run !== undefined);
+      assert.equal(run.conclusion, "success");
+      assert.equal(run.output.title, "passed: 2 tests passed (1 flaky), 0 ignored");
+      assert.match(run.output.summary ?? "", /Flaky: 1 test failed, then passed on a re-run: `tests::flaky`\./);
+      assert.deepEqual(
+        run.annotations.map((a) => [a.path, a.start_line, a.annotation_level, a.title]),
+        [["src/lib.rs", 40, "warning", `test ${escapeTestPath("tests::flaky")} is flaky`]],
+      );
+      assert.match(run.annotations[0]?.message ?? "", /failed here on try 1, then passed on try 2 of 2/);
     });
 
     it("120 failing tests give 120 panic annotations in 3 requests of at most 50", async () => {

@@ -412,6 +412,15 @@ export { listMembershipsOfPerson } from "./tenants/list-memberships-of-person.js
 export { type ListedTenant, listTenants } from "./tenants/list-tenants.js";
 export { namesOfPeople, type PersonName } from "./tenants/names-of-people.js";
 export type { Membership, Person, Tenant } from "./tenants/tenant.js";
+export {
+  listTestHistory,
+  type TestHistoryGroup,
+  type TestHistoryPageRows,
+  type TestHistoryQuery,
+  type TestHistoryRun,
+  type TestHistorySort,
+} from "./test-history/list-test-history.js";
+export { MAX_RECORDED_TESTS_PER_JOB } from "./test-history/record-test-outcomes.js";
 export { formatTimestamp } from "./timestamps.js";
 export { countMeteredJobs, type MeteredJobCounts } from "./usage/count-metered-jobs.js";
 export { listMeteredAttempts, type MeteredAttemptRow } from "./usage/list-metered-attempts.js";

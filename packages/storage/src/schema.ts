@@ -65,6 +65,8 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   canaries: CanariesTable;
   tenant_anomalies: TenantAnomaliesTable;
+  test_runs: TestRunsTable;
+  test_outcomes: TestOutcomesTable;
 }
 
 /** A job. JSON columns hold the contract's shapes as text. */
@@ -917,4 +919,30 @@ export interface LineageStorageSamplesTable {
   /** `YYYY-MM-DDTHH` (UTC). */
   hour: string;
   bytes: number;
+}
+
+/** A job whose finished attempt reported tests (migration 0046): the unit of a history window. */
+export interface TestRunsTable {
+  job_id: string;
+  tenant_id: string;
+  repository: string;
+  attempt: number;
+  finished_at: string;
+  /** Tests the attempt reported. */
+  tests: number;
+  /** Tests kept in test_outcomes (at most MAX_RECORDED_TESTS_PER_JOB). */
+  recorded: number;
+}
+
+/** How one test ended in one job (passed, failed, flaky, ignored), for repositories.tests. */
+export interface TestOutcomesTable {
+  job_id: string;
+  target: string;
+  name: string;
+  tenant_id: string;
+  repository: string;
+  attempt: number;
+  outcome: "passed" | "failed" | "flaky" | "ignored";
+  duration_ms: number | null;
+  finished_at: string;
 }

@@ -15,6 +15,7 @@ import {
   type DownloadedArtifact,
   describeCounts,
   describeFailures,
+  describeFlaky,
   downloadArtifacts,
   exitCodeOf,
   followLogs,
@@ -329,7 +330,12 @@ async function runCargo(argv: readonly string[]): Promise<void> {
       exit_code: code,
       cargo_exit_code: stopped !== undefined || code === EXIT.service ? null : code,
       interrupted: stopped ?? null,
-      tests: { ...tests.total, by_target: tests.byTarget, failed_tests: tests.failed },
+      tests: {
+        ...tests.total,
+        by_target: tests.byTarget,
+        failed_tests: tests.failed,
+        flaky_tests: tests.flaky.map((f) => ({ test: f.test, passed_on_try: f.passedOnTry, tries: f.tries })),
+      },
       failures,
       artifacts: downloaded,
     });
@@ -337,6 +343,7 @@ async function runCargo(argv: readonly string[]): Promise<void> {
       const cancelled = finished.status === "cancelled" ? "; the tests still running were cancelled (not run)" : "";
       say(`test summary: ${describeCounts(tests.total)}${cancelled}`);
       for (const name of tests.failed) say(`  failed: ${name}`);
+      for (const line of describeFlaky(tests.flaky)) say(line);
     }
     if (failures.length > 0) {
       say("what failed:");

@@ -4,6 +4,7 @@ import type { Command } from "commander";
 import {
   describeCounts,
   describeFailures,
+  describeFlaky,
   downloadArtifacts,
   exitCodeOf,
   followLogs,
@@ -84,6 +85,7 @@ async function evidence(id: string, options: JsonOption) {
   for (const [target, counts] of Object.entries(summary.byTarget)) out(`tests ${target}: ${describeCounts(counts)}`);
   if (Object.keys(summary.byTarget).length > 0) out(`tests total: ${describeCounts(summary.total)}`);
   for (const name of summary.failed) out(`  failed: ${name}`);
+  for (const line of describeFlaky(summary.flaky)) out(line);
   const failures = lastAttemptFailures(doc);
   if (failures.length > 0) out("what failed:");
   for (const line of describeFailures(failures)) out(`  ${line}`);

@@ -12,6 +12,7 @@ import {
   RepositorySettings,
 } from "../records/repositories.js";
 import { SettingReceipt, SettingWrite } from "../records/settings.js";
+import { TEST_HISTORY_SORTS, TEST_HISTORY_WINDOW, TestHistoryPage } from "../records/test-history.js";
 import { A, K } from "../refusal-codes.js";
 import { PageQuery } from "../schema-helpers.js";
 
@@ -160,6 +161,50 @@ export const REPOSITORIES_OPERATIONS = [
     extension: {
       reason:
         "Self-service onboarding (issue 36): the spec onboards repositories only by the source-hosting app's installation claim.",
+    },
+  }),
+  defineOperation({
+    id: "repositories.tests",
+    method: "GET",
+    path: "/api/repositories/{owner}/{name}/tests",
+    summary: "Which tests are flaky here, the slowest, the newly failing: per test recent outcomes, durations, trend.",
+    description:
+      "Per test: its recent outcomes with job ids, duration percentiles (p50, p90) and trend, and flaky rate. Over the repository's most recent `window` test jobs. sort: name (every test), slowest (by mean duration), " +
+      "flakiest (only tests flaky at least once in the window, most often first), newly_failing (only tests whose " +
+      "latest run failed after an earlier one passed, latest failure first). Another tenant's repository is " +
+      "not_found, as a repository never onboarded is.",
+    tag: "repositories",
+    security: { kind: "tenant", scope: "read" },
+    request: {
+      params: RepositoryParams(),
+      query: Type.Object(
+        {
+          window: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: TEST_HISTORY_WINDOW.maximum,
+              default: TEST_HISTORY_WINDOW.default,
+              description: `Most recent test jobs to read, 1 to ${TEST_HISTORY_WINDOW.maximum} (default ${TEST_HISTORY_WINDOW.default}).`,
+            }),
+          ),
+          sort: Type.Optional(
+            Type.Union(
+              TEST_HISTORY_SORTS.map((s) => Type.Literal(s)),
+              { default: "name", description: "name (default), slowest, flakiest or newly_failing." },
+            ),
+          ),
+          ...PageQuery(50),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    response: { encoding: "json", schema: TestHistoryPage },
+    refusals: [...A, "invalid_request", "not_found"],
+    keyed: false,
+    mcp: { tool: "repositories_tests", scope: "read" },
+    extension: {
+      reason:
+        "Test history (issue 37): the spec reports each job's tests in its evidence but has no read across a repository's jobs.",
     },
   }),
 ];

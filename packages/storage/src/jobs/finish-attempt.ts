@@ -4,6 +4,7 @@ import { recordPublishedBlobs } from "../artifact-blobs/record-published-blobs.j
 import type { Storage } from "../dialect.js";
 import type { Database } from "../schema.js";
 import { readTenantSettings } from "../tenant-policy/read-tenant-settings.js";
+import { recordTestOutcomes } from "../test-history/record-test-outcomes.js";
 import { formatTimestamp } from "../timestamps.js";
 import type { AttemptRow } from "./claim-next-job.js";
 import type { JobRow } from "./insert-job.js";
@@ -127,6 +128,17 @@ export async function finishAttempt(
             ? `attempt ${input.attempt} reaped after cancellation`
             : `attempt ${input.attempt} failed: ${r.failure?.cause ?? "unknown"}`,
     });
+    if (status !== "cancelled") {
+      // The repository's test history (repositories.tests) learns the job's tests as it settles.
+      await recordTestOutcomes(trx, {
+        jobId: job.id,
+        tenantId: job.tenant_id,
+        repository: job.repository,
+        attempt: input.attempt,
+        finishedAt: now,
+        report: r.report,
+      });
+    }
     if (r.artifacts.length > 0) {
       // The tenant's artifact_retention_days when it set one, read in this transaction: artifacts
       // are kept as long as the retention in force when they are published says.

@@ -34,6 +34,7 @@ import { jobManifests } from "./0042-job-manifests.js";
 import { webhookDeliveryDigests } from "./0043-webhook-delivery-digests.js";
 import { artifactExecutable } from "./0044-artifact-executable.js";
 import { hostIsolationReason } from "./0045-host-isolation-reason.js";
+import { testHistory } from "./0046-test-history.js";
 import { lineageSeeding } from "./0047-lineage-seeding.js";
 import { hostToolchains } from "./0049-host-toolchains.js";
 
@@ -81,6 +82,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0043-webhook-delivery-digests": webhookDeliveryDigests(),
     "0044-artifact-executable": artifactExecutable(),
     "0045-host-isolation-reason": hostIsolationReason(),
+    "0046-test-history": testHistory(),
     "0047-lineage-seeding": lineageSeeding(),
     "0049-host-toolchains": hostToolchains(),
   };

@@ -33,8 +33,8 @@ export function conclusionOf(status: string, failureCause: string | null): Check
 /**
  * The completed check run of a finished job: conclusion, a summary (tests passed, failed and
  * ignored, duration, cache warm or cold, the evidence link) and annotations — every failed
- * test at the file and line of its panic, and compiler errors and warnings at their primary
- * spans — read from the final attempt's raw cargo output (cargo's JSON messages and libtest's
+ * test at the file and line of its panic, each flaky test as a warning where its failed try
+ * panicked, and compiler errors and warnings at their primary spans — read from the final attempt's raw cargo output (cargo's JSON messages and libtest's
  * output).
  */
 export function completedCheckRun(
@@ -48,6 +48,8 @@ export function completedCheckRun(
   const last = record.attempts.at(-1);
   const report: AttemptReport | null = parseAttemptReport(last?.report ?? null);
   const tests = report?.tests ?? [];
+  const flaky = flakyTestsOf(tests);
+  const flakyNames = new Set(flaky.map((t) => t.name));
   const count = (outcome: string) => tests.filter((t) => t.outcome === outcome).length;
   const passed = count("passed");
   const failed = count("failed");
@@ -60,14 +62,21 @@ export function completedCheckRun(
       : null;
   // The host's failures name repository paths and whole messages; a report stored before the
   // host reported them is read from the raw output as it always was.
-  const all =
-    report?.failures === undefined
-      ? annotationsOf(cargoOutput ?? "", new Set(tests.filter((t) => t.outcome === "failed").map((t) => t.name)))
-      : failureAnnotations(report.failures);
+  // A flaky test's first panic is no failure: it is annotated once, as a warning (issue 37).
+  const all = [
+    ...(report?.failures === undefined
+      ? annotationsOf(
+          cargoOutput ?? "",
+          new Set(tests.filter((t) => t.outcome === "failed").map((t) => t.name)),
+          flakyNames,
+        )
+      : failureAnnotations(report.failures.filter((f) => f.kind !== "test_panic" || !flakyNames.has(f.test ?? "")))),
+    ...flakyAnnotations(flaky, report?.failures ?? []),
+  ];
   const annotations = all.slice(0, ANNOTATION_LIMIT);
   const title =
     conclusion === "success"
-      ? `passed: ${passed} tests passed, ${ignored} ignored`
+      ? `passed: ${passed} tests passed${flaky.length === 0 ? "" : ` (${flaky.length} flaky)`}, ${ignored} ignored`
       : conclusion === "neutral"
         ? "kiln could not finish this job (not a result of the commit)"
         : `${job.status}${failure?.cause === undefined ? "" : ` (${failure.cause.replaceAll("_", " ")})`}: ${failed} tests failed`;
@@ -79,6 +88,13 @@ export function completedCheckRun(
     `| ${passed} | ${failed} | ${ignored} | ${seconds === null ? "—" : `${seconds} s`} | ${cache === undefined ? "—" : `${cache.outcome}${cache.reason === null || cache.reason === undefined ? "" : ` (${cache.reason})`}`} |`,
     "",
   ];
+  if (flaky.length > 0) {
+    const names = flaky.map((t) => `\`${t.name}\``).join(", ");
+    lines.push(
+      `Flaky: ${flaky.length} ${flaky.length === 1 ? "test" : "tests"} failed, then passed on a re-run: ${names}.`,
+      "",
+    );
+  }
   if (failure !== null && failure.detail !== undefined) {
     lines.push(`Failed in phase \`${failure.phase ?? "?"}\`: ${failure.detail}`, "");
   }
@@ -121,6 +137,65 @@ export function failureAnnotations(failures: readonly FailureReportItem[]): Chec
   });
 }
 
+/** A test of the report with issue 37's members (kiln extensions of the open test item). */
+type FlakyTest = AttemptReport["tests"][number] & {
+  readonly flaky?: boolean;
+  readonly tries?: readonly { try: number; outcome: string; output: string }[];
+};
+
+function flakyTestsOf(tests: AttemptReport["tests"]): FlakyTest[] {
+  return (tests as FlakyTest[]).filter((t) => t.flaky === true);
+}
+
+/**
+ * A warning at each flaky test (failed, then passed on a re-run): where its failed try panicked,
+ * from the reported failures when they name it, else from that try's captured output. A flaky
+ * test whose panic is in no file of the repository is named in the summary only.
+ */
+export function flakyAnnotations(
+  flaky: readonly FlakyTest[],
+  failures: readonly FailureReportItem[],
+): CheckRunAnnotation[] {
+  return flaky.flatMap((t) => {
+    const tries = t.tries ?? [];
+    const failedTry = tries.find((x) => x.outcome === "failed");
+    const passedTry = tries.find((x) => x.outcome === "passed");
+    const test = escapeTestPath(t.name);
+    const verdict =
+      passedTry === undefined ? "passed on a re-run" : `passed on try ${passedTry.try} of ${tries.length}`;
+    const reported = failures.find((f) => f.kind === "test_panic" && f.test === t.name);
+    let at: { path: string; line: number; message: string | null } | null = null;
+    if (reported?.location?.in_repository === true) {
+      at = { path: reported.location.file, line: reported.location.line, message: reported.message };
+    } else {
+      for (const line of (failedTry?.output ?? "").split("\n")) {
+        const panic = PANIC.exec(line) ?? OLD_PANIC.exec(line);
+        const path = sourcePath(panic?.groups?.file ?? "");
+        const lineNumber = Number(panic?.groups?.line);
+        if (panic?.groups?.test !== t.name || path === null || !Number.isInteger(lineNumber) || lineNumber < 1)
+          continue;
+        at = { path, line: lineNumber, message: panic.groups.message ?? null };
+        break;
+      }
+    }
+    if (at === null) return [];
+    return [
+      {
+        path: at.path,
+        start_line: at.line,
+        end_line: at.line,
+        annotation_level: "warning",
+        title: `test ${test} is flaky`,
+        message:
+          `test ${test} failed here on try ${failedTry?.try ?? 1}, then ${verdict}${at.message === null ? "" : `: ${at.message}`}`.slice(
+            0,
+            64 * 1024,
+          ),
+      },
+    ];
+  });
+}
+
 /** Where the sandbox puts the source: cargo names workspace files under it when it names them absolutely. */
 const SOURCE_ROOT = "/kiln/src/";
 
@@ -129,7 +204,11 @@ const SOURCE_ROOT = "/kiln/src/";
  * (`reason: compiler-message`, at the primary span; files outside the source left out), and a
  * failure at each failed test's panic (libtest's `thread '<test>' panicked at <file>:<line>:<col>`).
  */
-export function annotationsOf(cargoOutput: string, failedTests: ReadonlySet<string>): CheckRunAnnotation[] {
+export function annotationsOf(
+  cargoOutput: string,
+  failedTests: ReadonlySet<string>,
+  flakyTests: ReadonlySet<string> = new Set(),
+): CheckRunAnnotation[] {
   const annotations: CheckRunAnnotation[] = [];
   const seen = new Set<string>();
   const add = (a: CheckRunAnnotation) => {
@@ -147,7 +226,7 @@ export function annotationsOf(cargoOutput: string, failedTests: ReadonlySet<stri
     const panic = PANIC.exec(line) ?? OLD_PANIC.exec(line);
     if (panic?.groups === undefined) continue;
     const test = panic.groups.test ?? "";
-    if (failedTests.size > 0 && !failedTests.has(test)) continue;
+    if ((failedTests.size > 0 && !failedTests.has(test)) || flakyTests.has(test)) continue;
     const path = sourcePath(panic.groups.file ?? "");
     const lineNumber = Number(panic.groups.line);
     if (path === null || !Number.isInteger(lineNumber) || lineNumber < 1) continue;

@@ -48,6 +48,7 @@ import {
   listRepositories,
   onboardRepositoryHandler,
   purgeRepositoryLineage,
+  repositoryTests,
 } from "./tenant/repositories.js";
 import { repositoryAdmission } from "./tenant/repository-admission.js";
 import { getRepositorySettings, writeRepositorySettingsHandler } from "./tenant/repository-settings.js";
@@ -91,6 +92,7 @@ export const defaultHandlers: HandlerTable = {
   "repositories.get": getRepository,
   "repositories.lineages.purge": purgeRepositoryLineage,
   "repositories.onboard": onboardRepositoryHandler,
+  "repositories.tests": repositoryTests,
   "repositories.admission": repositoryAdmission,
   "repositories.settings.get": getRepositorySettings,
   "repositories.settings.write": writeRepositorySettingsHandler,

@@ -32,6 +32,8 @@ form.purge input{font:inherit;width:10rem}input.secret{font-size:.9rem;padding:.
 figure.chart{margin:.5rem 0 1rem;background:#fff;border:1px solid #e5e5e5;border-radius:6px;padding:.6rem;overflow-x:auto}
 figure.chart figcaption{font-size:.8rem;color:#555}figure.chart rect{fill:#6b9bd6}figure.chart text{font-size:12px;fill:#333}
 #advisories li{margin:.4rem 0 .8rem}
+.status-flaky{background:#ffe2c2;color:#7a3d00}.bar-unit{background:#9cc4ff}.bar-critical{background:#e0803a}tr.critical td.mono{font-weight:600}
+td.runs a.run{text-decoration:none;padding:0 .1rem}a.run-failed{color:#8a1111}a.run-flaky{color:#b35c00}a.run-passed{color:#135c25}
 @media (prefers-color-scheme:dark){.status-passed,.status-warm,.status-applied{background:#16351f;color:#8fe0a5}
 .status-failed{background:#451a1a;color:#f6a6a6}.status-running,.status-cancellation_requested{background:#172b4d;color:#a8c7fa}
 .status-queued,.status-cold,.status-not.applied{background:#3a3011;color:#f1d78a}.status-cancelled,.status-ignored,.status-skipped{background:#33343a;color:#c4c4cc}

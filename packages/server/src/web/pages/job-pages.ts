@@ -20,6 +20,7 @@ import {
   renderTests,
   renderUsage,
 } from "./job-parts.js";
+import { renderFlakyTests, renderTimeline } from "./job-test-parts.js";
 import { JOBS_LIST_SCRIPT } from "./jobs-list-script.js";
 import { dashboardPages, formKey, inUserWords, registerFormRoutes } from "./open-page.js";
 import { type PersonLabel, personLabels } from "./people.js";
@@ -179,10 +180,14 @@ ${job.retry_of === null || job.retry_of === undefined ? "" : `<dt>Retry of</dt><
   const report = evidence?.report;
   const section = (id: string, title: string, html: string) =>
     `<section id="part-${id}"><h2>${title}</h2>${html}</section>`;
+  const flaky = renderFlakyTests(report?.tests ?? [], report?.retries);
+  const timeline = renderTimeline(report?.timeline ?? []);
   return `<div id="job-parts"><p class="mono muted">${escapeHtml(job.id)}</p>${failure}${renderFailures(job.id, report?.failures ?? [])}${waiting}${facts}
 ${renderActions(job, maySubmit, randomUUID)}
 ${section("phases", "Phases", renderPhases(report?.phases ?? []))}
+${flaky === "" ? "" : section("flaky", "Flaky tests", flaky)}
 ${section("tests", "Tests", renderTests(job.id, report?.tests ?? [], outputLineFinder(log)))}
+${timeline === "" ? "" : section("timeline", "Build timeline", timeline)}
 ${section("crates", "Crates", renderCrates(report?.crates ?? []))}
 ${section("caches", "Caches", renderCaches(report?.caches ?? []))}
 ${section("injections", "Injected settings", renderInjections(report?.injections ?? []))}

@@ -11,6 +11,7 @@ import { formatBytes, keyField, meter, noticeOf, postButton, settingsTable } fro
 import { type PersonLabel, personLabels } from "./people.js";
 import { type PageContext, performAsPerson } from "./perform-as-person.js";
 import { performMutationAsPerson } from "./perform-mutation-as-person.js";
+import { renderRepositoryTests } from "./repository-test-parts.js";
 import { typedRepository } from "./typed-repository.js";
 
 type Repository = ResponseDocumentOf<"repositories.get">;
@@ -184,10 +185,12 @@ export function registerRepositoryPages(app: FastifyInstance, deps: AppDeps, han
       if (!(error instanceof Refusal) || error.code !== "role_required") throw error;
       settingsPart = `<p class="muted" id="settings-hidden">Reading build settings needs the member role.</p>`;
     }
+    const tests = await renderRepositoryTests(ctx, params);
     return pages.send(ctx, status, {
       title: repo.repository,
       body: `${above}<p><a href="/jobs?repository=${encodeURIComponent(repo.repository)}">Jobs of ${escapeHtml(repo.repository)}</a></p>
 <section id="part-storage"><h2>Lineages</h2><p>This repository: ${escapeHtml(formatBytes(repo.total_bytes))}. Tenant storage quota: ${escapeHtml(formatBytes(repo.storage_quota_bytes))}.</p>${renderLineages(repo, path, scopes.includes("admin"))}</section>
+<section id="part-tests"><h2>Tests</h2>${tests}</section>
 <section id="part-advisories"><h2>Advisories</h2>${renderAdvisories(repo, path, scopes.includes("settings"))}</section>
 <section id="part-settings"><h2>Settings</h2>${settingsPart}</section>`,
     });

@@ -1,3 +1,4 @@
+import { TEST_HISTORY_WINDOW } from "@kiln/contract";
 import {
   appendAuditEntry,
   dismissAdvisory,
@@ -11,6 +12,7 @@ import { refuse } from "../../../domain/refusal.js";
 import { notOnboardedDetail, onboardTenantRepository } from "../../../domain/repositories/onboard-repository.js";
 import { repositoryOfPath } from "../../../domain/repositories/require-onboarded.js";
 import { tenantStorageQuota } from "../../../domain/repositories/storage-quota.js";
+import { readTestHistory } from "../../../domain/repositories/test-history.js";
 import { type Handler, principalOf } from "../../http/handler.js";
 import { pageRequestOf } from "./page-request.js";
 
@@ -153,4 +155,16 @@ export const onboardRepositoryHandler: Handler<"repositories.onboard"> = async (
     { tenantId: principal.tenantId, repository: ctx.body.repository, actor: principal.principal },
     ctx.now,
   );
+};
+
+/** repositories.tests (a kiln extension): the repository's test history (domain/repositories/test-history.ts). */
+export const repositoryTests: Handler<"repositories.tests"> = async (ctx) => {
+  const { window, sort } = ctx.query;
+  return readTestHistory(ctx.db, {
+    tenantId: principalOf(ctx).tenantId,
+    repository: repositoryOfPath(ctx.params),
+    window: window ?? TEST_HISTORY_WINDOW.default,
+    sort: sort ?? "name",
+    ...pageRequestOf({ limit: ctx.query.limit ?? 50, cursor: ctx.query.cursor }),
+  });
 };
