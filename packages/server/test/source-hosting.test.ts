@@ -494,6 +494,7 @@ for (const dialect of DIALECTS) {
           unit: null,
         } as AttemptReport,
         cargoOutput: blob,
+        lineageSave: null,
         artifacts: [],
       });
       assert.equal(finished, "finished");

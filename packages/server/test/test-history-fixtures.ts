@@ -107,6 +107,7 @@ export async function runTestJob(
     failure: failed ? { phase: "test", cause: "test_failure", detail: "1 test failed" } : null,
     report: issue37Report(input.tests),
     cargoOutput: null,
+    lineageSave: null,
     artifacts: [],
   });
   assert.equal(finished, "finished");
