@@ -1,6 +1,7 @@
 import type { Principal } from "../../domain/identity/principal.js";
 import { ANSI_STYLE } from "./ansi-log.js";
 import { escapeHtml } from "./html.js";
+import { LOG_VIEW_STYLE } from "./job-log-view.js";
 import { BASE_STYLE } from "./page-style.js";
 
 const STYLE = `${BASE_STYLE}.status-passed{background:#d1f2d9;color:#135c25}.status-failed{background:#fbd5d5;color:#8a1111}
@@ -31,7 +32,8 @@ form.purge input{font:inherit;width:10rem}input.secret{font-size:.9rem;padding:.
 figure.chart{margin:.5rem 0 1rem;background:#fff;border:1px solid #e5e5e5;border-radius:6px;padding:.6rem;overflow-x:auto}
 figure.chart figcaption{font-size:.8rem;color:#555}figure.chart rect{fill:#6b9bd6}figure.chart text{font-size:12px;fill:#333}
 #advisories li{margin:.4rem 0 .8rem}
-${ANSI_STYLE}`;
+${ANSI_STYLE}
+${LOG_VIEW_STYLE}`;
 
 /** The dashboard's sections, each a page of its own. */
 const NAVIGATION = [

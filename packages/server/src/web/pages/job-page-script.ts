@@ -12,7 +12,7 @@ import { ansiSegments, isErrorLine } from "./ansi-log.js";
  *   swaps `#job-parts` for the fresh server-rendered one (one renderer, no second copy of it);
  * - filters the tests table by outcome and search text, and finds a failed test's output.
  */
-const JOB_PAGE_MAIN = String.raw`
+const JOB_PAGE_MAIN = `
 const parts = () => document.getElementById("job-parts");
 const logLines = document.getElementById("log-lines");
 const firstErrorLink = document.getElementById("first-error-link");
@@ -60,10 +60,15 @@ function appendRecord(record, into) {
   const line = document.createElement("span");
   line.className = "line " + record.stream;
   line.id = "L" + record.sequence;
-  const seq = document.createElement("span");
+  const seq = document.createElement("a");
   seq.className = "seq";
+  seq.href = "/jobs/" + encodeURIComponent(jobId) + "?log_line=" + record.sequence + "#L" + record.sequence;
   seq.textContent = String(record.sequence).padStart(5, " ") + " ";
-  line.append(seq);
+  const time = document.createElement("time");
+  time.className = "ts";
+  time.dateTime = record.at;
+  time.textContent = record.at.slice(11, 23) + " ";
+  line.append(seq, time);
   for (const segment of ansiSegments(record.text)) {
     if (segment.classes === "") {
       line.append(segment.text);
@@ -74,7 +79,7 @@ function appendRecord(record, into) {
       line.append(span);
     }
   }
-  into.append(line, "\n");
+  into.append(line);
   if (isErrorLine(record.text)) markFirstError(line);
 }
 
@@ -205,11 +210,36 @@ document.addEventListener("click", (event) => {
       lines.find((l) => l.textContent.includes("test " + name + " ") && l.textContent.includes("FAILED")));
   if (line === undefined) return;
   event.preventDefault();
+  showLine(line);
+  history.replaceState(null, "", "#" + line.id);
+});
+
+/** Shows a line of this page: opens the folds around it, highlights it and scrolls to it. */
+function showLine(line) {
+  for (let fold = line.closest("details"); fold !== null; fold = fold.parentElement.closest("details")) fold.open = true;
   for (const old of logLines.querySelectorAll(".line.found")) old.classList.remove("found");
   line.classList.add("found");
   line.scrollIntoView({ block: "center" });
-  history.replaceState(null, "", "#" + line.id);
+}
+
+// A line number is a permalink (?log_line=N#LN, any page); on its own page it just marks the line.
+document.addEventListener("click", (event) => {
+  const link = event.target.closest?.("a.seq, a.search-hit, #first-error-link, #log-end");
+  if (!link || logLines === null) return;
+  const target = new URL(link.href, location.href);
+  if (target.pathname !== location.pathname) return;
+  const line = target.hash.startsWith("#L") ? document.getElementById(target.hash.slice(1)) : null;
+  if (line === null || !logLines.contains(line)) return;
+  event.preventDefault();
+  showLine(line);
+  history.replaceState(null, "", target.pathname + target.search + target.hash);
 });
+
+// Opened at a line (a permalink, a failure's or a search hit's link): show it even inside a fold.
+if (logLines !== null && location.hash.startsWith("#L")) {
+  const line = document.getElementById(location.hash.slice(1));
+  if (line !== null && logLines.contains(line)) showLine(line);
+}
 
 followLog();
 watchJob();

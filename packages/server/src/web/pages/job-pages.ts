@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
 import { JOB_STATUSES, type ResponseDocumentOf, TERMINAL_JOB_STATUSES } from "@kiln/contract";
-import { encodeLogCursor } from "@kiln/storage";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Refusal } from "../../domain/refusal.js";
 import type { AppDeps } from "../http/app-deps.js";
 import type { HandlerTable } from "../http/handler.js";
-import { ansiToHtml, isErrorLine } from "./ansi-log.js";
 import { formatDuration, formatTime, statusBadge } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";
+import { LOG_RECORDS_PER_PAGE, type LogSearch, logLineOf, logPageCursor, renderLogView } from "./job-log-view.js";
 import { JOB_PAGE_SCRIPT } from "./job-page-script.js";
 import {
   renderActions,
@@ -32,9 +32,8 @@ type Evidence = ResponseDocumentOf<"jobs.evidence">;
 type Artifacts = ResponseDocumentOf<"jobs.artifacts">;
 
 const FILTERS = ["repository", "branch", "status", "class"] as const;
-/** Jobs per page of the list, log records per page of the job page. */
+/** Jobs per page of the list. */
 const JOBS_PER_PAGE = 50;
-const LOG_RECORDS_PER_PAGE = 1000;
 
 /** The filters and cursor a list URL carries, blank members dropped. */
 function listQuery(raw: Record<string, unknown>): Record<string, string> {
@@ -44,6 +43,11 @@ function listQuery(raw: Record<string, unknown>): Record<string, string> {
     if (typeof value === "string" && value.trim() !== "") query[name] = value.trim();
   }
   return query;
+}
+
+/** A job id as a download's file name (ids are word characters; anything else is dropped). */
+function downloadName(jobId: string): string {
+  return jobId.replace(/[^A-Za-z0-9_-]/g, "").slice(0, 128) || "job";
 }
 
 function hrefWith(path: string, query: Record<string, string>): string {
@@ -97,44 +101,6 @@ ${rows}</tbody></table>`;
 <button type="submit">Filter</button> <a href="/jobs">Clear</a></form>`;
   // #jobs-live is what the list script swaps for a fresh copy when events.stream hints at a change.
   return `<div id="jobs-live">${summary}${form}${table}${next}</div>`;
-}
-
-/** The log page as lines (`#L<sequence>`), their ANSI colours as classes, the text escaped. */
-function renderLog(job: Job, log: ResponseDocumentOf<"jobs.logs">, logCursor: string | undefined): string {
-  const firstError = log.records.find((r) => isErrorLine(r.text));
-  const lines = log.records
-    .map(
-      (r) =>
-        `<span class="line ${r.stream}" id="L${r.sequence}"><span class="seq">${String(r.sequence).padStart(5, " ")} </span>${ansiToHtml(r.text)}</span>`,
-    )
-    .join("\n");
-  // Until the job ends the script streams on from this page's cursor; a full page also links
-  // the next one (a long log is read page by page, the newest lines followed live). A terminal
-  // job's log is complete: it is read by its pages, not streamed into one document.
-  const follow = !log.settled && !TERMINAL_JOB_STATUSES.has(job.status);
-  const more =
-    log.next_cursor === null || log.records.length < LOG_RECORDS_PER_PAGE
-      ? ""
-      : `<p><a id="log-more" href="/jobs/${encodeURIComponent(job.id)}?log_cursor=${encodeURIComponent(log.next_cursor)}#log">Next ${LOG_RECORDS_PER_PAGE} lines →</a></p>`;
-  const empty =
-    log.records.length === 0
-      ? `<p class="muted" id="log-empty">${logCursor === undefined ? "No log lines yet." : "No more log lines."}</p>`
-      : "";
-  return `<h2 id="log">Log</h2><p><a id="first-error-link" href="#${firstError === undefined ? "log" : `L${firstError.sequence}`}"${firstError === undefined ? " hidden" : ""}>Jump to the first error</a></p>${empty}
-<p class="notice" id="log-trimmed" hidden>Following the newest lines; earlier ones are on <a href="/jobs/${encodeURIComponent(job.id)}?log_page=1#log">the log's pages</a>.</p>
-<pre class="log" id="log-lines" data-cursor="${escapeHtml(log.next_cursor ?? "")}" data-follow="${follow ? "true" : "false"}">${lines}</pre>${more}`;
-}
-
-/**
- * The log page the job page shows: `log_cursor` (a page's own link), or the page holding
- * `log_line` (a failure's or a panic's link names its line's sequence; pages of
- * LOG_RECORDS_PER_PAGE lines from the start), else the first.
- */
-function logPageCursor(cursor: unknown, line: unknown): string | undefined {
-  if (typeof cursor === "string" && cursor !== "") return cursor;
-  const sequence = typeof line === "string" && /^\d{1,15}$/.test(line) ? Number(line) : 0;
-  if (sequence <= LOG_RECORDS_PER_PAGE) return undefined;
-  return encodeLogCursor(Math.floor((sequence - 1) / LOG_RECORDS_PER_PAGE) * LOG_RECORDS_PER_PAGE);
 }
 
 /** The first log line on this page that shows a failed test's output (or its FAILED line). */
@@ -215,10 +181,28 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
     const ctx = await pages.open(request, reply);
     if (ctx === null) return reply;
     const id = (request.params as { id: string }).id;
-    const query = request.query as { log_cursor?: unknown; log_line?: unknown };
-    const logCursor = logPageCursor(query.log_cursor, query.log_line);
+    const query = request.query as {
+      log_cursor?: unknown;
+      log_line?: unknown;
+      log_search?: unknown;
+      log_search_cursor?: unknown;
+    };
+    const searched = typeof query.log_search === "string" ? query.log_search.trim() : "";
+    const searchCursor =
+      typeof query.log_search_cursor === "string" && query.log_search_cursor !== ""
+        ? query.log_search_cursor
+        : undefined;
     try {
       const job = await performAsPerson(ctx, "jobs.get", { params: { id } });
+      let search: LogSearch | null = null;
+      if (searched !== "")
+        search = await performAsPerson(ctx, "jobs.logs_search", {
+          params: { id },
+          query: { q: searched, limit: 100, ...(searchCursor === undefined ? {} : { cursor: searchCursor }) },
+        });
+      // A search opens the page of its first hit unless the URL names a line or a page.
+      const targetLine = logLineOf(query.log_line) ?? search?.matches[0]?.sequence;
+      const logCursor = logPageCursor(query.log_cursor, targetLine);
       let evidence: Evidence | null = null;
       try {
         evidence = await performAsPerson(ctx, "jobs.evidence", { params: { id } });
@@ -241,12 +225,64 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
       const maySubmit = ctx.person.scopes.includes("submit");
       return pages.send(ctx, 200, {
         title: job.description,
-        body: `${renderJobParts(job, evidence, artifacts, log, maySubmit)}${renderLog(job, log, logCursor)}`,
+        body: `${renderJobParts(job, evidence, artifacts, log, maySubmit)}${renderLogView({
+          job,
+          log,
+          logCursor,
+          targetLine,
+          search: search === null ? null : { query: searched, result: search, cursor: searchCursor },
+        })}`,
         bodyData: { job: job.id, terminal: String(TERMINAL_JOB_STATUSES.has(job.status)) },
         scripts: ["/assets/job-page.js"],
       });
     } catch (error) {
       return pages.refused(ctx, "Job", error);
+    }
+  });
+
+  // The raw log: every stored line's text and a newline, in sequence order, read page by page
+  // (jobs.logs) as the bytes go out; what a refusal stops is answered before the first byte.
+  app.get("/jobs/:id/log.txt", async (request, reply) => {
+    const ctx = await pages.open(request, reply);
+    if (ctx === null) return reply;
+    const id = (request.params as { id: string }).id;
+    const pageAfter = (cursor: string | null) =>
+      performAsPerson(ctx, "jobs.logs", {
+        params: { id },
+        query: { limit: LOG_RECORDS_PER_PAGE, ...(cursor === null ? {} : { cursor }) },
+      });
+    let first: ResponseDocumentOf<"jobs.logs">;
+    try {
+      first = await pageAfter(null);
+    } catch (error) {
+      return pages.refused(ctx, "Log", error);
+    }
+    async function* lines(): AsyncGenerator<Buffer> {
+      let page = first;
+      for (;;) {
+        if (page.records.length > 0) yield Buffer.from(page.records.map((r) => `${r.text}\n`).join(""), "utf8");
+        if (page.next_cursor === null || page.records.length < LOG_RECORDS_PER_PAGE) return;
+        page = await pageAfter(page.next_cursor);
+      }
+    }
+    return reply
+      .type("text/plain; charset=utf-8")
+      .header("content-disposition", `attachment; filename="${downloadName(id)}.log.txt"`)
+      .send(Readable.from(lines()));
+  });
+
+  app.get("/jobs/:id/evidence.json", async (request, reply) => {
+    const ctx = await pages.open(request, reply);
+    if (ctx === null) return reply;
+    const id = (request.params as { id: string }).id;
+    try {
+      const evidence = await performAsPerson(ctx, "jobs.evidence", { params: { id } });
+      return reply
+        .type("application/json; charset=utf-8")
+        .header("content-disposition", `attachment; filename="${downloadName(id)}.evidence.json"`)
+        .send(`${JSON.stringify(evidence, null, 2)}\n`);
+    } catch (error) {
+      return pages.refused(ctx, "Evidence", error);
     }
   });
 
