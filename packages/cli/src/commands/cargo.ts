@@ -439,6 +439,7 @@ export function registerCargoCommand(program: Command): void {
         "kept), without git every file but target/ and .git/. Only parts the service lacks are sent.",
         "Cargo's output is shown as cargo prints it; --service-log adds the service's own lines",
         "(placement, sandbox, cache) marked [kiln]. The job's page is printed at submission and at the end.",
+        "On a terminal cargo runs with --color=always (CARGO_TERM_COLOR and NO_COLOR are honoured; your own --color wins).",
         "Ctrl-C, SIGTERM and SIGHUP (and a closed output) cancel the job, then exit 130, 143 and 129 (141);",
         "a second one exits at once.",
         "",
