@@ -54,6 +54,7 @@ for (const dialect of DIALECTS) {
     let tenant: string;
     let big: string;
     let small: string;
+    let running: string;
 
     before(async () => {
       t = await jobsTestApp(await dialect.openFresh());
@@ -85,6 +86,12 @@ for (const dialect of DIALECTS) {
       await append(t, smallLease, SMALL_LOG);
       await finishJob(t.storage, t.blobs, smallLease, { now: t.clock.now(), outcome: "failed" });
       small = smallJob.id;
+
+      // A job still running: its first binary done, its second under way.
+      const runningJob = await acceptJob(t.storage, { tenant, now: t.clock.now() });
+      const runningLease = await claimJob(t.storage, runningJob.id, t.clock.now());
+      await append(t, runningLease, SMALL_LOG.slice(0, 8));
+      running = runningJob.id;
     });
     after(() => t.close());
 
@@ -213,6 +220,35 @@ for (const dialect of DIALECTS) {
       );
       assert.ok(res.body.includes(`<a id="log-raw" href="/jobs/${small}/log.txt" download>`));
       assert.ok(res.body.includes(`<a id="evidence-json" href="/jobs/${small}/evidence.json" download>`));
+    });
+
+    it("a running job shows its live log first: the step now, an elapsed timer, each finished binary, no empty sections", async () => {
+      const res = await get(`/jobs/${running}`);
+      assert.equal(res.statusCode, 200, res.body);
+      const at = (marker: string) => {
+        const index = res.body.indexOf(marker);
+        assert.ok(index > 0, `the page shows ${marker}`);
+        return index;
+      };
+      assert.ok(at('id="live"') < at('id="log-lines"'), "the status panel, then the log");
+      assert.ok(at('id="log-lines"') < at('id="job-details"'), "what else is known below the log");
+      assert.match(res.body, /<div id="live-status" role="status" aria-live="polite">/);
+      assert.match(res.body, /<strong>Now:<\/strong> <span id="live-step">testing tests\/it\.rs<\/span>/);
+      assert.match(res.body, /Running for <span id="live-elapsed" data-since="[^"]+">/);
+      assert.match(
+        res.body,
+        /<ol id="live-tests" class="live-tests"><li class="binary-ok"><span class="mono">unittests src\/lib\.rs<\/span>: ok\. 1 passed; 0 failed; 0 ignored<\/li><\/ol>/,
+      );
+      assert.ok(!res.body.includes("No crates reported"), "no empty sections");
+      assert.ok(!res.body.includes('id="part-tests"'));
+      assert.match(res.body, /data-follow="true"/);
+      // The timer is outside the live region (it would be read out each second).
+      assert.ok(at('id="live-elapsed"') < at('id="live-status"'));
+
+      // Once it ended, the evidence is above the log again and the panel is gone.
+      const done = await get(`/jobs/${small}`);
+      assert.ok(!done.body.includes('id="live"') && !done.body.includes('id="job-details"'));
+      assert.ok(done.body.indexOf('id="part-tests"') < done.body.indexOf('id="log-lines"'));
     });
 
     it("folds kiln's own lines and each test binary's section; a failing binary's section stays open", async () => {

@@ -1,7 +1,7 @@
 import type { Principal } from "../../domain/identity/principal.js";
 import { ANSI_STYLE } from "./ansi-log.js";
 import { escapeHtml } from "./html.js";
-import { LOG_VIEW_STYLE } from "./job-log-view.js";
+import { LIVE_VIEW_STYLE, LOG_VIEW_STYLE } from "./job-page-style.js";
 import { BASE_STYLE } from "./page-style.js";
 
 const STYLE = `${BASE_STYLE}.status-passed{background:#d1f2d9;color:#135c25}.status-failed{background:#fbd5d5;color:#8a1111}
@@ -33,7 +33,8 @@ figure.chart{margin:.5rem 0 1rem;background:#fff;border:1px solid #e5e5e5;border
 figure.chart figcaption{font-size:.8rem;color:#555}figure.chart rect{fill:#6b9bd6}figure.chart text{font-size:12px;fill:#333}
 #advisories li{margin:.4rem 0 .8rem}
 ${ANSI_STYLE}
-${LOG_VIEW_STYLE}`;
+${LOG_VIEW_STYLE}
+${LIVE_VIEW_STYLE}`;
 
 /** The dashboard's sections, each a page of its own. */
 const NAVIGATION = [

@@ -1,4 +1,5 @@
 import { ansiSegments, isErrorLine } from "./ansi-log.js";
+import { binaryOfLogLine, elapsedText, stepOfLogLine } from "./job-live-view.js";
 
 /**
  * What the job page does without a reload, served from /assets (the page policy allows no
@@ -81,6 +82,47 @@ function appendRecord(record, into) {
   }
   into.append(line);
   if (isErrorLine(record.text)) markFirstError(line);
+  noteLiveLine(record);
+}
+
+/**
+ * The running job's live panel, kept up with the followed lines: the step the newest line names
+ * (written at most every few seconds: the panel is a live region a screen reader reads out) and
+ * each test binary's verdict as libtest prints it.
+ */
+let liveBinary = null;
+let liveStep = null;
+let liveStepTimer = null;
+function noteLiveLine(record) {
+  const binary = binaryOfLogLine(record.stream, record.text);
+  if (binary !== null) liveBinary = binary;
+  const step = stepOfLogLine(record.stream, record.text);
+  if (step !== null) {
+    liveStep = step;
+    liveStepTimer ??= setTimeout(() => {
+      liveStepTimer = null;
+      const shown = document.getElementById("live-step");
+      if (shown !== null && liveStep !== null) shown.textContent = liveStep;
+    }, 2000);
+  }
+  const plain = record.stream === "stdout" ? ansiSegments(record.text).map((s) => s.text).join("") : "";
+  const tests = document.getElementById("live-tests");
+  if (tests === null || !plain.startsWith("test result: ")) return;
+  const item = document.createElement("li");
+  item.className = plain.startsWith("test result: ok") ? "binary-ok" : "binary-failed";
+  const name = document.createElement("span");
+  name.className = "mono";
+  name.textContent = liveBinary ?? "a test binary";
+  item.append(name, ": " + plain.slice("test result: ".length));
+  tests.append(item);
+  document.getElementById("live-tests-none")?.setAttribute("hidden", "");
+}
+
+/** The running job's elapsed timer, ticked each second while the panel is on the page. */
+function tickElapsed() {
+  const timer = document.getElementById("live-elapsed");
+  if (timer === null) return;
+  timer.textContent = elapsedText(Date.now() - Date.parse(timer.dataset.since));
 }
 
 function applyTestFilter() {
@@ -111,12 +153,19 @@ async function refreshParts() {
       again = false;
       const response = await fetch(location.pathname + location.search, { credentials: "same-origin" });
       if (!response.ok) return;
-      const fresh = new DOMParser().parseFromString(await response.text(), "text/html").getElementById("job-parts");
+      const freshPage = new DOMParser().parseFromString(await response.text(), "text/html");
+      const fresh = freshPage.getElementById("job-parts");
       const current = parts();
       if (fresh === null || current === null) return;
       const outcome = document.getElementById("tests-outcome")?.value;
       const search = document.getElementById("tests-search")?.value;
       current.replaceWith(document.adoptNode(fresh));
+      // A running job's details sit below its log; once it ended, everything is above it.
+      const details = freshPage.getElementById("job-details");
+      const currentDetails = document.getElementById("job-details");
+      if (currentDetails !== null && details !== null) currentDetails.replaceWith(document.adoptNode(details));
+      else if (currentDetails !== null) currentDetails.remove();
+      tickElapsed();
       if (outcome !== undefined && document.getElementById("tests-outcome")) document.getElementById("tests-outcome").value = outcome;
       if (search !== undefined && document.getElementById("tests-search")) document.getElementById("tests-search").value = search;
       applyTestFilter();
@@ -243,10 +292,14 @@ if (logLines !== null && location.hash.startsWith("#L")) {
 
 followLog();
 watchJob();
+if (document.body.dataset.terminal !== "true") setInterval(tickElapsed, 1000);
 `;
 
 /** The job page's script: the shared ANSI parser and error matcher, then the page's own code. */
 export const JOB_PAGE_SCRIPT = `"use strict";
 ${ansiSegments.toString()}
 ${isErrorLine.toString()}
+${stepOfLogLine.toString()}
+${binaryOfLogLine.toString()}
+${elapsedText.toString()}
 ${JOB_PAGE_MAIN}`;

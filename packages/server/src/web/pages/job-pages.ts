@@ -1,12 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import { JOB_STATUSES, type ResponseDocumentOf, TERMINAL_JOB_STATUSES } from "@kiln/contract";
+import { encodeLogCursor } from "@kiln/storage";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Refusal } from "../../domain/refusal.js";
 import type { AppDeps } from "../http/app-deps.js";
 import type { HandlerTable } from "../http/handler.js";
+import { plainLogText } from "./ansi-log.js";
 import { formatDuration, formatTime, statusBadge } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";
+import { binaryOfLogLine, type LiveFacts, renderLiveStatus, stepOfLogLine } from "./job-live-view.js";
 import { LOG_RECORDS_PER_PAGE, type LogSearch, logLineOf, logPageCursor, renderLogView } from "./job-log-view.js";
 import { JOB_PAGE_SCRIPT } from "./job-page-script.js";
 import {
@@ -22,7 +25,7 @@ import {
 } from "./job-parts.js";
 import { JOBS_LIST_SCRIPT } from "./jobs-list-script.js";
 import { dashboardPages, formKey, registerFormRoutes } from "./open-page.js";
-import { performAsPerson, sendBytesAsPerson } from "./perform-as-person.js";
+import { type PageContext, performAsPerson, sendBytesAsPerson } from "./perform-as-person.js";
 import { performMutationAsPerson } from "./perform-mutation-as-person.js";
 
 export { testsFailedFirst } from "./job-parts.js";
@@ -34,6 +37,8 @@ type Artifacts = ResponseDocumentOf<"jobs.artifacts">;
 const FILTERS = ["repository", "branch", "status", "class"] as const;
 /** Jobs per page of the list. */
 const JOBS_PER_PAGE = 50;
+/** Log lines read from the end of a running job's log to tell what it is doing now. */
+const LIVE_TAIL_LINES = 200;
 
 /** The filters and cursor a list URL carries, blank members dropped. */
 function listQuery(raw: Record<string, unknown>): Record<string, string> {
@@ -112,14 +117,19 @@ function outputLineFinder(log: ResponseDocumentOf<"jobs.logs">): (name: string) 
     )?.sequence;
 }
 
-/** Everything on the job page but its log: what the page script swaps for a fresh copy. */
+/**
+ * Everything on the job page but its log, what the page script swaps for a fresh copy: `parts`
+ * above the log and `details` below it. A job that has ended shows everything above its log; one
+ * that has not shows its live status first, then the live log, then what else is known.
+ */
 function renderJobParts(
   job: Job,
   evidence: Evidence | null,
   artifacts: Artifacts | string,
   log: ResponseDocumentOf<"jobs.logs">,
   maySubmit: boolean,
-): string {
+  live: LiveFacts | null,
+): { parts: string; details: string } {
   const facts = `<dl class="facts"><dt>Status</dt><dd id="job-status" data-status="${escapeHtml(job.status)}">${statusBadge(job.status)}</dd>
 <dt>Repository</dt><dd>${escapeHtml(job.repo)}</dd><dt>Branch</dt><dd>${escapeHtml(job.branch)}${job.sha_short === null ? "" : ` at <span class="mono">${escapeHtml(job.sha_short)}</span>`}</dd>
 <dt>Class</dt><dd class="mono">${escapeHtml(job.class)}</dd><dt>Submitted by</dt><dd>${escapeHtml(job.submitted_by)}</dd>
@@ -135,15 +145,64 @@ ${job.retry_of === null || job.retry_of === undefined ? "" : `<dt>Retry of</dt><
   const report = evidence?.report;
   const section = (id: string, title: string, html: string) =>
     `<section id="part-${id}"><h2>${title}</h2>${html}</section>`;
-  return `<div id="job-parts"><p class="mono muted">${escapeHtml(job.id)}</p>${failure}${renderFailures(job.id, report?.failures ?? [])}${waiting}${facts}
-${renderActions(job, maySubmit, randomUUID)}
-${section("phases", "Phases", renderPhases(report?.phases ?? []))}
+  const sections = `${section("phases", "Phases", renderPhases(report?.phases ?? []))}
 ${section("tests", "Tests", renderTests(job.id, report?.tests ?? [], outputLineFinder(log)))}
 ${section("crates", "Crates", renderCrates(report?.crates ?? []))}
 ${section("caches", "Caches", renderCaches(report?.caches ?? []))}
 ${section("injections", "Injected settings", renderInjections(report?.injections ?? []))}
 ${section("usage", "Usage", renderUsage(evidence?.usage ?? null))}
-${section("artifacts", "Artifacts", renderArtifacts(job.id, artifacts))}</div>`;
+${section("artifacts", "Artifacts", renderArtifacts(job.id, artifacts))}`;
+  const id = `<p class="mono muted">${escapeHtml(job.id)}</p>`;
+  const actions = renderActions(job, maySubmit, randomUUID);
+  if (live === null)
+    return {
+      parts: `<div id="job-parts">${id}${failure}${renderFailures(job.id, report?.failures ?? [])}${waiting}${facts}
+${actions}
+${sections}</div>`,
+      details: "",
+    };
+  // Until it ends, a job's evidence is an earlier attempt's at most: shown below the log, if any.
+  const earlier = (report?.phases.length ?? 0) > 0 ? sections : "";
+  return {
+    parts: `<div id="job-parts">${id}${renderLiveStatus(job, live)}${actions}</div>`,
+    details: `<div id="job-details"><h2>Job</h2>${facts}${earlier}</div>`,
+  };
+}
+
+/**
+ * What a job that has not ended is doing, from its log: the step its newest lines name (read from
+ * the log's tail when the page shown is not the last) and each test binary's verdict so far
+ * (libtest's `test result:` lines, each after its binary's `Running …` line, found by jobs.logs_search).
+ */
+async function liveFactsOf(ctx: PageContext, id: string, log: ResponseDocumentOf<"jobs.logs">): Promise<LiveFacts> {
+  const newest = log.watermarks.durable;
+  const shownTo = log.records.at(-1)?.sequence ?? 0;
+  const tail =
+    newest > shownTo
+      ? (
+          await performAsPerson(ctx, "jobs.logs", {
+            params: { id },
+            query: { limit: LIVE_TAIL_LINES, cursor: encodeLogCursor(Math.max(0, newest - LIVE_TAIL_LINES)) },
+          })
+        ).records
+      : log.records.slice(-LIVE_TAIL_LINES);
+  let step: string | null = null;
+  for (let i = tail.length - 1; i >= 0 && step === null; i -= 1) {
+    const record = tail[i];
+    if (record !== undefined) step = stepOfLogLine(record.stream, record.text);
+  }
+  const find = (q: string) => performAsPerson(ctx, "jobs.logs_search", { params: { id }, query: { q, limit: 500 } });
+  const verdicts = (await find("test result: ")).matches;
+  if (verdicts.length === 0) return { step, binaries: [] };
+  const starts = [...(await find("Running ")).matches, ...(await find("Doc-tests ")).matches]
+    .map((m) => ({ sequence: m.sequence, binary: binaryOfLogLine(m.stream, m.text) }))
+    .filter((s) => s.binary !== null)
+    .sort((a, b) => a.sequence - b.sequence);
+  const binaries = verdicts.map((v) => ({
+    binary: starts.filter((s) => s.sequence < v.sequence).at(-1)?.binary ?? "a test binary",
+    verdict: plainLogText(v.text),
+  }));
+  return { step, binaries };
 }
 
 /**
@@ -223,15 +282,17 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
         query: { limit: LOG_RECORDS_PER_PAGE, ...(logCursor === undefined ? {} : { cursor: logCursor }) },
       });
       const maySubmit = ctx.person.scopes.includes("submit");
+      const live = TERMINAL_JOB_STATUSES.has(job.status) ? null : await liveFactsOf(ctx, job.id, log);
+      const { parts, details } = renderJobParts(job, evidence, artifacts, log, maySubmit, live);
       return pages.send(ctx, 200, {
         title: job.description,
-        body: `${renderJobParts(job, evidence, artifacts, log, maySubmit)}${renderLogView({
+        body: `${parts}${renderLogView({
           job,
           log,
           logCursor,
           targetLine,
           search: search === null ? null : { query: searched, result: search, cursor: searchCursor },
-        })}`,
+        })}${details}`,
         bodyData: { job: job.id, terminal: String(TERMINAL_JOB_STATUSES.has(job.status)) },
         scripts: ["/assets/job-page.js"],
       });
