@@ -108,11 +108,12 @@ function renderBlocks(state: LogViewState, needle: string | null): string {
         const open = holdsTarget ? " open" : "";
         return `<details class="fold fold-kiln"${open}><summary><span class="fold-title">kiln · ${block.records.length} lines of the service's own</span></summary>${block.records.map(line).join("")}</details>`;
       }
-      // A test binary's section: open when it failed (or holds the line asked for); its verdict in the summary.
+      // A test binary's section folds once libtest said `ok` on this page and nothing in it failed;
+      // one that failed, holds the line asked for, or goes on past this page stays open.
       const [head, ...rest] = block.records;
       const failed = block.records.some((r) => isErrorLine(r.text));
       const verdict = block.records.map((r) => plainLogText(r.text)).find((t) => t.startsWith("test result: "));
-      const open = failed || holdsTarget ? " open" : "";
+      const open = failed || holdsTarget || !verdict?.startsWith("test result: ok") ? " open" : "";
       return `<details class="fold fold-binary${failed ? " fold-failed" : ""}"${open}><summary>${head === undefined ? "" : line(head)}${verdict === undefined ? "" : `<span class="fold-verdict">${escapeHtml(verdict)}</span>`}</summary>${rest.map(line).join("")}</details>`;
     })
     .join("");
@@ -176,6 +177,6 @@ export function renderLogView(state: LogViewState): string {
 <label class="log-toggle"><input type="checkbox" id="log-times"> Timestamps</label>
 <a id="log-raw" href="/jobs/${id}/log.txt" download>Raw log (.txt)</a><a id="evidence-json" href="/jobs/${id}/evidence.json" download>Evidence (.json)</a>${end}</div>`;
   return `<section class="log-view" id="log-view"><h2 id="log">Log</h2>${toolbar}${renderSearch(state)}<p><a id="first-error-link" href="#${firstError === undefined ? "log" : `L${firstError.sequence}`}"${firstError === undefined ? " hidden" : ""}>Jump to the first error</a></p>${empty}
-<p class="notice" id="log-trimmed" hidden>Following the newest lines; earlier ones are on <a href="/jobs/${id}#log">the log's pages</a>.</p>
+<p class="notice" id="log-trimmed" hidden>Following the newest lines; earlier ones are on <a href="/jobs/${id}?log_line=1#L1">the log's pages</a>.</p>
 <div class="log" id="log-lines" data-cursor="${escapeHtml(log.next_cursor ?? "")}" data-follow="${follow ? "true" : "false"}">${renderBlocks(state, needle)}</div>${previous === "" && next === "" ? "" : `<p class="log-pages">${previous}${next}</p>`}</section>`;
 }
