@@ -87,15 +87,18 @@ export function logBlocks(records: readonly LogRecord[]): LogBlock[] {
   return merged;
 }
 
-/** One log line: its number a permalink (`#L<sequence>`), its time (shown by the toggle), its text coloured. */
-export function renderLogLine(jobId: string, record: LogRecord, needle: string | null): string {
+/**
+ * One log line: its number a link to itself (`#L<sequence>`: the address of this page holds it;
+ * the page script makes the address `?log_line=<sequence>#L<sequence>`, which opens its page from
+ * anywhere), its time (shown by the toggle), its text coloured.
+ */
+export function renderLogLine(record: LogRecord, needle: string | null): string {
   const hit = needle !== null && plainLogText(record.text).toLowerCase().includes(needle.toLowerCase());
-  return `<span class="line ${record.stream}${hit ? " hit" : ""}" id="L${record.sequence}"><a class="seq" href="${escapeHtml(logLineHref(jobId, record.sequence))}">${String(record.sequence).padStart(5, " ")} </a><time class="ts" datetime="${escapeHtml(record.at)}">${escapeHtml(record.at.slice(11, 23))} </time>${ansiToHtml(record.text, hit ? needle : null)}</span>`;
+  return `<span class="line ${record.stream}${hit ? " hit" : ""}" id="L${record.sequence}"><a class="seq" href="#L${record.sequence}">${String(record.sequence).padStart(5, " ")} </a><time class="ts" datetime="${escapeHtml(record.at)}">${escapeHtml(record.at.slice(11, 23))} </time>${ansiToHtml(record.text, hit ? needle : null)}</span>`;
 }
 
 function renderBlocks(state: LogViewState, needle: string | null): string {
-  const jobId = state.job.id;
-  const line = (r: LogRecord) => renderLogLine(jobId, r, needle);
+  const line = (r: LogRecord) => renderLogLine(r, needle);
   return logBlocks(state.log.records)
     .map((block) => {
       if (block.kind === "lines") return block.records.map(line).join("");

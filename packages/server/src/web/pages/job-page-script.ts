@@ -63,7 +63,7 @@ function appendRecord(record, into) {
   line.id = "L" + record.sequence;
   const seq = document.createElement("a");
   seq.className = "seq";
-  seq.href = "/jobs/" + encodeURIComponent(jobId) + "?log_line=" + record.sequence + "#L" + record.sequence;
+  seq.href = "#L" + record.sequence;
   seq.textContent = String(record.sequence).padStart(5, " ") + " ";
   const time = document.createElement("time");
   time.className = "ts";
@@ -271,7 +271,9 @@ function showLine(line) {
   line.scrollIntoView({ block: "center" });
 }
 
-// A line number is a permalink (?log_line=N#LN, any page); on its own page it just marks the line.
+// A line number marks its line in place, and the address becomes the line's permalink
+// (?log_line=N#LN opens the page holding it, from anywhere); a link to a line of this page
+// (the first error, a search hit, the end) marks it in place too.
 document.addEventListener("click", (event) => {
   const link = event.target.closest?.("a.seq, a.search-hit, #first-error-link, #log-end");
   if (!link || logLines === null) return;
@@ -281,7 +283,11 @@ document.addEventListener("click", (event) => {
   if (line === null || !logLines.contains(line)) return;
   event.preventDefault();
   showLine(line);
-  history.replaceState(null, "", target.pathname + target.search + target.hash);
+  const sequence = target.hash.slice(2);
+  const search = new URLSearchParams(location.search);
+  search.delete("log_cursor");
+  search.set("log_line", sequence);
+  history.replaceState(null, "", location.pathname + "?" + search.toString() + "#L" + sequence);
 });
 
 // Opened at a line (a permalink, a failure's or a search hit's link): show it even inside a fold.
