@@ -209,7 +209,10 @@ for (const dialect of DIALECTS) {
         ),
       );
       assert.ok(res.body.includes(`<time class="ts" datetime="${compiling.at}">`), "the line's time");
-      assert.match(res.body, /<input type="checkbox" id="log-times"> Timestamps/);
+      assert.match(
+        res.body,
+        /<input type="checkbox" id="log-times"><label class="log-toggle" for="log-times"> Timestamps/,
+      );
       assert.ok(res.body.includes('<span class="ansi-bold ansi-fg-2">   Compiling</span> widget v0.1.0'));
       assert.ok(!res.body.includes("\u001b"), "no raw escape reaches the page");
       const last = records.at(-1)?.sequence;

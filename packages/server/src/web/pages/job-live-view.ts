@@ -25,6 +25,8 @@ export interface LiveFacts {
  * very function's source, as it does ansiSegments.
  */
 export function stepOfLogLine(stream: string, line: string): string | null {
+  // Cargo's progress is on stderr, kiln's on its own stream; libtest's stdout names no step.
+  if (stream === "stdout") return null;
   // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI escape sequences start with ESC
   const plain = line.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, "");
   if (stream === "system") {

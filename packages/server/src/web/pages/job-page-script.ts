@@ -105,7 +105,8 @@ function noteLiveLine(record) {
       if (shown !== null && liveStep !== null) shown.textContent = liveStep;
     }, 2000);
   }
-  const plain = record.stream === "stdout" ? ansiSegments(record.text).map((s) => s.text).join("") : "";
+  if (record.stream !== "stdout" || !record.text.includes("test result: ")) return;
+  const plain = ansiSegments(record.text).map((s) => s.text).join("");
   const tests = document.getElementById("live-tests");
   if (tests === null || !plain.startsWith("test result: ")) return;
   const item = document.createElement("li");
