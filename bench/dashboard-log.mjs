@@ -18,6 +18,9 @@
 //    lines in the document. Measured: time from the first append until the last line is on the
 //    page, the longest main-thread task meanwhile (a PerformanceObserver of `longtask` entries:
 //    the page's longest freeze), the page's JS heap and DOM nodes at the end.
+// 3. search: the settled log searched whole (jobs.logs_search; no hit, and a hit on its last line)
+//    against the baseline of reading every page of jobs.logs (what finding a line took before),
+//    and the raw log.txt download.
 //
 // Figures vary with the machine and its load; this prints them, it does not judge them.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -114,6 +117,35 @@ try {
   });
   results.settled = { ...timing, ...(await metrics()), appendSeconds };
 
+  // 3. (on the settled job) the log searched whole (jobs.logs_search) against its baseline, reading every page
+  //     of jobs.logs as a client had to before (both through the session, the median of 3 each),
+  //     and the raw .txt download.
+  const timed = async (url) => {
+    const runs = [];
+    let bytes = 0;
+    for (let i = 0; i < 3; i += 1) {
+      const at = performance.now();
+      let next = url;
+      while (next !== null) {
+        const response = await page.request.get(next);
+        if (!response.ok()) throw new Error(`${next} answered ${response.status()}`);
+        const body = await response.body();
+        bytes = body.length;
+        const cursor = url.includes("/logs?") ? JSON.parse(body.toString()).next_cursor : null;
+        next = cursor === null ? null : `${base}/api/jobs/${settledJob.id}/logs?limit=1000&cursor=${cursor}`;
+      }
+      runs.push(performance.now() - at);
+    }
+    return { ms: runs.sort((a, b) => a - b)[1], bytes };
+  };
+  const pages = await timed(`${base}/api/jobs/${settledJob.id}/logs?limit=1000`);
+  const lastHit = await timed(
+    `${base}/api/jobs/${settledJob.id}/logs/search?q=${encodeURIComponent(`case_${LINES - 1} `)}`,
+  );
+  const noHit = await timed(`${base}/api/jobs/${settledJob.id}/logs/search?q=no+such+text`);
+  const raw = await timed(`${base}/jobs/${settledJob.id}/log.txt`);
+  results.search = { pagesMs: pages.ms, lastHitMs: lastHit.ms, noHitMs: noHit.ms, rawMs: raw.ms, rawBytes: raw.bytes };
+
   // 2. following
   const liveJob = await acceptJob(storage, { tenant, now: new Date() });
   const liveLease = await claimJob(storage, liveJob.id, new Date(), 3600);
@@ -154,5 +186,9 @@ console.log(
 );
 console.log(
   `following: last line on the page ${f.followSeconds.toFixed(1)} s after the first append, longest main-thread task ${f.longestTaskMs.toFixed(0)} ms, ${f.lines} lines kept, JS heap ${f.heapMiB.toFixed(1)} MiB, ${f.nodes} DOM nodes`,
+);
+const q = results.search;
+console.log(
+  `search:    the whole log searched in ${q.noHitMs.toFixed(0)} ms (no hit) / ${q.lastHitMs.toFixed(0)} ms (hit on line ${LINES - 1}), ${(q.noHitMs / q.pagesMs).toFixed(2)}× reading every jobs.logs page (${q.pagesMs.toFixed(0)} ms); raw log.txt ${(q.rawBytes / MiB).toFixed(1)} MiB in ${q.rawMs.toFixed(0)} ms`,
 );
 if (JSON_OUT !== null) writeFileSync(JSON_OUT, JSON.stringify({ lines: LINES, batch: BATCH, ...results }, null, 2));

@@ -65,7 +65,7 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
     await page.evaluate(() => {
       type Chunk = { style: { contentVisibility: string } };
       const { document } = globalThis as unknown as { document: { querySelectorAll(s: string): Iterable<Chunk> } };
-      for (const chunk of document.querySelectorAll("pre.log .chunk")) chunk.style.contentVisibility = "visible";
+      for (const chunk of document.querySelectorAll("#log-lines .chunk")) chunk.style.contentVisibility = "visible";
     });
     await page.screenshot({ path: resolve(REPO_ROOT, SCREENSHOTS, `${name}.png`), fullPage: true });
   };

@@ -40,7 +40,7 @@ describe("operation catalogue against the spec's endpoint tables", () => {
     const extensions = extra.filter((op) => op.extension !== undefined);
     assert.deepEqual(
       extensions.map((op) => op.id),
-      ["repositories.onboard", "repositories.tests"],
+      ["jobs.logs_search", "repositories.onboard", "repositories.tests"],
     );
     for (const op of CATALOGUE.filter((o) => specIds.has(o.id))) assert.equal(op.extension, undefined, op.id);
     for (const op of extensions) {

@@ -42,7 +42,7 @@ function diagnoseAFailure(args: Record<string, string>): string {
 2. Call jobs_evidence {id: "${id}"}. Read report.failures (what failed, first), report.phases (which phase failed), report.tests (every test whose outcome is failed, with its target), report.crates (a crate whose outcome is failed), report.admitted (toolchain and network policy) and attempts.
 3. By failure.cause:
    - test_failure: report.failures lists each failed test's panic (kind test_panic: test, message, location file:line:column). For the test's output before the panic, call jobs_logs {id: "${id}", limit: 1000} and follow next_cursor to the record whose sequence is the failure's log_sequence.
-   - build_error: report.failures lists the first compiler errors (kind compiler_error: code, message, location in the repository, rendered: rustc's rendering). Without them, find the \`error[E…]\` lines and their \`--> file:line:col\` in jobs_logs.
+   - build_error: report.failures lists the first compiler errors (kind compiler_error: code, message, location in the repository, rendered: rustc's rendering). Without them, find the \`error[E…]\` lines with jobs_logs_search {id: "${id}", q: "error["} and their \`--> file:line:col\` in jobs_logs.
    - toolchain_not_admitted: the requested toolchain is not installed on kiln's hosts; report.admitted and failure.detail name it. Next step: pin an installed toolchain.
    - wall_clock_ceiling: the job ran past its ceiling; repositories_settings_get {owner, name} shows wall_clock_ceiling_seconds. Next step: speed up or split the work, or raise the ceiling (repositories_settings_write).
    - infrastructure: kiln failed, not the code. Next step: jobs_retry {id: "${id}", idempotency_key: a fresh key}.

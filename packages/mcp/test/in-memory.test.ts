@@ -61,10 +61,13 @@ describe("kiln's MCP server over the SDK's in-memory transport, against a real k
     const bytes = Buffer.byteLength(JSON.stringify(listed));
     t.diagnostic(`tools/list payload: ${bytes} bytes for ${listed.tools.length} tools`);
     console.log(`tools/list payload: ${bytes} bytes for ${listed.tools.length} tools`);
-    assert.equal(listed.tools.length, 29, "the spec's 27, repositories_onboard and repositories_tests");
-    // 16,000 held the spec's 27 and repositories_onboard; repositories_tests (issue 37's test history,
-    // six arguments) brought it to 16,888.
-    assert.ok(bytes < 17_000, `tools/list is ${bytes} bytes`);
+    assert.equal(
+      listed.tools.length,
+      30,
+      "the spec's 27, jobs_logs_search, repositories_onboard and repositories_tests",
+    );
+    // About 560 bytes a tool: the ceiling grows with the catalogue, never by more than its tools need.
+    assert.ok(bytes < 17_600, `tools/list is ${bytes} bytes`);
     for (const tool of listed.tools) {
       assert.ok((tool.description ?? "").length <= 120, `${tool.name}'s description is tight`);
       assert.equal(tool.inputSchema.type, "object");

@@ -16,7 +16,7 @@ describe("tools derived from the catalogue", () => {
     const expected = kilnMcpTable();
     assert.deepEqual(
       expected.map((row) => row.tool).filter((tool) => !specMcpTable().some((row) => row.tool === tool)),
-      ["repositories_onboard", "repositories_tests"],
+      ["jobs_logs_search", "repositories_onboard", "repositories_tests"],
     );
     const byName = (a: { tool: string }, b: { tool: string }) => a.tool.localeCompare(b.tool);
     assert.deepEqual(

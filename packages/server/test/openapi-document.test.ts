@@ -57,9 +57,11 @@ describe("GET /api/openapi.json", () => {
     );
     assert.deepEqual(
       extensions.map((e) => e.operationId),
-      ["repositories.onboard", "repositories.tests"],
+      ["jobs.logs_search", "repositories.onboard", "repositories.tests"],
     );
-    assert.match(extensions[0]?.["x-kiln-extension"]?.reason ?? "", /source-hosting app/);
+    const reason = (id: string) => extensions.find((e) => e.operationId === id)?.["x-kiln-extension"]?.reason ?? "";
+    assert.match(reason("repositories.onboard"), /source-hosting app/);
+    assert.match(reason("jobs.logs_search"), /page by page/);
   });
 
   it("passes @readme/openapi-parser", async () => {

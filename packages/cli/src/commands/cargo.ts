@@ -133,6 +133,26 @@ export function parseCargoArguments(argv: readonly string[]): CargoArguments {
   return { ...parsed, operation, size };
 }
 
+/**
+ * Cargo's arguments with `--color=always` first when the person reads cargo's output in a
+ * terminal, as cargo itself decides: an explicit `--color` among the arguments wins, then
+ * CARGO_TERM_COLOR (always, never; auto or unset: look at the terminal), then NO_COLOR (any
+ * value: none), then whether stderr (where cargo writes) is a TTY. The remote cargo's output
+ * is a pipe, so without the flag it is never coloured; the flag goes into the job's command.
+ */
+export function withTerminalColour(
+  cargoArguments: readonly string[],
+  terminal: { readonly isTTY: boolean; readonly env: NodeJS.ProcessEnv; readonly json: boolean },
+): string[] {
+  const end = cargoArguments.indexOf("--");
+  const own = end === -1 ? cargoArguments : cargoArguments.slice(0, end);
+  if (terminal.json || own.some((a) => a === "--color" || a.startsWith("--color="))) return [...cargoArguments];
+  const setting = terminal.env.CARGO_TERM_COLOR?.trim().toLowerCase();
+  const colour =
+    setting === "always" || (setting !== "never" && (terminal.env.NO_COLOR ?? "") === "" && terminal.isTTY);
+  return colour ? ["--color=always", ...cargoArguments] : [...cargoArguments];
+}
+
 const MB = 1024 * 1024;
 
 /** A progress bar on a TTY stderr: bytes sent of the bytes to send, and the rate. */
@@ -262,7 +282,11 @@ async function runCargo(argv: readonly string[]): Promise<void> {
 
     const invocation: CargoInvocation = {
       operation: args.operation,
-      arguments: args.cargoArguments,
+      arguments: withTerminalColour(args.cargoArguments, {
+        isTTY: process.stderr.isTTY === true,
+        env: process.env,
+        json: args.json,
+      }),
       working_directory: workingDirectory(root, process.cwd()),
       ...(args.toolchain === undefined ? {} : { toolchain: args.toolchain }),
       ...(args.artifacts.length === 0 ? {} : { artifacts: args.artifacts }),
@@ -422,6 +446,7 @@ export function registerCargoCommand(program: Command): void {
         "kept), without git every file but target/ and .git/. Only parts the service lacks are sent.",
         "Cargo's output is shown as cargo prints it; --service-log adds the service's own lines",
         "(placement, sandbox, cache) marked [kiln]. The job's page is printed at submission and at the end.",
+        "On a terminal cargo runs with --color=always (CARGO_TERM_COLOR and NO_COLOR are honoured; your own --color wins).",
         "Ctrl-C, SIGTERM and SIGHUP (and a closed output) cancel the job, then exit 130, 143 and 129 (141);",
         "a second one exits at once.",
         "",

@@ -10,6 +10,7 @@ import {
   JobEvidence,
   JobId,
   JobLogPage,
+  JobLogSearchResult,
   JobLogStreamFrame,
   JobsPage,
   RetryReceipt,
@@ -230,6 +231,39 @@ export const IDENTITY_ONBOARDING_JOBS_OPERATIONS = [
     },
     refusals: [...A, "not_found", "invalid_request"],
     keyed: false,
+  }),
+  defineOperation({
+    id: "jobs.logs_search",
+    method: "GET",
+    path: "/api/jobs/{id}/logs/search",
+    summary: "Find the lines of the job's whole log that contain a text.",
+    description:
+      "Searches every line stored so far, from `cursor` on, ignoring ANSI escapes and the case of letters; " +
+      "each match names its sequence, which jobs.logs and the job page's `?log_line=` open. A search that " +
+      "stopped at `limit` matches continues with next_cursor.",
+    tag: "jobs",
+    security: { kind: "tenant", scope: "read", cookie: true },
+    request: {
+      params: jobParams(),
+      query: Type.Object(
+        {
+          q: Type.String({ minLength: 1, maxLength: 200, description: "The text to find (not a pattern)." }),
+          cursor: Type.Optional(Cursor()),
+          limit: Type.Optional(
+            Type.Integer({ minimum: 1, maximum: 500, default: 100, description: "Matches per answer, 1 to 500." }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    response: { encoding: "json", schema: JobLogSearchResult },
+    refusals: [...A, "not_found", "invalid_request"],
+    keyed: false,
+    mcp: { tool: "jobs_logs_search", scope: "read" },
+    extension: {
+      reason:
+        "Log search (issue 36): the spec reads a log only page by page from a cursor; finding one line of a 20,000-line log took every page.",
+    },
   }),
   defineOperation({
     id: "jobs.cancel",

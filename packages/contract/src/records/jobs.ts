@@ -686,6 +686,36 @@ export const JobLogPage = Open(
   },
 );
 
+/** What jobs.logs_search (a kiln extension) answers: the log lines holding the text, in order. */
+export const JobLogSearchResult = Closed(
+  "JobLogSearchResult",
+  {
+    query: Type.String({ description: "The text searched for, as given." }),
+    matches: Type.Array(
+      Type.Object(
+        {
+          sequence: Type.Integer({ minimum: 1, description: "The line's place in the job's log (jobs.logs)." }),
+          at: Timestamp(),
+          stream: Type.Union([Type.Literal("stdout"), Type.Literal("stderr"), Type.Literal("system")]),
+          attempt: Type.Integer({ minimum: 1 }),
+          text: Type.String({ description: "The line as stored (ANSI escapes included)." }),
+        },
+        { additionalProperties: false },
+      ),
+      { description: "Matching lines in sequence order." },
+    ),
+    next_cursor: NextCursor(),
+    searched_to: Type.Integer({
+      minimum: 0,
+      description: "The highest sequence searched; lines after it were not looked at (follow next_cursor).",
+    }),
+  },
+  {
+    description:
+      "Log lines whose text (ANSI escapes ignored, letters of either case) contains the query, across the whole log, from a cursor.",
+  },
+);
+
 export const ArtifactInventory = Open(
   "ArtifactInventory",
   {

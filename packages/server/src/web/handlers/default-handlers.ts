@@ -36,7 +36,7 @@ import { cliTenant, currentIdentity } from "./tenant/identity.js";
 import { jobArtifactBytes, jobArtifacts } from "./tenant/job-artifacts.js";
 import { cliEvents, dashboardEvents } from "./tenant/job-events.js";
 import { jobCargoOutput, jobEvidence } from "./tenant/job-evidence.js";
-import { jobLogs, jobLogsStream } from "./tenant/job-logs.js";
+import { jobLogs, jobLogsSearch, jobLogsStream } from "./tenant/job-logs.js";
 import { cancelJob, getJob, listTenantJobs, retryJob, submitJob } from "./tenant/jobs.js";
 import { claimOnboardingInstallation, onboardingSurface } from "./tenant/onboarding.js";
 import { openapiDocument } from "./tenant/openapi-document.js";
@@ -84,6 +84,7 @@ export const defaultHandlers: HandlerTable = {
   "jobs.retry": retryJob,
   "jobs.logs": jobLogs,
   "jobs.logs_stream": jobLogsStream,
+  "jobs.logs_search": jobLogsSearch,
   "jobs.evidence": jobEvidence,
   "jobs.cargo_output": jobCargoOutput,
   "jobs.artifacts": jobArtifacts,

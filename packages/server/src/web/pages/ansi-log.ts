@@ -84,10 +84,37 @@ export function isErrorLine(line: string): boolean {
   return /^(error(\[E\d+\])?:|test \S.* \.\.\. FAILED\s*$|thread '.*' panicked at)/.test(plain);
 }
 
-/** A log line's text as escaped HTML: its ANSI runs as spans with their colour classes. */
-export function ansiToHtml(line: string): string {
+/** A log line's text without its ANSI escape sequences: what a reader sees. */
+export function plainLogText(line: string): string {
   return ansiSegments(line)
-    .map((s) => (s.classes === "" ? escapeHtml(s.text) : `<span class="${s.classes}">${escapeHtml(s.text)}</span>`))
+    .map((s) => s.text)
+    .join("");
+}
+
+/** Text as escaped HTML, each occurrence of `needle` (either case) in a `<mark>`. */
+function markedHtml(text: string, needle: string | null): string {
+  if (needle === null || needle === "") return escapeHtml(text);
+  const lower = text.toLowerCase();
+  const wanted = needle.toLowerCase();
+  let html = "";
+  let from = 0;
+  for (let at = lower.indexOf(wanted); at !== -1; at = lower.indexOf(wanted, from)) {
+    html += `${escapeHtml(text.slice(from, at))}<mark>${escapeHtml(text.slice(at, at + wanted.length))}</mark>`;
+    from = at + wanted.length;
+  }
+  return html + escapeHtml(text.slice(from));
+}
+
+/**
+ * A log line's text as escaped HTML: its ANSI runs as spans with their colour classes, and a
+ * searched text marked where it lies within one run.
+ */
+export function ansiToHtml(line: string, needle: string | null = null): string {
+  return ansiSegments(line)
+    .map((s) => {
+      const html = markedHtml(s.text, needle);
+      return s.classes === "" ? html : `<span class="${s.classes}">${html}</span>`;
+    })
     .join("");
 }
 

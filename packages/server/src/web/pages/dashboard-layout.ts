@@ -1,6 +1,7 @@
 import type { Principal } from "../../domain/identity/principal.js";
 import { ANSI_STYLE } from "./ansi-log.js";
 import { escapeHtml } from "./html.js";
+import { LIVE_VIEW_STYLE, LOG_VIEW_STYLE } from "./job-page-style.js";
 import { navigationLinks, pageHead } from "./layout-script.js";
 import { BASE_STYLE } from "./page-style.js";
 
@@ -14,11 +15,8 @@ form.filters{display:flex;gap:.6rem;flex-wrap:wrap;align-items:end;margin:0 0 1r
 form.filters label{display:flex;flex-direction:column;font-size:.8rem;color:#555}
 form.filters input,form.filters select,form.filters button{font:inherit;padding:.25rem .4rem}
 .failure{background:#fff4f4;border:1px solid #f3c2c2;padding:.6rem .8rem;border-radius:6px;margin:1rem 0}
-pre.log{background:#111;color:#ddd;padding:.8rem;overflow:auto;max-height:32rem;font-size:.82rem;line-height:1.35;margin:0}
-pre.log .stderr{color:#f7b1b1}pre.log .system{color:#9cc9ff}pre.log .seq{color:#666;user-select:none}
-pre.log .line.found,pre.log .line:target{outline:2px solid #e5c15c}
 #failures ol{padding-left:1.2rem}#failures li{margin:.4rem 0}#failures pre,#tests pre.panic{margin:.3rem 0;white-space:pre-wrap}
-pre.log .chunk{display:block;content-visibility:auto}div.filters{display:flex;gap:1rem;align-items:center;margin:.4rem 0}
+div.filters{display:flex;gap:1rem;align-items:center;margin:.4rem 0}
 td.timeline,th.timeline{width:40%}.bar{height:.8rem;border-radius:3px;background:#9cc4ff}.bar-passed{background:#6bd66b}
 .bar-failed{background:#ff6b6b}.bar-cancelled,.bar-skipped{background:#bbb}.actions{display:flex;gap:.6rem;margin:1rem 0}
 .actions button{font:inherit;padding:.3rem .9rem;cursor:pointer}.status-warm,.status-applied{background:#d1f2d9;color:#135c25}
@@ -40,7 +38,9 @@ td.runs a.run{text-decoration:none;padding:0 .1rem}a.run-failed{color:#8a1111}a.
 .summary div,form.settings,figure.chart{background:#1c1d21;border-color:#33343a}.failure{background:#3a1c1c;border-color:#6b2a2a}
 form.filters label,figure.chart figcaption{color:#a1a1aa}figure.chart text{fill:#d4d4d8}.meter{background:#33343a}
 form.settings fieldset{border-color:#33343a}input.secret{background:#2e2913;border-color:#5e5120}}
-${ANSI_STYLE}`;
+${ANSI_STYLE}
+${LOG_VIEW_STYLE}
+${LIVE_VIEW_STYLE}`;
 
 /** The dashboard's sections, each a page of its own. */
 const SECTIONS = [

@@ -1,4 +1,5 @@
 import { ansiSegments, isErrorLine } from "./ansi-log.js";
+import { binaryOfLogLine, elapsedText, stepOfLogLine } from "./job-live-view.js";
 
 /**
  * What the job page does without a reload, served from /assets (the page policy allows no
@@ -12,7 +13,7 @@ import { ansiSegments, isErrorLine } from "./ansi-log.js";
  *   swaps `#job-parts` for the fresh server-rendered one (one renderer, no second copy of it);
  * - filters the tests table by outcome and search text, and finds a failed test's output.
  */
-const JOB_PAGE_MAIN = String.raw`
+const JOB_PAGE_MAIN = `
 const parts = () => document.getElementById("job-parts");
 const logLines = document.getElementById("log-lines");
 const firstErrorLink = document.getElementById("first-error-link");
@@ -60,10 +61,15 @@ function appendRecord(record, into) {
   const line = document.createElement("span");
   line.className = "line " + record.stream;
   line.id = "L" + record.sequence;
-  const seq = document.createElement("span");
+  const seq = document.createElement("a");
   seq.className = "seq";
+  seq.href = "#L" + record.sequence;
   seq.textContent = String(record.sequence).padStart(5, " ") + " ";
-  line.append(seq);
+  const time = document.createElement("time");
+  time.className = "ts";
+  time.dateTime = record.at;
+  time.textContent = record.at.slice(11, 23) + " ";
+  line.append(seq, time);
   for (const segment of ansiSegments(record.text)) {
     if (segment.classes === "") {
       line.append(segment.text);
@@ -74,8 +80,50 @@ function appendRecord(record, into) {
       line.append(span);
     }
   }
-  into.append(line, "\n");
+  into.append(line);
   if (isErrorLine(record.text)) markFirstError(line);
+  noteLiveLine(record);
+}
+
+/**
+ * The running job's live panel, kept up with the followed lines: the step the newest line names
+ * (written at most every few seconds: the panel is a live region a screen reader reads out) and
+ * each test binary's verdict as libtest prints it.
+ */
+let liveBinary = null;
+let liveStep = null;
+let liveStepTimer = null;
+function noteLiveLine(record) {
+  const binary = binaryOfLogLine(record.stream, record.text);
+  if (binary !== null) liveBinary = binary;
+  const step = stepOfLogLine(record.stream, record.text);
+  if (step !== null) {
+    liveStep = step;
+    liveStepTimer ??= setTimeout(() => {
+      liveStepTimer = null;
+      const shown = document.getElementById("live-step");
+      if (shown !== null && liveStep !== null) shown.textContent = liveStep;
+    }, 2000);
+  }
+  if (record.stream !== "stdout" || !record.text.includes("test result: ")) return;
+  const plain = ansiSegments(record.text).map((s) => s.text).join("");
+  const tests = document.getElementById("live-tests");
+  if (tests === null || !plain.startsWith("test result: ")) return;
+  const item = document.createElement("li");
+  item.className = plain.startsWith("test result: ok") ? "binary-ok" : "binary-failed";
+  const name = document.createElement("span");
+  name.className = "mono";
+  name.textContent = liveBinary ?? "a test binary";
+  item.append(name, ": " + plain.slice("test result: ".length));
+  tests.append(item);
+  document.getElementById("live-tests-none")?.setAttribute("hidden", "");
+}
+
+/** The running job's elapsed timer, ticked each second while the panel is on the page. */
+function tickElapsed() {
+  const timer = document.getElementById("live-elapsed");
+  if (timer === null) return;
+  timer.textContent = elapsedText(Date.now() - Date.parse(timer.dataset.since));
 }
 
 function applyTestFilter() {
@@ -106,12 +154,19 @@ async function refreshParts() {
       again = false;
       const response = await fetch(location.pathname + location.search, { credentials: "same-origin" });
       if (!response.ok) return;
-      const fresh = new DOMParser().parseFromString(await response.text(), "text/html").getElementById("job-parts");
+      const freshPage = new DOMParser().parseFromString(await response.text(), "text/html");
+      const fresh = freshPage.getElementById("job-parts");
       const current = parts();
       if (fresh === null || current === null) return;
       const outcome = document.getElementById("tests-outcome")?.value;
       const search = document.getElementById("tests-search")?.value;
       current.replaceWith(document.adoptNode(fresh));
+      // A running job's details sit below its log; once it ended, everything is above it.
+      const details = freshPage.getElementById("job-details");
+      const currentDetails = document.getElementById("job-details");
+      if (currentDetails !== null && details !== null) currentDetails.replaceWith(document.adoptNode(details));
+      else if (currentDetails !== null) currentDetails.remove();
+      tickElapsed();
       if (outcome !== undefined && document.getElementById("tests-outcome")) document.getElementById("tests-outcome").value = outcome;
       if (search !== undefined && document.getElementById("tests-search")) document.getElementById("tests-search").value = search;
       applyTestFilter();
@@ -205,18 +260,53 @@ document.addEventListener("click", (event) => {
       lines.find((l) => l.textContent.includes("test " + name + " ") && l.textContent.includes("FAILED")));
   if (line === undefined) return;
   event.preventDefault();
-  for (const old of logLines.querySelectorAll(".line.found")) old.classList.remove("found");
-  line.classList.add("found");
-  line.scrollIntoView({ block: "center" });
+  showLine(line);
   history.replaceState(null, "", "#" + line.id);
 });
 
+/** Shows a line of this page: opens the folds around it, highlights it and scrolls to it. */
+function showLine(line) {
+  for (let fold = line.closest("details"); fold !== null; fold = fold.parentElement.closest("details")) fold.open = true;
+  for (const old of logLines.querySelectorAll(".line.found")) old.classList.remove("found");
+  line.classList.add("found");
+  line.scrollIntoView({ block: "center" });
+}
+
+// A line number marks its line in place, and the address becomes the line's permalink
+// (?log_line=N#LN opens the page holding it, from anywhere); a link to a line of this page
+// (the first error, a search hit, the end) marks it in place too.
+document.addEventListener("click", (event) => {
+  const link = event.target.closest?.("a.seq, a.search-hit, #first-error-link, #log-end");
+  if (!link || logLines === null) return;
+  const target = new URL(link.href, location.href);
+  if (target.pathname !== location.pathname) return;
+  const line = target.hash.startsWith("#L") ? document.getElementById(target.hash.slice(1)) : null;
+  if (line === null || !logLines.contains(line)) return;
+  event.preventDefault();
+  showLine(line);
+  const sequence = target.hash.slice(2);
+  const search = new URLSearchParams(location.search);
+  search.delete("log_cursor");
+  search.set("log_line", sequence);
+  history.replaceState(null, "", location.pathname + "?" + search.toString() + "#L" + sequence);
+});
+
+// Opened at a line (a permalink, a failure's or a search hit's link): show it even inside a fold.
+if (logLines !== null && location.hash.startsWith("#L")) {
+  const line = document.getElementById(location.hash.slice(1));
+  if (line !== null && logLines.contains(line)) showLine(line);
+}
+
 followLog();
 watchJob();
+if (document.body.dataset.terminal !== "true") setInterval(tickElapsed, 1000);
 `;
 
 /** The job page's script: the shared ANSI parser and error matcher, then the page's own code. */
 export const JOB_PAGE_SCRIPT = `"use strict";
 ${ansiSegments.toString()}
 ${isErrorLine.toString()}
+${stepOfLogLine.toString()}
+${binaryOfLogLine.toString()}
+${elapsedText.toString()}
 ${JOB_PAGE_MAIN}`;

@@ -1,13 +1,16 @@
 import { randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
 import { JOB_STATUSES, type ResponseDocumentOf, TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { encodeLogCursor } from "@kiln/storage";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Refusal } from "../../domain/refusal.js";
 import type { AppDeps } from "../http/app-deps.js";
 import type { HandlerTable } from "../http/handler.js";
-import { ansiToHtml, isErrorLine } from "./ansi-log.js";
+import { plainLogText } from "./ansi-log.js";
 import { formatDuration, formatTime, statusBadge } from "./dashboard-layout.js";
 import { escapeHtml } from "./html.js";
+import { binaryOfLogLine, type LiveFacts, renderLiveStatus, stepOfLogLine } from "./job-live-view.js";
+import { LOG_RECORDS_PER_PAGE, type LogSearch, logLineOf, logPageCursor, renderLogView } from "./job-log-view.js";
 import { JOB_PAGE_SCRIPT } from "./job-page-script.js";
 import {
   renderActions,
@@ -24,7 +27,7 @@ import { renderFlakyTests, renderTimeline } from "./job-test-parts.js";
 import { JOBS_LIST_SCRIPT } from "./jobs-list-script.js";
 import { dashboardPages, formKey, inUserWords, registerFormRoutes } from "./open-page.js";
 import { type PersonLabel, personLabels } from "./people.js";
-import { performAsPerson, sendBytesAsPerson } from "./perform-as-person.js";
+import { type PageContext, performAsPerson, sendBytesAsPerson } from "./perform-as-person.js";
 import { performMutationAsPerson } from "./perform-mutation-as-person.js";
 import { typedRepository } from "./typed-repository.js";
 
@@ -35,9 +38,10 @@ type Evidence = ResponseDocumentOf<"jobs.evidence">;
 type Artifacts = ResponseDocumentOf<"jobs.artifacts">;
 
 const FILTERS = ["repository", "branch", "status", "class"] as const;
-/** Jobs per page of the list, log records per page of the job page. */
+/** Jobs per page of the list. */
 const JOBS_PER_PAGE = 50;
-const LOG_RECORDS_PER_PAGE = 1000;
+/** Log lines read from the end of a running job's log to tell what it is doing now. */
+const LIVE_TAIL_LINES = 200;
 
 /** The filters and cursor a list URL carries, blank members dropped. */
 function listQuery(raw: Record<string, unknown>): Record<string, string> {
@@ -49,6 +53,11 @@ function listQuery(raw: Record<string, unknown>): Record<string, string> {
   // A repository as people type or paste it (its URL, spaces around the slash) filters as owner/name.
   if (query.repository !== undefined) query.repository = typedRepository(query.repository);
   return query;
+}
+
+/** A job id as a download's file name (ids are word characters; anything else is dropped). */
+function downloadName(jobId: string): string {
+  return jobId.replace(/[^A-Za-z0-9_-]/g, "").slice(0, 128) || "job";
 }
 
 function hrefWith(path: string, query: Record<string, string>): string {
@@ -109,44 +118,6 @@ ${rows}</tbody></table>`;
   return `<div id="jobs-live">${summary}${form}${table}${next}</div>`;
 }
 
-/** The log page as lines (`#L<sequence>`), their ANSI colours as classes, the text escaped. */
-function renderLog(job: Job, log: ResponseDocumentOf<"jobs.logs">, logCursor: string | undefined): string {
-  const firstError = log.records.find((r) => isErrorLine(r.text));
-  const lines = log.records
-    .map(
-      (r) =>
-        `<span class="line ${r.stream}" id="L${r.sequence}"><span class="seq">${String(r.sequence).padStart(5, " ")} </span>${ansiToHtml(r.text)}</span>`,
-    )
-    .join("\n");
-  // Until the job ends the script streams on from this page's cursor; a full page also links
-  // the next one (a long log is read page by page, the newest lines followed live). A terminal
-  // job's log is complete: it is read by its pages, not streamed into one document.
-  const follow = !log.settled && !TERMINAL_JOB_STATUSES.has(job.status);
-  const more =
-    log.next_cursor === null || log.records.length < LOG_RECORDS_PER_PAGE
-      ? ""
-      : `<p><a id="log-more" href="/jobs/${encodeURIComponent(job.id)}?log_cursor=${encodeURIComponent(log.next_cursor)}#log">Next ${LOG_RECORDS_PER_PAGE} lines →</a></p>`;
-  const empty =
-    log.records.length === 0
-      ? `<p class="muted" id="log-empty">${logCursor === undefined ? "No log lines yet." : "No more log lines."}</p>`
-      : "";
-  return `<h2 id="log">Log</h2><p><a id="first-error-link" href="#${firstError === undefined ? "log" : `L${firstError.sequence}`}"${firstError === undefined ? " hidden" : ""}>Jump to the first error</a></p>${empty}
-<p class="notice" id="log-trimmed" hidden>Following the newest lines; earlier ones are on <a href="/jobs/${encodeURIComponent(job.id)}?log_page=1#log">the log's pages</a>.</p>
-<pre class="log" id="log-lines" data-cursor="${escapeHtml(log.next_cursor ?? "")}" data-follow="${follow ? "true" : "false"}">${lines}</pre>${more}`;
-}
-
-/**
- * The log page the job page shows: `log_cursor` (a page's own link), or the page holding
- * `log_line` (a failure's or a panic's link names its line's sequence; pages of
- * LOG_RECORDS_PER_PAGE lines from the start), else the first.
- */
-function logPageCursor(cursor: unknown, line: unknown): string | undefined {
-  if (typeof cursor === "string" && cursor !== "") return cursor;
-  const sequence = typeof line === "string" && /^\d{1,15}$/.test(line) ? Number(line) : 0;
-  if (sequence <= LOG_RECORDS_PER_PAGE) return undefined;
-  return encodeLogCursor(Math.floor((sequence - 1) / LOG_RECORDS_PER_PAGE) * LOG_RECORDS_PER_PAGE);
-}
-
 /** The first log line on this page that shows a failed test's output (or its FAILED line). */
 function outputLineFinder(log: ResponseDocumentOf<"jobs.logs">): (name: string) => number | undefined {
   return (name) =>
@@ -156,7 +127,11 @@ function outputLineFinder(log: ResponseDocumentOf<"jobs.logs">): (name: string) 
     )?.sequence;
 }
 
-/** Everything on the job page but its log: what the page script swaps for a fresh copy. */
+/**
+ * Everything on the job page but its log, what the page script swaps for a fresh copy: `parts`
+ * above the log and `details` below it. A job that has ended shows everything above its log; one
+ * that has not shows its live status first, then the live log, then what else is known.
+ */
 function renderJobParts(
   job: Job,
   evidence: Evidence | null,
@@ -164,7 +139,8 @@ function renderJobParts(
   log: ResponseDocumentOf<"jobs.logs">,
   maySubmit: boolean,
   who: PersonLabel,
-): string {
+  live: LiveFacts | null,
+): { parts: string; details: string } {
   const facts = `<dl class="facts"><dt>Status</dt><dd id="job-status" data-status="${escapeHtml(job.status)}">${statusBadge(job.status)}</dd>
 <dt>Repository</dt><dd>${escapeHtml(job.repo)}</dd><dt>Branch</dt><dd>${escapeHtml(job.branch)}${job.sha_short === null ? "" : ` at <span class="mono">${escapeHtml(job.sha_short)}</span>`}</dd>
 <dt>Class</dt><dd class="mono">${escapeHtml(job.class)}</dd><dt>Submitted by</dt><dd id="submitted-by">${who(job.submitted_by)}</dd>
@@ -182,9 +158,7 @@ ${job.retry_of === null || job.retry_of === undefined ? "" : `<dt>Retry of</dt><
     `<section id="part-${id}"><h2>${title}</h2>${html}</section>`;
   const flaky = renderFlakyTests(report?.tests ?? [], report?.retries);
   const timeline = renderTimeline(report?.timeline ?? []);
-  return `<div id="job-parts"><p class="mono muted">${escapeHtml(job.id)}</p>${failure}${renderFailures(job.id, report?.failures ?? [])}${waiting}${facts}
-${renderActions(job, maySubmit, randomUUID)}
-${section("phases", "Phases", renderPhases(report?.phases ?? []))}
+  const sections = `${section("phases", "Phases", renderPhases(report?.phases ?? []))}
 ${flaky === "" ? "" : section("flaky", "Flaky tests", flaky)}
 ${section("tests", "Tests", renderTests(job.id, report?.tests ?? [], outputLineFinder(log)))}
 ${timeline === "" ? "" : section("timeline", "Build timeline", timeline)}
@@ -192,7 +166,58 @@ ${section("crates", "Crates", renderCrates(report?.crates ?? []))}
 ${section("caches", "Caches", renderCaches(report?.caches ?? []))}
 ${section("injections", "Injected settings", renderInjections(report?.injections ?? []))}
 ${section("usage", "Usage", renderUsage(evidence?.usage ?? null))}
-${section("artifacts", "Artifacts", renderArtifacts(job.id, artifacts))}</div>`;
+${section("artifacts", "Artifacts", renderArtifacts(job.id, artifacts))}`;
+  const id = `<p class="mono muted">${escapeHtml(job.id)}</p>`;
+  const actions = renderActions(job, maySubmit, randomUUID);
+  if (live === null)
+    return {
+      parts: `<div id="job-parts">${id}${failure}${renderFailures(job.id, report?.failures ?? [])}${waiting}${facts}
+${actions}
+${sections}</div>`,
+      details: "",
+    };
+  // Until it ends, a job's evidence is an earlier attempt's at most: shown below the log, if any.
+  const earlier = (report?.phases.length ?? 0) > 0 ? sections : "";
+  return {
+    parts: `<div id="job-parts">${id}${renderLiveStatus(job, live)}${actions}</div>`,
+    details: `<div id="job-details"><h2>Job</h2>${facts}${earlier}</div>`,
+  };
+}
+
+/**
+ * What a job that has not ended is doing, from its log: the step its newest lines name (read from
+ * the log's tail when the page shown is not the last) and each test binary's verdict so far
+ * (libtest's `test result:` lines, each after its binary's `Running …` line, found by jobs.logs_search).
+ */
+async function liveFactsOf(ctx: PageContext, id: string, log: ResponseDocumentOf<"jobs.logs">): Promise<LiveFacts> {
+  const newest = log.watermarks.durable;
+  const shownTo = log.records.at(-1)?.sequence ?? 0;
+  const tail =
+    newest > shownTo
+      ? (
+          await performAsPerson(ctx, "jobs.logs", {
+            params: { id },
+            query: { limit: LIVE_TAIL_LINES, cursor: encodeLogCursor(Math.max(0, newest - LIVE_TAIL_LINES)) },
+          })
+        ).records
+      : log.records.slice(-LIVE_TAIL_LINES);
+  let step: string | null = null;
+  for (let i = tail.length - 1; i >= 0 && step === null; i -= 1) {
+    const record = tail[i];
+    if (record !== undefined) step = stepOfLogLine(record.stream, record.text);
+  }
+  const find = (q: string) => performAsPerson(ctx, "jobs.logs_search", { params: { id }, query: { q, limit: 500 } });
+  const verdicts = (await find("test result: ")).matches;
+  if (verdicts.length === 0) return { step, binaries: [] };
+  const starts = [...(await find("Running ")).matches, ...(await find("Doc-tests ")).matches]
+    .map((m) => ({ sequence: m.sequence, binary: binaryOfLogLine(m.stream, m.text) }))
+    .filter((s) => s.binary !== null)
+    .sort((a, b) => a.sequence - b.sequence);
+  const binaries = verdicts.map((v) => ({
+    binary: starts.filter((s) => s.sequence < v.sequence).at(-1)?.binary ?? "a test binary",
+    verdict: plainLogText(v.text),
+  }));
+  return { step, binaries };
 }
 
 /**
@@ -233,10 +258,28 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
     const ctx = await pages.open(request, reply);
     if (ctx === null) return reply;
     const id = (request.params as { id: string }).id;
-    const query = request.query as { log_cursor?: unknown; log_line?: unknown };
-    const logCursor = logPageCursor(query.log_cursor, query.log_line);
+    const query = request.query as {
+      log_cursor?: unknown;
+      log_line?: unknown;
+      log_search?: unknown;
+      log_search_cursor?: unknown;
+    };
+    const searched = typeof query.log_search === "string" ? query.log_search.trim() : "";
+    const searchCursor =
+      typeof query.log_search_cursor === "string" && query.log_search_cursor !== ""
+        ? query.log_search_cursor
+        : undefined;
     try {
       const job = await performAsPerson(ctx, "jobs.get", { params: { id } });
+      let search: LogSearch | null = null;
+      if (searched !== "")
+        search = await performAsPerson(ctx, "jobs.logs_search", {
+          params: { id },
+          query: { q: searched, limit: 100, ...(searchCursor === undefined ? {} : { cursor: searchCursor }) },
+        });
+      // A search opens the page of its first hit unless the URL names a line or a page.
+      const targetLine = logLineOf(query.log_line) ?? search?.matches[0]?.sequence;
+      const logCursor = logPageCursor(query.log_cursor, targetLine);
       let evidence: Evidence | null = null;
       try {
         evidence = await performAsPerson(ctx, "jobs.evidence", { params: { id } });
@@ -257,15 +300,70 @@ export function registerJobPages(app: FastifyInstance, deps: AppDeps, handlers: 
         query: { limit: LOG_RECORDS_PER_PAGE, ...(logCursor === undefined ? {} : { cursor: logCursor }) },
       });
       const maySubmit = ctx.person.scopes.includes("submit");
+      const live = TERMINAL_JOB_STATUSES.has(job.status) ? null : await liveFactsOf(ctx, job.id, log);
+      const who = await personLabels(ctx, [job.submitted_by]);
+      const { parts, details } = renderJobParts(job, evidence, artifacts, log, maySubmit, who, live);
       return pages.send(ctx, 200, {
         title: job.description,
         status: { value: job.status, subject: `${job.description} · ${job.repo}` },
-        body: `${renderJobParts(job, evidence, artifacts, log, maySubmit, await personLabels(ctx, [job.submitted_by]))}${renderLog(job, log, logCursor)}`,
+        body: `${parts}${renderLogView({
+          job,
+          log,
+          logCursor,
+          targetLine,
+          search: search === null ? null : { query: searched, result: search, cursor: searchCursor },
+        })}${details}`,
         bodyData: { job: job.id, terminal: String(TERMINAL_JOB_STATUSES.has(job.status)) },
         scripts: ["/assets/job-page.js"],
       });
     } catch (error) {
       return pages.refused(ctx, "Job", error);
+    }
+  });
+
+  // The raw log: every stored line's text and a newline, in sequence order, read page by page
+  // (jobs.logs) as the bytes go out; what a refusal stops is answered before the first byte.
+  app.get("/jobs/:id/log.txt", async (request, reply) => {
+    const ctx = await pages.open(request, reply);
+    if (ctx === null) return reply;
+    const id = (request.params as { id: string }).id;
+    const pageAfter = (cursor: string | null) =>
+      performAsPerson(ctx, "jobs.logs", {
+        params: { id },
+        query: { limit: LOG_RECORDS_PER_PAGE, ...(cursor === null ? {} : { cursor }) },
+      });
+    let first: ResponseDocumentOf<"jobs.logs">;
+    try {
+      first = await pageAfter(null);
+    } catch (error) {
+      return pages.refused(ctx, "Log", error);
+    }
+    async function* lines(): AsyncGenerator<Buffer> {
+      let page = first;
+      for (;;) {
+        if (page.records.length > 0) yield Buffer.from(page.records.map((r) => `${r.text}\n`).join(""), "utf8");
+        if (page.next_cursor === null || page.records.length < LOG_RECORDS_PER_PAGE) return;
+        page = await pageAfter(page.next_cursor);
+      }
+    }
+    return reply
+      .type("text/plain; charset=utf-8")
+      .header("content-disposition", `attachment; filename="${downloadName(id)}.log.txt"`)
+      .send(Readable.from(lines()));
+  });
+
+  app.get("/jobs/:id/evidence.json", async (request, reply) => {
+    const ctx = await pages.open(request, reply);
+    if (ctx === null) return reply;
+    const id = (request.params as { id: string }).id;
+    try {
+      const evidence = await performAsPerson(ctx, "jobs.evidence", { params: { id } });
+      return reply
+        .type("application/json; charset=utf-8")
+        .header("content-disposition", `attachment; filename="${downloadName(id)}.evidence.json"`)
+        .send(`${JSON.stringify(evidence, null, 2)}\n`);
+    } catch (error) {
+      return pages.refused(ctx, "Evidence", error);
     }
   });
 

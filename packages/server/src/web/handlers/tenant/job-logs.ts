@@ -7,6 +7,7 @@ import {
   readJobStatus,
   readLogRecords,
 } from "@kiln/storage";
+import { searchJobLog } from "../../../domain/jobs/search-job-log.js";
 import { refuse } from "../../../domain/refusal.js";
 import { type BaseContext, type Handler, principalOf } from "../../http/handler.js";
 import { lastEventIdHeader, type SseStream, serveEventStream } from "../../http/sse-stream.js";
@@ -88,6 +89,24 @@ export const jobLogs: Handler<"jobs.logs"> = async (ctx) => {
   const after = decodeLogCursor(ctx.query.cursor);
   const { page } = await readLogPage(ctx.db, jobOf(ctx), after, limitOf(ctx));
   return page;
+};
+
+/**
+ * jobs.logs_search (a kiln extension): the lines of the whole log holding `q`, from `cursor`
+ * (the last sequence searched); next_cursor continues a search that stopped at its limit.
+ */
+export const jobLogsSearch: Handler<"jobs.logs_search"> = async (ctx) => {
+  const answer = await searchJobLog(ctx.db, jobOf(ctx), {
+    query: ctx.query.q,
+    afterSequence: decodeLogCursor(ctx.query.cursor),
+    limit: ctx.query.limit ?? 100,
+  });
+  return {
+    query: ctx.query.q,
+    matches: answer.matches,
+    next_cursor: answer.more ? encodeLogCursor(answer.searchedTo) : null,
+    searched_to: answer.searchedTo,
+  };
 };
 
 /** Where a log stream starts: the Last-Event-ID a reconnecting client sends wins over `cursor`. */
