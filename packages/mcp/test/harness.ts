@@ -168,10 +168,13 @@ export function specMcpTable(): { tool: string; operation: string; scope: string
  * spec lacks, marked `extension`; the spec gives every operation a tool).
  */
 export function kilnMcpTable(): { tool: string; operation: string; scope: string }[] {
-  const extensions = CATALOGUE.filter((op) => op.extension !== undefined).map((op) => {
-    if (op.mcp === undefined) throw new Error(`extension ${op.id} names no MCP tool`);
-    return { tool: op.mcp.tool, operation: op.id, scope: op.mcp.scope };
-  });
+  // Operator operations are served to operators only: the spec gives them no tool, extensions neither.
+  const extensions = CATALOGUE.filter((op) => op.extension !== undefined && op.security.kind !== "operator").map(
+    (op) => {
+      if (op.mcp === undefined) throw new Error(`extension ${op.id} names no MCP tool`);
+      return { tool: op.mcp.tool, operation: op.id, scope: op.mcp.scope };
+    },
+  );
   return [...specMcpTable(), ...extensions];
 }
 

@@ -44,7 +44,7 @@ describe("GET /api/openapi.json", () => {
       for (const [method, entry] of Object.entries(methods))
         listed.set(entry.operationId, `${method.toUpperCase()} ${path}`);
     }
-    assert.equal(listed.size, 97);
+    assert.equal(listed.size, 99);
     for (const op of CATALOGUE) assert.equal(listed.get(op.id), `${op.method} ${op.path}`, op.id);
     const deprecated = Object.values(doc.paths).flatMap((m) => Object.values(m).filter((e) => e.deprecated === true));
     assert.equal(deprecated.length, 3);
@@ -57,7 +57,7 @@ describe("GET /api/openapi.json", () => {
     );
     assert.deepEqual(
       extensions.map((e) => e.operationId),
-      ["jobs.logs_search", "repositories.onboard", "repositories.tests"],
+      ["jobs.logs_search", "repositories.onboard", "repositories.tests", "operator.tenants.list"],
     );
     const reason = (id: string) => extensions.find((e) => e.operationId === id)?.["x-kiln-extension"]?.reason ?? "";
     assert.match(reason("repositories.onboard"), /source-hosting app/);

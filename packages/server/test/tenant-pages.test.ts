@@ -341,9 +341,28 @@ for (const dialect of DIALECTS) {
     });
 
     it("shows onboarding and the person's CLI tokens, and every navigation link answers", async () => {
+      // The size a job runs at when none is named is the tenant's default_size, proposed here.
+      const current = (await api("/api/tenant/settings")) as {
+        version: number;
+        settings: { name: string; value: unknown }[];
+      };
+      const value = (name: string) => current.settings.find((s) => s.name === name)?.value;
+      const saved = await post("/settings", {
+        version: String(current.version),
+        default_size: "kiln4-cpu",
+        allowed_sizes: value("allowed_sizes") as string[],
+        wall_clock_ceiling_seconds: String(value("wall_clock_ceiling_seconds")),
+        artifact_retention_days: String(value("artifact_retention_days")),
+        ...(value("agents_may_submit") === true ? { agents_may_submit: "true" } : {}),
+      });
+      assert.equal(saved.statusCode, 303, saved.body);
       const onboarding = await get("/onboarding");
       assert.equal(onboarding.statusCode, 200, onboarding.body);
       assert.match(onboarding.body, /id="first-job">3 jobs so far/);
+      assert.match(
+        onboarding.body,
+        /id="proposed-size"><code>kiln cargo test<\/code> runs at <strong class="mono">kiln4-cpu<\/strong>, this tenant's default size; <code>--size<\/code> names another \(<span class="mono">kiln2-cpu<\/span>/,
+      );
       const tokens = await get("/cli-tokens");
       assert.equal(tokens.statusCode, 200, tokens.body);
       assert.match(tokens.body, /data-token="[^"]+"/, "the admin's own token from its sign-up");

@@ -1,4 +1,4 @@
-import { type BodyOf, type ResponseDocumentOf, SIZES } from "@kiln/contract";
+import { type BodyOf, PLATFORM_DEFAULT_SIZE, type ResponseDocumentOf, SIZES } from "@kiln/contract";
 import type { FastifyInstance } from "fastify";
 import { Refusal } from "../../domain/refusal.js";
 import type { AppDeps } from "../http/app-deps.js";
@@ -107,7 +107,7 @@ function renderAudit(page: ResponseDocumentOf<"audit.list">, who: PersonLabel): 
 ${rows}</tbody></table>${more}`;
 }
 
-function renderOnboarding(o: ResponseDocumentOf<"onboarding.surface">): string {
+function renderOnboarding(o: ResponseDocumentOf<"onboarding.surface">, settings: TenantSettings): string {
   const installation =
     o.installation_active === null
       ? `<p id="installation">This kiln has no source-hosting app configured: submit jobs with <code>kiln cargo test</code> from a checkout.</p>`
@@ -126,7 +126,19 @@ function renderOnboarding(o: ResponseDocumentOf<"onboarding.surface">): string {
     o.first_job === null
       ? `<p id="first-job">No job yet. Install the CLI, run <code>kiln login</code>, then <code>kiln cargo test</code> in a workspace.</p>`
       : `<p id="first-job">${o.jobs_total} job${o.jobs_total === 1 ? "" : "s"} so far; the newest: <a href="/jobs/${encodeURIComponent(o.first_job.id)}">${escapeHtml(o.first_job.id)}</a>.</p>`;
-  return `${installation}${links === "" ? "" : `<ol>${links}</ol>`}${first}`;
+  return `${installation}${links === "" ? "" : `<ol>${links}</ol>`}${first}${renderProposedSize(settings)}`;
+}
+
+/**
+ * The size a job runs at when its submitter names none, as the CLI and the MCP prompt take it:
+ * the tenant's `default_size` setting (the platform's default when unset), proposed here with the
+ * command that uses it and the sizes the tenant allows instead.
+ */
+function renderProposedSize(settings: TenantSettings): string {
+  const size = String(settingValue(settings, "default_size") ?? PLATFORM_DEFAULT_SIZE);
+  const allowed = settingValue(settings, "allowed_sizes");
+  const others = (Array.isArray(allowed) ? allowed.map(String) : []).filter((s) => s !== size);
+  return `<p id="proposed-size"><code>kiln cargo test</code> runs at <strong class="mono">${escapeHtml(size)}</strong>, this tenant's default size${others.length === 0 ? "" : `; <code>--size</code> names another (${others.map((s) => `<span class="mono">${escapeHtml(s)}</span>`).join(", ")})`}.</p>`;
 }
 
 /**
@@ -187,8 +199,11 @@ export function registerTenantPages(app: FastifyInstance, deps: AppDeps, handler
     const ctx = await pages.open(request, reply);
     if (ctx === null) return reply;
     try {
-      const onboarding = await performAsPerson(ctx, "onboarding.surface", {});
-      return pages.send(ctx, 200, { title: "Onboarding", body: renderOnboarding(onboarding) });
+      const [onboarding, settings] = await Promise.all([
+        performAsPerson(ctx, "onboarding.surface", {}),
+        performAsPerson(ctx, "tenant.settings.get", {}),
+      ]);
+      return pages.send(ctx, 200, { title: "Onboarding", body: renderOnboarding(onboarding, settings) });
     } catch (error) {
       return pages.refused(ctx, "Onboarding", error);
     }
