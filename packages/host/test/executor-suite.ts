@@ -280,7 +280,8 @@ export function executorSuite(
     it("builds the probe crate; its build script sees only the declared environment", async () => {
       process.env.KILN_HOST_CANARY = "leaked-from-host";
       try {
-        // The binary and its tests at once (the memory test runs them).
+        // The binary and the memory test's harness-less test at once (no libtest: in a microVM
+        // under emulation, the binary compiled again as a test harness would double the build).
         const a = await attempt(probe, {
           argv: ["cargo", "build", "--offline", "--all-targets"],
           environment: { KILN_DECLARED: "declared-value" },
@@ -399,9 +400,9 @@ export function executorSuite(
     });
 
     it("OOM-kills a test that exceeds the memory limit; cargo (its parent) survives and reports it", async () => {
-      // The test binary was built with room to spare (--all-targets above): only the test meets the limit.
+      // The test was built with room to spare (--all-targets above): only the test meets the limit.
       const a = await attempt(probe, {
-        argv: ["cargo", "test", "--offline", "--", "--nocapture"],
+        argv: ["cargo", "test", "--offline", "--test", "alloc"],
         environment: { KILN_ALLOC_MIB: "512" },
         limits: { ...DEFAULT_LIMITS, memoryBytes: 256 * MiB },
       });
@@ -410,7 +411,7 @@ export function executorSuite(
       assert.equal(a.result.exitCode, 101, `cargo test reported the failure itself\n${explain(a)}`);
       assert.match(a.stdout, /allocating 512 MiB/);
       assert.doesNotMatch(a.stdout, /allocated/);
-      assert.match(a.stderr, /SIGKILL|signal: 9/, `cargo outlived the killed test binary\n${explain(a)}`);
+      assert.match(a.stderr, /SIGKILL|signal: 9/, `cargo outlived the killed test\n${explain(a)}`);
       await assertNothingSurvives(a.attemptId);
     });
 
@@ -614,23 +615,37 @@ fn probe(args: &[String]) {
         other => panic!("unknown probe {other:?}"),
     }
 }
+`,
+  // A test without libtest (harness = false): a plain main, as cheap to build as a binary, that
+  // cargo runs as its child.
+  "tests/alloc.rs": `use std::io::Write;
 
-#[cfg(test)]
-mod tests {
-    use std::io::Write;
-
-    /// Allocates (and touches) KILN_ALLOC_MIB MiB when asked to; passes trivially otherwise.
-    #[test]
-    fn allocates_when_asked() {
-        if let Ok(mib) = std::env::var("KILN_ALLOC_MIB") {
-            let mib: usize = mib.parse().expect("MiB");
-            println!("allocating {mib} MiB");
-            std::io::stdout().flush().unwrap();
-            let block = vec![1u8; mib << 20];
-            std::hint::black_box(&block);
-            println!("allocated {}", block.len());
-        }
+/// Allocates (and touches) KILN_ALLOC_MIB MiB when asked to; does nothing otherwise.
+fn main() {
+    if let Ok(mib) = std::env::var("KILN_ALLOC_MIB") {
+        let mib: usize = mib.parse().expect("MiB");
+        println!("allocating {mib} MiB");
+        std::io::stdout().flush().unwrap();
+        let block = vec![1u8; mib << 20];
+        std::hint::black_box(&block);
+        println!("allocated {}", block.len());
     }
 }
+`,
+  // The binary is not a test target: `--all-targets` builds it once, not again under libtest.
+  "Cargo.toml": `[package]
+name = "probe"
+version = "0.1.0"
+edition = "2021"
+
+[[bin]]
+name = "probe"
+path = "src/main.rs"
+test = false
+
+[[test]]
+name = "alloc"
+path = "tests/alloc.rs"
+harness = false
 `,
 };

@@ -62,7 +62,7 @@ runTrial("T17", "dependency gateway in a microVM", async () => {
     if (policy !== "dependency-gateway") broken.push(`its network policy was ${policy}`);
     const compiled = (evidence.report.crates as Doc[]).filter((c) => c.outcome !== "fresh").length;
     return {
-      figure: `itoa + serde_json resolved and fetched by the host's gateway, compiled and tested in a microVM (TCG): ${job.status}, ${compiled} crates compiled, ${unit?.cpu_seconds ?? "?"} vCPU-seconds`,
+      figure: `itoa + serde_json resolved and fetched by the host's gateway, compiled and tested in a microVM (TCG): ${job.status}, ${compiled} crates compiled, ${typeof unit?.cpu_seconds === "number" ? unit.cpu_seconds.toFixed(1) : "?"} vCPU-seconds`,
       broken,
     };
   } finally {
