@@ -453,7 +453,9 @@ export class MicrovmExecutor implements Executor {
       detail.push(
         `pids: the guest kernel refused ${counters?.pidsRefused} forks at the attempt's limit of ${request.limits.pids} processes`,
       );
-    if (settled === null && seen.readyAt !== null && seen.counters === null && seen.ending !== "broken_output")
+    const killedWhileRunning =
+      seen.readyAt !== null && (seen.ending === "wall_clock_ceiling" || seen.ending === "cancelled");
+    if (killedWhileRunning && seen.counters === null)
       detail.push(
         "counters: the guest agent did not say its OOM kills and refused forks before the microVM was killed; none are reported",
       );
