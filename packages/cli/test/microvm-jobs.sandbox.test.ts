@@ -97,7 +97,8 @@ describe("kiln cargo on a microVM host (TCG)", () => {
   before(async () => {
     registry = await startSparseRegistry({ crates: ["itoa"] });
     microvm = await startHost({
-      isolation: microvmIsolation({ accel: "tcg", guestDirectory: GUEST_DIRECTORY }),
+      // The boot bound only ends a VM that never boots (a starved guest on a loaded machine boots slowly).
+      isolation: microvmIsolation({ accel: "tcg", guestDirectory: GUEST_DIRECTORY, readySeconds: 1800 }),
       cratesIoIndex: registry.indexUrl,
     });
     sandbox = await startHost();

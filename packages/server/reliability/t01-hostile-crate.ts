@@ -111,6 +111,8 @@ runTrial(ISOLATION === "microvm" ? "T1 (microVM)" : "T1", "hostile crate", async
             accel: "tcg",
             guestDirectory: process.env.KILN_TEST_GUEST_DIR ?? "/var/cache/kiln-test/guest",
             maxDiskBytes: DISK_QUOTA,
+            // The boot bound only ends a VM that never boots (a starved guest on a loaded machine boots slowly).
+            readySeconds: 1800,
           }),
         }
       : { executor: createSandboxExecutor({ maxDiskBytes: DISK_QUOTA }) }),

@@ -43,6 +43,8 @@ runTrial("T17", "dependency gateway in a microVM", async () => {
     isolation: microvmIsolation({
       accel: "tcg",
       guestDirectory: process.env.KILN_TEST_GUEST_DIR ?? "/var/cache/kiln-test/guest",
+      // The boot bound only ends a VM that never boots (a starved guest on a loaded machine boots slowly).
+      readySeconds: 1800,
     }),
     cratesIoIndex: registry.indexUrl,
   });
