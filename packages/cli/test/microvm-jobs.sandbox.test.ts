@@ -44,18 +44,19 @@ mod tests {
 `,
 };
 
-/** itoa and serde_json from the test registry (the dependency gateway provides them; no Cargo.lock). */
+/**
+ * itoa from the test registry (the dependency gateway provides it; no Cargo.lock): the smallest
+ * gateway job. serde_json in a VM (minutes of emulated compiling) is `npm run reliability -- t17`.
+ */
 const WITH_DEPENDENCIES = {
-  "Cargo.toml": `[package]\nname = "hello"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nitoa = "1"\nserde_json = "1"\n`,
+  "Cargo.toml": `[package]\nname = "hello"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nitoa = "1"\n`,
   "src/lib.rs": `pub fn render(n: u64) -> String { itoa::Buffer::new().format(n).to_owned() }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn formats_and_parses() {
+    fn formats() {
         assert_eq!(super::render(128), "128");
-        let value: serde_json::Value = serde_json::from_str("{\\"a\\": [1, 2]}").unwrap();
-        assert_eq!(value["a"][1], 2);
     }
 }
 `,
@@ -94,9 +95,10 @@ describe("kiln cargo on a microVM host (TCG)", () => {
   };
 
   before(async () => {
-    registry = await startSparseRegistry({ crates: ["itoa", "serde_json"] });
+    registry = await startSparseRegistry({ crates: ["itoa"] });
     microvm = await startHost({
-      isolation: microvmIsolation({ accel: "tcg", guestDirectory: GUEST_DIRECTORY }),
+      // The boot bound only ends a VM that never boots (a starved guest on a loaded machine boots slowly).
+      isolation: microvmIsolation({ accel: "tcg", guestDirectory: GUEST_DIRECTORY, readySeconds: 1800 }),
       cratesIoIndex: registry.indexUrl,
     });
     sandbox = await startHost();
@@ -147,7 +149,7 @@ describe("kiln cargo on a microVM host (TCG)", () => {
     assert.deepEqual(compiled, [], `nothing recompiled on the warm run: ${JSON.stringify(warm.report.crates)}`);
   });
 
-  it("a dependency-gateway job (itoa and serde_json from the registry, no Cargo.lock) passes in the VM", async () => {
+  it("a dependency-gateway job (itoa from the registry, no Cargo.lock) passes in the VM", async () => {
     const dir = project(WITH_DEPENDENCIES);
     const run = await runCli(["cargo", "test", "--repository", "acme/hello", "--json"], { cwd: dir, env: microvm.env });
     const result = jsonLines(run).find((l) => l.type === "result");
@@ -155,7 +157,7 @@ describe("kiln cargo on a microVM host (TCG)", () => {
     assert.equal(result.tests.passed, 1);
     const job = await microvm.client.call("jobs.get", { params: { id: result.job } });
     const locked = (job.locked_crates ?? []).map((c) => c.name);
-    assert.ok(locked.includes("itoa") && locked.includes("serde_json"), locked.join(", "));
+    assert.ok(locked.includes("itoa"), locked.join(", "));
     const evidence = await microvm.client.call("jobs.evidence", { params: { id: result.job } });
     assert.equal((evidence.report.units[0] as Doc).isolation, "microvm");
     assert.equal((evidence.report.admitted as Doc).network_policy, "dependency-gateway");

@@ -53,6 +53,15 @@ const MiB = 2 ** 20;
 const DISK_QUOTA = 512 * MiB;
 const KILN2_PIDS = 1024;
 const ISOLATION = process.env.KILN_T1_ISOLATION === "microvm" ? "microvm" : "sandbox";
+/**
+ * The jobs' wall-clock ceiling, and how long the fork bomb waits for a refusal: each only ends
+ * what would never finish (no verdict is a time), so a microVM under software emulation on a
+ * loaded machine, whose compiling and forking are tens of times slower, gets far longer ones.
+ */
+const CEILING_SECONDS = ISOLATION === "microvm" ? 3600 : 300;
+const BOMB_PATIENCE_SECONDS = ISOLATION === "microvm" ? 1200 : 60;
+/** How long the trial waits for a job to settle: past its ceiling, which settles it. */
+const SETTLE_MS = (CEILING_SECONDS + 600) * 1000;
 
 /** A victim for a microVM: its build script sleeps until the trial cancels it (nothing reaches into its VM). */
 const SLEEPING_VICTIM_CRATE: Record<string, string> = {
@@ -95,13 +104,15 @@ runTrial(ISOLATION === "microvm" ? "T1 (microVM)" : "T1", "hostile crate", async
   const upstream = await countingListener();
   const e: Embedded = await startEmbedded({
     workRoot,
-    wallClockSeconds: 300,
+    wallClockSeconds: CEILING_SECONDS,
     ...(ISOLATION === "microvm"
       ? {
           isolation: microvmIsolation({
             accel: "tcg",
             guestDirectory: process.env.KILN_TEST_GUEST_DIR ?? "/var/cache/kiln-test/guest",
             maxDiskBytes: DISK_QUOTA,
+            // The boot bound only ends a VM that never boots (a starved guest on a loaded machine boots slowly).
+            readySeconds: 1800,
           }),
         }
       : { executor: createSandboxExecutor({ maxDiskBytes: DISK_QUOTA }) }),
@@ -160,7 +171,7 @@ runTrial(ISOLATION === "microvm" ? "T1 (microVM)" : "T1", "hostile crate", async
       },
     });
     attemptIds.push(`${hostile}-a1`);
-    const hostileJob = await jobs.settle(hostile, 900_000);
+    const hostileJob = await jobs.settle(hostile, SETTLE_MS);
     const hostileLog = await jobs.logText(hostile);
     const hostileEvidence = await jobs.evidence(hostile);
     const buildProbes = [...hostileLog.matchAll(/BUILD-PROBE (.*) (ALLOWED|DENIED)/g)];
@@ -206,10 +217,14 @@ runTrial(ISOLATION === "microvm" ? "T1 (microVM)" : "T1", "hostile crate", async
     const bombMarker = newMarker("forkbomb");
     const bomb = await jobs.submit(crate("forkbomb", FORK_BOMB_CRATE), `t1-${bombMarker}`, {
       arguments: ["--", "--nocapture"],
-      environment: { KILN_MARKER: bombMarker, KILN_PIDS_MAX: String(KILN2_PIDS) },
+      environment: {
+        KILN_MARKER: bombMarker,
+        KILN_PIDS_MAX: String(KILN2_PIDS),
+        KILN_BOMB_PATIENCE_SECONDS: String(BOMB_PATIENCE_SECONDS),
+      },
     });
     attemptIds.push(`${bomb}-a1`);
-    const bombJob = await jobs.settle(bomb, 900_000);
+    const bombJob = await jobs.settle(bomb, SETTLE_MS);
     const bombLog = await jobs.logText(bomb);
     const kernelRefused =
       /pids: the (?:guest )?kernel refused (\d+) forks at the attempt's limit of (\d+) processes/.exec(bombLog);
@@ -226,10 +241,17 @@ runTrial(ISOLATION === "microvm" ? "T1 (microVM)" : "T1", "hostile crate", async
     // Memory: 6 GiB touched on a 4 GiB size.
     const memory = await jobs.submit(crate("memoryhog", MEMORY_HOG_CRATE), `t1-${newMarker("memory")}`);
     attemptIds.push(`${memory}-a1`);
-    const memoryJob = await jobs.settle(memory, 900_000);
+    const memoryJob = await jobs.settle(memory, SETTLE_MS);
     const memoryUnit = (await jobs.evidence(memory)).report.units[0];
     if (memoryJob.status !== "failed" || memoryUnit?.oom_killed !== true)
-      broken.push(`the memory hog: ${memoryJob.status}, oom_killed ${memoryUnit?.oom_killed}`);
+      broken.push(
+        `the memory hog: ${memoryJob.status} (${JSON.stringify(memoryJob.failure)}), oom_killed ${memoryUnit?.oom_killed}; its log says: ${(
+          await jobs.logText(memory)
+        )
+          .split("\n")
+          .filter((l) => /kiln: .*(memory|counters|ceiling|cpu|console|QEMU|boot)/.test(l))
+          .join(" | ")}`,
+      );
     else figure.push(`memory: OOM-killed at 4 GiB (${memoryJob.failure?.cause})`);
 
     // Disk: a build script writing until its writes fail.
@@ -237,7 +259,7 @@ runTrial(ISOLATION === "microvm" ? "T1 (microVM)" : "T1", "hostile crate", async
       operation: "build",
     });
     attemptIds.push(`${disk}-a1`);
-    const diskJob = await jobs.settle(disk, 900_000);
+    const diskJob = await jobs.settle(disk, SETTLE_MS);
     const diskEvidence = await jobs.evidence(disk);
     const diskUnit = diskEvidence.report.units[0];
     const wrote = /kiln-test: wrote (\d+) MiB, then: ([^\n]*)/.exec(await jobs.logText(disk));

@@ -3,20 +3,35 @@
 //! It loads the virtio modules the guest kernel has as modules, says `hello` on the
 //! `kiln.control` port, reads one request from the host, mounts the attempt's disks under a
 //! fresh root, says `ready`, runs the command there as an unprivileged user with exactly the
-//! environment it was given — its stdout and stderr are the `kiln.stdout` and `kiln.stderr`
-//! ports, its processes in a cgroup and a pid namespace of their own (under a small init, this
+//! environment it was given — its stdout and stderr one ordered channel to the `kiln.output`
+//! port, its processes in a cgroup and a pid namespace of their own (under a small init, this
 //! same binary run as `--job-init`, which reaps orphans as bubblewrap's does in the sandbox) —
-//! reports how it ended, releases the writable disks and powers the machine off.
+//! reports how it ended, releases the writable disks and powers the machine off once the host
+//! has all of the command's output.
+//!
+//! The command's stdout and stderr are one ordered channel, as in the sandbox
+//! (packages/host/src/executor/sandbox/ordered-output.ts): descriptors 1 and 2 are two Unix
+//! datagram sockets connected to one receiving socket, so every write(2) is one datagram on one
+//! FIFO queue, in the order the writes happened, and the sender's address says the stream. The
+//! agent forwards each as a frame on the `kiln.output` port — one byte for the stream (1 stdout,
+//! 2 stderr), four for the length (big-endian), the bytes — and, once the command and everything
+//! it started are gone, an empty frame of stream 0: the end (a datagram the agent sends itself
+//! from a third socket, queued behind every write of the command).
 //!
 //! The control port carries, guest to host, lines:
 //!   `hello`                                  the agent is up and reads its request
 //!   `ready`                                  the disks are mounted; the command starts now
-//!   `exit <code|-> <signal|-> <ooms> <pids>` the command ended (the guest's OOM kills during it,
-//!                                            the forks its cgroup refused); the disks are released
+//!   `counters <ooms> <pids>`                 answer to `c`: the guest's OOM kills and the forks
+//!                                            the command's cgroup refused, so far
+//!   `exit <code|-> <signal|-> <ooms> <pids>` the command ended (the same counters, final); the
+//!                                            disks are released
 //!   `error <text>`                           the request could not be run
 //!   `probed <kernel release>`                answer to a probe request (no disks, no command)
-//! and, host to guest, one request: a little-endian u32 length, then NUL-terminated key and
-//! value strings in turn (keys may repeat: `argv`, `env`, `bind`).
+//! and, host to guest, the request — a little-endian u32 length, then NUL-terminated key and
+//! value strings in turn (keys may repeat: `argv`, `env`, `bind`) — then single bytes: `c` asks
+//! for the counters (the host asks before it kills a VM at the ceiling or on a cancel, which
+//! never sends `exit`), `k` says the host has the output's end frame and the `exit` line: the
+//! agent powers off only then, so no byte still queued in QEMU is lost with the VM.
 //!
 //! Only std and the C library (declared below): no crate to fetch or vendor.
 
@@ -25,10 +40,12 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::raw::{c_char, c_int, c_long, c_ulong, c_void};
 use std::os::unix::fs::symlink;
-use std::os::unix::io::AsRawFd;
+use std::os::unix::io::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixDatagram;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 extern "C" {
@@ -56,6 +73,7 @@ extern "C" {
     fn unshare(flags: c_int) -> c_int;
     fn waitpid(pid: c_int, status: *mut c_int, options: c_int) -> c_int;
     fn _exit(status: c_int) -> !;
+    fn setsockopt(fd: c_int, level: c_int, name: c_int, value: *const c_void, length: u32) -> c_int;
 }
 
 const CLONE_NEWPID: c_int = 0x2000_0000;
@@ -83,6 +101,17 @@ const PR_SET_NO_NEW_PRIVS: c_int = 38;
 const CLOCK_REALTIME: c_int = 0;
 const O_WRONLY: c_int = 1;
 const EEXIST: i32 = 17;
+const SOL_SOCKET: c_int = 1;
+const SO_SNDBUFFORCE: c_int = 32;
+
+/// Where the output channel's sockets are bound: outside the command's root, so nothing of it reaches them by path.
+const OUTPUT_DIRECTORY: &str = "/run/kiln-output";
+/// The largest single write(2) the channel takes whole: the senders' buffers (as the sandbox's relay).
+const MAX_WRITE_BYTES: usize = 8 << 20;
+/// Frames are written to the port in batches of about this much (a port write is a virtqueue kick).
+const OUTPUT_BATCH_BYTES: usize = 64 << 10;
+/// The frame stream that ends the output (no bytes); 1 and 2 are stdout and stderr.
+const STREAM_END: u8 = 0;
 
 /// The most bytes of a request the agent reads (argv and environment included).
 const MAX_REQUEST_BYTES: usize = 16 << 20;
@@ -398,45 +427,180 @@ fn decimal(mut value: u32, digits: &mut [u8; 12]) -> &[u8] {
     }
 }
 
-/// Runs the command (under its init, in a pid namespace of its own) and returns the status line the host reads.
-fn run(request: &Request, raw: &[u8], control: &mut File) -> Result<String, String> {
-    let open_port = |name: &str| -> Result<File, String> {
-        let device = wait_for(&format!("port {name}"), || port_named(name))?;
-        OpenOptions::new().write(true).open(&device).map_err(|e| format!("{device}: {e}"))
+/// The output channel's sockets: the one receiving queue, the command's stdout and stderr, and the agent's end marker.
+struct OutputChannel {
+    queue: UnixDatagram,
+    stdout: UnixDatagram,
+    stderr: UnixDatagram,
+    end: UnixDatagram,
+}
+
+fn output_channel() -> Result<OutputChannel, String> {
+    mkdirs(OUTPUT_DIRECTORY)?;
+    let path = |name: &str| format!("{OUTPUT_DIRECTORY}/{name}");
+    let queue = UnixDatagram::bind(path("queue")).map_err(|e| format!("the output queue: {e}"))?;
+    let sender = |name: &str| -> Result<UnixDatagram, String> {
+        let socket = UnixDatagram::bind(path(name)).map_err(|e| format!("output socket {name}: {e}"))?;
+        // The send buffer bounds one datagram: forced up so a large write(2) is taken whole.
+        let size = MAX_WRITE_BYTES as c_int;
+        let size_ptr = &size as *const c_int as *const c_void;
+        if unsafe { setsockopt(socket.as_raw_fd(), SOL_SOCKET, SO_SNDBUFFORCE, size_ptr, 4) } != 0 {
+            return Err(os_error(&format!("the send buffer of output socket {name}")));
+        }
+        socket.connect(path("queue")).map_err(|e| format!("connecting output socket {name}: {e}"))?;
+        Ok(socket)
     };
-    let (stdout, stderr) = (open_port("kiln.stdout")?, open_port("kiln.stderr")?);
+    Ok(OutputChannel { queue, stdout: sender("1")?, stderr: sender("2")?, end: sender("end")? })
+}
+
+/// The stream a datagram's sender stands for: 1 stdout, 2 stderr, STREAM_END the agent's end; None for anyone else.
+fn stream_of(sender: &std::os::unix::net::SocketAddr) -> Option<u8> {
+    match sender.as_pathname()?.file_name()?.to_str()? {
+        "1" => Some(1),
+        "2" => Some(2),
+        "end" => Some(STREAM_END),
+        _ => None,
+    }
+}
+
+/// Forwards the queue's datagrams to the output port as frames, in queue order, until the end
+/// marker; what is queued is batched into one port write. A port that fails is reported after the
+/// end (the queue is still drained, so no writer stays blocked on it).
+fn relay_output(queue: &UnixDatagram, port: &mut File) -> Result<(), String> {
+    let mut datagram = vec![0u8; MAX_WRITE_BYTES];
+    let mut frames: Vec<u8> = Vec::with_capacity(OUTPUT_BATCH_BYTES * 2);
+    let mut failure: Option<String> = None;
+    let mut flush = |frames: &mut Vec<u8>, failure: &mut Option<String>| {
+        if failure.is_none() {
+            if let Err(error) = port.write_all(frames) {
+                *failure = Some(format!("writing the output port: {error}"));
+            }
+        }
+        frames.clear();
+    };
+    let mut blocking = true;
+    loop {
+        let received = queue.recv_from(&mut datagram);
+        let (length, sender) = match received {
+            Ok(received) => received,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                // Nothing more queued now: what was gathered goes, then wait for the next write.
+                flush(&mut frames, &mut failure);
+                queue.set_nonblocking(false).map_err(|e| format!("the output queue: {e}"))?;
+                blocking = true;
+                continue;
+            }
+            Err(error) => return Err(format!("reading the output queue: {error}")),
+        };
+        match stream_of(&sender) {
+            Some(STREAM_END) => {
+                frames.extend_from_slice(&[STREAM_END, 0, 0, 0, 0]);
+                flush(&mut frames, &mut failure);
+                return failure.map_or(Ok(()), Err);
+            }
+            Some(stream) if length > 0 => {
+                frames.push(stream);
+                frames.extend_from_slice(&(length as u32).to_be_bytes());
+                frames.extend_from_slice(&datagram[..length]);
+            }
+            _ => {}
+        }
+        if frames.len() >= OUTPUT_BATCH_BYTES {
+            flush(&mut frames, &mut failure);
+        }
+        if blocking {
+            // Take whatever else is queued without waiting, then write it as one batch.
+            queue.set_nonblocking(true).map_err(|e| format!("the output queue: {e}"))?;
+            blocking = false;
+        }
+    }
+}
+
+/// The guest's OOM kills since `oom_before` and the forks the command's cgroup refused, as the host reads them.
+fn counters(oom_before: u64) -> String {
+    let ooms = counter("/proc/vmstat", "oom_kill").saturating_sub(oom_before);
+    let refused = counter("/sys/fs/cgroup/job/pids.events", "max");
+    format!("{ooms} {refused}")
+}
+
+/// Answers the host's single bytes on the control port while the command runs: `c` with the
+/// counters, `k` by letting the agent power off (sent on `acknowledged`).
+fn serve_control(mut input: File, mut output: File, oom_before: u64, acknowledged: mpsc::Sender<()>) {
+    let mut byte = [0u8; 1];
+    while let Ok(1) = input.read(&mut byte) {
+        match byte[0] {
+            // One write per line: lines from two threads never interleave.
+            b'c' => {
+                let _ = output.write_all(format!("counters {}\n", counters(oom_before)).as_bytes());
+            }
+            b'k' => {
+                let _ = acknowledged.send(());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Runs the command (under its init, in a pid namespace of its own) and returns the status line
+/// the host reads, and where the host's acknowledgement of the output arrives.
+fn run(request: &Request, raw: &[u8], control: &mut File) -> Result<(String, mpsc::Receiver<()>), String> {
+    let device = wait_for("port kiln.output", || port_named("kiln.output"))?;
+    let mut port = OpenOptions::new().write(true).open(&device).map_err(|e| format!("{device}: {e}"))?;
+    let channel = output_channel()?;
     request.all("argv").first().ok_or("argv is empty")?;
+    let oom_before = counter("/proc/vmstat", "oom_kill");
+    // The agent's threads start before the pid namespace below: a thread cannot be made after it.
+    let (acknowledge, acknowledged) = mpsc::channel();
+    let (input, output) = (
+        control.try_clone().map_err(|e| format!("the control port: {e}"))?,
+        control.try_clone().map_err(|e| format!("the control port: {e}"))?,
+    );
+    std::thread::spawn(move || serve_control(input, output, oom_before, acknowledge));
+    let queue = channel.queue;
+    let relay = std::thread::spawn(move || relay_output(&queue, &mut port));
     // The next child is pid 1 of a new pid namespace: the command and its descendants see only themselves.
     if unsafe { unshare(CLONE_NEWPID) } != 0 {
         return Err(os_error("a pid namespace for the command"));
     }
     let procs = cstr("/sys/fs/cgroup/job/cgroup.procs");
     let mut init = Command::new("/init");
-    init.arg("--job-init").env_clear().stdin(Stdio::piped()).stdout(stdout).stderr(stderr);
+    init.arg("--job-init")
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(OwnedFd::from(channel.stdout)))
+        .stderr(Stdio::from(OwnedFd::from(channel.stderr)));
     unsafe {
         // Into the command's cgroup before anything of it runs.
         init.pre_exec(move || join_cgroup(&procs));
     }
-    let oom_before = counter("/proc/vmstat", "oom_kill");
     let _ = control.write_all(b"ready\n");
-    let mut child = init.spawn().map_err(|e| format!("starting the command's init: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(raw).map_err(|e| format!("handing the request to the command's init: {e}"))?;
-    }
-    child.wait().map_err(|e| format!("waiting for the command's init: {e}"))?;
-    // Whatever the command left running goes before the status is sent (its init's exit took the
-    // pid namespace with it; the cgroup is the backstop).
+    let spawned = init.spawn();
+    // The command's descriptors are its own now: the agent's copies go, so only the command writes.
+    drop(init);
+    let ended = (|| -> Result<(), String> {
+        let mut child = spawned.map_err(|e| format!("starting the command's init: {e}"))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(raw).map_err(|e| format!("handing the request to the command's init: {e}"))?;
+        }
+        child.wait().map_err(|e| format!("waiting for the command's init: {e}"))?;
+        Ok(())
+    })();
+    // Whatever the command left running goes before the end is queued (its init's exit took the
+    // pid namespace with it; the cgroup is the backstop): every write of the command is then
+    // ahead of the end marker in the queue.
     let _ = fs::write("/sys/fs/cgroup/job/cgroup.kill", "1");
     let _ = wait_for("an empty job cgroup", || {
         fs::read_to_string("/sys/fs/cgroup/job/cgroup.procs").ok().filter(|t| t.trim().is_empty())
     });
+    channel.end.send(b"").map_err(|e| format!("queueing the output's end: {e}"))?;
+    relay.join().map_err(|_| "the output relay panicked".to_string())??;
+    ended?;
     let status = fs::read_to_string(JOB_STATUS).map_err(|e| format!("the command's init left no status: {e}"))?;
     if let Some(error) = status.strip_prefix("error ") {
         return Err(error.trim().to_string());
     }
-    let ooms = counter("/proc/vmstat", "oom_kill").saturating_sub(oom_before);
-    let refused = counter("/sys/fs/cgroup/job/pids.events", "max");
-    Ok(format!("exit {} {ooms} {refused}\n", status.trim()))
+    Ok((format!("exit {} {}\n", status.trim(), counters(oom_before)), acknowledged))
 }
 
 /// Writes the calling process's pid into a cgroup.procs file, without allocating (it runs between fork and exec).
@@ -548,7 +712,15 @@ fn serve() -> Result<(), String> {
         Ok((raw, request)) => {
             let outcome = prepare(&request).and_then(|()| run(&request, &raw, &mut control));
             release_disks(&request);
-            outcome.unwrap_or_else(|error| format!("error {}\n", error.replace('\n', " ")))
+            match outcome {
+                Ok((line, acknowledged)) => {
+                    control.write_all(line.as_bytes()).map_err(|e| format!("{device}: {e}"))?;
+                    // Power off only once the host has everything (it kills a VM that waits too long).
+                    let _ = acknowledged.recv();
+                    return Ok(());
+                }
+                Err(error) => format!("error {}\n", error.replace('\n', " ")),
+            }
         }
     };
     control.write_all(line.as_bytes()).map_err(|e| format!("{device}: {e}"))?;

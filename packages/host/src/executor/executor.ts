@@ -82,8 +82,9 @@ export interface ExecutionRequest {
   /**
    * Every byte the command writes, as it arrives, called in the one order the command wrote
    * across both streams (a write that returned before another began comes first): the log's
-   * order is this order. Two pipes cannot give it; the sandbox reads both streams through one
-   * kernel queue (`ordered-output.ts`), whose frames another executor can send too.
+   * order is this order. Two pipes cannot give it; both isolations read both streams through one
+   * kernel queue — the sandbox's relay (`sandbox/ordered-output.ts`), the microVM's guest agent —
+   * and carry them in the same frames (`shared/output-frames.ts`).
    */
   readonly onOutput: (stream: "stdout" | "stderr", chunk: Buffer) => void;
   /** Aborting cancels the attempt: the whole process tree is reaped. */

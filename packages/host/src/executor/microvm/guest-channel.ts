@@ -19,6 +19,12 @@ export type GuestLine =
       /** Forks the command's cgroup refused at its pids limit. */
       readonly pidsRefused: number;
     }
+  | {
+      readonly kind: "counters";
+      /** The guest kernel's OOM kills since the command started, and the forks its cgroup refused: so far. */
+      readonly oomKills: number;
+      readonly pidsRefused: number;
+    }
   | { readonly kind: "error"; readonly message: string }
   | { readonly kind: "probed"; readonly kernelRelease: string };
 
@@ -43,6 +49,13 @@ export function parseGuestLine(line: string): GuestLine | null {
         oomKills: count(ooms) ?? 0,
         pidsRefused: count(refused) ?? 0,
       };
+    }
+    case "counters": {
+      const [ooms, refused] = rest;
+      const oomKills = count(ooms);
+      const pidsRefused = count(refused);
+      if (rest.length !== 2 || oomKills === null || pidsRefused === null) return null;
+      return { kind: "counters", oomKills, pidsRefused };
     }
     case "error":
       return { kind: "error", message: rest.join(" ").slice(0, 2000) };
@@ -69,6 +82,14 @@ export class GuestLineReader {
     if (this.#pending.length > MAX_LINE_BYTES) this.#pending = "";
   }
 }
+
+/** What the host says to the agent after the request, one byte each (main.rs says what the agent does). */
+export const HOST_SAYS = {
+  /** Answer with a `counters` line: the host asks before it kills a VM whose command has not exited. */
+  counters: Buffer.from("c"),
+  /** The host has the output's end frame and the `exit` line: the agent may power off. */
+  acknowledged: Buffer.from("k"),
+} as const;
 
 /** The request: a little-endian u32 length, then NUL-terminated key and value strings in turn. */
 export function encodeRequest(fields: readonly (readonly [string, string])[]): Buffer {

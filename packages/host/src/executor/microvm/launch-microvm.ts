@@ -24,8 +24,8 @@
  *                                                      spawning, no privilege changes
  *
  * QEMU opens the kernel, the initramfs and each disk through /proc/self/fd/N — descriptors the
- * agent opened — so the jail needs no path to the host's data directory; the control, stdout
- * and stderr ports are connected sockets (descriptors 3, 4, 5) whose other ends the host reads.
+ * agent opened — so the jail needs no path to the host's data directory; the control and output
+ * ports are connected sockets (descriptors 3, 4) whose other ends the host reads.
  * Everything QEMU runs is in the attempt's cgroup from its first instruction: the launcher
  * writes its own pid before it execs anything else.
  */
@@ -65,8 +65,8 @@ export interface MicrovmSpec {
 
 export interface RunningMicrovm {
   readonly control: Readable & Writable;
-  readonly stdout: Readable;
-  readonly stderr: Readable;
+  /** The command's stdout and stderr as one ordered stream of frames (shared/output-frames.ts). */
+  readonly output: Readable;
   /** The serial console and QEMU's own complaints, last few KiB (diagnostics when the guest says nothing). */
   consoleTail(): string;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>;
@@ -76,8 +76,8 @@ export interface RunningMicrovm {
 
 const LAUNCHER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
 
-/** The descriptors the VM gets: 0 none, 1 the serial console, 2 QEMU's stderr, 3–5 the ports, then files. */
-const FIRST_FILE_FD = 6;
+/** The descriptors the VM gets: 0 none, 1 the serial console, 2 QEMU's stderr, 3–4 the ports, then files. */
+const FIRST_FILE_FD = 5;
 
 /**
  * `bash -c LAUNCHER kiln-microvm MAXFD PROCS… -- COMMAND…`: writes its own pid into each
@@ -172,7 +172,7 @@ function qemuArguments(spec: MicrovmSpec): string[] {
     );
   });
   args.push("-device", "virtio-serial-device,max_ports=4");
-  for (const [index, port] of ["control", "stdout", "stderr"].entries()) {
+  for (const [index, port] of ["control", "output"].entries()) {
     args.push(
       "-chardev",
       `socket,id=${port},fd=${3 + index}`,
@@ -248,7 +248,7 @@ export async function launchMicrovm(spec: MicrovmSpec): Promise<RunningMicrovm> 
         ...qemuArguments(spec),
       ],
       {
-        stdio: ["ignore", "pipe", "pipe", "pipe", "pipe", "pipe", ...files.map((f) => f.fd)],
+        stdio: ["ignore", "pipe", "pipe", "pipe", "pipe", ...files.map((f) => f.fd)],
         env: { PATH: LAUNCHER_PATH },
       },
     );
@@ -270,8 +270,7 @@ export async function launchMicrovm(spec: MicrovmSpec): Promise<RunningMicrovm> 
   for (const stream of stdio) stream?.on("error", () => undefined);
   return {
     control: stdio[3] as unknown as Readable & Writable,
-    stdout: stdio[4] as Readable,
-    stderr: stdio[5] as Readable,
+    output: stdio[4] as Readable,
     consoleTail: () => tail.trim(),
     exited,
     kill: () => {

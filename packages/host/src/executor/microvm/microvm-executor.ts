@@ -14,13 +14,17 @@
  * 3. The VM started; when its agent says `hello` the request goes (the command, its environment
  *    and working directory, the mount points, the job's uid, the host's clock), when it says
  *    `ready` the command runs and the wall-clock ceiling starts; its stdout and stderr stream as
- *    they come; `exit` says how it ended, and the VM powers itself off.
+ *    they come, in the one order the command wrote them (frames on the output port); `exit` says
+ *    how it ended, and once the host has that and the output's end frame it lets the VM power
+ *    itself off.
  * 4. Afterwards: QEMU's cgroup read (its CPU time is the attempt's vCPU-seconds) and removed,
  *    the target disk's usage read from its superblock, the workspace read back with debugfs
  *    (guest-disks.ts says why never a mount).
  *
  * The ceiling, a cancel and a VM that never becomes ready kill QEMU's whole cgroup; the guest's
- * OOM kills and the forks its cgroup refused are reported as the sandbox reports its own.
+ * OOM kills and the forks its cgroup refused are reported as the sandbox reports its own — from
+ * the `exit` line, or, for a VM killed while its command ran, from the counters the host asks the
+ * agent for just before it kills (waiting for them a bounded time).
  */
 import { chown, mkdir, rm } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
@@ -30,9 +34,10 @@ import { beginAttempt } from "../shared/begin-attempt.js";
 import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "../shared/cgroup-layout.js";
 import { commandEnvironment, executorVariables } from "../shared/command-environment.js";
 import { ensureSandboxUser, type SandboxUser } from "../shared/ensure-sandbox-user.js";
+import { OutputFrames } from "../shared/output-frames.js";
 import { mountPointsOf } from "../shared/request-problem.js";
 import { diskTools, gib, prepareTargetDisk, reportTargetDiskUsage } from "../shared/target-disk.js";
-import { encodeRequest, type GuestLine, GuestLineReader } from "./guest-channel.js";
+import { encodeRequest, type GuestLine, GuestLineReader, HOST_SAYS } from "./guest-channel.js";
 import { MICROVM_TARGET_DISK_FILE, makeReadOnlyDisk, makeWorkspaceDisk, readWorkspaceBack } from "./guest-disks.js";
 import type { GuestBoot, GuestImages } from "./guest-images.js";
 import { hostTscKhz, launchMicrovm, type MicrovmDisk } from "./launch-microvm.js";
@@ -74,8 +79,18 @@ const QEMU_OVERHEAD_BYTES = { kvm: 256 * 2 ** 20, tcg: 768 * 2 ** 20 };
 /** QEMU's threads (vCPUs, I/O workers, RCU): bounded in the host cgroup; the job's processes are bounded in the guest. */
 const QEMU_PIDS = 256;
 
-/** How long a VM that said `exit` may take to power itself off before it is killed. */
+/** How long a VM that said `exit` may take to finish its output and power itself off before it is killed. */
 const POWER_OFF_MS = 30_000;
+
+/**
+ * How long the host waits for the agent's counters before it kills a VM whose command still runs
+ * (at the ceiling, on a cancel): the agent answers at once, but a guest under emulation on a
+ * loaded host is slow. Only what a kill reports depends on it, never whether it happens.
+ */
+const COUNTERS_WAIT_MS = { kvm: 2_000, tcg: 10_000 };
+
+/** The longest output frame a guest may announce: the agent's largest datagram (8 MiB) and a margin. */
+const MAX_OUTPUT_FRAME_BYTES = 9 * 2 ** 20;
 
 interface Setup {
   readonly user: SandboxUser;
@@ -306,34 +321,64 @@ export class MicrovmExecutor implements Executor {
       tscKhz: setup.tscKhz,
     });
     const launchedAt = Date.now();
-    const emit = (stream: "stdout" | "stderr", chunk: Buffer) => {
-      try {
-        request.onOutput(stream, chunk);
-      } catch {
-        // A failing consumer must not break the attempt's bookkeeping.
-      }
-    };
-    vm.stdout.on("data", (chunk: Buffer) => emit("stdout", chunk));
-    vm.stderr.on("data", (chunk: Buffer) => emit("stderr", chunk));
-    const outputsClosed = Promise.all(
-      [vm.stdout, vm.stderr].map((stream) => new Promise<void>((done) => stream.once("close", () => done()))),
-    );
-
     // What the VM did, as the callbacks below learn it.
     const seen: {
-      ending: "wall_clock_ceiling" | "cancelled" | "not_ready" | null;
+      ending: "wall_clock_ceiling" | "cancelled" | "not_ready" | "broken_output" | null;
       exit: { code: number | null; signal: number | null; oomKills: number; pidsRefused: number } | null;
+      counters: { oomKills: number; pidsRefused: number } | null;
+      outputEnded: boolean;
       agentError: string | null;
       readyAt: number | null;
-    } = { ending: null, exit: null, agentError: null, readyAt: null };
+    } = { ending: null, exit: null, counters: null, outputEnded: false, agentError: null, readyAt: null };
     let ceiling: NodeJS.Timeout | null = null;
     let powerOff: NodeJS.Timeout | null = null;
-    const end = (reason: "wall_clock_ceiling" | "cancelled" | "not_ready") => {
-      if (seen.ending !== null || seen.exit !== null) return;
-      seen.ending = reason;
+    let killing: NodeJS.Timeout | null = null;
+    const kill = () => {
+      if (killing !== null) clearTimeout(killing);
       vm.kill();
       cgroup.killAll().catch((error: unknown) => detail.push(`killing the microVM failed: ${errorText(error)}`));
     };
+    /** Both the exit line and the output's end are here: the agent may power off. */
+    const acknowledgeOnceComplete = () => {
+      if (seen.exit !== null && seen.outputEnded) vm.control.write(HOST_SAYS.acknowledged);
+    };
+    const end = (reason: "wall_clock_ceiling" | "cancelled" | "not_ready" | "broken_output") => {
+      if (seen.ending !== null || seen.exit !== null) return;
+      seen.ending = reason;
+      // A command that runs has counters only its agent can read: asked for first, then the kill.
+      if (seen.readyAt === null || reason === "broken_output") return kill();
+      vm.control.write(HOST_SAYS.counters);
+      killing = setTimeout(kill, COUNTERS_WAIT_MS[accel]);
+    };
+    const frames = new OutputFrames(
+      (stream, chunk) => {
+        try {
+          request.onOutput(stream, chunk);
+        } catch {
+          // A failing consumer must not break the attempt's bookkeeping.
+        }
+      },
+      {
+        maxFrameBytes: MAX_OUTPUT_FRAME_BYTES,
+        onEnd: () => {
+          seen.outputEnded = true;
+          acknowledgeOnceComplete();
+        },
+      },
+    );
+    vm.output.on("data", (chunk: Buffer) => {
+      if (seen.ending === "broken_output") return;
+      try {
+        frames.push(chunk);
+      } catch (error) {
+        // Whatever the guest sends is untrusted: output that breaks the framing ends the VM.
+        detail.push(
+          `output: the guest's output channel broke its framing (${errorText(error)}); the microVM was killed`,
+        );
+        end("broken_output");
+      }
+    });
+    const outputClosed = new Promise<void>((done) => vm.output.once("close", () => done()));
     const readySeconds = this.options.readySeconds ?? (accel === "kvm" ? 60 : 300);
     const notReady = setTimeout(() => end("not_ready"), readySeconds * 1000);
     const reader = new GuestLineReader((line: GuestLine) => {
@@ -350,10 +395,15 @@ export class MicrovmExecutor implements Executor {
           );
           ceiling = setTimeout(() => end("wall_clock_ceiling"), request.wallClockSeconds * 1000);
           break;
+        case "counters":
+          seen.counters = line;
+          if (seen.ending !== null) kill();
+          break;
         case "exit":
-          if (seen.readyAt === null || seen.exit !== null) break;
+          if (seen.readyAt === null || seen.exit !== null || seen.ending !== null) break;
           seen.exit = line;
           if (ceiling !== null) clearTimeout(ceiling);
+          acknowledgeOnceComplete();
           powerOff = setTimeout(() => vm.kill(), POWER_OFF_MS);
           break;
         case "error":
@@ -372,10 +422,15 @@ export class MicrovmExecutor implements Executor {
     clearTimeout(notReady);
     if (ceiling !== null) clearTimeout(ceiling);
     if (powerOff !== null) clearTimeout(powerOff);
+    if (killing !== null) clearTimeout(killing);
     request.signal.removeEventListener("abort", onAbort);
     const emptied = await cgroup.killAll();
     // Both sockets close once QEMU is gone; bounded in case a kernel keeps a killed process unusually long.
-    await Promise.race([outputsClosed, new Promise((r) => setTimeout(r, 5000).unref())]);
+    await Promise.race([outputClosed, new Promise((r) => setTimeout(r, 5000).unref())]);
+    const cutOff = frames.end();
+    if (cutOff > 0) detail.push(`output: the guest ended in the middle of a write; its last ${cutOff} bytes are lost`);
+    if (seen.exit !== null && !seen.outputEnded)
+      detail.push("output: the microVM ended before its output's end arrived; output may be missing");
     vm.control.destroy();
     const usage = await cgroup.usage();
     const failures = await cgroup.remove();
@@ -388,13 +443,21 @@ export class MicrovmExecutor implements Executor {
       detail.push(`cpu: QEMU used ${usage.cpuSeconds.toFixed(2)} CPU-seconds (the attempt's vCPU-seconds)`);
 
     const settled = seen.exit;
-    const guestOom = (settled?.oomKills ?? 0) > 0;
+    // The exit line's counters are final; a VM killed while its command ran has those it answered just before.
+    const counters = settled ?? seen.counters;
+    const guestOom = (counters?.oomKills ?? 0) > 0;
     if (guestOom) detail.push("memory: the guest kernel OOM-killed a process at the attempt's memory (the VM's)");
     if (usage.oomKilled)
       detail.push("memory: the host killed QEMU at its cgroup's memory limit (the guest's memory and QEMU's overhead)");
-    if ((settled?.pidsRefused ?? 0) > 0)
+    if ((counters?.pidsRefused ?? 0) > 0)
       detail.push(
-        `pids: the guest kernel refused ${settled?.pidsRefused} forks at the attempt's limit of ${request.limits.pids} processes`,
+        `pids: the guest kernel refused ${counters?.pidsRefused} forks at the attempt's limit of ${request.limits.pids} processes`,
+      );
+    const killedWhileRunning =
+      seen.readyAt !== null && (seen.ending === "wall_clock_ceiling" || seen.ending === "cancelled");
+    if (killedWhileRunning && seen.counters === null)
+      detail.push(
+        "counters: the guest agent did not say its OOM kills and refused forks before the microVM was killed; none are reported",
       );
     const oomKilled = guestOom || usage.oomKilled;
     const finished = seen.ending;

@@ -13,8 +13,8 @@
  * sending socket, which says the stream. The *relay* below owns the receiving socket and
  * forwards each datagram to the host agent as a frame on one pipe: one byte for the stream
  * (1 stdout, 2 stderr), four for the length (big-endian), then the bytes. `OutputFrames`
- * decodes them. The microVM guest agent can send the same frames over its one virtio-serial
- * port, so `ExecutionRequest.onOutput` is called in write order whichever executor ran.
+ * (shared/output-frames.ts) decodes them. The microVM's guest agent sends the same frames over
+ * its output port, so `ExecutionRequest.onOutput` is called in write order whichever executor ran.
  *
  * What it costs, and what a program sees:
  * - A datagram is all or nothing: a single write(2) larger than the kernel takes in one
@@ -114,38 +114,3 @@ export const OUTPUT_RELAY = [
   "waitpid($pid, 0);",
   "POSIX::_exit($? & 127 ? 128 + ($? & 127) : $? >> 8);",
 ].join("\n");
-
-export type OutputStream = "stdout" | "stderr";
-
-const STREAMS: Record<number, OutputStream> = { 1: "stdout", 2: "stderr" };
-
-/**
- * Decodes the relay's frames from the chunks of its pipe, calling `onOutput` once per frame in
- * the order they were written. A frame split across chunks waits for its rest; `end()` reports
- * a cut-off frame (the relay died mid-frame) as bytes that were lost, never as output.
- */
-export class OutputFrames {
-  #pending: Buffer = Buffer.alloc(0);
-
-  constructor(private readonly onOutput: (stream: OutputStream, chunk: Buffer) => void) {}
-
-  push(chunk: Buffer): void {
-    let data = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
-    while (data.length >= 5) {
-      const length = data.readUInt32BE(1);
-      if (data.length < 5 + length) break;
-      const stream = STREAMS[data[0] ?? 0];
-      if (stream === undefined) throw new Error(`the output relay sent a frame for stream ${data[0]}`);
-      this.onOutput(stream, data.subarray(5, 5 + length));
-      data = data.subarray(5 + length);
-    }
-    this.#pending = data.length === 0 ? Buffer.alloc(0) : Buffer.from(data);
-  }
-
-  /** Bytes of a frame the relay began but did not finish (0 when it ended cleanly). */
-  end(): number {
-    const cut = this.#pending.length;
-    this.#pending = Buffer.alloc(0);
-    return cut;
-  }
-}

@@ -78,6 +78,7 @@ import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "../shared
 import { commandEnvironment, executorVariables } from "../shared/command-environment.js";
 import { ensureSandboxUser, type SandboxUser } from "../shared/ensure-sandbox-user.js";
 import { killLauncher } from "../shared/kill-launcher.js";
+import { OutputFrames } from "../shared/output-frames.js";
 import { mountPointsOf } from "../shared/request-problem.js";
 import {
   type DiskTools,
@@ -87,7 +88,7 @@ import {
   waitUntilDetached,
 } from "../shared/target-disk.js";
 import { HIDDEN_SYSTEM_DIRECTORIES, writeSandboxLoaderCache } from "./loader-cache.js";
-import { OUTPUT_RELAY, OutputFrames } from "./ordered-output.js";
+import { OUTPUT_RELAY } from "./ordered-output.js";
 import { rlimitFallback } from "./rlimit-fallback.js";
 import { sandboxSeccompProgram } from "./seccomp-filter.js";
 
