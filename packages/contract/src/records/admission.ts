@@ -2,6 +2,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import { Nullable } from "../schema-helpers.js";
 import { Injection } from "./host-protocol.js";
 import { Sha256Hex } from "./sources.js";
+import { FlakyPolicySetting, FlakyRetriesSetting } from "./test-evidence.js";
 
 /**
  * What admission decided for a job and snapshotted on it (`jobs.admitted`): the toolchain
@@ -47,6 +48,8 @@ export const JobAdmission = Type.Object(
     affected_tests: Type.Boolean({
       description: "Whether the repository's affected_tests setting was on at admission.",
     }),
+    flaky_retries: Type.Optional(FlakyRetriesSetting()),
+    flaky_policy: Type.Optional(FlakyPolicySetting()),
   },
   { additionalProperties: true },
 );

@@ -2,6 +2,14 @@ import { type Static, Type } from "@sinclair/typebox";
 import { Nullable, RepositoryName, Timestamp } from "../schema-helpers.js";
 import { CargoInvocation, FAILURE_CAUSES, failureItemProperties } from "./jobs.js";
 import { Sha256Hex } from "./sources.js";
+import {
+  FlakyPolicySetting,
+  FlakyRetriesSetting,
+  RetriesItem,
+  TestBinaryItem,
+  TimelineItem,
+  testItemExtensions,
+} from "./test-evidence.js";
 
 /**
  * What a host agent and the control plane say to each other (the host protocol). These
@@ -132,6 +140,8 @@ export const AttemptPlacement = Type.Object(
       description:
         "The repository's affected_tests setting as admitted: a cargo test runs only the packages the change since the lineage's last passing test run affects.",
     }),
+    flakyRetries: Type.Optional(FlakyRetriesSetting()),
+    flakyPolicy: Type.Optional(FlakyPolicySetting()),
   },
   { additionalProperties: false },
 );
@@ -272,6 +282,7 @@ export const TestItem = Type.Object(
     name: Type.String({ description: "Full test path, e.g. `parser::tests::rejects_empty`." }),
     outcome: Type.Union([Type.Literal("passed"), Type.Literal("failed"), Type.Literal("ignored")]),
     duration_ms: Duration(),
+    ...testItemExtensions,
   },
   { additionalProperties: true },
 );
@@ -432,6 +443,9 @@ export const AttemptReport = Type.Object(
     injections: Type.Optional(Type.Array(InjectionItem)),
     affected_tests: Type.Optional(AffectedTestsItem),
     dependencies: Type.Optional(DependencyReport),
+    test_binaries: Type.Optional(Type.Array(TestBinaryItem)),
+    retries: Type.Optional(RetriesItem),
+    timeline: Type.Optional(TimelineItem),
     unit: Nullable(UnitItem),
   },
   { additionalProperties: true },

@@ -1,6 +1,7 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { Closed, NextCursor, Nullable, Open, RepositoryName, Timestamp } from "../schema-helpers.js";
 import { RepositoryPath, Sha256Hex, SourceReference } from "./sources.js";
+import { FlakyPolicySetting, FlakyRetriesSetting, reportTestExtensions, testItemExtensions } from "./test-evidence.js";
 
 /** The microVM shapes (spec: `svc2-cpu` … `svc16-cpu`). */
 export const SIZES = ["kiln2-cpu", "kiln4-cpu", "kiln8-cpu", "kiln16-cpu"] as const;
@@ -455,11 +456,13 @@ export const JobEvidence = Closed(
                   { additionalProperties: true, description: "kiln extension: a failed test's panic." },
                 ),
               ),
+              ...testItemExtensions,
             },
             { additionalProperties: true },
           ),
           { description: "Test results (test and bench jobs); empty otherwise." },
         ),
+        ...reportTestExtensions,
         failures: Type.Optional(
           Type.Array(FailureItem, {
             description:
@@ -565,6 +568,8 @@ export const JobEvidence = Closed(
               affected_tests: Type.Optional(
                 Type.Boolean({ description: "Whether the repository's affected_tests setting was on at admission." }),
               ),
+              flaky_retries: Type.Optional(FlakyRetriesSetting()),
+              flaky_policy: Type.Optional(FlakyPolicySetting()),
             },
             {
               additionalProperties: true,
