@@ -564,6 +564,9 @@ export interface RepositorySettingsTable {
   affected_tests: number | null;
   total_injection_opt_out: number | null;
   wall_clock_ceiling_seconds: number | null;
+  /** Migration 0048 (issue 37): re-runs of a failed test (0..5) and `pass` | `fail`. */
+  flaky_retries: number | null;
+  flaky_policy: string | null;
   changed_by: string;
   changed_at: string;
 }

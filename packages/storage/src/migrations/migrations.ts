@@ -34,6 +34,7 @@ import { jobManifests } from "./0042-job-manifests.js";
 import { webhookDeliveryDigests } from "./0043-webhook-delivery-digests.js";
 import { artifactExecutable } from "./0044-artifact-executable.js";
 import { hostIsolationReason } from "./0045-host-isolation-reason.js";
+import { flakyRetriesSettings } from "./0048-flaky-retries-settings.js";
 
 /**
  * Every migration, by name. Names are `NNNN-what-it-does`; Kysely applies them in name order and
@@ -79,6 +80,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0043-webhook-delivery-digests": webhookDeliveryDigests(),
     "0044-artifact-executable": artifactExecutable(),
     "0045-host-isolation-reason": hostIsolationReason(),
+    "0048-flaky-retries-settings": flakyRetriesSettings(),
   };
 }
 

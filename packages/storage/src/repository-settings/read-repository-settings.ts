@@ -7,6 +7,8 @@ export interface StoredRepositorySettings {
   readonly affectedTests: boolean | null;
   readonly totalInjectionOptOut: boolean | null;
   readonly wallClockCeilingSeconds: number | null;
+  readonly flakyRetries: number | null;
+  readonly flakyPolicy: "pass" | "fail" | null;
   readonly changedBy: string;
   readonly changedAt: string;
 }
@@ -35,6 +37,8 @@ export async function readRepositorySettings(
       "s.affected_tests",
       "s.total_injection_opt_out",
       "s.wall_clock_ceiling_seconds",
+      "s.flaky_retries",
+      "s.flaky_policy",
       "s.changed_by",
       "s.changed_at",
     ])
@@ -48,6 +52,8 @@ export async function readRepositorySettings(
     affectedTests: asBoolean(row.affected_tests),
     totalInjectionOptOut: asBoolean(row.total_injection_opt_out),
     wallClockCeilingSeconds: row.wall_clock_ceiling_seconds,
+    flakyRetries: row.flaky_retries,
+    flakyPolicy: row.flaky_policy === "pass" || row.flaky_policy === "fail" ? row.flaky_policy : null,
     changedBy: row.changed_by ?? row.onboarded_by,
     changedAt: row.changed_at ?? row.onboarded_at,
   };

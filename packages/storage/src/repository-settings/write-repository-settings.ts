@@ -6,6 +6,8 @@ export interface RepositorySettingsChanges {
   readonly affectedTests?: boolean;
   readonly totalInjectionOptOut?: boolean;
   readonly wallClockCeilingSeconds?: number;
+  readonly flakyRetries?: number;
+  readonly flakyPolicy?: "pass" | "fail";
 }
 
 export type RepositorySettingsWriteResult =
@@ -41,6 +43,8 @@ export async function writeRepositorySettings(
       affected_tests: toColumn(input.changes.affectedTests ?? current.affectedTests),
       total_injection_opt_out: toColumn(input.changes.totalInjectionOptOut ?? current.totalInjectionOptOut),
       wall_clock_ceiling_seconds: input.changes.wallClockCeilingSeconds ?? current.wallClockCeilingSeconds,
+      flaky_retries: input.changes.flakyRetries ?? current.flakyRetries,
+      flaky_policy: input.changes.flakyPolicy ?? current.flakyPolicy,
       changed_by: input.changedBy,
       changed_at: changedAt,
     };

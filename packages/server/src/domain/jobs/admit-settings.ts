@@ -1,3 +1,4 @@
+import { FLAKY_POLICY_DEFAULT, FLAKY_RETRIES_DEFAULT, type FlakyPolicy } from "@kiln/contract";
 import { type Db, readRepositorySettings } from "@kiln/storage";
 import { VCPUS_OF_SIZE } from "../policy/platform-limits.js";
 import { refuse } from "../refusal.js";
@@ -13,6 +14,9 @@ export interface AdmittedSettings {
   readonly injections: readonly InjectionDecision[];
   readonly wall_clock_ceiling: { readonly seconds: number; readonly origin: string };
   readonly affected_tests: boolean;
+  /** Issue 37: re-runs of a failed test in a test job, and what a test that then passed does to the verdict. */
+  readonly flaky_retries: number;
+  readonly flaky_policy: FlakyPolicy;
 }
 
 /** Where a captured source pins its own ceiling (first found wins). */
@@ -99,5 +103,7 @@ export async function admitSettings(
     injections,
     wall_clock_ceiling: wallClock,
     affected_tests: stored?.affectedTests ?? false,
+    flaky_retries: stored?.flakyRetries ?? FLAKY_RETRIES_DEFAULT,
+    flaky_policy: stored?.flakyPolicy ?? FLAKY_POLICY_DEFAULT,
   };
 }

@@ -45,6 +45,16 @@ export function mergeAttemptReports(record: JobRecord): EvidenceReport {
       report.failures ??= [];
       report.failures.push(ofAttempt(failure, n));
     }
+    for (const binary of stored?.test_binaries ?? []) {
+      report.test_binaries ??= [];
+      report.test_binaries.push(ofAttempt(binary, n));
+    }
+    // Issue 37: the latest attempt that ran tests says what its retries did.
+    if (stored?.retries !== undefined) report.retries = stored.retries;
+    if (stored?.timeline !== undefined) {
+      report.timeline ??= [];
+      report.timeline.push(ofAttempt(stored.timeline, n));
+    }
     if (stored?.affected_tests !== undefined) {
       report.affected_tests ??= [];
       report.affected_tests.push({ ...stored.affected_tests, attempt: n });
