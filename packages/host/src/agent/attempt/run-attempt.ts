@@ -252,6 +252,12 @@ function assembleReport(
       ...(provided === null ? [] : [crateCacheItem(provided.dependencies, deps.hostId)]),
     ],
     ...(provided === null ? {} : { dependencies: dependencyReport(provided.dependencies) }),
+    ...(cargo.testRuns === null
+      ? {}
+      : {
+          ...(cargo.testRuns.testBinaries.length === 0 ? {} : { test_binaries: cargo.testRuns.testBinaries }),
+          retries: cargo.testRuns.retries,
+        }),
     injections: injectionItems(placement),
     ...(affected === null ? {} : { affected_tests: affected }),
     // No unit ran when affected_tests left nothing to test.
