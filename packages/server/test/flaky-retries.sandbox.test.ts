@@ -72,6 +72,18 @@ describe("flaky retries end to end (SQLite, real cargo, real sandbox)", () => {
     version++;
   };
 
+  /** The job's published junit.xml, as jobs.artifact_bytes serves it. */
+  const junitArtifact = async (id: string): Promise<string> => {
+    const api = injectApi(e.app, e.token);
+    const inventory = (await api("GET", `/api/jobs/${id}/artifacts`)).json();
+    const publication = (inventory.publications as Doc[]).at(-1);
+    const file = (publication?.files as Doc[] | undefined)?.find((f) => f.path === "junit.xml");
+    assert.ok(file, `junit.xml is published: ${JSON.stringify(inventory)}`);
+    const bytes = await api("GET", `/api/jobs/${id}/artifacts/${publication?.attempt}/${file.index}`);
+    assert.equal(bytes.status, 200, bytes.body);
+    return bytes.body;
+  };
+
   async function run(files: ReturnType<typeof flakyCrate>, expected: "passed" | "failed"): Promise<Doc> {
     const id = await e.jobs.submit(files, `flaky-${++keys}`);
     const job = await e.jobs.settle(id, 300_000);
@@ -117,8 +129,12 @@ describe("flaky retries end to end (SQLite, real cargo, real sandbox)", () => {
     assert.ok(Number(binaries[0]?.duration_ms) >= 300);
     // The failure does not stand in the evidence's failures: the job passed.
     assert.equal(evidence.report.failures, undefined);
-    // The JUnit document of this evidence validates and carries its counts.
+    // The JUnit document of this evidence validates and carries its counts; the host published the same one.
     const xml = renderJunitXml(evidence as Parameters<typeof renderJunitXml>[0]);
+    assert.equal(
+      (await junitArtifact(String(evidence.id))).replace(/<testsuites name="[^"]*"/, ""),
+      xml.replace(/<testsuites name="[^"]*"/, ""),
+    );
     const dir = mkdtempSync(join(tmpdir(), "kiln-junit-"));
     try {
       writeFileSync(join(dir, "junit.xml"), xml);
@@ -162,6 +178,10 @@ describe("flaky retries end to end (SQLite, real cargo, real sandbox)", () => {
     assert.equal(testOf(evidence, "tests::flaky").flaky, true, "the flaky one beside it is still found flaky");
     const retries = evidence.report.retries as Doc;
     assert.deepEqual([retries.reruns, retries.flaky, retries.failed_every_try], [3, 1, 1]);
+    // A failing test job publishes its junit.xml too: the failure and its two re-runs.
+    const junit = await junitArtifact(String(evidence.id));
+    assert.equal(junit.split("<rerunFailure").length - 1, 2);
+    assert.match(junit, /<failure message="fails every time"/);
     assert.equal(evidence.job.failure?.cause, "test_failure");
   });
 

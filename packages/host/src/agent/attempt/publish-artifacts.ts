@@ -1,3 +1,4 @@
+import { type JunitEvidenceInput, renderJunitXml } from "@kiln/contract";
 import type { AttemptResult } from "../host-protocol.js";
 import type { AttemptContext } from "./attempt-context.js";
 
@@ -22,4 +23,20 @@ export async function publishArtifacts(
       return published;
     });
   });
+}
+
+/** The artifact path of a test job's JUnit XML. */
+export const JUNIT_ARTIFACT = "junit.xml";
+
+/**
+ * A test job's `junit.xml` artifact (issue 37): its test results rendered by the contract's
+ * renderJunitXml, the same document `kiln cargo test --junit` writes; published whether the
+ * tests passed or not (a failing run is when it is wanted most).
+ */
+export async function publishJunit(
+  attempt: AttemptContext,
+  report: JunitEvidenceInput["report"],
+): Promise<AttemptResult["artifacts"][number]> {
+  const stored = await attempt.deps.protocol.putBlob(Buffer.from(renderJunitXml({ report })));
+  return { path: JUNIT_ARTIFACT, bytes: stored.bytes, sha256: stored.sha256, executable: false };
 }

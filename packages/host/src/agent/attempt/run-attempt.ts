@@ -18,7 +18,7 @@ import {
   provideDependencies,
 } from "./provide-dependencies.js";
 import { provisionSource } from "./provision-source.js";
-import { publishArtifacts } from "./publish-artifacts.js";
+import { publishArtifacts, publishJunit } from "./publish-artifacts.js";
 import { restoreAttemptLineage } from "./restore-attempt-lineage.js";
 import { type CargoRun, cargoStep, runCargo } from "./run-cargo.js";
 
@@ -96,6 +96,14 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     phase = "publish";
     const artifacts =
       outcome === "passed" && cargo.run !== null ? await publishArtifacts(attempt, restored.targetDir) : [];
+    if (cargoStep(placement) === "test" && cargo.summary.tests.length > 0) {
+      artifacts.push(
+        await publishJunit(attempt, {
+          tests: cargo.summary.tests,
+          ...(cargo.testRuns === null ? {} : { test_binaries: cargo.testRuns.testBinaries }),
+        }),
+      );
+    }
 
     // Before the result: the next job of the lineage may be claimed the moment this one is terminal.
     phase = "save";
