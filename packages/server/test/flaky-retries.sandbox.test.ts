@@ -127,6 +127,16 @@ describe("flaky retries end to end (SQLite, real cargo, real sandbox)", () => {
       ],
     );
     assert.ok(Number(binaries[0]?.duration_ms) >= 300);
+    // cargo ran with --timings: its report is an artifact and the evidence's timeline summarises it.
+    assert.match(evidence.log, /kiln: cargo test --message-format=json-render-diagnostics --timings \(/);
+    const timeline = (evidence.report.timeline as Doc[] | undefined)?.[0];
+    assert.ok(timeline, "a timeline");
+    assert.equal(timeline.artifact, "cargo-timings/cargo-timing.html");
+    assert.ok(
+      (timeline.critical_path as Doc[]).some((u) => u.name === "flakydemo"),
+      JSON.stringify(timeline),
+    );
+    assert.ok(Number(timeline.critical_path_share) > 0 && Number(timeline.critical_path_share) <= 1);
     // The failure does not stand in the evidence's failures: the job passed.
     assert.equal(evidence.report.failures, undefined);
     // The JUnit document of this evidence validates and carries its counts; the host published the same one.

@@ -20,6 +20,12 @@ import type { ProvidedForBuild } from "./provide-dependencies.js";
 import { TestRunMarkers } from "./test-run-markers.js";
 import { shownTestRunnerConfig, testRunnerConfig, testRunnerTarget } from "./test-runner.js";
 
+/** Operations cargo times with `--timings` (build and test jobs; a report changes nothing cargo builds). */
+const TIMED_OPERATIONS = new Set(["build", "check", "test", "bench"]);
+
+/** Where cargo writes its latest `--timings` report, relative to the target dir (and the artifact's path). */
+export const CARGO_TIMINGS_REPORT = "cargo-timings/cargo-timing.html";
+
 /**
  * `--message-format` goes right after the operation, before any user argument or `--`; the
  * dependency gateway's generated configuration (`--config`, which outranks every other Cargo
@@ -37,6 +43,7 @@ export function cargoArgv(
     ...(runnerConfig === null ? [] : ["--config", runnerConfig]),
     placement.invocation.operation,
     "--message-format=json-render-diagnostics",
+    ...(TIMED_OPERATIONS.has(placement.invocation.operation) ? ["--timings"] : []),
     ...args,
   ];
 }

@@ -17,11 +17,15 @@ import type { FlakyPolicy } from "@kiln/contract";
  *   output goes to the log between them), and under policy `pass` tells cargo the binary passed
  *   when every failed test passed on a re-run — so cargo goes on to the next binary as it would
  *   have, instead of stopping at a test that was flaky.
+ * Only cargo's test binaries (`<target>/<profile>/deps/…`) are measured and re-run; anything
+ * else run through the runner (cargo hands doctests to rustdoc with the same runner, as
+ * `--test-runtool`) is exec'd untouched.
  * The markers are JSON lines starting with `{"reason":` on stdout: kept out of the job's log
  * like cargo's own messages, read by TestRunMarkers. Names and paths are base64 in them.
  */
 export const TEST_RUNNER_SCRIPT = `retries=$1 policy=$2 exe=$3
 shift 3
+case $exe in */deps/*) ;; *) exec "$exe" "$@" ;; esac
 now() { date +%s%N; }
 b64() { printf %s "$1" | base64 -w0; }
 mark() { printf '{"reason":"kiln-test-%s","executable":"%s",%s"at_ns":%s}\\n' "$1" "$(b64 "$exe")" "$2" "$(now)"; }
