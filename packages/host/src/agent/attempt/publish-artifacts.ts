@@ -26,6 +26,9 @@ export async function publishArtifacts(
   });
 }
 
+/** The most bytes of a `--timings` report read (cargo's for 2,000 units is a few MiB). */
+const MAX_TIMINGS_REPORT_BYTES = 64 * 2 ** 20;
+
 /** The artifact path of a test job's JUnit XML. */
 export const JUNIT_ARTIFACT = "junit.xml";
 
@@ -55,7 +58,8 @@ export async function publishTimings(
 ): Promise<{ artifact: AttemptResult["artifacts"][number]; timeline: TimelineItem | null } | null> {
   return attempt.deps.isolation.withTargetFiles(targetDir, [reportPath], 1, async (files) => {
     const file = files[0];
-    if (file === undefined) return null;
+    // What the job wrote is the tenant's: a "report" past any real one's size is not read.
+    if (file === undefined || file.bytes > MAX_TIMINGS_REPORT_BYTES) return null;
     const bytes = await file.read();
     // A lineage's target dir keeps the last job's report: one cargo did not write this time is not this attempt's.
     const started = /<td>Build start:<\/td><td>([^<]+)<\/td>/.exec(bytes.toString("utf8"))?.[1];

@@ -28,6 +28,9 @@ interface TestTry {
   logSequence: number | null;
 }
 
+/** Most bytes of re-run output kept across all of an attempt's tries (each keeps its tail). */
+const TRIES_OUTPUT_TOTAL = 4 * 2 ** 20;
+
 const MARKER = /^\{"reason":"kiln-test-(binary-start|binary-end|try-start|try-end)",/;
 
 const decode = (value: unknown): string => Buffer.from(String(value), "base64").toString("utf8");
@@ -45,6 +48,8 @@ export class TestRunMarkers {
   readonly #binaries: BinaryRun[] = [];
   readonly #tries: TestTry[] = [];
   #open: TestTry | null = null;
+  /** Bytes the closed tries kept. */
+  #kept = 0;
 
   /** `onBinaryExit`: how each binary's own run exited, as the runner saw it (before any retry). */
   constructor(private readonly onBinaryExit: (executable: string, exitCode: number) => void = () => {}) {}
@@ -54,13 +59,15 @@ export class TestRunMarkers {
     const kind = MARKER.exec(line)?.[1];
     if (kind === undefined) return false;
     let value: Record<string, unknown>;
+    let at: bigint;
     try {
       value = JSON.parse(line) as Record<string, unknown>;
+      at = nanoseconds(value.at_ns);
     } catch {
+      // Not the runner's (a test printed something like it): an ordinary output line.
       return false;
     }
     const executable = decode(value.executable);
-    const at = nanoseconds(value.at_ns);
     switch (kind) {
       case "binary-start":
         this.#binaries.push({ executable, startNs: at, endNs: null });
@@ -89,6 +96,7 @@ export class TestRunMarkers {
         if (this.#open !== null) {
           this.#open.endNs = at;
           this.#open.passed = value.passed === true;
+          this.#kept += this.#open.bytes;
         }
         this.#open = null;
         break;
@@ -108,7 +116,8 @@ export class TestRunMarkers {
     open.logSequence ??= place;
     open.lines.push(line);
     open.bytes += line.length + 1;
-    while (open.bytes > TEST_TRY_OUTPUT_LIMIT && open.lines.length > 1) {
+    const limit = Math.min(TEST_TRY_OUTPUT_LIMIT, Math.max(0, TRIES_OUTPUT_TOTAL - this.#kept));
+    while (open.bytes > limit && open.lines.length > 0) {
       open.bytes -= (open.lines.shift() ?? "").length + 1;
     }
   }

@@ -23,6 +23,9 @@ import type { FlakyPolicy } from "@kiln/contract";
  * The markers are JSON lines starting with `{"reason":` on stdout: kept out of the job's log
  * like cargo's own messages, read by TestRunMarkers. Names and paths are base64 in them.
  */
+/** A binary with more failed tests than this has them all fail: none is re-run. */
+export const MAX_RERUN_TESTS = 50;
+
 export const TEST_RUNNER_SCRIPT = `retries=$1 policy=$2 exe=$3
 shift 3
 case $exe in */deps/*) ;; *) exec "$exe" "$@" ;; esac
@@ -43,7 +46,8 @@ if [ "$rc" -eq 101 ] && [ "$retries" -gt 0 ]; then
   for a in "$@"; do case $a in --ignored|--include-ignored|--nocapture|--show-output) keep="$keep $a";; esac; done
   awk '/^failures:$/{n++; list=""; next} n && /^    [^ ]/{sub(/^    /,""); list=list $0 "\\n"} END{printf "%s", list}' "$dir/out" >"$dir/failed"
   all=true
-  if [ ! -s "$dir/failed" ]; then all=false; fi
+  # Nothing to re-run, or a mass failure (more than ${MAX_RERUN_TESTS} tests) that is not flakiness.
+  if [ ! -s "$dir/failed" ] || [ "$(wc -l <"$dir/failed")" -gt ${MAX_RERUN_TESTS} ]; then all=false; : >"$dir/failed"; fi
   while IFS= read -r name; do
     t=1 passed=false
     while [ "$t" -le "$retries" ] && ! $passed; do
