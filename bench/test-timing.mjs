@@ -61,12 +61,17 @@ try {
   if (warm.exitCode !== 0) throw new Error(`cargo test --no-run failed:\n${warm.output.slice(-2000)}`);
   const loadBefore = loadavg()[0];
   const seconds = { plain: [], runner: [] };
+  // libtest's own "finished in" per binary, summed: whether the binaries themselves ran slower.
+  const libtestSeconds = { plain: [], runner: [] };
+  const finishedIn = (output) =>
+    [...output.matchAll(/^test result: .*; finished in (\d+\.\d+)s$/gm)].reduce((s, m) => s + Number(m[1]), 0);
   let lastRunnerOutput = "";
   for (let i = 0; i < RUNS; i++) {
     for (const mode of i % 2 === 0 ? ["plain", "runner"] : ["runner", "plain"]) {
       const run = await directCargoTest(dir, { targetDir, args: mode === "runner" ? runner : [] });
       if (run.exitCode !== 0) throw new Error(`${mode} cargo test failed:\n${run.output.slice(-2000)}`);
       seconds[mode].push(run.seconds);
+      libtestSeconds[mode].push(finishedIn(run.output));
       if (mode === "runner") lastRunnerOutput = run.output;
       log(`run ${i + 1}/${RUNS} ${mode}: ${fmt(run.seconds)} s`);
     }
@@ -86,6 +91,16 @@ try {
         ["as cargo runs it", fmt(plain), seconds.plain.map((s) => fmt(s)).join(", ")],
         ["with kiln's test runner", fmt(withRunner), seconds.runner.map((s) => fmt(s)).join(", ")],
         ["runner's cost", `${fmt(((withRunner - plain) / plain) * 100, 1)} %`, ""],
+        [
+          "libtest's own time (sum of `finished in`), as cargo runs it",
+          fmt(median(libtestSeconds.plain)),
+          libtestSeconds.plain.map((s) => fmt(s)).join(", "),
+        ],
+        [
+          "libtest's own time, with the runner",
+          fmt(median(libtestSeconds.runner)),
+          libtestSeconds.runner.map((s) => fmt(s)).join(", "),
+        ],
       ],
     ),
   );
