@@ -18,7 +18,7 @@ import { FailureLines } from "./failure-lines.js";
 import { injectedEnvironment } from "./injections.js";
 import type { ProvidedForBuild } from "./provide-dependencies.js";
 import { TestRunMarkers } from "./test-run-markers.js";
-import { shownTestRunnerConfig, testRunnerConfig, testRunnerTarget } from "./test-runner.js";
+import { LOGFILE_WARNING, shownTestRunnerConfig, testRunnerConfig, testRunnerTarget } from "./test-runner.js";
 
 /** Operations cargo times with `--timings` (build and test jobs; a report changes nothing cargo builds). */
 const TIMED_OPERATIONS = new Set(["build", "check", "test", "bench"]);
@@ -95,6 +95,7 @@ export async function runCargo(
   let keptBytes = 0;
   const limit = deps.cargoOutputLimit ?? 64 * 2 ** 20;
   const lines = new FailureLines();
+  let runner: { triple: string } | null = null;
   const markers = new TestRunMarkers((executable, exitCode) => observer.testBinaryExited?.(executable, exitCode));
   const splitters = {
     stdout: new LineSplitter((line) => {
@@ -104,7 +105,11 @@ export async function runCargo(
       observer.pushLine("stdout", line);
       if (!line.startsWith('{"reason":')) lines.note(line, attempt.logs.push("stdout", line));
     }),
-    stderr: new LineSplitter((line) => {
+    stderr: new LineSplitter((written) => {
+      // libtest writes its warning about the runner's --logfile with no newline, once per run of a
+      // binary: they pile up at the start of the job's next stderr line.
+      const line = runner !== null ? written.replaceAll(LOGFILE_WARNING, "") : written;
+      if (line === "" && written !== "") return;
       if (markers.inTry) return markers.tryOutput(line, attempt.logs.push("stderr", line));
       observer.pushLine("stderr", line);
       lines.note(line, attempt.logs.push("stderr", line));
@@ -112,7 +117,6 @@ export async function runCargo(
   };
   const step = cargoStep(placement);
   const flaky = flakySettings(placement);
-  let runner: { triple: string } | null = null;
   let run: ExecutionResult | null = null;
   if (input.arguments === null) {
     attempt.phases.record(step, deps.clock.now(), "skipped");

@@ -12,8 +12,9 @@ import type { FlakyPolicy } from "@kiln/contract";
  *   accepts it when RUSTC_BOOTSTRAP is set at all, and `-1` is the value with which rustc and
  *   cargo — should a test spawn them — still behave as the stable toolchain they are; only
  *   binaries that carry libtest's option text get it, never a `harness = false` binary);
- * - re-runs each test the binary reported failed, by its exact name, up to `retries` times,
- *   stopping at its first pass (`kiln-test-try-start`/`-end` markers around each re-run, whose
+ * - re-runs each test the binary reported failed (libtest's stable `--logfile` names them; the
+ *   binary's output is never piped, so the log keeps the order it wrote in), by its exact name,
+ *   up to `retries` times, stopping at its first pass (`kiln-test-try-start`/`-end` markers around each re-run, whose
  *   output goes to the log between them), and under policy `pass` tells cargo the binary passed
  *   when every failed test passed on a re-run — so cargo goes on to the next binary as it would
  *   have, instead of stopping at a test that was flaky.
@@ -23,6 +24,12 @@ import type { FlakyPolicy } from "@kiln/contract";
  * The markers are JSON lines starting with `{"reason":` on stdout: kept out of the job's log
  * like cargo's own messages, read by TestRunMarkers. Names and paths are base64 in them.
  */
+/**
+ * What libtest writes on stderr (without a newline) for the runner's `--logfile`: not the job's
+ * output, taken off the line it lands on before the log and the parser see it.
+ */
+export const LOGFILE_WARNING = "warning: `--logfile` is deprecated";
+
 /** A binary with more failed tests than this has them all fail: none is re-run. */
 export const MAX_RERUN_TESTS = 50;
 
@@ -32,19 +39,25 @@ case $exe in */deps/*) ;; *) exec "$exe" "$@" ;; esac
 now() { date +%s%N; }
 b64() { printf %s "$1" | base64 -w0; }
 mark() { printf '{"reason":"kiln-test-%s","executable":"%s",%s"at_ns":%s}\\n' "$1" "$(b64 "$exe")" "$2" "$(now)"; }
-timed=false
-if grep -qaF -e 'report-time' "$exe" 2>/dev/null; then timed=true; fi
-run() { if $timed; then RUSTC_BOOTSTRAP=-1 "$exe" "$@" -Z unstable-options --report-time; else "$exe" "$@"; fi; }
+libtest=false
+if grep -qaF -e 'report-time' "$exe" 2>/dev/null; then libtest=true; fi
+run() { if $libtest; then RUSTC_BOOTSTRAP=-1 "$exe" "$@" -Z unstable-options --report-time; else "$exe" "$@"; fi; }
 dir=$(mktemp -d) || exit 101
+log=
+# --logfile is deprecated in libtest: used only while the binary still knows it.
+if $libtest && grep -qaF -e 'logfile' "$exe" 2>/dev/null; then
+  log="$dir/log"
+  for a in "$@"; do case $a in --logfile|--logfile=*) log= ;; esac; done
+fi
 mark binary-start ''
-{ run "$@"; echo $? >"$dir/rc"; } | tee "$dir/out"
-rc=$(cat "$dir/rc")
+if [ -n "$log" ]; then run "$@" --logfile "$log"; else run "$@"; fi
+rc=$?
 mark binary-end "\\"exit\\":$rc,"
 if [ "$rc" -gt 128 ]; then rm -rf "$dir"; kill -"$((rc - 128))" $$; exit "$rc"; fi
-if [ "$rc" -eq 101 ] && [ "$retries" -gt 0 ]; then
+if [ "$rc" -eq 101 ] && [ "$retries" -gt 0 ] && [ -n "$log" ]; then
   keep=
   for a in "$@"; do case $a in --ignored|--include-ignored|--nocapture|--show-output) keep="$keep $a";; esac; done
-  awk '/^failures:$/{n++; list=""; next} n && /^    [^ ]/{sub(/^    /,""); list=list $0 "\\n"} END{printf "%s", list}' "$dir/out" >"$dir/failed"
+  sed -n 's/^failed \\(.*\\)$/\\1/p' "$log" | sed 's/ <[0-9.]*s>$//' >"$dir/failed"
   all=true
   # Nothing to re-run, or a mass failure (more than ${MAX_RERUN_TESTS} tests) that is not flakiness.
   if [ ! -s "$dir/failed" ] || [ "$(wc -l <"$dir/failed")" -gt ${MAX_RERUN_TESTS} ]; then all=false; : >"$dir/failed"; fi
@@ -53,9 +66,10 @@ if [ "$rc" -eq 101 ] && [ "$retries" -gt 0 ]; then
     while [ "$t" -le "$retries" ] && ! $passed; do
       t=$((t + 1))
       mark try-start "\\"test\\":\\"$(b64 "$name")\\",\\"try\\":$t,"
-      { run --exact "$name" $keep 2>&1; echo $? >"$dir/rc"; } | tee "$dir/try"
-      r=$(cat "$dir/rc")
-      if [ "$r" -eq 0 ] && grep -q '^test result: ok\\. 1 passed' "$dir/try"; then passed=true; fi
+      rm -f "$dir/try"
+      run --exact "$name" $keep --logfile "$dir/try" </dev/null
+      r=$?
+      if [ "$r" -eq 0 ] && sed 's/ <[0-9.]*s>$//' "$dir/try" 2>/dev/null | grep -qxF -e "ok $name"; then passed=true; fi
       mark try-end "\\"test\\":\\"$(b64 "$name")\\",\\"try\\":$t,\\"exit\\":$r,\\"passed\\":$passed,"
     done
     $passed || all=false
