@@ -190,7 +190,9 @@ describe("the failure, first: kiln cargo, jobs.evidence and the job page name th
     const sixth = await page(link.replace(/#.*$/, ""));
     assert.match(
       sixth,
-      new RegExp(`id="L${panic.log_sequence}"><span class="seq">\\s*\\d+ </span>thread &#39;tests::noisy&#39;`),
+      new RegExp(
+        `id="L${panic.log_sequence}"><a class="seq" href="#L${panic.log_sequence}">\\s*\\d+ </a><time class="ts"[^>]*>[^<]*</time>thread &#39;tests::noisy&#39;`,
+      ),
     );
   });
 
