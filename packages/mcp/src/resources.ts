@@ -8,8 +8,6 @@ export const RESOURCE_NOT_FOUND = -32002;
 /** A refusal from the API while reading a resource (its Refusal document is the error's data). */
 export const RESOURCE_REFUSED = -32003;
 
-export const RESOURCE_SCHEME = "kiln";
-
 interface ResourceKind {
   readonly name: string;
   readonly title: string;

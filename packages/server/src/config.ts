@@ -3,6 +3,7 @@ import { cratesIoIndexOf, type GatewayEgressSettings, gatewayEgressOf } from "@k
 import { parseS3BlobUrl, type S3BlobLocation } from "@kiln/storage";
 import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "./domain/hosts/lineage-affinity.js";
 import { CANARY_TENANT } from "./domain/platform/platform-tenants.js";
+import { DEFAULT_ANOMALY_INTERVAL_SECONDS } from "./domain/platform/tenant-anomalies/tenant-anomaly-evaluator.js";
 import type { OidcSettings } from "./web/auth/oidc-client.js";
 import type { TenantIngress } from "./web/http/tenant-ingress-shaper.js";
 
@@ -211,7 +212,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): ServerConfi
     gateway,
     oidc: oidcFromEnv(env),
     canaryIntervalSeconds: secondsFromEnv(env, "KILN_CANARY_INTERVAL_SECONDS", 300),
-    anomalyIntervalSeconds: secondsFromEnv(env, "KILN_ANOMALY_INTERVAL_SECONDS", 300),
+    anomalyIntervalSeconds: secondsFromEnv(env, "KILN_ANOMALY_INTERVAL_SECONDS", DEFAULT_ANOMALY_INTERVAL_SECONDS),
     lineageAffinitySeconds: secondsFromEnv(env, "KILN_LINEAGE_AFFINITY_SECONDS", DEFAULT_LINEAGE_AFFINITY_SECONDS),
     notifications: onOffFromEnv(env, "KILN_NOTIFICATIONS", true),
     dogfoodTenant: env.KILN_DOGFOOD_TENANT?.trim() || undefined,

@@ -93,8 +93,3 @@ export class PanicReader {
     });
   }
 }
-
-/** Whether a line is a panic's header (the line the log viewer and the check run point at). */
-export function isPanicHeader(line: string): boolean {
-  return HEADER.test(line) || OLD_HEADER.test(line);
-}

@@ -15,6 +15,7 @@ export const TENANT_ANOMALY_RULES: ReadonlyMap<string, AnomalyRuleDescription> =
   [CPU_SATURATED_WITHOUT_OUTPUT, SUBMISSION_BURST].map((r) => [r.flag, r]),
 );
 
+/** How often the tenant anomaly rules run unless KILN_ANOMALY_INTERVAL_SECONDS says otherwise. */
 export const DEFAULT_ANOMALY_INTERVAL_SECONDS = 300;
 /** Attempts finished this long ago are judged again each pass (the flag is raised once). */
 const ATTEMPT_LOOKBACK_SECONDS = 24 * 3600;
