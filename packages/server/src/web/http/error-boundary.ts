@@ -1,8 +1,6 @@
 import { InvalidCursorError } from "@kiln/storage";
-import type { FastifyError, FastifyInstance } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import { Refusal } from "../../domain/refusal.js";
-import { notFoundPage } from "../pages/dashboard-layout.js";
-import { sendPage } from "../pages/page-response.js";
 
 interface AjvError {
   instancePath?: string;
@@ -78,7 +76,14 @@ export function validationDetail(context: string, errors: readonly AjvError[]): 
  * and parsing failures become invalid_request naming the field; anything else is
  * logged with its stack and answered without leaking stack, SQL or paths.
  */
-export function installErrorBoundary(app: FastifyInstance): void {
+export function installErrorBoundary(
+  app: FastifyInstance,
+  /**
+   * The dashboard's page for a path nothing serves, given by the composition (the pages sit above
+   * http); absent (the host listener), every unknown path answers the JSON refusal.
+   */
+  notFoundPage?: (reply: FastifyReply, path: string) => unknown,
+): void {
   app.setErrorHandler(
     (error: FastifyError & { validationContext?: string; validation?: AjvError[] }, request, reply) => {
       let refusal: Refusal;
@@ -114,7 +119,9 @@ export function installErrorBoundary(app: FastifyInstance): void {
     const path = request.url.split("?")[0] ?? "/";
     // A person's browser asking for a page nothing serves gets a page with the navigation; the
     // API's paths, and any client that does not ask for HTML, keep the JSON refusal.
-    if (wantsPage(request.method, path, request.headers.accept)) return sendPage(reply, 404, notFoundPage(path));
+    if (notFoundPage !== undefined && wantsPage(request.method, path, request.headers.accept)) {
+      return notFoundPage(reply, path);
+    }
     void sendRefusal(reply, new Refusal("not_found", `no operation at ${request.method} ${path}`));
   });
 }
@@ -126,7 +133,7 @@ function wantsPage(method: string, path: string, accept: string | undefined): bo
   return accept?.includes("text/html") === true;
 }
 
-export function sendRefusal(reply: import("fastify").FastifyReply, refusal: Refusal) {
+export function sendRefusal(reply: FastifyReply, refusal: Refusal) {
   const doc = refusal.toDocument();
   if (doc.retry_after_seconds !== undefined) void reply.header("retry-after", String(doc.retry_after_seconds));
   return reply.code(doc.status).type("application/json; charset=utf-8").send(JSON.stringify(doc));
