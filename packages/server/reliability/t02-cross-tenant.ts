@@ -82,6 +82,7 @@ function probesOf(op: Operation, b: TenantWorld, bOnly: readonly [string, string
     if (op.id === "repositories.admission") {
       return { ...p, query: () => `base_ref=${"0123456789abcdef".repeat(2)}01234567` };
     }
+    if (op.id === "jobs.logs_search") return { ...p, query: () => "q=Compiling" };
     if (op.id === "repositories.settings.write") {
       return { ...p, body: () => ({ version: 0, changes: { affected_tests: true } }) };
     }
