@@ -157,6 +157,9 @@ for (const dialect of DIALECTS) {
       assert.equal((await search("q=not+in+this+log")).matches.length, 0);
       const refused = await get(`/api/jobs/${big}/logs/search?q=`);
       assert.equal(refused.statusCode, 400, "an empty query is refused");
+      const long = await get(`/api/jobs/${big}/logs/search?q=${"x".repeat(201)}`);
+      assert.equal(long.statusCode, 400, "a query over 200 characters is refused before any line is read");
+      assert.match(long.body, /"code":"invalid_request"/);
       assert.equal((await get(`/api/jobs/job_nosuch/logs/search?q=x`)).statusCode, 404);
     });
 
