@@ -11,6 +11,7 @@ import { type BoundHandler, boundHandlerOf, type HandlerTable, REPLY_SENT } from
 import { idempotencyKeyOf } from "./idempotency-key-header.js";
 import { declaresLargeBody } from "./large-request-admission.js";
 import { performKeyed } from "./perform-keyed.js";
+import { TenantTurns } from "./tenant-turns.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -71,6 +72,7 @@ export function bindCatalogueRoutes(
   large: LargeBodies,
 ): void {
   const ingress = large.ingress;
+  const turns = new TenantTurns();
   app.decorateRequest("kiln", null as unknown as FastifyRequest["kiln"]);
   for (const op of CATALOGUE) {
     const handler = boundHandlerOf(handlers, op.id) ?? notImplemented;
@@ -96,6 +98,9 @@ export function bindCatalogueRoutes(
         // A request of a tenant makes this process shared for the others' bodies (the bound's
         // unshared tenants aside: TenantIngress).
         if (caller.principal !== null) ingress?.served(caller.principal.tenantId);
+        // A tenant's requests start one a turn of the event loop, so another's is never queued
+        // behind a whole batch of them (tenant-turns.ts).
+        if (caller.principal !== null) await turns.take(caller.principal.tenantId);
         if (
           isPreparedOperation(op.id) &&
           caller.principal !== null &&
