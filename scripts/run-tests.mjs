@@ -14,7 +14,16 @@
 // Every file's wall time goes to .kiln-test/test-timings.json; the next run starts the slowest
 // files first, and each run names its ten slowest just before the summary.
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, sep } from "node:path";
 import { Transform } from "node:stream";
@@ -30,6 +39,12 @@ import { markOf, readTimings, recordTimings, slowestFirst, slowestLines, sourceO
 const TEST_TIMEOUT_MS = 30 * 60 * 1000;
 /** As many test files at once as the machine has cores (2 where the gate runs). */
 const CONCURRENCY = 2;
+/**
+ * The inner gate's processes (`--fast`), each running its share of the in-process files in one
+ * process (scripts/run-test-shard.mjs): more than the cores, as those files spend much of their
+ * time waiting on PostgreSQL and timers, which another shard's tests fill.
+ */
+const FAST_SHARDS = 4;
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const args = process.argv.slice(2);
@@ -149,7 +164,7 @@ try {
     delete process.env.KILN_TEST_CLI_NODE;
   }
   process.stdout.write(`npm test: every test, its kiln-servers and kiln-hosts on Node.js ${runtime.version}\n`);
-  const testsFailed = await runTestFiles(files, { record: true });
+  const testsFailed = fast ? await runShards(files) : await runTestFiles(files, { record: true });
   if (cliFailed) process.stderr.write(`npm test: the kiln CLI's tests on Node.js ${runtime.machine.version} failed\n`);
   failed = testsFailed || cliFailed || trials !== 0;
 } finally {
@@ -203,4 +218,49 @@ async function runTestFiles(ordered, { record }) {
     recordTimings(timingsFile, previousTimings, measured, new Set(everyFile.map(nameOf)), new Date().toISOString());
   // Every file reported, or the run failed before any summary: a file that never reported ran.
   return anyFailed || measured.size !== ordered.length;
+}
+
+/**
+ * The inner gate: the files dealt into FAST_SHARDS shards of about equal recorded time, each run in
+ * one process (scripts/run-test-shard.mjs), all at once; each shard's report is printed whole as
+ * it ends, then the ten slowest files and the totals. Timings are not recorded: a file's time in a
+ * shared process is not its time alone, which orders the full gate. Resolves true when any failed.
+ */
+async function runShards(ordered) {
+  const shards = Array.from({ length: Math.min(FAST_SHARDS, ordered.length) }, () => ({ files: [], seconds: 0 }));
+  for (const file of ordered) {
+    const lightest = shards.reduce((a, b) => (b.seconds < a.seconds ? b : a));
+    lightest.files.push(file);
+    lightest.seconds += previousTimings[nameOf(file)]?.seconds ?? 5;
+  }
+  const dir = mkdtempSync(join(runTmp, "shards-"));
+  const results = await Promise.all(
+    shards.map(async (shard, i) => {
+      const filesJson = join(dir, `files-${i}.json`);
+      const resultJson = join(dir, `result-${i}.json`);
+      writeFileSync(filesJson, JSON.stringify(shard.files));
+      const child = spawn(process.execPath, [join(root, "scripts", "run-test-shard.mjs"), filesJson, resultJson], {
+        cwd: root,
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      const output = [];
+      child.stdout.on("data", (chunk) => output.push(chunk));
+      const code = await new Promise((resolve) => child.on("close", resolve));
+      process.stdout.write(`npm test: shard ${i + 1} of ${shards.length} (${shard.files.length} files)\n`);
+      process.stdout.write(Buffer.concat(output));
+      if (code !== 0 || !existsSync(resultJson)) return { failed: true, tests: 0, measured: [] };
+      return JSON.parse(readFileSync(resultJson, "utf8"));
+    }),
+  );
+  const measured = new Map(results.flatMap((r) => r.measured).map(([file, timing]) => [nameOf(file), timing]));
+  const failed = results.some((r) => r.failed);
+  process.stdout.write(
+    [
+      "npm test: the ten slowest files (time in their shard's process):",
+      ...slowestLines(measured),
+      `npm test: ${results.reduce((n, r) => n + r.tests, 0)} tests in ${ordered.length} files, ${failed ? "FAILED" : "all passed"}`,
+      "",
+    ].join("\n"),
+  );
+  return failed;
 }
