@@ -23,9 +23,55 @@ interface TestTry {
   readonly startNs: bigint;
   endNs: bigint | null;
   passed: boolean;
-  readonly lines: string[];
-  bytes: number;
+  readonly output: OutputTail;
   logSequence: number | null;
+}
+
+/**
+ * The tail of a re-run's output, at most `limit` characters (UTF-16 code units, ≈ bytes for
+ * ASCII) whatever the number of lines: lines past the limit are dropped from the front by an
+ * index (never Array.shift, which copies the whole array each time), and the tail says it was cut.
+ */
+export class OutputTail {
+  #lines: string[] = [];
+  #first = 0;
+  #size = 0;
+  #truncated = false;
+
+  push(line: string, limit: number): void {
+    const kept = line.length + 1 > limit ? line.slice(line.length + 1 - limit) : line;
+    if (kept !== line) this.#truncated = true;
+    this.#lines.push(kept);
+    this.#size += kept.length + 1;
+    while (this.#size > limit && this.#first < this.#lines.length) {
+      this.#size -= (this.#lines[this.#first] ?? "").length + 1;
+      this.#first += 1;
+      this.#truncated = true;
+    }
+    // Compacts now and then, so the dropped lines' memory goes: what is held stays about 2× the tail.
+    if (this.#first > 64 && this.#first * 2 > this.#lines.length) {
+      this.#lines = this.#lines.slice(this.#first);
+      this.#first = 0;
+    }
+  }
+
+  /** Characters kept (each line with its newline). */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Lines held, kept or not yet compacted away. */
+  get held(): number {
+    return this.#lines.length;
+  }
+
+  get truncated(): boolean {
+    return this.#truncated;
+  }
+
+  text(): string {
+    return this.#lines.slice(this.#first).join("\n");
+  }
 }
 
 /** Most bytes of re-run output kept across all of an attempt's tries (each keeps its tail). */
@@ -86,8 +132,7 @@ export class TestRunMarkers {
           startNs: at,
           endNs: null,
           passed: false,
-          lines: [],
-          bytes: 0,
+          output: new OutputTail(),
           logSequence: null,
         };
         this.#tries.push(this.#open);
@@ -96,7 +141,7 @@ export class TestRunMarkers {
         if (this.#open !== null) {
           this.#open.endNs = at;
           this.#open.passed = value.passed === true;
-          this.#kept += this.#open.bytes;
+          this.#kept += this.#open.output.size;
         }
         this.#open = null;
         break;
@@ -114,12 +159,7 @@ export class TestRunMarkers {
     const open = this.#open;
     if (open === null) return;
     open.logSequence ??= place;
-    open.lines.push(line);
-    open.bytes += line.length + 1;
-    const limit = Math.min(TEST_TRY_OUTPUT_LIMIT, Math.max(0, TRIES_OUTPUT_TOTAL - this.#kept));
-    while (open.bytes > limit && open.lines.length > 0) {
-      open.bytes -= (open.lines.shift() ?? "").length + 1;
-    }
+    open.output.push(line, Math.min(TEST_TRY_OUTPUT_LIMIT, Math.max(0, TRIES_OUTPUT_TOTAL - this.#kept)));
   }
 
   /**
@@ -151,11 +191,16 @@ export class TestRunMarkers {
       const key = `${test.target}\u0000${test.name}`;
       const reruns = triesOf.get(key);
       if (test.outcome !== "failed" || reruns === undefined) return test;
+      const captured = test as { failure_output?: unknown; failure_output_truncated?: unknown };
+      const output = String(captured.failure_output ?? "");
       const first: TestTryItem = {
         try: 1,
         outcome: "failed",
         duration_ms: test.duration_ms ?? 0,
-        output: tail(String((test as { failure_output?: unknown }).failure_output ?? "")),
+        output: output.slice(Math.max(0, output.length - TEST_TRY_OUTPUT_LIMIT)),
+        ...(captured.failure_output_truncated === true || output.length > TEST_TRY_OUTPUT_LIMIT
+          ? { output_truncated: true }
+          : {}),
       };
       const tries: TestTryItem[] = [
         first,
@@ -165,7 +210,8 @@ export class TestRunMarkers {
             try: t.try,
             outcome: t.passed ? ("passed" as const) : ("failed" as const),
             duration_ms: msBetween(t.startNs, t.endNs),
-            output: t.lines.join("\n"),
+            output: t.output.text(),
+            ...(t.output.truncated ? { output_truncated: true } : {}),
             ...(t.logSequence === null ? {} : { log_sequence: t.logSequence }),
           };
         }),
@@ -205,8 +251,4 @@ export class TestRunMarkers {
       },
     };
   }
-}
-
-function tail(text: string): string {
-  return text.length <= TEST_TRY_OUTPUT_LIMIT ? text : text.slice(text.length - TEST_TRY_OUTPUT_LIMIT);
 }
