@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { withoutEarlierTimingReports } from "../src/agent/attempt/run-cargo.js";
 import { summariseCargoTimings } from "../src/evidence/cargo-timings.js";
 
 /**
@@ -94,6 +95,26 @@ describe("cargo --timings summarised (real cargo)", () => {
     assert.ok(timeline.wall_ms > 0);
     assert.ok(timeline.critical_path_share > 0 && timeline.critical_path_share <= 1);
     assert.equal(timeline.artifact, "cargo-timings/cargo-timing.html");
+  });
+
+  it("run as a job runs cargo, the target dir keeps only the latest run's report, not one per run", () => {
+    // A lineage's target dir outlives its jobs: cargo alone adds a timestamped report every run.
+    const targetDir = join(dir, "target");
+    const reports = () => readdirSync(join(targetDir, "cargo-timings")).sort();
+    assert.equal(reports().length, 2, `cargo-timing.html and this build's own: ${reports().join(", ")}`);
+    for (let run = 0; run < 3; run++) {
+      const [command = "", ...args] = withoutEarlierTimingReports(["cargo", "build", "--offline", "--timings"]);
+      const built = spawnSync(command, args, {
+        cwd: dir,
+        encoding: "utf8",
+        env: { ...process.env, CARGO_TARGET_DIR: targetDir, CARGO_TERM_COLOR: "never" },
+      });
+      assert.equal(built.status, 0, built.stderr);
+    }
+    const left = reports();
+    assert.equal(left.length, 2, left.join(", "));
+    assert.ok(left.includes("cargo-timing.html"));
+    assert.match(left.find((f) => f !== "cargo-timing.html") ?? "", /^cargo-timing-\d{8}T\d+Z.*\.html$/);
   });
 
   it("a report without cargo's unit data is not summarised", () => {

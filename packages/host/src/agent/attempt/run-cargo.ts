@@ -18,13 +18,35 @@ import { FailureLines } from "./failure-lines.js";
 import { injectedEnvironment } from "./injections.js";
 import type { ProvidedForBuild } from "./provide-dependencies.js";
 import { TestRunMarkers } from "./test-run-markers.js";
-import { LOGFILE_WARNING, shownTestRunnerConfig, testRunnerConfig, testRunnerTarget } from "./test-runner.js";
+import {
+  LOGFILE_WARNING,
+  shownTestRunnerConfig,
+  testRunnerConfig,
+  testRunnerTarget,
+  withoutReportedTime,
+} from "./test-runner.js";
 
 /** Operations cargo times with `--timings` (build and test jobs; a report changes nothing cargo builds). */
 const TIMED_OPERATIONS = new Set(["build", "check", "test", "bench"]);
 
 /** Where cargo writes its latest `--timings` report, relative to the target dir (and the artifact's path). */
 export const CARGO_TIMINGS_REPORT = "cargo-timings/cargo-timing.html";
+
+/**
+ * The command as the executor runs it: cargo, after removing the timestamped `--timings` reports
+ * earlier jobs left (`cargo-timings/cargo-timing-<time>.html`, one per run beside
+ * `cargo-timing.html`): a lineage's target dir outlives its jobs and would keep every one. `exec`
+ * leaves cargo the process the executor signals and whose status it reads.
+ */
+export function withoutEarlierTimingReports(argv: readonly string[]): string[] {
+  return [
+    "/bin/sh",
+    "-c",
+    'rm -f -- "$CARGO_TARGET_DIR"/cargo-timings/cargo-timing-*.html; exec "$@"',
+    "kiln-cargo",
+    ...argv,
+  ];
+}
 
 /**
  * `--message-format` goes right after the operation, before any user argument or `--`; the
@@ -100,10 +122,12 @@ export async function runCargo(
   const splitters = {
     stdout: new LineSplitter((line) => {
       if (markers.marker(line)) return;
+      // The log reads as local cargo's: the runner's --report-time is the parser's, not the text's.
+      const shown = runner === null ? line : withoutReportedTime(line);
       // A re-run's output is the log's and its try's, not a test binary cargo ran.
-      if (markers.inTry) return markers.tryOutput(line, attempt.logs.push("stdout", line));
+      if (markers.inTry) return markers.tryOutput(shown, attempt.logs.push("stdout", shown));
       observer.pushLine("stdout", line);
-      if (!line.startsWith('{"reason":')) lines.note(line, attempt.logs.push("stdout", line));
+      if (!line.startsWith('{"reason":')) lines.note(shown, attempt.logs.push("stdout", shown));
     }),
     stderr: new LineSplitter((written) => {
       // libtest writes its warning about the runner's --logfile with no newline, once per run of a
@@ -164,7 +188,7 @@ export async function runCargo(
           ...(input.provided === null ? {} : { readOnlyBinds: input.provided.readOnlyBinds }),
           warmTarget: input.warmTarget,
           toolchain: input.toolchain,
-          argv,
+          argv: TIMED_OPERATIONS.has(placement.invocation.operation) ? withoutEarlierTimingReports(argv) : argv,
           workingDirectory: placement.invocation.working_directory ?? ".",
           environment: {
             ...(placement.invocation.environment ?? {}),

@@ -30,8 +30,23 @@ import type { FlakyPolicy } from "@kiln/contract";
  */
 export const LOGFILE_WARNING = "warning: `--logfile` is deprecated";
 
+/** A libtest result line as `--report-time` prints it: `test a::b ... ok <0.012s>`. */
+const REPORTED_TIME = /^(test .+ \.\.\. .+) <\d+\.\d+s>$/;
+
+/**
+ * A stdout line as libtest prints it without `--report-time`: the time the runner asked for is
+ * the evidence's (the parser reads it), never the log's, which reads as local cargo's would.
+ */
+export function withoutReportedTime(line: string): string {
+  if (!line.startsWith("test ") || !line.endsWith("s>")) return line;
+  return REPORTED_TIME.exec(line)?.[1] ?? line;
+}
+
 /** A binary with more failed tests than this has them all fail: none is re-run. */
 export const MAX_RERUN_TESTS = 50;
+
+/** Beside each test binary, what the runner found it to be (libtest or not) and of which build. */
+export const HARNESS_SUFFIX = ".kiln-harness";
 
 export const TEST_RUNNER_SCRIPT = `retries=$1 policy=$2 exe=$3
 shift 3
@@ -39,13 +54,26 @@ case $exe in */deps/*) ;; *) exec "$exe" "$@" ;; esac
 now() { date +%s%N; }
 b64() { printf %s "$1" | base64 -w0; }
 mark() { printf '{"reason":"kiln-test-%s","executable":"%s",%s"at_ns":%s}\\n' "$1" "$(b64 "$exe")" "$2" "$(now)"; }
+# What the binary is (libtest knows --report-time; --logfile while libtest still has it) is read
+# once per build of it, kept beside it ($exe${HARNESS_SUFFIX}) with its size and mtime: a warm run
+# reads no binary (regex's are ~37 MB each).
+id=$(stat -c '%s %y' "$exe" 2>/dev/null) kind=
+if [ -r "$exe${HARNESS_SUFFIX}" ]; then { read -r kind; read -r was; } <"$exe${HARNESS_SUFFIX}"; [ -n "$id" ] && [ "$was" = "$id" ] || kind=; fi
+if [ -z "$kind" ]; then
+  kind=plain
+  if grep -qaF -e 'report-time' "$exe" 2>/dev/null; then
+    kind=libtest
+    if grep -qaF -e 'logfile' "$exe" 2>/dev/null; then kind=logfile; fi
+  fi
+  [ -z "$id" ] || printf '%s\n%s\n' "$kind" "$id" >"$exe${HARNESS_SUFFIX}" 2>/dev/null
+fi
 libtest=false
-if grep -qaF -e 'report-time' "$exe" 2>/dev/null; then libtest=true; fi
+case $kind in libtest|logfile) libtest=true ;; esac
 run() { if $libtest; then RUSTC_BOOTSTRAP=-1 "$exe" "$@" -Z unstable-options --report-time; else "$exe" "$@"; fi; }
 dir=$(mktemp -d) || exit 101
 log=
 # --logfile is deprecated in libtest: used only while the binary still knows it.
-if $libtest && grep -qaF -e 'logfile' "$exe" 2>/dev/null; then
+if [ "$kind" = logfile ]; then
   log="$dir/log"
   for a in "$@"; do case $a in --logfile|--logfile=*) log= ;; esac; done
 fi
