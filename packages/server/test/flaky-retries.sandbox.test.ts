@@ -129,6 +129,9 @@ describe("flaky retries end to end (SQLite, real cargo, real sandbox)", () => {
     assert.ok(Number(binaries[0]?.duration_ms) >= 300);
     // cargo ran with --timings: its report is an artifact and the evidence's timeline summarises it.
     assert.match(evidence.log, /kiln: cargo test --message-format=json-render-diagnostics --timings \(/);
+    // The log reads as local cargo's: libtest's measured time is the evidence's, not the log's.
+    assert.match(evidence.log, /^\[a1 stdout\] test tests::slow \.\.\. ok$/m);
+    assert.doesNotMatch(evidence.log, / <\d+\.\d+s>$/m);
     const timeline = (evidence.report.timeline as Doc[] | undefined)?.[0];
     assert.ok(timeline, "a timeline");
     assert.equal(timeline.artifact, "cargo-timings/cargo-timing.html");
