@@ -53,7 +53,8 @@ shift 3
 case $exe in */deps/*) ;; *) exec "$exe" "$@" ;; esac
 now() { date +%s%N; }
 b64() { printf %s "$1" | base64 -w0; }
-mark() { printf '{"reason":"kiln-test-%s","executable":"%s",%s"at_ns":%s}\\n' "$1" "$(b64 "$exe")" "$2" "$(now)"; }
+exe64=$(b64 "$exe")
+mark() { printf '{"reason":"kiln-test-%s","executable":"%s",%s"at_ns":%s}\\n' "$1" "$exe64" "$2" "$(now)"; }
 # What the binary is (libtest knows --report-time; --logfile while libtest still has it) is read
 # once per build of it, kept beside it ($exe${HARNESS_SUFFIX}) with its size and mtime: a warm run
 # reads no binary (regex's are ~37 MB each).
