@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { TEST_TRY_OUTPUT_LIMIT } from "@kiln/contract";
 import { OutputTail, TestRunMarkers } from "../src/agent/attempt/test-run-markers.js";
+import { withoutReportedTime } from "../src/agent/attempt/test-runner.js";
 
 const EXE = "/work/target/debug/deps/noisy-0123456789abcdef";
 const b64 = (text: string) => Buffer.from(text).toString("base64");
@@ -60,5 +61,26 @@ describe("the test runner's markers: what a re-run keeps of its output", () => {
     const long = new OutputTail();
     long.push("a".repeat(5000), 1000);
     assert.deepEqual([long.text().length, long.truncated], [999, true]);
+  });
+
+  it("a test line reads as libtest prints it without --report-time; anything else is untouched", () => {
+    assert.deepEqual(
+      [
+        "test tests::adds ... ok <0.012s>",
+        "test tests::noisy ... FAILED <1.250s>",
+        "test tests::slow - should panic ... ok <0.300s>",
+        "test tests::later ... ignored",
+        "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s",
+        "my own line <0.5s>",
+      ].map(withoutReportedTime),
+      [
+        "test tests::adds ... ok",
+        "test tests::noisy ... FAILED",
+        "test tests::slow - should panic ... ok",
+        "test tests::later ... ignored",
+        "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s",
+        "my own line <0.5s>",
+      ],
+    );
   });
 });
