@@ -86,6 +86,8 @@ const DEBIAN = {
     { pkg: "librust-anyhow-dev", proof: "/usr/share/cargo/registry/anyhow-1.0.69/Cargo.toml" },
     { pkg: "librust-indoc-dev", proof: "/usr/share/cargo/registry/indoc-1.0.4/Cargo.toml" },
     { pkg: "librust-pest-derive-dev", proof: "/usr/share/cargo/registry/pest_derive-2.5.2/Cargo.toml" },
+    // xmllint validates the JUnit XML of test jobs against junit-10.xsd (packages/contract/test/junit.test.ts).
+    { pkg: "libxml2-utils", proof: "/usr/bin/xmllint" },
     // The dashboard's browser test (packages/server/test/dashboard-browser.browser.test.ts) drives it with playwright-core.
     { pkg: "chromium", proof: "/usr/bin/chromium" },
     // The microVM isolation's tests (real QEMU under TCG on these machines).

@@ -106,7 +106,10 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     scratch.push(targetDir);
     // kiln and the local run at the same time (the local one in its own target dir, outside the workspace).
     const [run, direct] = await Promise.all([
-      runCli(["cargo", "test", "--repository", "acme/semver", "--json"], { cwd: dir, env }),
+      runCli(["cargo", "test", "--repository", "acme/semver", "--junit", join(targetDir, "junit.xml"), "--json"], {
+        cwd: dir,
+        env,
+      }),
       directCargoTest(directDir, { targetDir }),
     ]);
     assert.equal(direct.exitCode, 0, direct.output.slice(-3000));
@@ -133,6 +136,10 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     const passed = [...directCounts.values()].reduce((n, c) => n + c.passed, 0);
     assert.equal(result.tests.passed, passed);
     assert.equal(result.tests.failed, 0);
+    // --junit wrote the evidence's JUnit document: a testcase per test of the evidence (issue 37).
+    const junit = readFileSync(join(targetDir, "junit.xml"), "utf8");
+    assert.equal(junit.split("<testcase ").length - 1, (doc.report.tests as Doc[]).length);
+    assert.match(junit, /^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="kiln job /);
 
     // The job ran exactly the captured bytes: its upload's manifest digest is the local one.
     const local = buildArchive(captureWorkspace(dir, { git: false }));
@@ -169,7 +176,11 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     assert.match(table.stdout, new RegExp(`${result.job}\\s+passed\\s+acme/semver`));
     const artifacts = await runCli(["jobs", "artifacts", result.job, "--json"], { env });
     assert.equal(artifacts.code, 0, artifacts.stderr);
-    assert.deepEqual(JSON.parse(artifacts.stdout).publications, []);
+    // A test job publishes cargo's --timings report and its junit.xml though it asked for nothing (issue 37).
+    assert.deepEqual(
+      (JSON.parse(artifacts.stdout).publications as Doc[]).flatMap((p) => (p.files as Doc[]).map((f) => f.path)),
+      ["cargo-timings/cargo-timing.html", "junit.xml"],
+    );
     const cancel = await runCli(["jobs", "cancel", result.job, "--json"], { env });
     assert.equal(cancel.code, 2, "a finished job cannot be cancelled");
     assert.equal(JSON.parse(cancel.stdout).code, "conflict");
@@ -272,7 +283,8 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     });
     assert.equal(run.code, 0, run.stderr);
     const result = jsonLines(run).find((l) => l.type === "result");
-    assert.equal(result.artifacts.length, 2, JSON.stringify(result));
+    // The two asked for, and cargo's --timings report every build job publishes (issue 37).
+    assert.equal(result.artifacts.length, 3, JSON.stringify(result));
     const file = join(root, "target", "kiln-artifacts", result.job, "debug", "hello");
     assert.ok(existsSync(file));
     assert.ok(statSync(file).size > 1000);
@@ -283,6 +295,7 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     const inventory = await client.call("jobs.artifacts", { params: { id: result.job } });
     const published = inventory.publications.flatMap((p) => p.files);
     assert.deepEqual(published.map((f) => [f.path, (f as { executable?: boolean }).executable]).sort(), [
+      ["cargo-timings/cargo-timing.html", false],
       ["debug/hello", true],
       ["debug/hello.d", false],
     ]);

@@ -6,6 +6,7 @@ export * from "./clock.js";
 export * from "./dashboard-paths.js";
 export * from "./host-operator-protocol.js";
 export * from "./host-protocol-http.js";
+export * from "./junit.js";
 export * from "./logger.js";
 export * from "./openapi.js";
 export * from "./operation.js";

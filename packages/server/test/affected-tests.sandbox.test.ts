@@ -83,7 +83,7 @@ describe("affected_tests end to end (SQLite, real cargo, real sandbox)", () => {
       },
       { applied: true, affected: ["util"], skipped: ["app", "core"], changed: 1, job: cold.id },
     );
-    assert.match(utilEdited.log, /cargo test --message-format=json-render-diagnostics -p util \(/);
+    assert.match(utilEdited.log, /cargo test --message-format=json-render-diagnostics --timings -p util \(/);
 
     const coreEdited = await run(workspace({ util: 1, core: 1 }));
     const a3 = affectedOf(coreEdited);

@@ -41,6 +41,8 @@ const EXPECTED = [
   "stderr Running unittests src/main.rs (/kiln/target/debug/deps/interleave-HASH)",
   "stdout ",
   "stdout running 1 test",
+  // As local cargo prints it: the time kiln's test runner has libtest report (issue 37,
+  // --report-time) is the evidence's, not the log's.
   "stdout test tests::adds ... ok",
   "stdout ",
   "stdout test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in Ts",

@@ -273,5 +273,38 @@ for (const dialect of DIALECTS) {
       );
       assert.equal(elsewhere.body.code, "not_found");
     });
+
+    it("flaky_retries and flaky_policy (issue 37): defaults 2 and pass, versioned, refused outside their ranges, snapshotted at admission", async () => {
+      const defaults = await evidenceOf(submission({ "src/flaky0.rs": "" }));
+      assert.equal(defaults.admitted.flaky_retries, 2);
+      assert.equal(defaults.admitted.flaky_policy, "pass");
+      assert.match(
+        (await settings()).body.effective,
+        /flaky_retries 2 \(platform default\), flaky_policy pass \(platform default\)/,
+      );
+      const version = (await settings()).body.version;
+      for (const changes of [
+        { flaky_retries: 6 },
+        { flaky_retries: -1 },
+        { flaky_retries: 1.5 },
+        { flaky_policy: "maybe" },
+      ]) {
+        const refused = await write(version, changes);
+        assert.equal(refused.body.code, "invalid_request", JSON.stringify(changes));
+      }
+      assert.equal((await settings()).body.version, version, "nothing was written");
+      const written = await write(version, { flaky_retries: 0, flaky_policy: "fail" });
+      assert.equal(written.status, 200, JSON.stringify(written.body));
+      assert.match(
+        (await settings()).body.effective,
+        /flaky_retries 0 \(dashboard repository setting\), flaky_policy fail/,
+      );
+      const after = await evidenceOf(submission({ "src/flaky1.rs": "" }));
+      assert.equal(after.admitted.flaky_retries, 0);
+      assert.equal(after.admitted.flaky_policy, "fail");
+      assert.equal(after.admitted.settings_version, version + 1);
+      const tenantWrite = await call("POST", "/api/tenant/settings", { version: 0, changes: { flaky_retries: 1 } });
+      assert.equal(tenantWrite.body.code, "invalid_request", "a repository setting, not a tenant one");
+    });
   });
 }

@@ -169,7 +169,8 @@ describe("running cargo jobs end to end", () => {
     const files = inventory.publications[0].files as { index: number; path: string; bytes: number; sha256: string }[];
     assert.deepEqual(
       files.map((f) => f.path),
-      ["debug/libartcrate.rlib"],
+      // Beside what it asked for, every build job publishes cargo's --timings report (issue 37).
+      ["debug/libartcrate.rlib", "cargo-timings/cargo-timing.html"],
     );
     const bytes = await app.inject({ method: "GET", url: `/api/jobs/${id}/artifacts/1/0`, headers: bearer(token) });
     assert.equal(bytes.statusCode, 200);

@@ -572,6 +572,9 @@ export interface RepositorySettingsTable {
   wall_clock_ceiling_seconds: number | null;
   /** Migration 0047; null: the default (on). */
   lineage_seeding: number | null;
+  /** Migration 0048 (issue 37): re-runs of a failed test (0..5) and `pass` | `fail`. */
+  flaky_retries: number | null;
+  flaky_policy: string | null;
   changed_by: string;
   changed_at: string;
 }

@@ -81,6 +81,28 @@ for (const dialect of DIALECTS) {
       });
     });
 
+    it("appends 12,000 lines in one call (more values than one SQLite or PostgreSQL statement binds), in order", async () => {
+      // A host that fell behind ships what it holds at once: a test printing 5,000 lines, re-run
+      // twice, made one batch of 10,041 lines that SQLite refused ("too many SQL variables").
+      await withJob(async (storage, jobId) => {
+        const count = 12_000;
+        const lines = Array.from({ length: count }, (_, i) => ({
+          stream: "stdout" as const,
+          at: T0,
+          text: `line ${i}`,
+        }));
+        assert.equal(await appendLogRecords(storage, { jobId, attempt: 1, leaseToken: null, lines }), true);
+        const tail = await readLogRecords(storage, { jobId, afterSequence: count - 2, limit: 10 });
+        assert.deepEqual(
+          tail.records.map((r) => [r.sequence, r.text]),
+          [
+            [count - 1, `line ${count - 2}`],
+            [count, `line ${count - 1}`],
+          ],
+        );
+      });
+    });
+
     it("finds an attempt's line by its place in that attempt's log, and nothing past its end or for another attempt", async () => {
       await withJob(async (storage, jobId) => {
         const line = (text: string) => ({ stream: "stdout" as const, at: T0, text });

@@ -1,8 +1,16 @@
 import { createHash } from "node:crypto";
-import { join } from "node:path";
+import { writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type InputOf, type KilnClient, KilnRefusal } from "@kiln/client";
-import { CARGO_OPERATIONS, jobPagePath, PLATFORM_DEFAULT_SIZE, SIZES, TERMINAL_JOB_STATUSES } from "@kiln/contract";
+import {
+  CARGO_OPERATIONS,
+  jobPagePath,
+  PLATFORM_DEFAULT_SIZE,
+  renderJunitXml,
+  SIZES,
+  TERMINAL_JOB_STATUSES,
+} from "@kiln/contract";
 import type { Command } from "commander";
 import { captureWorkspaceConcurrently } from "../archive/capture.js";
 import type { Archive } from "../archive/layout.js";
@@ -51,13 +59,15 @@ export interface CargoArguments {
   serviceLog: boolean;
   /** Report a `kiln` check run for the workspace's HEAD commit (check.head_sha). */
   check: boolean;
+  /** Write the job's test results as JUnit XML here (renderJunitXml of its evidence, as the host's junit.xml artifact). */
+  junit: string | undefined;
 }
 
-const KILN_VALUE_OPTIONS = new Set(["--size", "--toolchain", "--repository", "--artifact", "--concurrency"]);
+const KILN_VALUE_OPTIONS = new Set(["--size", "--toolchain", "--repository", "--artifact", "--concurrency", "--junit"]);
 
 /**
  * `[+toolchain] <operation> [cargo args…]` with kiln's own options (--size, --toolchain,
- * --repository, --artifact, --concurrency, --service-log, --check, --json) taken from anywhere before a `--`; every other
+ * --repository, --artifact, --concurrency, --junit, --service-log, --check, --json) taken from anywhere before a `--`; every other
  * argument goes to cargo verbatim and in order.
  */
 export function parseCargoArguments(argv: readonly string[]): CargoArguments {
@@ -72,6 +82,7 @@ export function parseCargoArguments(argv: readonly string[]): CargoArguments {
     concurrency: undefined,
     serviceLog: false,
     check: false,
+    junit: undefined,
   };
   let i = 0;
   if (argv[0]?.startsWith("+")) {
@@ -113,6 +124,7 @@ export function parseCargoArguments(argv: readonly string[]): CargoArguments {
       else if (name === "--toolchain") parsed.toolchain = value;
       else if (name === "--repository") parsed.repository = value;
       else if (name === "--artifact") parsed.artifacts.push(value);
+      else if (name === "--junit") parsed.junit = value;
       else parsed.concurrency = Number(value);
       continue;
     }
@@ -363,6 +375,11 @@ async function runCargo(argv: readonly string[]): Promise<void> {
       failures,
       artifacts: downloaded,
     });
+    if (args.junit !== undefined && stopped === undefined) {
+      const path = resolve(args.junit);
+      await writeFile(path, renderJunitXml(evidence));
+      say(`junit ${path}`);
+    }
     if (Object.keys(tests.byTarget).length > 0) {
       const cancelled = finished.status === "cancelled" ? "; the tests still running were cancelled (not run)" : "";
       say(`test summary: ${describeCounts(tests.total)}${cancelled}`);
@@ -430,7 +447,7 @@ export function registerCargoCommand(program: Command): void {
     .command("cargo")
     .description("run cargo <operation> remotely on this workspace: upload what changed, stream the log, exit as cargo")
     .usage(
-      "[+toolchain] <build|check|test|clippy|doc|bench> [cargo args…] [--size SIZE] [--toolchain T] [--repository owner/name] [--artifact PATTERN…] [--concurrency N] [--service-log] [--check] [--json]",
+      "[+toolchain] <build|check|test|clippy|doc|bench> [cargo args…] [--size SIZE] [--toolchain T] [--repository owner/name] [--artifact PATTERN…] [--concurrency N] [--junit PATH] [--service-log] [--check] [--json]",
     )
     .helpOption(false)
     .passThroughOptions()
@@ -454,6 +471,7 @@ export function registerCargoCommand(program: Command): void {
         "record, and a final {type:result, status, exit_code, tests, artifacts}.",
         "Artifacts (--artifact, patterns relative to the target directory, e.g. release/mybin) are",
         "saved under target/kiln-artifacts/<job>/.",
+        "--junit PATH writes the job's test results as JUnit XML (the job's junit.xml artifact's document).",
       ].join("\n"),
     )
     .action(async (_: string[], __: unknown, command: Command) => {

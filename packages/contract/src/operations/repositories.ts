@@ -98,8 +98,10 @@ export const REPOSITORIES_OPERATIONS = [
     path: "/api/repositories/{owner}/{name}/settings",
     summary: "Write repository settings at the version observed; they apply from the next admitted job.",
     description:
-      "Accepts affected_tests, total_injection_opt_out and wall_clock_ceiling_seconds in `changes`; any other " +
-      "name is refused invalid_request.",
+      "Accepts affected_tests, total_injection_opt_out and wall_clock_ceiling_seconds in `changes`, and the kiln " +
+      "extensions flaky_retries (integer 0..5, default 2: how many times a test job re-runs a failed test by its " +
+      "exact name; 0 turns it off) and flaky_policy (`pass`, the default: a test that failed and then passed " +
+      "passes the job; `fail`: it keeps cargo's failing verdict); any other name is refused invalid_request.",
     tag: "repositories",
     security: { kind: "tenant", scope: "settings" },
     request: { params: RepositoryParams(), body: { encoding: "json", schema: SettingWrite } },

@@ -2,6 +2,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import { Nullable } from "../schema-helpers.js";
 import { Injection } from "./host-protocol.js";
 import { Sha256Hex } from "./sources.js";
+import { FlakyPolicySetting, FlakyRetriesSetting } from "./test-evidence.js";
 
 /**
  * What admission decided for a job and snapshotted on it (`jobs.admitted`): the toolchain
@@ -53,6 +54,8 @@ export const JobAdmission = Type.Object(
           "Whether the repository's lineage_seeding setting was on at admission (kiln extension; absent on jobs admitted before it: on).",
       }),
     ),
+    flaky_retries: Type.Optional(FlakyRetriesSetting()),
+    flaky_policy: Type.Optional(FlakyPolicySetting()),
   },
   { additionalProperties: true },
 );

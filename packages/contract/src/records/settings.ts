@@ -2,6 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { Closed, NextCursor, Nullable, RepositoryName, Timestamp } from "../schema-helpers.js";
 import { SizeSchema, TOOLCHAIN_PATTERN } from "./jobs.js";
 import { VcpuPricesBySize } from "./operator.js";
+import { FlakyPolicySetting, FlakyRetriesSetting } from "./test-evidence.js";
 
 /* ───────────────────────────── Settings ───────────────────────────── */
 
@@ -61,6 +62,9 @@ export const REPOSITORY_WRITABLE_SETTINGS = [
   "total_injection_opt_out",
   "wall_clock_ceiling_seconds",
   "lineage_seeding",
+  // kiln extensions (issue 37): re-runs of a failed test, and what a flaky test does to the verdict.
+  "flaky_retries",
+  "flaky_policy",
 ] as const;
 
 /** Names a tenant.settings.write accepts in `changes`. */
@@ -131,6 +135,8 @@ export const SettingWrite = Closed(
               "Tenant: the same, for repositories that set none.",
           }),
         ),
+        flaky_retries: Type.Optional(FlakyRetriesSetting()),
+        flaky_policy: Type.Optional(FlakyPolicySetting()),
         default_size: Type.Optional(
           SizeSchema("Tenant: the machine size the CLI and dashboard propose when a submission names none."),
         ),

@@ -44,6 +44,9 @@ export const TestTryItem = Type.Object(
     output: Type.String({
       description: `The try's captured output (at most ${TEST_TRY_OUTPUT_LIMIT} bytes, its tail kept).`,
     }),
+    output_truncated: Type.Optional(
+      Type.Boolean({ description: "True when the try printed more than `output` keeps (its head was cut)." }),
+    ),
     log_sequence: Type.Optional(
       Type.Integer({ minimum: 1, description: "The sequence of the try's first line in the job's log." }),
     ),

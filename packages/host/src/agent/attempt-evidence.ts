@@ -13,6 +13,8 @@ export interface OutputObserver {
    */
   end(stoppedFromOutside?: boolean): void;
   summary(): OutputSummary;
+  /** kiln's test runner says how a test binary's own run exited (before any retry). */
+  testBinaryExited?(executable: string, exitCode: number): void;
 }
 
 export interface OutputSummary {
@@ -24,6 +26,8 @@ export interface OutputSummary {
   /** Whether cargo reported the build finished successfully (null when it never said). */
   readonly buildSucceeded: boolean | null;
   readonly failedTests: number;
+  /** The test binaries cargo announced: each one's label and executable as printed (issue 37's runner matches them by file name). */
+  readonly testBinaries?: readonly { readonly label: string; readonly executable: string | null }[];
 }
 
 export type Phase = PhaseItem & { status: "passed" | "failed" | "skipped" | "cancelled" };

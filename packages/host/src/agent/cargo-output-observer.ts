@@ -7,6 +7,7 @@ export function cargoOutputObserver(attempt: number): OutputObserver {
   const parser = new CargoOutputParser();
   return {
     pushLine: (stream, line) => parser.pushLine(stream, line, Date.now()),
+    testBinaryExited: (executable, exitCode) => parser.testBinaryExited(executable, exitCode),
     end: (stoppedFromOutside = false) => {
       if (stoppedFromOutside) parser.stoppedFromOutside();
       parser.end(undefined, Date.now());
@@ -42,6 +43,7 @@ export function cargoOutputObserver(attempt: number): OutputObserver {
           })),
         ],
         buildSucceeded: parsed.build.success,
+        testBinaries: parsed.testBinaries.map((b) => ({ label: b.label, executable: b.executable })),
         failedTests: Math.max(parsed.testTotals.failed + crashed.length, parsed.failedTargets.length > 0 ? 1 : 0),
       };
     },

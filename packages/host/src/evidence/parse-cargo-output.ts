@@ -30,7 +30,7 @@ import {
   toUnit,
 } from "./build-units.js";
 import { looksLikeCargoMessage, parseCargoMessage } from "./cargo-messages.js";
-import { CargoStderrReader, type FailedUnit } from "./cargo-stderr.js";
+import { basename, CargoStderrReader, type FailedUnit } from "./cargo-stderr.js";
 import type { CompilerError } from "./compiler-diagnostics.js";
 import { LibtestReader, type LibtestReaderOptions } from "./libtest-output.js";
 import { assembleTests, type ParsedTest, type TestBinary, type TestTotals, testTotals } from "./test-binaries.js";
@@ -89,6 +89,8 @@ export class CargoOutputParser {
   #buildSuccess: boolean | null = null;
   readonly #partial: Record<CargoStream, string> = { stdout: "", stderr: "" };
   readonly #ended: Record<CargoStream, boolean> = { stdout: false, stderr: false };
+  /** Test binaries (by file name) kiln's test runner saw fail before its retries made cargo see them pass. */
+  readonly #failedFirstRun = new Set<string>();
 
   constructor(options: CargoOutputParserOptions = {}) {
     this.#libtest = new LibtestReader(options);
@@ -168,9 +170,26 @@ export class CargoOutputParser {
     }
   }
 
+  /**
+   * kiln's test runner (agent/attempt/test-runner.ts) reports how a test binary's own run
+   * exited: one that failed is a failed run here even when its retries made cargo see it pass.
+   */
+  testBinaryExited(executable: string, exitCode: number): void {
+    if (exitCode !== 0) this.#failedFirstRun.add(basename(executable));
+  }
+
   /** Everything parsed so far. */
   result(): ParsedCargoOutput {
-    const stderr = this.#stderr.snapshot();
+    const snapshot = this.#stderr.snapshot();
+    const stderr =
+      this.#failedFirstRun.size === 0
+        ? snapshot
+        : {
+            ...snapshot,
+            runs: snapshot.runs.map((r) =>
+              r.executable !== null && this.#failedFirstRun.has(basename(r.executable)) ? { ...r, failed: true } : r,
+            ),
+          };
     const stdout = this.#libtest.snapshot();
     const units = this.#units.map((u) => u.unit);
     const build = {

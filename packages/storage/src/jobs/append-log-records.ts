@@ -2,6 +2,9 @@ import type { Storage } from "../dialect.js";
 import { JOB_CHANNELS, notifyAtCommit } from "../notifications/job-notices.js";
 import { formatTimestamp } from "../timestamps.js";
 
+/** Lines written by one INSERT statement (6 bound values each). */
+const LINES_PER_INSERT = 1000;
+
 export interface LogLine {
   readonly stream: "stdout" | "stderr" | "system";
   readonly at: Date;
@@ -43,19 +46,23 @@ export async function appendLogRecords(
       .where("job_id", "=", input.jobId)
       .executeTakeFirst();
     let sequence = Number(last?.sequence ?? 0);
-    await trx
-      .insertInto("log_records")
-      .values(
-        input.lines.map((line) => ({
-          job_id: input.jobId,
-          sequence: ++sequence,
-          attempt: input.attempt,
-          stream: line.stream,
-          at: formatTimestamp(line.at),
-          text: withoutNul(line.text),
-        })),
-      )
-      .execute();
+    // One statement binds six values a line: SQLite refuses more than 32,766 bound values and
+    // PostgreSQL 65,535, so a long batch is written in slices within the same transaction.
+    for (let from = 0; from < input.lines.length; from += LINES_PER_INSERT) {
+      await trx
+        .insertInto("log_records")
+        .values(
+          input.lines.slice(from, from + LINES_PER_INSERT).map((line) => ({
+            job_id: input.jobId,
+            sequence: ++sequence,
+            attempt: input.attempt,
+            stream: line.stream,
+            at: formatTimestamp(line.at),
+            text: withoutNul(line.text),
+          })),
+        )
+        .execute();
+    }
     await notifyAtCommit(trx, JOB_CHANNELS.job, input.jobId);
     return true;
   });

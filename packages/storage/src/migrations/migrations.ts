@@ -36,6 +36,7 @@ import { artifactExecutable } from "./0044-artifact-executable.js";
 import { hostIsolationReason } from "./0045-host-isolation-reason.js";
 import { testHistory } from "./0046-test-history.js";
 import { lineageSeeding } from "./0047-lineage-seeding.js";
+import { flakyRetriesSettings } from "./0048-flaky-retries-settings.js";
 import { hostToolchains } from "./0049-host-toolchains.js";
 
 /**
@@ -84,6 +85,7 @@ export function migrationsFor(dialect: DialectName): Record<string, Migration> {
     "0045-host-isolation-reason": hostIsolationReason(),
     "0046-test-history": testHistory(),
     "0047-lineage-seeding": lineageSeeding(),
+    "0048-flaky-retries-settings": flakyRetriesSettings(),
     "0049-host-toolchains": hostToolchains(),
   };
 }

@@ -8,6 +8,8 @@ export interface StoredRepositorySettings {
   readonly totalInjectionOptOut: boolean | null;
   readonly wallClockCeilingSeconds: number | null;
   readonly lineageSeeding: boolean | null;
+  readonly flakyRetries: number | null;
+  readonly flakyPolicy: "pass" | "fail" | null;
   readonly changedBy: string;
   readonly changedAt: string;
 }
@@ -37,6 +39,8 @@ export async function readRepositorySettings(
       "s.total_injection_opt_out",
       "s.wall_clock_ceiling_seconds",
       "s.lineage_seeding",
+      "s.flaky_retries",
+      "s.flaky_policy",
       "s.changed_by",
       "s.changed_at",
     ])
@@ -51,6 +55,8 @@ export async function readRepositorySettings(
     totalInjectionOptOut: asBoolean(row.total_injection_opt_out),
     wallClockCeilingSeconds: row.wall_clock_ceiling_seconds,
     lineageSeeding: asBoolean(row.lineage_seeding),
+    flakyRetries: row.flaky_retries,
+    flakyPolicy: row.flaky_policy === "pass" || row.flaky_policy === "fail" ? row.flaky_policy : null,
     changedBy: row.changed_by ?? row.onboarded_by,
     changedAt: row.changed_at ?? row.onboarded_at,
   };

@@ -7,6 +7,8 @@ export interface RepositorySettingsChanges {
   readonly totalInjectionOptOut?: boolean;
   readonly wallClockCeilingSeconds?: number;
   readonly lineageSeeding?: boolean;
+  readonly flakyRetries?: number;
+  readonly flakyPolicy?: "pass" | "fail";
 }
 
 export type RepositorySettingsWriteResult =
@@ -43,6 +45,8 @@ export async function writeRepositorySettings(
       total_injection_opt_out: toColumn(input.changes.totalInjectionOptOut ?? current.totalInjectionOptOut),
       wall_clock_ceiling_seconds: input.changes.wallClockCeilingSeconds ?? current.wallClockCeilingSeconds,
       lineage_seeding: toColumn(input.changes.lineageSeeding ?? current.lineageSeeding),
+      flaky_retries: input.changes.flakyRetries ?? current.flakyRetries,
+      flaky_policy: input.changes.flakyPolicy ?? current.flakyPolicy,
       changed_by: input.changedBy,
       changed_at: changedAt,
     };

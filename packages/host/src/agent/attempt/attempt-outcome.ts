@@ -65,7 +65,7 @@ export function failureOf(
         ? {
             phase: "test",
             cause: "test_failure",
-            detail: `${summary.failedTests} test(s) failed${firstFailure(summary, "test_panic")}`,
+            detail: `${summary.failedTests} test(s) failed${flakyNote(summary)}${firstFailure(summary, "test_panic")}`,
           }
         : {
             phase: "build",
@@ -93,6 +93,14 @@ function firstFailure(summary: OutputSummary, kind: "compiler_error" | "test_pan
     return `; first: error${first.code === null ? "" : `[${first.code}]`}: ${message}${where}${more}`;
   }
   return `; first: ${first.test ?? first.target ?? "a test"} ${first.location === null ? "failed" : `panicked${where}`}${message === "" ? "" : `: ${message}`}`;
+}
+
+/** Under flaky_policy `fail`, the failed tests that passed on a re-run are still failures: said so. */
+function flakyNote(summary: OutputSummary): string {
+  const flaky = summary.tests.filter((t) => t.flaky === true).length;
+  return flaky === 0
+    ? ""
+    : ` (${flaky} of them flaky: failed, then passed on a re-run; flaky_policy fail keeps the failure)`;
 }
 
 /** A phase of the host that threw: the job fails with that cause, said in the host's words. */

@@ -19,6 +19,8 @@ export class LogShipper {
   #chain: Promise<void> = Promise.resolve();
   #dropped = 0;
   #pushed = 0;
+  /** A flush is queued for a full batch (not yet shipping): more lines wait for it. */
+  #queued = false;
   stale = false;
 
   constructor(
@@ -37,8 +39,12 @@ export class LogShipper {
   push(stream: LogLine["stream"], text: string): number {
     this.#buffer.push({ stream, at: this.clock.now().toISOString(), text });
     this.#pushed += 1;
-    if (this.#buffer.length >= BATCH_LINES) void this.flush();
-    else this.#timer ??= this.clock.after(FLUSH_MS, () => void this.flush());
+    if (this.#buffer.length < BATCH_LINES) this.#timer ??= this.clock.after(FLUSH_MS, () => void this.flush());
+    else if (!this.#queued) {
+      // One shipment queued behind the one in flight takes what piles up meanwhile, a batch at a time.
+      this.#queued = true;
+      void this.flush();
+    }
     return this.#pushed;
   }
 
@@ -50,12 +56,26 @@ export class LogShipper {
     return this.#chain;
   }
 
+  /**
+   * Ships the buffer in batches of at most BATCH_LINES, oldest first, until it is empty, the
+   * attempt is stale or a shipment fails (its lines are kept for the next flush). A batch is
+   * bounded: lines pile up fast while a shipment is in flight (a test printing thousands of
+   * lines), and one unbounded shipment of them was refused whole, and kept, and refused again.
+   */
   async #ship(): Promise<void> {
-    if (this.stale || this.#buffer.length === 0) return;
-    const lines = this.#buffer;
-    this.#buffer = [];
+    this.#queued = false;
+    while (!this.stale && this.#buffer.length > 0) {
+      if (!(await this.#shipBatch())) return;
+    }
+  }
+
+  /** Ships the oldest batch; false when it failed (and was put back). */
+  async #shipBatch(): Promise<boolean> {
+    const lines = this.#buffer.slice(0, BATCH_LINES);
+    this.#buffer = this.#buffer.slice(lines.length);
     try {
       if ((await this.protocol.appendLogs(this.ref, lines)) === "stale") this.stale = true;
+      return true;
     } catch (error) {
       this.reporting.emit({ type: "logs:error", jobId: this.ref.jobId, attempt: this.ref.attempt, error });
       this.reporting.log.warn(
@@ -68,6 +88,7 @@ export class LogShipper {
         this.#buffer.splice(0, over);
         this.#dropped += over;
       }
+      return false;
     }
   }
 

@@ -18,9 +18,9 @@ import {
   provideDependencies,
 } from "./provide-dependencies.js";
 import { provisionSource } from "./provision-source.js";
-import { publishArtifacts } from "./publish-artifacts.js";
+import { publishArtifacts, publishJunit, publishTimings } from "./publish-artifacts.js";
 import { restoreAttemptLineage } from "./restore-attempt-lineage.js";
-import { type CargoRun, cargoStep, runCargo } from "./run-cargo.js";
+import { CARGO_TIMINGS_REPORT, type CargoRun, cargoStep, runCargo } from "./run-cargo.js";
 
 /** How an attempt ended for the agent: the control plane's answer to its result, and that result's outcome. */
 export interface AttemptEnd {
@@ -96,6 +96,19 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     phase = "publish";
     const artifacts =
       outcome === "passed" && cargo.run !== null ? await publishArtifacts(attempt, restored.targetDir) : [];
+    const timings =
+      cargo.run === null
+        ? null
+        : await publishTimings(attempt, restored.targetDir, CARGO_TIMINGS_REPORT, cargo.run.startedAt);
+    if (timings !== null) artifacts.push(timings.artifact);
+    if (cargoStep(placement) === "test" && cargo.summary.tests.length > 0) {
+      artifacts.push(
+        await publishJunit(attempt, {
+          tests: cargo.summary.tests,
+          ...(cargo.testRuns === null ? {} : { test_binaries: cargo.testRuns.testBinaries }),
+        }),
+      );
+    }
 
     // Before the result: the next job of the lineage may be claimed the moment this one is terminal.
     phase = "save";
@@ -122,7 +135,10 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
       outcome,
       exitCode: cargo.run?.exitCode ?? null,
       failure: failureOf(placement, outcome, cargo.run, cargo.summary),
-      report: assembleReport(attempt, cargo, lineage, affected.evidence, provided),
+      report: {
+        ...assembleReport(attempt, cargo, lineage, affected.evidence, provided),
+        ...(timings?.timeline == null ? {} : { timeline: timings.timeline }),
+      },
       cargoOutput,
       lineageSave: lineage?.lineageSave() ?? null,
       artifacts,
@@ -254,6 +270,12 @@ function assembleReport(
       ...(provided === null ? [] : [crateCacheItem(provided.dependencies, deps.hostId)]),
     ],
     ...(provided === null ? {} : { dependencies: dependencyReport(provided.dependencies) }),
+    ...(cargo.testRuns === null
+      ? {}
+      : {
+          ...(cargo.testRuns.testBinaries.length === 0 ? {} : { test_binaries: cargo.testRuns.testBinaries }),
+          retries: cargo.testRuns.retries,
+        }),
     injections: injectionItems(placement),
     ...(affected === null ? {} : { affected_tests: affected }),
     // No unit ran when affected_tests left nothing to test.

@@ -1,4 +1,11 @@
-import type { FailureLocation } from "@kiln/contract";
+import {
+  type FailureLocation,
+  FLAKY_POLICY_DEFAULT,
+  FLAKY_RETRIES_DEFAULT,
+  type FlakyPolicy,
+  type RetriesItem,
+  type TestBinaryItem,
+} from "@kiln/contract";
 import type { ReportTestItem } from "../../evidence/report-items.js";
 import type { AdmittedToolchain, ExecutionResult } from "../../executor/executor.js";
 import type { OutputSummary } from "../attempt-evidence.js";
@@ -10,6 +17,36 @@ import type { AttemptContext } from "./attempt-context.js";
 import { FailureLines } from "./failure-lines.js";
 import { injectedEnvironment } from "./injections.js";
 import type { ProvidedForBuild } from "./provide-dependencies.js";
+import { TestRunMarkers } from "./test-run-markers.js";
+import {
+  LOGFILE_WARNING,
+  shownTestRunnerConfig,
+  testRunnerConfig,
+  testRunnerTarget,
+  withoutReportedTime,
+} from "./test-runner.js";
+
+/** Operations cargo times with `--timings` (build and test jobs; a report changes nothing cargo builds). */
+const TIMED_OPERATIONS = new Set(["build", "check", "test", "bench"]);
+
+/** Where cargo writes its latest `--timings` report, relative to the target dir (and the artifact's path). */
+export const CARGO_TIMINGS_REPORT = "cargo-timings/cargo-timing.html";
+
+/**
+ * The command as the executor runs it: cargo, after removing the timestamped `--timings` reports
+ * earlier jobs left (`cargo-timings/cargo-timing-<time>.html`, one per run beside
+ * `cargo-timing.html`): a lineage's target dir outlives its jobs and would keep every one. `exec`
+ * leaves cargo the process the executor signals and whose status it reads.
+ */
+export function withoutEarlierTimingReports(argv: readonly string[]): string[] {
+  return [
+    "/bin/sh",
+    "-c",
+    'rm -f -- "$CARGO_TARGET_DIR"/cargo-timings/cargo-timing-*.html; exec "$@"',
+    "kiln-cargo",
+    ...argv,
+  ];
+}
 
 /**
  * `--message-format` goes right after the operation, before any user argument or `--`; the
@@ -20,12 +57,15 @@ export function cargoArgv(
   placement: Placement,
   args: readonly string[] = placement.invocation.arguments,
   cargoConfig: string | null = null,
+  runnerConfig: string | null = null,
 ): string[] {
   return [
     "cargo",
     ...(cargoConfig === null ? [] : ["--config", cargoConfig]),
+    ...(runnerConfig === null ? [] : ["--config", runnerConfig]),
     placement.invocation.operation,
     "--message-format=json-render-diagnostics",
+    ...(TIMED_OPERATIONS.has(placement.invocation.operation) ? ["--timings"] : []),
     ...args,
   ];
 }
@@ -42,6 +82,16 @@ export interface CargoRun {
   readonly summary: OutputSummary;
   /** cargo's raw output, up to the retained limit. */
   readonly output: Buffer;
+  /** Test jobs run through kiln's test runner: each binary's measured wall time and what the flaky retries did. */
+  readonly testRuns: { readonly testBinaries: TestBinaryItem[]; readonly retries: RetriesItem } | null;
+}
+
+/** The repository's flaky settings as placed (a job admitted before them: the platform defaults). */
+export function flakySettings(placement: Placement): { retries: number; policy: FlakyPolicy } {
+  return {
+    retries: placement.flakyRetries ?? FLAKY_RETRIES_DEFAULT,
+    policy: placement.flakyPolicy ?? FLAKY_POLICY_DEFAULT,
+  };
 }
 
 /**
@@ -67,24 +117,63 @@ export async function runCargo(
   let keptBytes = 0;
   const limit = deps.cargoOutputLimit ?? 64 * 2 ** 20;
   const lines = new FailureLines();
+  let runner: { triple: string } | null = null;
+  const markers = new TestRunMarkers((executable, exitCode) => observer.testBinaryExited?.(executable, exitCode));
   const splitters = {
     stdout: new LineSplitter((line) => {
+      if (markers.marker(line)) return;
+      // The log reads as local cargo's: the runner's --report-time is the parser's, not the text's.
+      const shown = runner === null ? line : withoutReportedTime(line);
+      // A re-run's output is the log's and its try's, not a test binary cargo ran.
+      if (markers.inTry) return markers.tryOutput(shown, attempt.logs.push("stdout", shown));
       observer.pushLine("stdout", line);
-      if (!line.startsWith('{"reason":')) lines.note(line, attempt.logs.push("stdout", line));
+      if (!line.startsWith('{"reason":')) lines.note(shown, attempt.logs.push("stdout", shown));
     }),
-    stderr: new LineSplitter((line) => {
+    stderr: new LineSplitter((written) => {
+      // libtest writes its warning about the runner's --logfile with no newline, once per run of a
+      // binary: they pile up at the start of the job's next stderr line.
+      const line = runner !== null ? written.replaceAll(LOGFILE_WARNING, "") : written;
+      if (line === "" && written !== "") return;
+      if (markers.inTry) return markers.tryOutput(line, attempt.logs.push("stderr", line));
       observer.pushLine("stderr", line);
       lines.note(line, attempt.logs.push("stderr", line));
     }),
   };
   const step = cargoStep(placement);
+  const flaky = flakySettings(placement);
   let run: ExecutionResult | null = null;
   if (input.arguments === null) {
     attempt.phases.record(step, deps.clock.now(), "skipped");
     attempt.system("kiln: cargo did not run: no package's tests are affected by the change since the baseline");
   } else {
-    const argv = cargoArgv(placement, input.arguments, input.provided?.cargoConfig ?? null);
-    attempt.system(`kiln: ${argv.join(" ")} (toolchain ${input.toolchain.name}, no network)`);
+    if (step === "test") {
+      const target = testRunnerTarget({
+        arguments: input.arguments,
+        environment: placement.invocation.environment ?? {},
+        workspace: dirs.workspace,
+        workingDirectory: placement.invocation.working_directory ?? ".",
+      });
+      if ("skipped" in target) {
+        attempt.system(
+          `kiln: test binaries run as cargo runs them (no measured durations, no flaky retries): ${target.skipped}`,
+        );
+      } else runner = target;
+    }
+    const cargoConfig = input.provided?.cargoConfig ?? null;
+    const argv = cargoArgv(
+      placement,
+      input.arguments,
+      cargoConfig,
+      runner === null ? null : testRunnerConfig(runner.triple, flaky.retries, flaky.policy),
+    );
+    // The command as the job asked for it; the runner's configuration on a line of its own.
+    const shown = cargoArgv(placement, input.arguments, cargoConfig);
+    attempt.system(`kiln: ${shown.join(" ")} (toolchain ${input.toolchain.name}, no network)`);
+    if (runner !== null) {
+      attempt.system(
+        `kiln: with --config ${shownTestRunnerConfig(runner.triple, flaky.retries, flaky.policy)}: each test binary's wall time and (libtest --report-time) each test's duration are measured; a failed test is re-run by its exact name up to ${flaky.retries} time(s)`,
+      );
+    }
     attempt.startCeiling();
     run = await attempt.phases.run(
       step,
@@ -99,7 +188,7 @@ export async function runCargo(
           ...(input.provided === null ? {} : { readOnlyBinds: input.provided.readOnlyBinds }),
           warmTarget: input.warmTarget,
           toolchain: input.toolchain,
-          argv,
+          argv: TIMED_OPERATIONS.has(placement.invocation.operation) ? withoutEarlierTimingReports(argv) : argv,
           workingDirectory: placement.invocation.working_directory ?? ".",
           environment: {
             ...(placement.invocation.environment ?? {}),
@@ -132,8 +221,21 @@ export async function runCargo(
     );
     for (const note of run.detail) attempt.system(`kiln: ${note}`);
   }
-  const summary = await inRepositoryPaths(attempt, lines.attach(observer.summary()));
-  return { run, summary, output: Buffer.concat(kept) };
+  const observed = await inRepositoryPaths(attempt, lines.attach(observer.summary()));
+  if (runner === null) return { run, summary: observed, output: Buffer.concat(kept), testRuns: null };
+  const applied = markers.apply(observed, flaky);
+  const { retries } = applied;
+  if (retries.reruns > 0) {
+    attempt.system(
+      `kiln: flaky retries (flaky_retries ${retries.flaky_retries}, flaky_policy ${retries.flaky_policy}): ${retries.reruns} re-run(s); ${retries.flaky} test(s) flaky (failed, then passed), ${retries.failed_every_try} failed every try`,
+    );
+  }
+  return {
+    run,
+    summary: applied.summary,
+    output: Buffer.concat(kept),
+    testRuns: { testBinaries: applied.testBinaries, retries },
+  };
 }
 
 /** The summary with its failures' and panics' files named as paths of the submitted repository. */

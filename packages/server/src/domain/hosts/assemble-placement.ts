@@ -66,5 +66,8 @@ export function assemblePlacement(
       reason: admission.network_policy_reason ?? "decided at admission",
     },
     affectedTests: admission.affected_tests,
+    // Jobs admitted before issue 37 carry neither: the host then uses the platform defaults.
+    ...(admission.flaky_retries === undefined ? {} : { flakyRetries: admission.flaky_retries }),
+    ...(admission.flaky_policy === undefined ? {} : { flakyPolicy: admission.flaky_policy }),
   };
 }

@@ -1,3 +1,4 @@
+import { FLAKY_POLICY_DEFAULT, FLAKY_RETRIES_DEFAULT, type FlakyPolicy } from "@kiln/contract";
 import { type Db, readRepositorySettings } from "@kiln/storage";
 import { VCPUS_OF_SIZE } from "../policy/platform-limits.js";
 import { refuse } from "../refusal.js";
@@ -14,6 +15,9 @@ export interface AdmittedSettings {
   readonly wall_clock_ceiling: { readonly seconds: number; readonly origin: string };
   readonly affected_tests: boolean;
   readonly lineage_seeding: boolean;
+  /** Issue 37: re-runs of a failed test in a test job, and what a test that then passed does to the verdict. */
+  readonly flaky_retries: number;
+  readonly flaky_policy: FlakyPolicy;
 }
 
 /** Where a captured source pins its own ceiling (first found wins). */
@@ -101,5 +105,7 @@ export async function admitSettings(
     wall_clock_ceiling: wallClock,
     affected_tests: stored?.affectedTests ?? false,
     lineage_seeding: stored?.lineageSeeding ?? true,
+    flaky_retries: stored?.flakyRetries ?? FLAKY_RETRIES_DEFAULT,
+    flaky_policy: stored?.flakyPolicy ?? FLAKY_POLICY_DEFAULT,
   };
 }

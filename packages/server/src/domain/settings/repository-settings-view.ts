@@ -1,4 +1,4 @@
-import type { RepositorySettings } from "@kiln/contract";
+import { FLAKY_POLICY_DEFAULT, FLAKY_RETRIES_DEFAULT, type RepositorySettings } from "@kiln/contract";
 import type { StoredRepositorySettings } from "@kiln/storage";
 import type { Static } from "@sinclair/typebox";
 import { PLATFORM_WALL_CLOCK_SECONDS } from "../policy/platform-limits.js";
@@ -42,7 +42,8 @@ export function repositorySettingsView(
     total_injection_opt_out_origin: origin(stored.totalInjectionOptOut),
     changed_by: stored.changedBy,
     changed_at: stored.changedAt,
-    effective: EFFECTIVE,
+    // RepositorySettings is a closed spec record: the kiln extension settings are said here.
+    effective: `${EFFECTIVE}; kiln extensions: flaky_retries ${stored.flakyRetries ?? FLAKY_RETRIES_DEFAULT} (${origin(stored.flakyRetries)}), flaky_policy ${stored.flakyPolicy ?? FLAKY_POLICY_DEFAULT} (${origin(stored.flakyPolicy)})`,
     injected: PLATFORM_INJECTIONS.map((injection) => ({
       name: injection.setting,
       value: injection.settingsValue,

@@ -44,6 +44,9 @@ export const writeRepositorySettingsHandler: Handler<"repositories.settings.writ
       `body.changes.wall_clock_ceiling_seconds must be between ${bounds.minimum} and ${bounds.platformDefault} (the platform default is also the maximum)`,
     );
   }
+  // Their ranges (0..5, pass|fail) are the SettingWrite schema's: the router refuses others.
+  const retries = body.changes.flaky_retries;
+  const policy = body.changes.flaky_policy;
   const result = await writeRepositorySettings(ctx.db, {
     tenantId: principal.tenantId,
     repository,
@@ -55,6 +58,8 @@ export const writeRepositorySettingsHandler: Handler<"repositories.settings.writ
         : {}),
       ...(ceiling === undefined ? {} : { wallClockCeilingSeconds: ceiling }),
       ...(typeof body.changes.lineage_seeding === "boolean" ? { lineageSeeding: body.changes.lineage_seeding } : {}),
+      ...(retries === undefined ? {} : { flakyRetries: retries }),
+      ...(policy === undefined ? {} : { flakyPolicy: policy }),
     },
     changedBy: principal.principal,
     now: ctx.now,
