@@ -68,6 +68,7 @@
 import { execFile, spawn } from "node:child_process";
 import { constants } from "node:fs";
 import { access, lstat, mkdir, readlink, rm, statfs } from "node:fs/promises";
+import { release } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
@@ -215,6 +216,8 @@ interface Setup {
   readonly bwrapVersion: string;
   readonly supportsDisableUserns: boolean;
   readonly supportsTmpfsSize: boolean;
+  /** overlayfs's `volatile` (Linux 5.10+): see `staging`. */
+  readonly supportsVolatileOverlay: boolean;
   readonly systemPaths: readonly SystemPath[];
   /** Directories inside the shown system paths that show empty (HIDDEN_SYSTEM_DIRECTORIES present here). */
   readonly hiddenDirectories: readonly string[];
@@ -372,6 +375,7 @@ class SandboxExecutor implements Executor {
       bwrapVersion,
       supportsDisableUserns: versionAtLeast(bwrapVersion, 0, 8),
       supportsTmpfsSize: versionAtLeast(bwrapVersion, 0, 7),
+      supportsVolatileOverlay: versionAtLeast(release(), 5, 10),
       systemPaths: await systemPaths(),
       hiddenDirectories,
       loaderCache,
@@ -693,6 +697,15 @@ class SandboxExecutor implements Executor {
    * overlay; a writable directory's parent bound at upper/NAME, and NAME an overlay whose upper
    * layer is the directory (its work directory beside it, on the same file system); the target
    * disk at `disk`.
+   *
+   * The writable overlays are `volatile` where the kernel has it: without it, unmounting an
+   * overlay syncs its upper layer's whole file system — the host's, where the target disk's image
+   * and every other job's files sit too — so each attempt's end waited for the host to write out
+   * whatever was dirty (about a second after a regex edit; docs/benchmarks.md, 2026-11-29 issue
+   * 38). What volatile gives up is only the upper layer's durability across a host crash: the
+   * workspace and home are the attempt's scratch, whose work directory is made afresh for each
+   * attempt (overlayfs refuses a work directory a volatile mount left behind), and nothing is read
+   * from them after a crash.
    */
   private staging(request: ExecutionRequest, setup: Setup, image: string): { fstab: string } {
     const readOnly: [string, string][] = [
@@ -716,7 +729,12 @@ class SandboxExecutor implements Executor {
       const work = `upper/${name}/${basename(overlayWorkDirectory(directory))}`;
       lines.push(
         [dirname(directory), `upper/${name}`, "none", "bind"],
-        ["kiln", name, "overlay", `lowerdir=empty,upperdir=${upper},workdir=${work}`],
+        [
+          "kiln",
+          name,
+          "overlay",
+          `lowerdir=empty,upperdir=${upper},workdir=${work}${setup.supportsVolatileOverlay ? ",volatile" : ""}`,
+        ],
       );
     }
     lines.push([image, "disk", "ext4", "loop,nosuid,nodev,noatime,noinit_itable"]);
