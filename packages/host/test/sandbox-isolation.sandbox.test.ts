@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, stat, statfs, writeFile } from "node:fs/promises";
 import { release, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -13,6 +13,8 @@ import { TARGET_DISK_FILE, withTargetTree } from "../src/executor/shared/target-
 import { assertNothingSurvives, type Job, makeJob } from "./executor-suite.js";
 
 const MiB = 2 ** 20;
+/** statfs(2)'s f_type of tmpfs. */
+const TMPFS_MAGIC = 0x01021994;
 
 /**
  * The sandbox's disk quota (target-disk.ts), its seccomp filter (seccomp-filter.ts) and what it
@@ -218,6 +220,18 @@ describe("sandbox isolation: disk quota, seccomp, what /proc shows", () => {
     assert.doesNotMatch(second, / \/usr .* - overlay kiln [^ ]*volatile/, "read-only overlays have nothing to sync");
     await stat(join(job.workspaceDir, "written"));
     await stat(join(job.homeDir, "written"));
+  });
+
+  it("switches the target disk's loop device to direct I/O where the host's file system allows it, and says which", async () => {
+    const job = await makeJob(root, "target-io");
+    const a = await run(job, { argv: ["sh", "-c", "echo x > /kiln/target/written; cat /kiln/target/written"] });
+    assert.equal(a.result.exitCode, 0, a.explain);
+    assert.match(a.stdout, /^x$/m);
+    const said = a.result.detail.filter((d) => d.startsWith("disk: the target disk's loop device "));
+    assert.equal(said.length, 1, a.explain);
+    // ext4, xfs and btrfs take O_DIRECT on a file; tmpfs only since Linux 6.6.
+    if ((await statfs(job.targetDir)).type !== TMPFS_MAGIC)
+      assert.equal(said[0], "disk: the target disk's loop device does direct I/O", a.explain);
   });
 
   it("shows no host environment in the sandbox's init and no host software under /usr/local", async () => {

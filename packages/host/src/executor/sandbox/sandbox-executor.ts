@@ -159,6 +159,14 @@ const LAUNCHER = [
   'cd "$stage"',
   'printf "%s" "$1" > fstab',
   "mount --all --fstab fstab",
+  // The target disk's loop device in direct I/O, switched after the mount (mount's `loop` option
+  // has none) so the device keeps the autoclear that detaches it with this namespace. Buffered, a
+  // fresh mount's cold caches read every file through a second page cache, copied by the loop
+  // device's one worker: seconds of a regex edit on a loaded host (docs/benchmarks.md,
+  // 2026-11-29 issue 38). A backing file system that refuses O_DIRECT keeps it buffered; the
+  // outcome goes to the status descriptor, for the evidence.
+  'disk=$(findmnt --noheadings --output SOURCE --mountpoint "$stage/disk")',
+  'if why=$(losetup --direct-io=on "$disk" 2>&1); then echo "kiln-target-io: direct" >&3; else echo "kiln-target-io: buffered: $why" | tr -s "\\n" " " >&3; echo >&3; fi',
   'if [ ! -d disk/target ]; then mkdir disk/target; chown "$2" disk/target; fi',
   'wait "$joining" || exit 121',
   'shift 2; [ "$1" = "--" ]; shift',
@@ -651,6 +659,13 @@ class SandboxExecutor implements Executor {
     if (!closedInTime) for (const stream of child.stdio) stream?.destroy();
     const cutOff = frames.end();
     if (cutOff > 0) detail.push(`output: the relay ended in the middle of a write; its last ${cutOff} bytes are lost`);
+    const targetIo = /^kiln-target-io: (direct|buffered)(?:: (.*))?$/m.exec(status);
+    if (targetIo !== null)
+      detail.push(
+        targetIo[1] === "direct"
+          ? "disk: the target disk's loop device does direct I/O"
+          : `disk: the target disk's loop device stays buffered: the host's file system refused direct I/O (${(targetIo[2] ?? "").trim()})`,
+      );
     const usage = cgroup !== null ? await cgroup.usage() : null;
     if (cgroup !== null) {
       const failures = await cgroup.remove();
