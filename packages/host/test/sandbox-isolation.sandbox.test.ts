@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readdir, readFile, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdtemp, readdir, readFile, stat, statfs, writeFile } from "node:fs/promises";
+import { release, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { AdmittedToolchain, ExecutionRequest, ExecutionResult } from "../src/executor/executor.js";
@@ -13,6 +13,8 @@ import { TARGET_DISK_FILE, withTargetTree } from "../src/executor/shared/target-
 import { assertNothingSurvives, type Job, makeJob } from "./executor-suite.js";
 
 const MiB = 2 ** 20;
+/** statfs(2)'s f_type of tmpfs. */
+const TMPFS_MAGIC = 0x01021994;
 
 /**
  * The sandbox's disk quota (target-disk.ts), its seccomp filter (seccomp-filter.ts) and what it
@@ -193,6 +195,43 @@ describe("sandbox isolation: disk quota, seccomp, what /proc shows", () => {
     assert.match(a.stdout, / \/kiln\/src .* - overlay kiln /);
     assert.match(a.stdout, / \/usr .* - overlay kiln ro,lowerdir=lower\/system-usr:empty/);
     assert.match(a.stdout, / \/kiln\/target .* - ext4 \/dev\/loop\d+ /);
+  });
+
+  it("mounts the workspace and home overlays volatile (their end syncs nothing of the host), and the next attempt on the same directories mounts them again", async (t) => {
+    const [major = 0, minor = 0] = release().split(".").map(Number);
+    if (major < 5 || (major === 5 && minor < 10)) return t.skip("overlayfs has no volatile before Linux 5.10");
+    const job = await makeJob(root, "volatile");
+    const overlays = async () => {
+      const a = await run(job, {
+        argv: ["sh", "-c", "touch /kiln/src/written /kiln/home/written; cat /proc/self/mountinfo"],
+      });
+      assert.equal(a.result.exitCode, 0, a.explain);
+      return a.stdout;
+    };
+    await overlays();
+    // A volatile mount leaves its work directory unusable for the next one: the executor makes it afresh.
+    const second = await overlays();
+    for (const mountPoint of ["/kiln/src", "/kiln/home"])
+      assert.match(
+        second,
+        new RegExp(` ${mountPoint} .* - overlay kiln [^ ]*,(fsync=)?volatile`),
+        `${mountPoint}\n${second}`,
+      );
+    assert.doesNotMatch(second, / \/usr .* - overlay kiln [^ ]*volatile/, "read-only overlays have nothing to sync");
+    await stat(join(job.workspaceDir, "written"));
+    await stat(join(job.homeDir, "written"));
+  });
+
+  it("switches the target disk's loop device to direct I/O where the host's file system allows it, and says which", async () => {
+    const job = await makeJob(root, "target-io");
+    const a = await run(job, { argv: ["sh", "-c", "echo x > /kiln/target/written; cat /kiln/target/written"] });
+    assert.equal(a.result.exitCode, 0, a.explain);
+    assert.match(a.stdout, /^x$/m);
+    const said = a.result.detail.filter((d) => d.startsWith("disk: the target disk's loop device "));
+    assert.equal(said.length, 1, a.explain);
+    // ext4, xfs and btrfs take O_DIRECT on a file; tmpfs only since Linux 6.6.
+    if ((await statfs(job.targetDir)).type !== TMPFS_MAGIC)
+      assert.equal(said[0], "disk: the target disk's loop device does direct I/O", a.explain);
   });
 
   it("shows no host environment in the sandbox's init and no host software under /usr/local", async () => {

@@ -68,6 +68,7 @@
 import { execFile, spawn } from "node:child_process";
 import { constants } from "node:fs";
 import { access, lstat, mkdir, readlink, rm, statfs } from "node:fs/promises";
+import { release } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
@@ -158,6 +159,14 @@ const LAUNCHER = [
   'cd "$stage"',
   'printf "%s" "$1" > fstab',
   "mount --all --fstab fstab",
+  // The target disk's loop device in direct I/O, switched after the mount (mount's `loop` option
+  // has none) so the device keeps the autoclear that detaches it with this namespace. Buffered, a
+  // fresh mount's cold caches read every file through a second page cache, copied by the loop
+  // device's one worker: seconds of a regex edit on a loaded host (docs/benchmarks.md,
+  // 2026-11-29 issue 38). A backing file system that refuses O_DIRECT keeps it buffered; the
+  // outcome goes to the status descriptor, for the evidence.
+  'disk=$(findmnt --noheadings --output SOURCE --mountpoint "$stage/disk")',
+  'if why=$(losetup --direct-io=on "$disk" 2>&1); then echo "kiln-target-io: direct" >&3; else echo "kiln-target-io: buffered: $why" | tr -s "\\n" " " >&3; echo >&3; fi',
   'if [ ! -d disk/target ]; then mkdir disk/target; chown "$2" disk/target; fi',
   'wait "$joining" || exit 121',
   'shift 2; [ "$1" = "--" ]; shift',
@@ -215,6 +224,8 @@ interface Setup {
   readonly bwrapVersion: string;
   readonly supportsDisableUserns: boolean;
   readonly supportsTmpfsSize: boolean;
+  /** overlayfs's `volatile` (Linux 5.10+): see `staging`. */
+  readonly supportsVolatileOverlay: boolean;
   readonly systemPaths: readonly SystemPath[];
   /** Directories inside the shown system paths that show empty (HIDDEN_SYSTEM_DIRECTORIES present here). */
   readonly hiddenDirectories: readonly string[];
@@ -372,6 +383,7 @@ class SandboxExecutor implements Executor {
       bwrapVersion,
       supportsDisableUserns: versionAtLeast(bwrapVersion, 0, 8),
       supportsTmpfsSize: versionAtLeast(bwrapVersion, 0, 7),
+      supportsVolatileOverlay: versionAtLeast(release(), 5, 10),
       systemPaths: await systemPaths(),
       hiddenDirectories,
       loaderCache,
@@ -647,6 +659,13 @@ class SandboxExecutor implements Executor {
     if (!closedInTime) for (const stream of child.stdio) stream?.destroy();
     const cutOff = frames.end();
     if (cutOff > 0) detail.push(`output: the relay ended in the middle of a write; its last ${cutOff} bytes are lost`);
+    const targetIo = /^kiln-target-io: (direct|buffered)(?:: (.*))?$/m.exec(status);
+    if (targetIo !== null)
+      detail.push(
+        targetIo[1] === "direct"
+          ? "disk: the target disk's loop device does direct I/O"
+          : `disk: the target disk's loop device stays buffered: the host's file system refused direct I/O (${(targetIo[2] ?? "").trim()})`,
+      );
     const usage = cgroup !== null ? await cgroup.usage() : null;
     if (cgroup !== null) {
       const failures = await cgroup.remove();
@@ -693,6 +712,15 @@ class SandboxExecutor implements Executor {
    * overlay; a writable directory's parent bound at upper/NAME, and NAME an overlay whose upper
    * layer is the directory (its work directory beside it, on the same file system); the target
    * disk at `disk`.
+   *
+   * The writable overlays are `volatile` where the kernel has it: without it, unmounting an
+   * overlay syncs its upper layer's whole file system — the host's, where the target disk's image
+   * and every other job's files sit too — so each attempt's end waited for the host to write out
+   * whatever was dirty (about a second after a regex edit; docs/benchmarks.md, 2026-11-29 issue
+   * 38). What volatile gives up is only the upper layer's durability across a host crash: the
+   * workspace and home are the attempt's scratch, whose work directory is made afresh for each
+   * attempt (overlayfs refuses a work directory a volatile mount left behind), and nothing is read
+   * from them after a crash.
    */
   private staging(request: ExecutionRequest, setup: Setup, image: string): { fstab: string } {
     const readOnly: [string, string][] = [
@@ -716,7 +744,12 @@ class SandboxExecutor implements Executor {
       const work = `upper/${name}/${basename(overlayWorkDirectory(directory))}`;
       lines.push(
         [dirname(directory), `upper/${name}`, "none", "bind"],
-        ["kiln", name, "overlay", `lowerdir=empty,upperdir=${upper},workdir=${work}`],
+        [
+          "kiln",
+          name,
+          "overlay",
+          `lowerdir=empty,upperdir=${upper},workdir=${work}${setup.supportsVolatileOverlay ? ",volatile" : ""}`,
+        ],
       );
     }
     lines.push([image, "disk", "ext4", "loop,nosuid,nodev,noatime,noinit_itable"]);
