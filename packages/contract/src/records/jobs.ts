@@ -137,7 +137,9 @@ export const CargoWorkspaceRequest = Closed(
       description: "1: inline source (`files`); 2: streamed archive reference (`archive`). Must match the source form.",
     }),
     repository: RepositoryName("The onboarded repository."),
-    size: SizeSchema("The microVM shape the job runs on."),
+    size: SizeSchema(
+      "The microVM shape the job runs on. A size needing more vCPUs than any enrolled host has is refused at submission (invalid_request, naming the sizes this deployment places); while no host enrolled, the job queues.",
+    ),
     workspace: Type.Object(
       {
         base_commit: Type.String({
