@@ -5,12 +5,14 @@
  * panics after 5,000 lines of output (its panic on the log's sixth page).
  */
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { addPersonToTenant, onboardRepository } from "@kiln/storage";
-import { type CliRun, freshConfigHome, runCli, serverSignIn, startListeningEmbedded } from "./harness.js";
+import { pathToFileURL } from "node:url";
+import { addPersonToTenant, onboardRepository, readJob } from "@kiln/storage";
+import { type CliRun, freshConfigHome, REPO_ROOT, runCli, serverSignIn, startListeningEmbedded } from "./harness.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON documents read loosely in assertions.
 type Doc = any;
@@ -218,5 +220,32 @@ describe("the failure, first: kiln cargo, jobs.evidence and the job page name th
       ["tests::answer", "app (lib)", "crates/app/src/lib.rs", 5, true],
     );
     assert.match(test.failure.detail, /tests::answer panicked at crates\/app\/src\/lib\.rs:5:9: /);
+  });
+
+  it("a Cargo workspace in rust/ of a git repository: the check run's annotations name rust/src/lib.rs", async () => {
+    const root = workspace({ "rust/Cargo.toml": BROKEN["Cargo.toml"], "rust/src/lib.rs": BROKEN["src/lib.rs"] });
+    const git = (...args: string[]) =>
+      execFileSync("git", ["-C", root, "-c", "user.email=t@kiln.test", "-c", "user.name=t", ...args], {
+        encoding: "utf8",
+      });
+    git("init", "-q");
+    git("add", "-A");
+    git("commit", "-q", "-m", "broken");
+    const build = resultOf(
+      await runCli(["cargo", "build", "--repository", REPOSITORY, "--json"], { cwd: join(root, "rust"), env }),
+    );
+    assert.equal(build.failure.cause, "build_error");
+    // The job's own paths are the Cargo workspace's; the check run names the repository's.
+    assert.equal(build.failures[0].location?.file, "src/lib.rs");
+    const record = await readJob(embedded.storage, { tenantId: embedded.tenant, jobId: build.job });
+    assert.ok(record !== undefined);
+    const report: Doc = await import(
+      pathToFileURL(join(REPO_ROOT, "packages/server/dist/src/domain/source-hosting/check-run-report.js")).href
+    );
+    const checkRun = report.completedCheckRun(record, null, "https://kiln.example");
+    assert.deepEqual(
+      checkRun.output.annotations.map((a: Doc) => [a.path, a.start_line, a.annotation_level]),
+      [["rust/src/lib.rs", 2, "failure"]],
+    );
   });
 });

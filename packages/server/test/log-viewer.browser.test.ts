@@ -22,6 +22,18 @@ describe("the log viewer in chromium", () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     await context.addCookies([{ name: "kiln_session", value: demo.cookie, url: demo.base }]);
+    // Counts the date formatters the page builds: the layout script's localized times need one
+    // for the page, never one a time (a followed log built one per streamed line).
+    await context.addInitScript(() => {
+      const scope = globalThis as unknown as { Intl: { DateTimeFormat: object }; formattersBuilt: number };
+      scope.formattersBuilt = 0;
+      scope.Intl.DateTimeFormat = new Proxy(scope.Intl.DateTimeFormat, {
+        construct(target, args) {
+          scope.formattersBuilt += 1;
+          return Reflect.construct(target as new (...a: unknown[]) => object, args);
+        },
+      });
+    });
     page = await context.newPage();
     page.on("pageerror", (error) => pageErrors.push(error.message));
     page.on("console", (message) => {
@@ -80,6 +92,8 @@ describe("the log viewer in chromium", () => {
     assert.equal(await time.isVisible(), false);
     await page.check("#log-times");
     await page.locator("#log-lines details[open] .line .ts").first().waitFor({ state: "visible" });
+    // A line's time is the log's own clock (UTC to the millisecond), not rewritten as the page's other times are.
+    assert.match((await page.locator("#log-lines .line .ts").first().textContent()) ?? "", /^\d\d:\d\d:\d\d\.\d{3} $/);
     const colour = (selector: string) =>
       page
         .locator(selector)
@@ -132,6 +146,12 @@ describe("the log viewer in chromium", () => {
     ]);
     await page.waitForSelector('#live-tests li:has-text("tests/replay.rs: ok. 1 passed")');
     await page.waitForSelector('#live-step:text-is("testing tests/replay.rs")');
+    // The streamed lines carry their time as the server-rendered ones do, and the page built one
+    // date formatter in all, however many lines and times it shows.
+    const streamed = page.locator('#log-lines .chunk .line:has-text("replay::small_archive") .ts');
+    assert.match((await streamed.textContent()) ?? "", /^\d\d:\d\d:\d\d\.\d{3} $/);
+    assert.ok((await page.locator("time[data-local]").count()) > 1, "the page shows localized times");
+    assert.equal(await page.evaluate(() => (globalThis as unknown as { formattersBuilt: number }).formattersBuilt), 1);
     assert.deepEqual(pageErrors, []);
     assert.deepEqual(policyViolations, []);
   });

@@ -140,7 +140,6 @@ export { recordHostOperatorReadiness } from "./host-recovery/record-host-operato
 export { recordHostRecoveryPlan } from "./host-recovery/record-host-recovery-plan.js";
 export { reopenHostAdmission } from "./host-recovery/reopen-host-admission.js";
 export { type HostRecoveryPolicyChange, setHostRecoveryPolicy } from "./host-recovery/set-host-recovery-policy.js";
-export { advertisedToolchains } from "./hosts/advertised-toolchains.js";
 export { answerHostRead } from "./hosts/answer-host-read.js";
 export {
   type CertificateAuthorityRecord,
@@ -148,6 +147,7 @@ export {
   readCertificateAuthority,
 } from "./hosts/certificate-authority.js";
 export { createHostEnrollmentToken } from "./hosts/create-host-enrollment-token.js";
+export { type EnrolledHostOffers, enrolledHostOffers } from "./hosts/enrolled-host-offers.js";
 export { findAttemptHost } from "./hosts/find-attempt-host.js";
 export { findHostEnrollmentToken } from "./hosts/find-host-enrollment-token.js";
 export { findIssuedCertificate } from "./hosts/find-issued-certificate.js";

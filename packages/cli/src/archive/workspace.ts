@@ -44,6 +44,8 @@ export interface GitFacts {
   repository: string | undefined;
   commit: string | undefined;
   branch: string | undefined;
+  /** Where the asked directory lives in its git repository (`rust`); undefined at its root or outside git. */
+  directory: string | undefined;
 }
 
 /**
@@ -80,6 +82,7 @@ export function gitFacts(root: string): GitFacts {
     git(root, ["remote", "get-url", "origin"]),
     git(root, ["rev-parse", "--verify", "-q", "HEAD"]),
     git(root, ["symbolic-ref", "--short", "-q", "HEAD"]),
+    git(root, ["rev-parse", "--show-prefix"]),
   );
 }
 
@@ -92,18 +95,26 @@ const gitConcurrently = (root: string, args: string[]): Promise<string | undefin
 
 /** gitFacts with its three questions asked at once, while this process goes on. */
 export async function gitFactsConcurrently(root: string): Promise<GitFacts> {
-  const [remote, commit, branch] = await Promise.all([
+  const [remote, commit, branch, prefix] = await Promise.all([
     gitConcurrently(root, ["remote", "get-url", "origin"]),
     gitConcurrently(root, ["rev-parse", "--verify", "-q", "HEAD"]),
     gitConcurrently(root, ["symbolic-ref", "--short", "-q", "HEAD"]),
+    gitConcurrently(root, ["rev-parse", "--show-prefix"]),
   ]);
-  return factsOf(remote, commit, branch);
+  return factsOf(remote, commit, branch, prefix);
 }
 
-function factsOf(remote: string | undefined, commit: string | undefined, branch: string | undefined): GitFacts {
+function factsOf(
+  remote: string | undefined,
+  commit: string | undefined,
+  branch: string | undefined,
+  prefix: string | undefined,
+): GitFacts {
+  const directory = prefix?.replace(/\/$/, "");
   return {
     repository: remote === undefined ? undefined : repositoryFromRemote(remote),
     commit: commit === "" ? undefined : commit,
     branch: branch === "" ? undefined : branch,
+    directory: directory === undefined || directory === "" ? undefined : directory,
   };
 }

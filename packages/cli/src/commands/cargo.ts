@@ -300,6 +300,8 @@ async function runCargo(argv: readonly string[]): Promise<void> {
         json: args.json,
       }),
       working_directory: workingDirectory(root, process.cwd()),
+      // The workspace's place in its git repository: a check run names files by their repository path.
+      ...(facts.directory === undefined ? {} : { repository_directory: facts.directory }),
       ...(args.toolchain === undefined ? {} : { toolchain: args.toolchain }),
       ...(args.artifacts.length === 0 ? {} : { artifacts: args.artifacts }),
     };

@@ -82,6 +82,11 @@ export const CargoInvocation = Type.Object(
         description: "Repository-relative directory Cargo runs in; `.` (the repository root) by default.",
       }),
     ),
+    repository_directory: Type.Optional(
+      RepositoryPath(
+        "kiln extension: where the captured Cargo workspace lives in its git repository (`rust` for a workspace in rust/), as `git rev-parse --show-prefix` names it; absent at the repository's root. Check-run annotations name files by their path in the repository with it.",
+      ),
+    ),
     artifacts: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), {
         maxItems: 256,
@@ -137,7 +142,9 @@ export const CargoWorkspaceRequest = Closed(
       description: "1: inline source (`files`); 2: streamed archive reference (`archive`). Must match the source form.",
     }),
     repository: RepositoryName("The onboarded repository."),
-    size: SizeSchema("The microVM shape the job runs on."),
+    size: SizeSchema(
+      "The microVM shape the job runs on. A size needing more vCPUs than any enrolled host has is refused at submission (invalid_request, naming the sizes this deployment places); while no host enrolled, the job queues.",
+    ),
     workspace: Type.Object(
       {
         base_commit: Type.String({

@@ -73,7 +73,10 @@ export function completedCheckRun(
       : failureAnnotations(report.failures.filter((f) => f.kind !== "test_panic" || !flakyNames.has(f.test ?? "")))),
     ...flakyAnnotations(flaky, report?.failures ?? []),
   ];
-  const annotations = all.slice(0, ANNOTATION_LIMIT);
+  const annotations = inRepositoryOf(all, storedJson<{ repository_directory?: string }>(job.invocation)).slice(
+    0,
+    ANNOTATION_LIMIT,
+  );
   const title =
     conclusion === "success"
       ? `passed: ${passed} tests passed${flaky.length === 0 ? "" : ` (${flaky.length} flaky)`}, ${ignored} ignored`
@@ -110,6 +113,20 @@ export function completedCheckRun(
     ...(job.finished_at === null ? {} : { completed_at: job.finished_at }),
     output: { title, summary, annotations },
   };
+}
+
+/**
+ * Annotations with their paths in the git repository: the job's paths are the captured Cargo
+ * workspace's, which may live in a folder of the repository (the invocation's kiln extension
+ * `repository_directory`, `rust`), and a check run's annotation names the repository's path.
+ */
+function inRepositoryOf(
+  annotations: readonly CheckRunAnnotation[],
+  invocation: { repository_directory?: string } | null,
+): CheckRunAnnotation[] {
+  const directory = invocation?.repository_directory;
+  if (directory === undefined || directory === "") return [...annotations];
+  return annotations.map((a) => ({ ...a, path: `${directory}/${a.path}` }));
 }
 
 /**

@@ -180,6 +180,6 @@ export function renderLogView(state: LogViewState): string {
 <a id="log-raw" href="/jobs/${id}/log.txt" download>Raw log (.txt)</a><a id="evidence-json" href="/jobs/${id}/evidence.json" download>Evidence (.json)</a>${end}</div>`;
   return `<section class="log-view" id="log-view"><h2 id="log">Log</h2>${toolbar}${renderSearch(state)}<p><a id="first-error-link" href="#${firstError === undefined ? "log" : `L${firstError.sequence}`}"${firstError === undefined ? " hidden" : ""}>Jump to the first error</a></p>${empty}
 <p class="notice" id="log-trimmed" hidden>Following the newest lines; earlier ones are on <a href="/jobs/${id}?log_line=1#L1">the log's pages</a>.</p>
-<input type="checkbox" id="log-times"><label class="log-toggle" for="log-times"> Timestamps</label>
+<input type="checkbox" id="log-times"><label class="log-toggle" for="log-times"> Timestamps (UTC)</label>
 <div class="log" id="log-lines" data-cursor="${escapeHtml(log.next_cursor ?? "")}" data-follow="${follow ? "true" : "false"}">${renderBlocks(state, needle)}</div>${previous === "" && next === "" ? "" : `<p class="log-pages">${previous}${next}</p>`}</section>`;
 }

@@ -27,8 +27,8 @@ function markFirstError(line) {
 
 /**
  * Lines kept on the page while following: a log of 100,000 lines must not grow the document
- * without bound (layout of every appended line slows with it). Followed lines arrive in chunks
- * (one per animation frame, however many pages came meanwhile); each chunk is a block the
+ * without bound (layout of every appended line slows with it). Followed lines are built in chunks
+ * (one a frame, of at most LINES_PER_CHUNK lines, however many came meanwhile); each chunk is a block the
  * browser skips laying out while it is off screen (content-visibility), and whole chunks
  * beyond this many lines are dropped from the top. The log's pages (server-rendered, 1,000
  * lines each) still show every line.
@@ -185,31 +185,37 @@ function followLog() {
   let pending = [];
   let settled = false;
   let scheduled = false;
+  function schedule() {
+    if (scheduled) return;
+    scheduled = true;
+    // One DOM update per frame; a hidden page gets no frames, so it updates on a timer.
+    if (document.hidden) setTimeout(flush, 100);
+    else requestAnimationFrame(flush);
+  }
+  // At most one chunk of lines a frame, however many arrived: a burst is built over several
+  // frames, each a short task, instead of one task that freezes the page (bench/dashboard-log.mjs).
   function flush() {
     scheduled = false;
-    let records = pending;
-    pending = [];
-    if (records.length > FOLLOWED_LINES_KEPT) {
-      // More arrived in one frame than the page keeps: only the newest are built at all.
-      records = records.slice(-FOLLOWED_LINES_KEPT);
+    if (pending.length > FOLLOWED_LINES_KEPT) {
+      // More arrived than the page keeps: only the newest are built at all.
+      pending = pending.slice(-FOLLOWED_LINES_KEPT);
       document.getElementById("log-trimmed").hidden = false;
     }
-    if (records.length > 0) {
+    const part = pending.splice(0, LINES_PER_CHUNK);
+    if (part.length > 0) {
       const atEnd = logLines.scrollTop + logLines.clientHeight >= logLines.scrollHeight - 4;
-      for (let from = 0; from < records.length; from += LINES_PER_CHUNK) {
-        const part = records.slice(from, from + LINES_PER_CHUNK);
-        const chunk = document.createElement("span");
-        chunk.className = "chunk";
-        chunk.dataset.lines = String(part.length);
-        chunk.style.containIntrinsicSize = "auto " + (part.length * 1.35).toFixed(2) + "em";
-        for (const record of part) appendRecord(record, chunk);
-        logLines.append(chunk);
-        linesKept += part.length;
-      }
+      const chunk = document.createElement("span");
+      chunk.className = "chunk";
+      chunk.dataset.lines = String(part.length);
+      chunk.style.containIntrinsicSize = "auto " + (part.length * 1.35).toFixed(2) + "em";
+      for (const record of part) appendRecord(record, chunk);
+      logLines.append(chunk);
+      linesKept += part.length;
       trimFollowed();
       if (atEnd) logLines.scrollTop = logLines.scrollHeight;
     }
-    if (settled) {
+    if (pending.length > 0) schedule();
+    else if (settled) {
       logLines.dataset.follow = "settled";
       void refreshParts();
     }
@@ -222,12 +228,7 @@ function followLog() {
       stream.close();
       settled = true;
     }
-    if (!scheduled) {
-      scheduled = true;
-      // One DOM update per frame; a hidden page gets no frames, so it updates on a timer.
-      if (document.hidden) setTimeout(flush, 100);
-      else requestAnimationFrame(flush);
-    }
+    schedule();
   });
 }
 

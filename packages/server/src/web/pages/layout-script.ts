@@ -61,9 +61,13 @@ export function pageHead(
 
 export const LAYOUT_SCRIPT = `(() => {
   const pad = (n) => String(n).padStart(2, "0");
+  // One formatter for the page: building one costs far more than using it, and a followed log
+  // used to build one per streamed line (bench/dashboard-log.mjs, docs/benchmarks.md).
+  let zoneFormat = null;
   const zoneOf = (date) => {
     try {
-      const part = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" })
+      zoneFormat ??= new Intl.DateTimeFormat(undefined, { timeZoneName: "short" });
+      const part = zoneFormat
         .formatToParts(date)
         .find((p) => p.type === "timeZoneName");
       return part === undefined ? "" : " " + part.value;
@@ -71,9 +75,10 @@ export const LAYOUT_SCRIPT = `(() => {
       return "";
     }
   };
-  // Each <time datetime> once: its text in the viewer's zone; its title keeps the UTC time.
+  // Each <time datetime> once: its text in the viewer's zone; its title keeps the UTC time. A log
+  // line's time (.ts) is not one of these: it is the log's own clock, UTC to the millisecond.
   const localize = () => {
-    for (const element of document.querySelectorAll("time[datetime]:not([data-local])")) {
+    for (const element of document.querySelectorAll("time[datetime]:not([data-local]):not(.ts)")) {
       const date = new Date(element.getAttribute("datetime"));
       element.dataset.local = "true";
       if (Number.isNaN(date.getTime())) continue;

@@ -16,11 +16,12 @@ import {
 import { admissionSourceOf, pinnedToolchainOf } from "../../../domain/jobs/admission-source.js";
 import { admitArchiveSource } from "../../../domain/jobs/admit-archive-source.js";
 import { admitInlineSource, jobClassOf } from "../../../domain/jobs/admit-inline-source.js";
-import { admitOfferedToolchain } from "../../../domain/jobs/admit-offered-toolchain.js";
+import { admitOfferedPlacement, type ToolchainOrigin } from "../../../domain/jobs/admit-offered-placement.js";
 import { admitSettings } from "../../../domain/jobs/admit-settings.js";
 import { insertAdmittedJob } from "../../../domain/jobs/admitted-source.js";
 import { decideNetworkPolicy } from "../../../domain/jobs/decide-network-policy.js";
 import { jobView } from "../../../domain/jobs/job-view.js";
+import { storedJson } from "../../../domain/jobs/stored-json.js";
 import { MAX_ATTEMPTS } from "../../../domain/policy/platform-limits.js";
 import { Refusal, refuse } from "../../../domain/refusal.js";
 import { requireOnboarded } from "../../../domain/repositories/require-onboarded.js";
@@ -120,7 +121,7 @@ async function admitAndInsert(
   const toolchain = invocation.toolchain ?? pinned ?? "stable";
   const origin =
     invocation.toolchain !== undefined ? "invocation" : pinned !== null ? "rust-toolchain-file" : "host-default";
-  await admitOfferedToolchain(ctx.db, toolchain, origin);
+  await admitOfferedPlacement(ctx.db, { size: body.size, toolchain, origin });
   const now = ctx.now.toISOString();
   const { job, created } = await insertAdmittedJob(ctx.db, {
     source: admitted,
@@ -254,6 +255,18 @@ export const retryJob: Handler<"jobs.retry"> = async (ctx) => {
   }
   await admitTenantPolicy(ctx.db, principal, { size: original.size, bodySize: false });
   await requireActiveInstallation(ctx.db, principal.tenantId, original.repository);
+  // What submission checked that the hosts can have changed since: the size still placeable, the
+  // toolchain still installed somewhere.
+  const admitted = storedJson<{ toolchain?: string; toolchain_origin?: ToolchainOrigin }>(original.admitted);
+  await admitOfferedPlacement(
+    ctx.db,
+    {
+      size: original.size,
+      toolchain: admitted?.toolchain ?? null,
+      origin: admitted?.toolchain_origin ?? "host-default",
+    },
+    original.id,
+  );
   const now = ctx.now.toISOString();
   const { job } = await insertJob(
     ctx.db,
