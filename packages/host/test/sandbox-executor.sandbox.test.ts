@@ -59,10 +59,18 @@ describe("sandbox executor specifics", () => {
     void run.done.finally(() => {
       finished = true;
     });
-    // Waits for the state, not for a time: the cgroup exists and holds bwrap and the command
-    // (the command sleeps 3 s once started, however long the start took on a loaded machine).
+    // Waits for the state, not for a time: the cgroup exists and the command runs in it (it sleeps
+    // 3 s once started, however long the start took on a loaded machine). Before the command, the
+    // cgroup holds the launcher and its mount helpers, root until the launcher execs setpriv.
+    const commandRuns = async () => {
+      for (const pid of await hostProcessesMatching(run.attemptId, true)) {
+        const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+        if (cmdline === "sleep\x003\x00") return true;
+      }
+      return false;
+    };
     let directories: string[] = [];
-    while (!finished && ((await hostProcessesMatching(run.attemptId, true)).length < 2 || directories.length === 0)) {
+    while (!finished && (!(await commandRuns()) || directories.length === 0)) {
       await sleep(50);
       directories = await cgroupDirectoriesNamed(run.attemptId);
     }
