@@ -171,10 +171,14 @@ export class MicrovmExecutor implements Executor {
     const vmDirectory = join(dirname(request.homeDir), `.kiln-microvm-${request.attemptId}`);
     const quotaBytes = Math.min(limits.diskBytes, this.options.maxDiskBytes ?? Number.POSITIVE_INFINITY);
     const owner = `${setup.user.uid}:${setup.user.gid}`;
-    // The disks and the cgroup, side by side (each is file system or cgroupfs work).
+    // The disks and the cgroup, side by side (each is file system or cgroupfs work). The guest's
+    // boot artifacts are marked in use, so another host or checkout sharing the guest directory
+    // never removes them as superseded while this host boots from them (guest-images.ts).
     const preparing = Date.now();
     const [toolchainImage, targetDisk, workspace, readOnly, createdCgroup] = await Promise.allSettled([
-      this.options.images.ensureToolchain(request.toolchain),
+      this.options.images
+        .markInUse([dirname(setup.boot.kernel), setup.boot.initramfs, setup.boot.root])
+        .then(() => this.options.images.ensureToolchain(request.toolchain)),
       (async () => {
         const disk = await prepareTargetDisk(
           await diskTools(),
