@@ -37,7 +37,7 @@ import { ensureSandboxUser, type SandboxUser } from "../shared/ensure-sandbox-us
 import { OutputFrames } from "../shared/output-frames.js";
 import { mountPointsOf } from "../shared/request-problem.js";
 import { diskTools, gib, prepareTargetDisk, reportTargetDiskUsage } from "../shared/target-disk.js";
-import { encodeRequest, type GuestLine, GuestLineReader, HOST_SAYS } from "./guest-channel.js";
+import { encodeRequest, type GuestLine, GuestLineReader, HOST_SAYS, PowerOffAcknowledgement } from "./guest-channel.js";
 import { MICROVM_TARGET_DISK_FILE, makeReadOnlyDisk, makeWorkspaceDisk, readWorkspaceBack } from "./guest-disks.js";
 import type { GuestBoot, GuestImages } from "./guest-images.js";
 import { hostTscKhz, launchMicrovm, type MicrovmDisk } from "./launch-microvm.js";
@@ -335,17 +335,14 @@ export class MicrovmExecutor implements Executor {
       readyAt: number | null;
     } = { ending: null, exit: null, counters: null, outputEnded: false, agentError: null, readyAt: null };
     let ceiling: NodeJS.Timeout | null = null;
-    let powerOff: NodeJS.Timeout | null = null;
+    let poweringOff: NodeJS.Timeout | null = null;
     let killing: NodeJS.Timeout | null = null;
     const kill = () => {
       if (killing !== null) clearTimeout(killing);
       vm.kill();
       cgroup.killAll().catch((error: unknown) => detail.push(`killing the microVM failed: ${errorText(error)}`));
     };
-    /** Both the exit line and the output's end are here: the agent may power off. */
-    const acknowledgeOnceComplete = () => {
-      if (seen.exit !== null && seen.outputEnded) vm.control.write(HOST_SAYS.acknowledged);
-    };
+    const powerOff = new PowerOffAcknowledgement(() => vm.control.write(HOST_SAYS.acknowledged));
     const end = (reason: "wall_clock_ceiling" | "cancelled" | "not_ready" | "broken_output") => {
       if (seen.ending !== null || seen.exit !== null) return;
       seen.ending = reason;
@@ -366,7 +363,7 @@ export class MicrovmExecutor implements Executor {
         maxFrameBytes: MAX_OUTPUT_FRAME_BYTES,
         onEnd: () => {
           seen.outputEnded = true;
-          acknowledgeOnceComplete();
+          powerOff.outputEnded();
         },
       },
     );
@@ -407,8 +404,8 @@ export class MicrovmExecutor implements Executor {
           if (seen.readyAt === null || seen.exit !== null || seen.ending !== null) break;
           seen.exit = line;
           if (ceiling !== null) clearTimeout(ceiling);
-          acknowledgeOnceComplete();
-          powerOff = setTimeout(() => vm.kill(), POWER_OFF_MS);
+          powerOff.exited();
+          poweringOff = setTimeout(() => vm.kill(), POWER_OFF_MS);
           break;
         case "error":
           seen.agentError ??= line.message;
@@ -425,7 +422,7 @@ export class MicrovmExecutor implements Executor {
     const exited = await vm.exited;
     clearTimeout(notReady);
     if (ceiling !== null) clearTimeout(ceiling);
-    if (powerOff !== null) clearTimeout(powerOff);
+    if (poweringOff !== null) clearTimeout(poweringOff);
     if (killing !== null) clearTimeout(killing);
     request.signal.removeEventListener("abort", onAbort);
     const emptied = await cgroup.killAll();
