@@ -35,6 +35,7 @@ executorSuite(
   {
     wallClockSeconds: 1800,
     bombCeilingFactor: 20,
+    vcpus: 1,
   },
 );
 
