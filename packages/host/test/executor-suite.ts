@@ -119,9 +119,8 @@ export function executorSuite(
     readonly bombCeilingFactor?: number;
     /**
      * The attempts' vCPUs (default 2). One for a microVM under TCG: measured, a second emulated
-     * vCPU costs a boot about a quarter more CPU time (3.5–3.9 against 2.8–2.9 CPU-seconds) and a
-     * small `cargo test` somewhat more (15.6 and 20.7 against 14.0 and 16.1; docs/benchmarks.md),
-     * which a loaded 2-core host pays in wall time.
+     * vCPU costs a boot about a quarter more CPU time and a small `cargo test` more too (15.6 and
+     * 20.7 CPU-seconds against 14.0; docs/benchmarks.md), which a loaded 2-core host pays in wall time.
      */
     readonly vcpus?: number;
   } = {},
