@@ -43,7 +43,7 @@ export interface Attempt {
 }
 
 const MiB = 1024 * 1024;
-const SUITE_LIMITS = { vcpus: 2, memoryBytes: 2048 * MiB, pids: 512, diskBytes: 4096 * MiB };
+const DEFAULT_LIMITS = { vcpus: 2, memoryBytes: 2048 * MiB, pids: 512, diskBytes: 4096 * MiB };
 
 /** Creates the three job directories under `root`. */
 export async function makeJob(root: string, name: string): Promise<Job> {
@@ -117,15 +117,8 @@ export function executorSuite(
      * a loaded machine forks slowly.
      */
     readonly bombCeilingFactor?: number;
-    /**
-     * The attempts' vCPUs (default 2). One for a microVM under TCG: measured, a second emulated
-     * vCPU costs a boot about a quarter more CPU time and a small `cargo test` more too (15.6 and
-     * 20.7 CPU-seconds against 14.0; docs/benchmarks.md), which a loaded 2-core host pays in wall time.
-     */
-    readonly vcpus?: number;
   } = {},
 ): void {
-  const DEFAULT_LIMITS = { ...SUITE_LIMITS, vcpus: options.vcpus ?? SUITE_LIMITS.vcpus };
   describe(`executor suite: ${name}`, () => {
     let isolation: HostIsolation;
     let toolchain: AdmittedToolchain;

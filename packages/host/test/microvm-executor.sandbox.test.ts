@@ -35,7 +35,6 @@ executorSuite(
   {
     wallClockSeconds: 1800,
     bombCeilingFactor: 20,
-    vcpus: 1,
   },
 );
 
