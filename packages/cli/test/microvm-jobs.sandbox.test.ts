@@ -26,9 +26,16 @@ const jsonLines = (run: CliRun): Doc[] =>
     .filter((l) => l.trim() !== "")
     .map((l) => JSON.parse(l));
 
+/**
+ * What the crates' manifests add: no doctests, no debug info, no incremental state. Under
+ * emulation every rustc, rustdoc and link is slow (host/test/executor-suite.ts, LEAN_PROFILE);
+ * no assertion here depends on them.
+ */
+const LEAN = "\n[lib]\ndoctest = false\n\n[profile.dev]\ndebug = 0\nincremental = false\n";
+
 /** A crate with a passing, a failing and an ignored test. */
 const TRIO = {
-  "Cargo.toml": `[package]\nname = "trio"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n`,
+  "Cargo.toml": `[package]\nname = "trio"\nversion = "0.1.0"\nedition = "2021"\n${LEAN}\n[dependencies]\n`,
   "src/lib.rs": `pub fn double(n: u32) -> u32 { n * 2 }
 
 #[cfg(test)]
@@ -49,7 +56,7 @@ mod tests {
  * gateway job. serde_json in a VM (minutes of emulated compiling) is `npm run reliability -- t17`.
  */
 const WITH_DEPENDENCIES = {
-  "Cargo.toml": `[package]\nname = "hello"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nitoa = "1"\n`,
+  "Cargo.toml": `[package]\nname = "hello"\nversion = "0.1.0"\nedition = "2021"\n${LEAN}\n[dependencies]\nitoa = "1"\n`,
   "src/lib.rs": `pub fn render(n: u64) -> String { itoa::Buffer::new().format(n).to_owned() }
 
 #[cfg(test)]

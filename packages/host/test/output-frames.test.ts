@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { parseGuestLine } from "../src/executor/microvm/guest-channel.js";
+import { GuestLineReader, PowerOffAcknowledgement, parseGuestLine } from "../src/executor/microvm/guest-channel.js";
 import { OutputFrames, type OutputStream } from "../src/executor/shared/output-frames.js";
 
 const frame = (stream: number, text: string) => {
@@ -67,5 +67,50 @@ describe("the guest agent's control lines", () => {
     });
     for (const line of ["counters", "counters 1", "counters 1 2 3", "counters -1 2", "counters 1 x", "counters 1e3 2"])
       assert.equal(parseGuestLine(line), null, line);
+  });
+});
+
+describe("the power-off acknowledgement", () => {
+  /** The host's two ports as the microVM executor reads them: what happened, in order. */
+  const ports = () => {
+    const events: string[] = [];
+    const gate = new PowerOffAcknowledgement(() => events.push("acknowledged"));
+    const control = new GuestLineReader((line) => {
+      if (line.kind === "exit") {
+        events.push("exit");
+        gate.exited();
+      }
+    });
+    const output = new OutputFrames((stream, chunk) => events.push(`${stream} ${chunk}`), {
+      onEnd: () => {
+        events.push("end");
+        gate.outputEnded();
+      },
+    });
+    return { events, control, output };
+  };
+
+  it("lets the agent power off only once the exit line and the output's end frame are both here, so output behind the exit line is kept", () => {
+    // The exit line overtakes the command's last output (they travel on different ports): the VM
+    // must stay up until that output and the end frame behind it have arrived.
+    const { events, control, output } = ports();
+    output.push(frame(1, "first\n"));
+    control.push(Buffer.from("exit 0 - 0 0\n"));
+    assert.deepEqual(events, ["stdout first\n", "exit"], "no acknowledgement on the exit line alone");
+    output.push(frame(1, "last\n"));
+    output.push(frame(0, ""));
+    assert.deepEqual(events, ["stdout first\n", "exit", "stdout last\n", "end", "acknowledged"]);
+    // Anything the guest repeats changes nothing: one acknowledgement.
+    control.push(Buffer.from("exit 0 - 0 0\n"));
+    output.push(frame(0, ""));
+    assert.equal(events.filter((e) => e === "acknowledged").length, 1);
+  });
+
+  it("acknowledges on the exit line when the output's end came first, and never on the end frame alone", () => {
+    const { events, control, output } = ports();
+    output.push(Buffer.concat([frame(2, "warning\n"), frame(0, "")]));
+    assert.deepEqual(events, ["stderr warning\n", "end"], "no acknowledgement before the exit line");
+    control.push(Buffer.from("exit 3 - 0 0\n"));
+    assert.deepEqual(events, ["stderr warning\n", "end", "exit", "acknowledged"]);
   });
 });

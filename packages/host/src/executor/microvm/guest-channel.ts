@@ -100,3 +100,37 @@ export function encodeRequest(fields: readonly (readonly [string, string])[]): B
   length.writeUInt32LE(body.length);
   return Buffer.concat([length, body]);
 }
+
+/**
+ * When the host lets the guest agent power off (`HOST_SAYS.acknowledged`): once it has both the
+ * agent's `exit` line (control port) and the output's end frame (output port). They travel on
+ * different ports and arrive in either order; the end frame is queued behind every write of the
+ * command, so once it is here every byte of output is. Acknowledged on the exit line alone, the
+ * agent would power off while the command's last output still sat in the output port's queue or
+ * in QEMU's socket, and it would be lost with the VM. Acknowledges once.
+ */
+export class PowerOffAcknowledgement {
+  #exited = false;
+  #outputEnded = false;
+  #sent = false;
+
+  constructor(private readonly acknowledge: () => void) {}
+
+  /** The agent's `exit` line arrived. */
+  exited(): void {
+    this.#exited = true;
+    this.#acknowledgeOnceComplete();
+  }
+
+  /** The output's end frame arrived. */
+  outputEnded(): void {
+    this.#outputEnded = true;
+    this.#acknowledgeOnceComplete();
+  }
+
+  #acknowledgeOnceComplete(): void {
+    if (!this.#exited || !this.#outputEnded || this.#sent) return;
+    this.#sent = true;
+    this.acknowledge();
+  }
+}

@@ -18,15 +18,20 @@
  * - one read-only erofs image per admitted toolchain (its rustup directory without its HTML
  *   documentation), keyed by the toolchain's channel manifest (which names every component's
  *   hash; a linked toolchain without one by its files' sizes and times), so an updated
- *   toolchain gets a new image and the old one is removed.
+ *   toolchain gets a new image.
  *
  * Every artifact is built under a temporary name and renamed into place, under a lock
  * directory, so two hosts sharing the guest directory (or a test run beside a host) never see
- * half an image and never build the same one twice.
+ * half an image and never build the same one twice. Several hosts, or checkouts, sharing the
+ * directory may want different artifacts of one kind at once (two checkouts whose guest agents
+ * differ each want their own initramfs): an artifact is never removed while someone may still
+ * boot from it. Each use marks it (its mtime: found by `ensure`, and at every attempt,
+ * `markInUse`), and a newer artifact of its kind removes it only once it has gone unused for
+ * `SUPERSEDED_RETENTION_MS`.
  */
 import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
@@ -50,6 +55,13 @@ export const DEFAULT_DEBIAN_MIRROR = "http://deb.debian.org/debian";
 
 /** How long a build waits for another process's lock before taking it over as stale. */
 const LOCK_STALE_MS = 30 * 60 * 1000;
+
+/**
+ * How long a superseded artifact is kept after its last use: another host or checkout sharing
+ * the directory may still boot from it (a host marks what it uses at every attempt), and one
+ * idle for a week that wants it again builds it again.
+ */
+export const SUPERSEDED_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 export interface GuestImagesOptions {
   /** The guest directory (`<data dir>/guest`, or one several hosts share). */
@@ -329,7 +341,7 @@ export class GuestImages {
     );
   }
 
-  /** The read-only image of one admitted toolchain, built when its content changed; older images of it removed. */
+  /** The read-only image of one admitted toolchain, built when its content changed (older images of it removed once long unused). */
   async ensureToolchain(toolchain: AdmittedToolchain): Promise<GuestArtifact> {
     const name = toolchain.name.replace(/[^A-Za-z0-9_.-]/g, "_");
     const directory = join(this.directory, "toolchains");
@@ -350,6 +362,12 @@ export class GuestImages {
     );
   }
 
+  /** Marks artifacts as used now (their mtime), so no newer artifact of their kind removes them for a while. */
+  async markInUse(paths: readonly string[]): Promise<void> {
+    const now = new Date();
+    await Promise.all(paths.map((path) => utimes(path, now, now).catch(() => undefined)));
+  }
+
   /**
    * `path` when `marker` exists; otherwise builds it once (in this process and across processes
    * sharing the directory), `build` working in a fresh directory and returning what becomes `path`.
@@ -359,13 +377,16 @@ export class GuestImages {
     path: string,
     marker: string,
     build: (building: string) => Promise<string>,
-    /** Earlier artifacts of the same kind (`initramfs-`, `root-`, …), removed once this one is built. */
+    /** Artifacts of the same kind (`initramfs-`, `root-`, …), removed once this one is built if unused for long. */
     superseded: string,
   ): Promise<GuestArtifact> {
     let pending = this.#building.get(path);
     if (pending === undefined) {
       pending = (async () => {
-        if (await exists(marker)) return { name, path, built: false };
+        if (await exists(marker)) {
+          await this.markInUse([path]);
+          return { name, path, built: false };
+        }
         await mkdir(dirname(path), { recursive: true });
         const release = await this.#lock(path);
         try {
@@ -400,15 +421,24 @@ export class GuestImages {
   }
 
   /**
-   * Removes the artifacts `path` replaces: its siblings named with the same prefix (a VM still
-   * running on one keeps it open; only the name goes now). Never a lock or a build under way.
+   * Removes the artifacts `path` replaces that nobody has used for `SUPERSEDED_RETENTION_MS`: its
+   * siblings named with the same prefix. One used more recently may be another host's or
+   * checkout's current artifact (two checkouts with different guest agents share a test guest
+   * directory): removing it would pull it from under a boot. Never a lock or a build under way.
    */
   async #removeSuperseded(path: string, prefix: string): Promise<void> {
     const directory = dirname(path);
+    const unusedSince = Date.now() - SUPERSEDED_RETENTION_MS;
     for (const entry of await readdir(directory)) {
       const full = join(directory, entry);
-      if (entry.startsWith(prefix) && full !== path && !entry.endsWith(".lock"))
+      if (!entry.startsWith(prefix) || full === path || entry.endsWith(".lock")) continue;
+      const lastUse = (await stat(full).catch(() => null))?.mtimeMs;
+      if (lastUse !== undefined && lastUse < unusedSince) {
         await rm(full, { recursive: true, force: true });
+        this.#log(
+          `${relative(this.directory, full)}: removed, superseded and unused since ${new Date(lastUse).toISOString()}`,
+        );
+      }
     }
   }
 

@@ -116,7 +116,9 @@ export async function hostTscKhz(): Promise<number | null> {
  * as diagnostics), a panic powers the VM off at once (-no-reboot), no PCI to probe, and no
  * speculative-execution mitigations: they keep a kernel's processes from reading its memory, and
  * this kernel runs one job's processes and the agent only — the job's own guest, whose boundary
- * is the VM (the host's kernel keeps its own mitigations). Under TCG the TSC's rate is given, as
+ * is the VM (the host's kernel keeps its own mitigations). No known-answer self-tests of the
+ * kernel's crypto implementations at boot (the guest's one user of them is ext4's crc32c): under
+ * TCG they were about a tenth of a boot's CPU time (docs/benchmarks.md). Under TCG the TSC's rate is given, as
  * this kernel finds no timer to calibrate it against on a microvm machine and would otherwise
  * hang at boot.
  */
@@ -128,6 +130,7 @@ export function kernelCommandLine(spec: Pick<MicrovmSpec, "accel" | "tscKhz">): 
     "pci=off",
     "random.trust_cpu=on",
     "mitigations=off",
+    "cryptomgr.notests",
     ...(spec.accel === "tcg" && spec.tscKhz !== null ? [`tsc_early_khz=${spec.tscKhz}`] : []),
   ].join(" ");
 }

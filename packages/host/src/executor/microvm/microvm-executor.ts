@@ -37,7 +37,7 @@ import { ensureSandboxUser, type SandboxUser } from "../shared/ensure-sandbox-us
 import { OutputFrames } from "../shared/output-frames.js";
 import { mountPointsOf } from "../shared/request-problem.js";
 import { diskTools, gib, prepareTargetDisk, reportTargetDiskUsage } from "../shared/target-disk.js";
-import { encodeRequest, type GuestLine, GuestLineReader, HOST_SAYS } from "./guest-channel.js";
+import { encodeRequest, type GuestLine, GuestLineReader, HOST_SAYS, PowerOffAcknowledgement } from "./guest-channel.js";
 import { MICROVM_TARGET_DISK_FILE, makeReadOnlyDisk, makeWorkspaceDisk, readWorkspaceBack } from "./guest-disks.js";
 import type { GuestBoot, GuestImages } from "./guest-images.js";
 import { hostTscKhz, launchMicrovm, type MicrovmDisk } from "./launch-microvm.js";
@@ -171,10 +171,14 @@ export class MicrovmExecutor implements Executor {
     const vmDirectory = join(dirname(request.homeDir), `.kiln-microvm-${request.attemptId}`);
     const quotaBytes = Math.min(limits.diskBytes, this.options.maxDiskBytes ?? Number.POSITIVE_INFINITY);
     const owner = `${setup.user.uid}:${setup.user.gid}`;
-    // The disks and the cgroup, side by side (each is file system or cgroupfs work).
+    // The disks and the cgroup, side by side (each is file system or cgroupfs work). The guest's
+    // boot artifacts are marked in use, so another host or checkout sharing the guest directory
+    // never removes them as superseded while this host boots from them (guest-images.ts).
     const preparing = Date.now();
     const [toolchainImage, targetDisk, workspace, readOnly, createdCgroup] = await Promise.allSettled([
-      this.options.images.ensureToolchain(request.toolchain),
+      this.options.images
+        .markInUse([dirname(setup.boot.kernel), setup.boot.initramfs, setup.boot.root])
+        .then(() => this.options.images.ensureToolchain(request.toolchain)),
       (async () => {
         const disk = await prepareTargetDisk(
           await diskTools(),
@@ -331,17 +335,14 @@ export class MicrovmExecutor implements Executor {
       readyAt: number | null;
     } = { ending: null, exit: null, counters: null, outputEnded: false, agentError: null, readyAt: null };
     let ceiling: NodeJS.Timeout | null = null;
-    let powerOff: NodeJS.Timeout | null = null;
+    let poweringOff: NodeJS.Timeout | null = null;
     let killing: NodeJS.Timeout | null = null;
     const kill = () => {
       if (killing !== null) clearTimeout(killing);
       vm.kill();
       cgroup.killAll().catch((error: unknown) => detail.push(`killing the microVM failed: ${errorText(error)}`));
     };
-    /** Both the exit line and the output's end are here: the agent may power off. */
-    const acknowledgeOnceComplete = () => {
-      if (seen.exit !== null && seen.outputEnded) vm.control.write(HOST_SAYS.acknowledged);
-    };
+    const powerOff = new PowerOffAcknowledgement(() => vm.control.write(HOST_SAYS.acknowledged));
     const end = (reason: "wall_clock_ceiling" | "cancelled" | "not_ready" | "broken_output") => {
       if (seen.ending !== null || seen.exit !== null) return;
       seen.ending = reason;
@@ -362,7 +363,7 @@ export class MicrovmExecutor implements Executor {
         maxFrameBytes: MAX_OUTPUT_FRAME_BYTES,
         onEnd: () => {
           seen.outputEnded = true;
-          acknowledgeOnceComplete();
+          powerOff.outputEnded();
         },
       },
     );
@@ -403,8 +404,8 @@ export class MicrovmExecutor implements Executor {
           if (seen.readyAt === null || seen.exit !== null || seen.ending !== null) break;
           seen.exit = line;
           if (ceiling !== null) clearTimeout(ceiling);
-          acknowledgeOnceComplete();
-          powerOff = setTimeout(() => vm.kill(), POWER_OFF_MS);
+          powerOff.exited();
+          poweringOff = setTimeout(() => vm.kill(), POWER_OFF_MS);
           break;
         case "error":
           seen.agentError ??= line.message;
@@ -421,7 +422,7 @@ export class MicrovmExecutor implements Executor {
     const exited = await vm.exited;
     clearTimeout(notReady);
     if (ceiling !== null) clearTimeout(ceiling);
-    if (powerOff !== null) clearTimeout(powerOff);
+    if (poweringOff !== null) clearTimeout(poweringOff);
     if (killing !== null) clearTimeout(killing);
     request.signal.removeEventListener("abort", onAbort);
     const emptied = await cgroup.killAll();
