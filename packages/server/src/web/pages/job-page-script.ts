@@ -34,7 +34,7 @@ function markFirstError(line) {
  * lines each) still show every line.
  */
 const FOLLOWED_LINES_KEPT = 5000;
-const LINES_PER_CHUNK = 500;
+const LINES_PER_CHUNK = 100;
 let linesKept = logLines === null ? 0 : logLines.querySelectorAll(".line").length;
 
 function trimFollowed() {
