@@ -16,9 +16,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
+import type * as ServerTesting from "@kiln/server/testing";
 import { type Browser, chromium, type Page } from "playwright-core";
-import type * as LocalOidc from "../../server/test/local-oidc-provider.js";
-import { freshConfigHome, REPO_ROOT, type RunningCli, serverE2e, startCli, until } from "./harness.js";
+import { freshConfigHome, REPO_ROOT, type RunningCli, serverTesting, startCli, until } from "./harness.js";
 
 /** Debian's chromium (scripts/ensure-setup.mjs installs it for `npm test`). */
 const CHROMIUM = "/usr/bin/chromium";
@@ -45,9 +45,9 @@ function workspace(name: string, test: string): string {
 describe("the dashboard in chromium with the real CLI, host and OpenID provider", () => {
   let server: Server;
   let base: string;
-  let provider: LocalOidc.LocalOidcProvider;
-  let oidc: typeof LocalOidc;
-  let embedded: Awaited<ReturnType<Awaited<ReturnType<typeof serverE2e>>["startEmbedded"]>>;
+  let provider: ServerTesting.LocalOidcProvider;
+  let oidc: typeof ServerTesting;
+  let embedded: Awaited<ReturnType<Awaited<ReturnType<typeof serverTesting>>["startEmbedded"]>>;
   let browser: Browser;
   let page: Page;
   let configHome: string;
@@ -56,7 +56,7 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
   const pageErrors: string[] = [];
   const policyViolations: string[] = [];
   /** The provider's people, filled once the tenant exists (it reads them at sign-in). */
-  const accounts: Record<string, LocalOidc.ProviderAccount> = {};
+  const accounts: Record<string, ServerTesting.ProviderAccount> = {};
 
   const shoot = async (name: string) => {
     if (SCREENSHOTS === undefined) return;
@@ -90,8 +90,8 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
   };
 
   before(async () => {
-    oidc = (await import(join(REPO_ROOT, "packages/server/dist/test/local-oidc-provider.js"))) as typeof LocalOidc;
-    const { startEmbedded } = await serverE2e();
+    oidc = await serverTesting();
+    const { startEmbedded } = oidc;
     // The browser's origin must be known before the app is built (callback URL, Origin checks).
     server = createServer();
     await new Promise<void>((ready) => server.listen(0, "127.0.0.1", ready));

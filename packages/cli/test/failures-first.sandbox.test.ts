@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { addPersonToTenant, onboardRepository } from "@kiln/storage";
-import { type CliRun, freshConfigHome, runCli, serverSignIn, startListeningEmbedded } from "./harness.js";
+import { type CliRun, freshConfigHome, runCli, serverTesting, startListeningEmbedded } from "./harness.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON documents read loosely in assertions.
 type Doc = any;
@@ -73,7 +73,7 @@ describe("the failure, first: kiln cargo, jobs.evidence and the job page name th
     env = { XDG_CONFIG_HOME: freshConfigHome(), KILN_ENDPOINT: embedded.endpoint, KILN_TOKEN: embedded.token };
     const email = `viewer@${embedded.tenant}.example`;
     await addPersonToTenant(embedded.storage, { tenantId: embedded.tenant, email, role: "viewer" }, new Date());
-    const { signIn } = await serverSignIn();
+    const { signIn } = await serverTesting();
     cookie = await signIn(embedded.app, embedded.storage, email);
   });
   after(async () => {

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
 import { finishColdJob } from "./cold-job-fixture.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 
 /**
  * Dismissals through the API on both engines, with attempt reports a test host files through

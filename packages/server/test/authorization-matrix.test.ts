@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CATALOGUE, type Operation, SCOPES, type Scope } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
 
 /**
  * The authorization matrix, generated from the catalogue: every tenant operation refuses a

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 import { archiveOf, Sources } from "./source-archives.js";
 

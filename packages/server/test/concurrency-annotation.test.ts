@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository, writeTenantControls } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { claimJob, finishJob } from "./job-fixtures.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { claimJob, finishJob } from "../src/testing/job-fixtures.js";
 
 const file = (path: string, text: string) => ({ path, bytes: [...Buffer.from(text)], executable: false });
 const submission = (name: string) => ({

@@ -14,8 +14,8 @@ import {
   writeTenantControls,
 } from "@kiln/storage";
 import { createPostgresTestDatabase, DIALECTS } from "@kiln/storage/testing";
-import { crate, type Doc, explainJob, fetchApi, Jobs, processesCarrying } from "./e2e-jobs.js";
-import { personWithToken } from "./harness.js";
+import { crate, type Doc, explainJob, fetchApi, Jobs, processesCarrying } from "../src/testing/e2e-jobs.js";
+import { personWithToken } from "../src/testing/harness.js";
 import { type ServerProcess, startServerProcess, stopServerProcess } from "./server-process.js";
 
 /**

@@ -12,11 +12,15 @@ import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { buildApp } from "../src/build-app.js";
+import { TestClock, testBlobs } from "../src/testing/harness.js";
+import { acceptJob, appendLines, claimJob, finishJob } from "../src/testing/job-fixtures.js";
+import {
+  type LocalOidcProvider,
+  signInAtProvider,
+  startLocalOidcProvider,
+} from "../src/testing/local-oidc-provider.js";
 import { OIDC_CALLBACK_PATH } from "../src/web/pages/oidc-sign-in.js";
 import { type SeededJobs, seedDashboardJobs } from "./dashboard-fixtures.js";
-import { TestClock, testBlobs } from "./harness.js";
-import { acceptJob, appendLines, claimJob, finishJob } from "./job-fixtures.js";
-import { type LocalOidcProvider, signInAtProvider, startLocalOidcProvider } from "./local-oidc-provider.js";
 
 /** Debian's chromium (scripts/ensure-setup.mjs installs it for `npm test`). */
 const CHROMIUM = "/usr/bin/chromium";

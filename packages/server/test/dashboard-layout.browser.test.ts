@@ -12,10 +12,10 @@ import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { buildApp } from "../src/build-app.js";
+import { personWithToken, TestClock, testBlobs } from "../src/testing/harness.js";
+import { acceptJob, claimJob } from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { type SeededJobs, seedDashboardJobs } from "./dashboard-fixtures.js";
-import { personWithToken, TestClock, testBlobs } from "./harness.js";
-import { acceptJob, claimJob } from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const PHONE = { width: 390, height: 844 };

@@ -3,9 +3,9 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { findOnboardedRepository, onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { personWithToken, type TestApp, testApp, testBlobs } from "./harness.js";
-import { acceptJob, claimJob, finishJob } from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
+import { personWithToken, type TestApp, testApp, testBlobs } from "../src/testing/harness.js";
+import { acceptJob, claimJob, finishJob } from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 
 const ORIGIN = "http://kiln.test";
 

@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
+import { bearer, personWithToken, type TestApp, testApp, testBlobs } from "../src/testing/harness.js";
+import { acceptJob, appendLines, claimJob, finishJob } from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { finishColdJob } from "./cold-job-fixture.js";
 import { seedDashboardJobs } from "./dashboard-fixtures.js";
-import { bearer, personWithToken, type TestApp, testApp, testBlobs } from "./harness.js";
-import { acceptJob, appendLines, claimJob, finishJob } from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
 
 const REPOSITORY = "acme/widget";
 

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { DIALECTS } from "@kiln/storage/testing";
 import { mintSignInLink } from "../src/admin/mint-sign-in-link.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { signIn } from "./sign-in.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { signIn } from "../src/testing/sign-in.js";
 
 for (const dialect of DIALECTS) {
   describe(`device authorization, sessions and tokens (${dialect.name})`, () => {

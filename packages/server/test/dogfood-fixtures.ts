@@ -5,9 +5,9 @@ import { createAgentCredential, createTenant, insertJob, newJobId, type Storage 
 import type { LightMyRequestResponse } from "fastify";
 import { runDogfoodLedgerAudit } from "../src/domain/dogfood/ledger-audit.js";
 import { CANARY_TENANT, DEFAULT_DOGFOOD_TENANT } from "../src/domain/platform/platform-tenants.js";
+import { type TestApp, testApp } from "../src/testing/harness.js";
+import { type AttemptLease, claimJob, finishJob, hostReport } from "../src/testing/job-fixtures.js";
 import type { AppDeps } from "../src/web/http/app-deps.js";
-import { type TestApp, testApp } from "./harness.js";
-import { type AttemptLease, claimJob, finishJob, hostReport } from "./job-fixtures.js";
 import { bootstrapOperatorCredential, operatorSessionHeaders } from "./operator-session-fixture.js";
 
 /**

@@ -19,8 +19,8 @@ import {
   transitionsTo,
   waitForProcess,
   waitUntilNoneCarry,
-} from "./e2e-jobs.js";
-import { personWithToken } from "./harness.js";
+} from "../src/testing/e2e-jobs.js";
+import { personWithToken } from "../src/testing/harness.js";
 import { type ServerProcess, startServerProcess, stopServerProcess } from "./server-process.js";
 
 /**

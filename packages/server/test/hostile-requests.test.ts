@@ -9,8 +9,8 @@ import { after, before, describe, it } from "node:test";
 import { CATALOGUE } from "@kiln/contract";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { listen } from "./job-fixtures.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { listen } from "../src/testing/job-fixtures.js";
 import { archiveOf, Sources } from "./source-archives.js";
 
 const file = (path: string, text: string) => ({ path, bytes: [...Buffer.from(text)], executable: false });

@@ -4,9 +4,9 @@ import { CATALOGUE } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
 import { buildApp } from "../src/build-app.js";
 import { mintToken } from "../src/domain/identity/token-format.js";
+import { bearer, personWithToken, type TestApp, TestClock, testApp, testBlobs } from "../src/testing/harness.js";
 import { defaultHandlers } from "../src/web/handlers/default-handlers.js";
 import { boundHandlerOf } from "../src/web/http/handler.js";
-import { bearer, personWithToken, type TestApp, TestClock, testApp, testBlobs } from "./harness.js";
 
 const validCredential = { name: "ci-bot", scopes: ["read"], expires_in_seconds: 3600 };
 

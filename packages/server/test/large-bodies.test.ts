@@ -14,11 +14,11 @@ import { DIALECTS } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
 import { readSourceFile, type SourceManifestEntry } from "../src/domain/jobs/source-manifest.js";
+import { bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { eventually, listen } from "../src/testing/job-fixtures.js";
 import { type LargeBodies, largeBodiesOf } from "../src/web/http/body-parsers.js";
 import { LARGE_BODY_BYTES } from "../src/web/http/body-preparations.js";
 import { BodyWorkerPool } from "../src/web/http/body-worker-pool.js";
-import { bearer, personWithToken, type TestApp } from "./harness.js";
-import { eventually, listen } from "./job-fixtures.js";
 import { archiveOf } from "./source-archives.js";
 import { type WorkerAndLoopApps, workerAndLoopApps } from "./worker-and-loop-apps.js";
 

@@ -7,8 +7,8 @@ import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { type SparseRegistry, startSparseRegistry } from "@kiln/host/testing";
 import { onboardRepository } from "@kiln/storage";
-import { crate, type Doc, type Embedded, explainJob, injectApi, Jobs, startEmbedded } from "./e2e-jobs.js";
-import { personWithToken } from "./harness.js";
+import { crate, type Doc, type Embedded, explainJob, injectApi, Jobs, startEmbedded } from "../src/testing/e2e-jobs.js";
+import { personWithToken } from "../src/testing/harness.js";
 
 const run = promisify(execFile);
 

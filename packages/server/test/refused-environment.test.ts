@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import { refusedEnvironmentReason } from "../src/domain/jobs/refused-environment.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
 
 const file = (path: string, text: string) => ({ path, bytes: [...Buffer.from(text)], executable: false });
 

@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { listAuditEntries, listRegistryCredentialVersions } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "./harness.js";
-import { acceptJob, claimJob } from "./job-fixtures.js";
+import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { acceptJob, claimJob } from "../src/testing/job-fixtures.js";
 
 for (const dialect of DIALECTS) {
   describe(`tenant.registry_credential.replace (${dialect.name})`, { skip: dialect.skip }, () => {

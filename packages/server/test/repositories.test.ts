@@ -4,8 +4,8 @@ import type { AttemptReport } from "@kiln/contract";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { PLATFORM_STORAGE_QUOTA_BYTES } from "../src/domain/repositories/storage-quota.js";
-import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "./harness.js";
-import { inlineSubmission } from "./job-fixtures.js";
+import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 
 const MB = 1_000_000;
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { findOnboardedRepository, listAuditEntries } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
 
 for (const dialect of DIALECTS) {
   describe(`repositories.onboard: a tenant admin onboards a repository itself (${dialect.name})`, {

@@ -4,7 +4,7 @@ import { listAuditEntries, onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { PLATFORM_WALL_CLOCK_SECONDS } from "../src/domain/policy/platform-limits.js";
 import { MINIMUM_WALL_CLOCK_CEILING_SECONDS } from "../src/domain/settings/repository-settings-view.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
 
 const COMMIT = "0123456789abcdef0123456789abcdef01234567";
 

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { runFiveTestJobs } from "./test-history-fixtures.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { runFiveTestJobs } from "../src/testing/test-history-fixtures.js";
 
 /**
  * repositories.tests (issue 37, a kiln extension): five test jobs submitted through the API and

@@ -3,9 +3,9 @@ import { createHash } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import type { FastifyInstance } from "fastify";
-import { type SourceFile, testedCrate } from "./crates.js";
-import { type Embedded, startEmbedded } from "./e2e-jobs.js";
-import { bearer } from "./harness.js";
+import { type SourceFile, testedCrate } from "../src/testing/crates.js";
+import { type Embedded, startEmbedded } from "../src/testing/e2e-jobs.js";
+import { bearer } from "../src/testing/harness.js";
 
 /**
  * Real cargo through the whole service: submission, scheduler, local host, sandbox,

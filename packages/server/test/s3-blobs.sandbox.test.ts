@@ -13,9 +13,9 @@ import { onboardRepository, S3BlobStore } from "@kiln/storage";
 import { DIALECTS, type S3TestServer, startS3TestServer } from "@kiln/storage/testing";
 import { configFromEnv } from "../src/config.js";
 import { HostService } from "../src/domain/hosts/host-service.js";
-import { type Embedded, explainJob, startEmbedded } from "./e2e-jobs.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { claimJob, finishJob } from "./job-fixtures.js";
+import { type Embedded, explainJob, startEmbedded } from "../src/testing/e2e-jobs.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { claimJob, finishJob } from "../src/testing/job-fixtures.js";
 import { operatorClient } from "./operator-session-fixture.js";
 import { archiveOf, archiveSubmission, Sources, sha256 } from "./source-archives.js";
 

@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { DIALECTS } from "@kiln/storage/testing";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { masterKey, operatorCredential } from "../src/web/auth/operator-credential.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { signIn } from "./sign-in.js";
 
 const OWN = "http://kiln.test";
 

@@ -6,9 +6,9 @@ import { DIALECTS } from "@kiln/storage/testing";
 import { annotationsOf, escapeTestPath, failureAnnotations } from "../src/domain/source-hosting/check-run-report.js";
 import { type CheckRunEvent, CheckRunReporter } from "../src/domain/source-hosting/check-run-reporter.js";
 import { GitHubApp, gitHubAppConfigFromEnv, webBaseOf } from "../src/domain/source-hosting/github-app.js";
+import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 import { GitHubSimulator } from "./github-simulator.js";
-import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "./harness.js";
-import { inlineSubmission } from "./job-fixtures.js";
 
 const sha = (n: number) => n.toString(16).padStart(40, "0");
 const ROOT = sha(1);

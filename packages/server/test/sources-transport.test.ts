@@ -5,7 +5,7 @@ import { inflateRawSync } from "node:zlib";
 import { cleanupExpiredUploads, onboardRepository, readJobManifest } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { readSourceFile } from "../src/domain/jobs/source-manifest.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
 import { type Archive, archiveOf, archiveSubmission, Sources, sha256 } from "./source-archives.js";
 
 const CRATE = [

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { inlineSubmission } from "./job-fixtures.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 
 const validCredential = { name: "ci-bot", scopes: ["read"], expires_in_seconds: 3600 };
 

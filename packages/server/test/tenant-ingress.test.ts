@@ -12,8 +12,8 @@ import { createTenant } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { DEFAULT_TENANT_INGRESS } from "../src/config.js";
 import { CANARY_TENANT } from "../src/domain/platform/platform-tenants.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
 import { largeBodiesOf } from "../src/web/http/body-parsers.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 
 const MiB = 2 ** 20;
 

@@ -3,9 +3,9 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { finishColdJob } from "./cold-job-fixture.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { signIn } from "./sign-in.js";
 
 const ORIGIN = "http://kiln.test";
 const REPOSITORY = "acme/widget";

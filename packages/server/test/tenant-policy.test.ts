@@ -4,8 +4,8 @@ import { createAgentCredential, listAuditEntries, listOperatorAuditEntries, onbo
 import { DIALECTS } from "@kiln/storage/testing";
 import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
 import { ARTIFACT_RETENTION_SECONDS } from "../src/domain/policy/platform-limits.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { acceptJob, claimJob, finishJob } from "./job-fixtures.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { acceptJob, claimJob, finishJob } from "../src/testing/job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 const COMMIT = "0123456789abcdef0123456789abcdef01234567";

@@ -12,9 +12,9 @@ import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import { type Browser, chromium, type Page } from "playwright-core";
-import { personWithToken, type TestApp, testApp } from "./harness.js";
-import { signIn } from "./sign-in.js";
-import { BROKEN_TEST, FLAKY_TEST, runFiveTestJobs, SLOW_TEST } from "./test-history-fixtures.js";
+import { personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { signIn } from "../src/testing/sign-in.js";
+import { BROKEN_TEST, FLAKY_TEST, runFiveTestJobs, SLOW_TEST } from "../src/testing/test-history-fixtures.js";
 
 /** Debian's chromium (scripts/ensure-setup.mjs installs it for `npm test`). */
 const CHROMIUM = "/usr/bin/chromium";

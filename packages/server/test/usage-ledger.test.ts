@@ -16,8 +16,8 @@ import { meterAttempt } from "../src/domain/hosts/meter-attempt.js";
 import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { startLineageStorageSampler } from "../src/domain/usage/lineage-storage-sampler.js";
 import { centsPerVcpuSecond } from "../src/domain/usage/usage-ledger.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { acceptJob, HOST } from "./job-fixtures.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { acceptJob, HOST } from "../src/testing/job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 const at = (text: string) => new Date(`2026-11-${text}Z`);

@@ -17,9 +17,9 @@ import { meterAttempt } from "../src/domain/hosts/meter-attempt.js";
 import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
 import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { deflateManifestJson } from "../src/domain/sources/manifest-codec.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { acceptJob, HOST } from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { acceptJob, HOST } from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 
 const at = (text: string) => new Date(`2026-11-${text}Z`);
 

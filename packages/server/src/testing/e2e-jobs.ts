@@ -21,10 +21,10 @@ import {
 import { type BlobStore, onboardRepository, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../src/build-app.js";
-import { SecretBox } from "../src/domain/secrets/secret-box.js";
-import { type LocalHostEvent, startLocalHost } from "../src/local-host.js";
-import type { AppDeps } from "../src/web/http/app-deps.js";
+import { buildApp } from "../build-app.js";
+import { SecretBox } from "../domain/secrets/secret-box.js";
+import { type LocalHostEvent, startLocalHost } from "../local-host.js";
+import type { AppDeps } from "../web/http/app-deps.js";
 import { type SourceFile, sorted } from "./crates.js";
 import { bearer, personWithToken, testBlobs } from "./harness.js";
 

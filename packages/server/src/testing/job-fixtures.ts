@@ -17,10 +17,10 @@ import {
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../src/build-app.js";
-import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
-import { defaultHandlers } from "../src/web/handlers/default-handlers.js";
-import { type BoundHandler, boundHandlerOf, type HandlerTable } from "../src/web/http/handler.js";
+import { buildApp } from "../build-app.js";
+import { VCPUS_OF_SIZE } from "../domain/policy/platform-limits.js";
+import { defaultHandlers } from "../web/handlers/default-handlers.js";
+import { type BoundHandler, boundHandlerOf, type HandlerTable } from "../web/http/handler.js";
 import { TestClock, testBlobs } from "./harness.js";
 
 /**

@@ -5,12 +5,12 @@ import { join } from "node:path";
 import { type Clock, type Role, silentLogger, systemClock } from "@kiln/contract";
 import { addPersonToTenant, createTenant, issueCliToken, LocalBlobStore, type Storage } from "@kiln/storage";
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../src/build-app.js";
-import { HostService } from "../src/domain/hosts/host-service.js";
-import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
-import { SecretBox } from "../src/domain/secrets/secret-box.js";
-import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
-import type { AppDeps } from "../src/web/http/app-deps.js";
+import { buildApp } from "../build-app.js";
+import { HostService } from "../domain/hosts/host-service.js";
+import { hashToken, mintToken } from "../domain/identity/token-format.js";
+import { SecretBox } from "../domain/secrets/secret-box.js";
+import { inProcessHostProtocol } from "../web/host-protocol/in-process-host-protocol.js";
+import type { AppDeps } from "../web/http/app-deps.js";
 
 /** A blob store in a fresh temporary directory. */
 export const testBlobs = () => new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-")));
