@@ -27,6 +27,7 @@ import { type LocalHostEvent, startLocalHost } from "../local-host.js";
 import type { AppDeps } from "../web/http/app-deps.js";
 import { type SourceFile, sorted } from "./crates.js";
 import { bearer, personWithToken, testBlobs } from "./harness.js";
+import { inlineSubmission } from "./job-fixtures.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: job documents are read loosely; checkResponses validates them.
 export type Doc = any;
@@ -103,17 +104,7 @@ export class Jobs {
   ): Promise<string> {
     const res = await this.api("POST", "/api/v4/jobs", {
       key,
-      body: {
-        schema_version: 1,
-        repository: this.repository,
-        size,
-        workspace: {
-          base_commit: "0123456789abcdef0123456789abcdef01234567",
-          branch: "main",
-          invocation: { operation: "test", arguments: [], ...invocation },
-          source: { files },
-        },
-      },
+      body: inlineSubmission(this.repository, "test", files, { size, invocation }),
     });
     assert.equal(res.status, 200, res.body);
     return res.json() as string;
