@@ -85,7 +85,7 @@ const BIG_MANIFEST = Number(option("big-manifest", "0"));
 const { openStorage } = await import("@kiln/storage");
 const { createPostgresTestDatabase } = await import("@kiln/storage/testing");
 const { startServerProcess, stopServerProcess } = await import(dist("test/server-process.js"));
-const { acceptJob } = await import(dist("test/job-fixtures.js"));
+const { acceptJob } = await import(dist("src/testing/job-fixtures.js"));
 
 const START = new Date("2026-10-01T00:00:00.000Z");
 

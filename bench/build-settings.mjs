@@ -14,7 +14,7 @@ import { option } from "./support/options.mjs";
 import { log } from "./support/output.mjs";
 import { upperMedian as median } from "./support/statistics.mjs";
 
-const { debianCrate, directCargoTest, materialize } = await import(dist("test/debian-crates.js"));
+const { debianCrate, directCargoTest, materialize } = await import(dist("src/testing/debian-crates.js"));
 
 const RUNS = Number(option("runs", "3"));
 const CRATES = { semver: ["semver", "1.0.14"], regex: ["regex", "1.7.1"] };

@@ -28,7 +28,7 @@ import { removeScratch, temp } from "./support/scratch.mjs";
 import { startServeProcess } from "./support/server-process.mjs";
 import { percentile } from "./support/statistics.mjs";
 
-requireBuilt(dist("src/main.js"), dist("test/harness.js"));
+requireBuilt(dist("src/main.js"), dist("src/testing/harness.js"));
 const { silentLogger, systemClock } = await import("@kiln/contract");
 const { onboardRepository, openStorage } = await import("@kiln/storage");
 const {
@@ -42,8 +42,8 @@ const {
   sandboxIsolation,
 } = await import("@kiln/host");
 const { InMemoryExecutor } = await import("@kiln/host/testing");
-const { personWithToken } = await import(dist("test/harness.js"));
-const { inlineSubmission } = await import(dist("test/job-fixtures.js"));
+const { personWithToken } = await import(dist("src/testing/harness.js"));
+const { inlineSubmission } = await import(dist("src/testing/job-fixtures.js"));
 
 const ROUNDS = Number(option("rounds", "40"));
 const DIALECTS = option("dialects", "sqlite,postgres").split(",");

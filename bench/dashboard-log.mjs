@@ -37,7 +37,7 @@ const { systemClock } = await import("@kiln/contract");
 const { chromium } = await import("playwright-core");
 const { buildApp } = await import(dist("src/build-app.js"));
 const { mintSignInLink } = await import(dist("src/admin/mint-sign-in-link.js"));
-const { acceptJob, claimJob, finishJob } = await import(dist("test/job-fixtures.js"));
+const { acceptJob, claimJob, finishJob } = await import(dist("src/testing/job-fixtures.js"));
 
 const LINES = Number(option("lines", "100000"));
 const BATCH = Number(option("batch", "1000"));

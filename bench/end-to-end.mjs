@@ -32,10 +32,10 @@ import { removeScratch, temp } from "./support/scratch.mjs";
 import { median } from "./support/statistics.mjs";
 import { timelineTable } from "./support/timeline-table.mjs";
 
-requireBuilt(dist("src/build-app.js"), dist("test/debian-crates.js"));
-const { testedCrate } = await import(dist("test/crates.js"));
+requireBuilt(dist("src/build-app.js"), dist("src/testing/debian-crates.js"));
+const { testedCrate } = await import(dist("src/testing/crates.js"));
 const { debianCrate, debianCrateInstalled, directCargoTest, directTestCounts, materialize } = await import(
-  dist("test/debian-crates.js")
+  dist("src/testing/debian-crates.js")
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -62,9 +62,9 @@ const KIND = option("jobs", "hostile");
 const { TERMINAL_JOB_STATUSES } = await import("@kiln/contract");
 const { onboardRepository, openStorage } = await import("@kiln/storage");
 const { startHostileRegistry } = await import("@kiln/host/testing");
-const { personWithToken } = await import(dist("test/harness.js"));
+const { personWithToken } = await import(dist("src/testing/harness.js"));
 const { ResidentMemorySampler, startServerProcess, stopServerProcess } = await import(dist("test/server-process.js"));
-const { crate } = await import(dist("test/e2e-jobs.js"));
+const { crate } = await import(dist("src/testing/e2e-jobs.js"));
 
 const CHECKSUM = "6b".repeat(32);
 const REPOSITORY = "acme/widget";

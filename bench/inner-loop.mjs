@@ -28,9 +28,9 @@ import { timelineTable } from "./support/timeline-table.mjs";
 
 /** The CLI measured: the build's, or another build's entry (KILN_BENCH_CLI, e.g. an earlier commit's). */
 const KILN_BIN = process.env.KILN_BENCH_CLI ?? join(root, "packages", "cli", "dist", "bundle", "main.js");
-requireBuilt(dist("src/build-app.js"), dist("test/debian-crates.js"), KILN_BIN);
+requireBuilt(dist("src/build-app.js"), dist("src/testing/debian-crates.js"), KILN_BIN);
 const { DEBIAN_REGISTRY, DEBIAN_SOURCE_CONFIG, debianCrateInstalled, directCargoTest, directTestCounts } = await import(
-  dist("test/debian-crates.js")
+  dist("src/testing/debian-crates.js")
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -35,8 +35,8 @@ import { median } from "./support/statistics.mjs";
 requireBuilt(dist("test/scale-out-cluster.js"));
 const { TERMINAL_JOB_STATUSES } = await import("@kiln/contract");
 const { startScaleOutCluster, postgresCpuSecondsOf } = await import(dist("test/scale-out-cluster.js"));
-const { testedCrate } = await import(dist("test/crates.js"));
-const { debianCrate, debianCrateInstalled } = await import(dist("test/debian-crates.js"));
+const { testedCrate } = await import(dist("src/testing/crates.js"));
+const { debianCrate, debianCrateInstalled } = await import(dist("src/testing/debian-crates.js"));
 
 const JOBS = Number(option("jobs", "16"));
 const ROUNDS = Number(option("rounds", "1"));

@@ -34,14 +34,14 @@ import { option } from "./support/options.mjs";
 import { log } from "./support/output.mjs";
 
 const dist = (pkg, path) => join(root, "packages", pkg, "dist", path);
-requireBuilt(dist("server", "test/harness.js"));
+requireBuilt(dist("server", "src/testing/harness.js"));
 
 const CLIENT = "KILN_BENCH_LARGE_CLIENT";
 if (process.env[CLIENT] !== undefined) {
   // A client process: `inline` and `manifest` send one large request (the noisy tenant's);
   // `quiet <job> <token>` sends jobs.get every 10 ms (open loop) until `stop`, then prints the
   // latencies. Bodies are built once, before `ready`.
-  const { inlineSubmission } = await import(dist("server", "test/job-fixtures.js"));
+  const { inlineSubmission } = await import(dist("server", "src/testing/job-fixtures.js"));
   const { archiveOf, archiveSubmission } = await import(dist("server", "test/source-archives.js"));
   const { base, token, repository } = JSON.parse(process.env[CLIENT]);
   const inline = (() => {
@@ -157,8 +157,8 @@ if (process.env[CLIENT] !== undefined) {
 const RUNS = Number(option("runs", "3"));
 const KIND = option("kind", "both");
 const { onboardRepository, openStorage } = await import("@kiln/storage");
-const { personWithToken, testApp } = await import(dist("server", "test/harness.js"));
-const { inlineSubmission } = await import(dist("server", "test/job-fixtures.js"));
+const { personWithToken, testApp } = await import(dist("server", "src/testing/harness.js"));
+const { inlineSubmission } = await import(dist("server", "src/testing/job-fixtures.js"));
 
 const dataDir = mkdtempSync(join(tmpdir(), "kiln-bench-large-"));
 const storage = await openStorage({ dataDir });

@@ -28,9 +28,9 @@ import { option } from "./support/options.mjs";
 import { fmt, log } from "./support/output.mjs";
 import { removeScratch, temp } from "./support/scratch.mjs";
 
-requireBuilt(dist("src/build-app.js"), dist("test/debian-crates.js"));
+requireBuilt(dist("src/build-app.js"), dist("src/testing/debian-crates.js"));
 const { startS3TestServer } = await import("@kiln/storage/testing");
-const { debianCrate, debianCrateInstalled } = await import(dist("test/debian-crates.js"));
+const { debianCrate, debianCrateInstalled } = await import(dist("src/testing/debian-crates.js"));
 
 const JSON_OUT = option("json", null);
 const CHUNK_BYTES = Number(option("chunk-mib", "64")) * 2 ** 20;

@@ -22,9 +22,11 @@ import { join } from "node:path";
 import { dist, requireBuilt } from "./support/built-packages.mjs";
 import { option } from "./support/options.mjs";
 
-requireBuilt(dist("test/debian-crates.js"));
+requireBuilt(dist("src/testing/debian-crates.js"));
 const { admitToolchain, microvmIsolation, sandboxIsolation } = await import("@kiln/host");
-const { DEBIAN_REGISTRY, debianCrate, debianCrateInstalled, materialize } = await import(dist("test/debian-crates.js"));
+const { DEBIAN_REGISTRY, debianCrate, debianCrateInstalled, materialize } = await import(
+  dist("src/testing/debian-crates.js")
+);
 
 const RUNS = Number(option("runs", "3"));
 const ACCEL = option("accel", "tcg");

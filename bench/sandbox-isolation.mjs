@@ -26,12 +26,12 @@ import { dist, requireBuilt, root } from "./support/built-packages.mjs";
 import { option } from "./support/options.mjs";
 
 const hostDist = (path) => join(root, "packages", "host", "dist", path);
-requireBuilt(hostDist("src/executor/shared/target-disk.js"), dist("test/debian-crates.js"));
+requireBuilt(hostDist("src/executor/shared/target-disk.js"), dist("src/testing/debian-crates.js"));
 const { admitToolchain, createSandboxExecutor } = await import("@kiln/host");
 const { diskTools, prepareTargetDisk, waitUntilDetached } = await import(
   hostDist("src/executor/shared/target-disk.js")
 );
-const { debianCrate, debianCrateInstalled, materialize } = await import(dist("test/debian-crates.js"));
+const { debianCrate, debianCrateInstalled, materialize } = await import(dist("src/testing/debian-crates.js"));
 
 const RUNS = Number(option("runs", "5"));
 const JSON_FILE = option("json", null);

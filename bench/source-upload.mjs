@@ -51,13 +51,13 @@ import { log } from "./support/output.mjs";
 import { upperMedian as median } from "./support/statistics.mjs";
 
 const dist = (pkg, path) => join(root, "packages", pkg, "dist", path);
-requireBuilt(dist("cli", "src/archive/upload.js"), dist("server", "test/harness.js"));
+requireBuilt(dist("cli", "src/archive/upload.js"), dist("server", "src/testing/harness.js"));
 const { captureWorkspace } = await import(dist("cli", "src/archive/capture.js"));
 const { buildArchive, readPart } = await import(dist("cli", "src/archive/layout.js"));
 const { uploadArchive } = await import(dist("cli", "src/archive/upload.js"));
 const { cliFetch, createCliClient } = await import(dist("cli", "src/http-fetch.js"));
 const { onboardRepository, openStorage } = await import("@kiln/storage");
-const { personWithToken } = await import(dist("server", "test/harness.js"));
+const { personWithToken } = await import(dist("server", "src/testing/harness.js"));
 const TARGET_MB = Number(option("mb", "64"));
 const RUNS = Number(option("runs", "3"));
 const CONCURRENCY = Number(option("concurrency", "4"));

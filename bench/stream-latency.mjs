@@ -26,13 +26,13 @@ import { removeScratch, temp } from "./support/scratch.mjs";
 import { startServeProcess } from "./support/server-process.mjs";
 import { percentile } from "./support/statistics.mjs";
 
-requireBuilt(dist("src/main.js"), dist("test/job-fixtures.js"));
+requireBuilt(dist("src/main.js"), dist("src/testing/job-fixtures.js"));
 const { openStorage } = await import("@kiln/storage");
 const { fetchCaCertificate, HostTlsIdentity, httpHostProtocol, newKeyAndSigningRequest, requestEnrollment } =
   await import("@kiln/host");
 const { mintHostEnrollmentToken } = await import(dist("src/domain/hosts/host-identities.js"));
-const { acceptJob } = await import(dist("test/job-fixtures.js"));
-const { personWithToken } = await import(dist("test/harness.js"));
+const { acceptJob } = await import(dist("src/testing/job-fixtures.js"));
+const { personWithToken } = await import(dist("src/testing/harness.js"));
 
 const LINES = Number(option("lines", "200"));
 const JSON_OUT = option("json", null);

@@ -20,6 +20,8 @@ import { median } from "./support/statistics.mjs";
 
 const { openStorage, createTenant, registerHost, insertJob, claimNextJob, finishAttempt, listTestHistory } =
   await import("@kiln/storage");
+// The tests' own job row and attempt completion, so the bench measures what the storage tests insert.
+const { attemptCompletion, queuedJob } = await import("@kiln/storage/testing");
 
 const JOBS = positiveIntegerOption("jobs", 20);
 const TESTS = positiveIntegerOption("tests", 7847);
@@ -41,30 +43,13 @@ function reportOf(job, member) {
 async function finishJob(storage, tenant, member, n) {
   const id = `job_${tenant}_${n}`;
   const at = new Date(T0 + n * 60_000);
-  await insertJob(storage, {
-    id,
-    tenant_id: tenant,
-    repository: "rust-lang/regex",
-    branch: "main",
-    base_commit: "0123456789abcdef0123456789abcdef01234567",
-    head_sha: null,
-    size: "kiln2-cpu",
-    class: "test:stable:kiln2-cpu",
-    description: "cargo test",
-    status: "queued",
-    submitted_by: "bench",
-    submission_key: id,
-    request_hash: id,
-    invocation: JSON.stringify({ operation: "test", arguments: [] }),
-    source_manifest: "[]",
-    wall_clock_seconds: 3600,
-    max_attempts: 3,
-    attempts_started: 0,
-    accepted_at: at.toISOString(),
-    queued_at: at.toISOString(),
-    admitted: null,
-    retry_of: null,
-  });
+  await insertJob(
+    storage,
+    queuedJob(
+      { id, tenant, submissionKey: id, requestHash: id, queuedAt: at.toISOString() },
+      { repository: "rust-lang/regex", description: "cargo test", submitted_by: "bench" },
+    ),
+  );
   const placed = await claimNextJob(storage, {
     hostId: "bench-host",
     freeVcpus: 64,
@@ -80,15 +65,7 @@ async function finishJob(storage, tenant, member, n) {
     attempt: placed.attempt.number,
     leaseToken: placed.attempt.lease_token,
     now: new Date(at.getTime() + 30_000),
-    result: {
-      outcome: "passed",
-      exitCode: 0,
-      failure: null,
-      report,
-      cargoOutput: null,
-      artifacts: [],
-      artifactRetentionSeconds: 3600,
-    },
+    result: attemptCompletion("passed", { report }),
     meter: () => ({ size: "kiln2-cpu", seconds: 30, vcpuSeconds: 60 }),
   });
   return performance.now() - started;

@@ -19,8 +19,10 @@ import { fmt, log, table } from "./support/output.mjs";
 import { median } from "./support/statistics.mjs";
 
 const RUNNER = join(root, "packages", "host", "dist", "src", "agent", "attempt", "test-runner.js");
-requireBuilt(dist("test/debian-crates.js"), RUNNER);
-const { debianCrate, debianCrateInstalled, directCargoTest, materialize } = await import(dist("test/debian-crates.js"));
+requireBuilt(dist("src/testing/debian-crates.js"), RUNNER);
+const { debianCrate, debianCrateInstalled, directCargoTest, materialize } = await import(
+  dist("src/testing/debian-crates.js")
+);
 const { testRunnerConfig } = await import(RUNNER);
 
 const RUNS = positiveIntegerOption("runs", "5");

@@ -7,13 +7,13 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { dist, requireBuilt } from "./built-packages.mjs";
 
-requireBuilt(dist("src/build-app.js"), dist("src/local-host.js"), dist("test/harness.js"));
+requireBuilt(dist("src/build-app.js"), dist("src/local-host.js"), dist("src/testing/harness.js"));
 const { LocalBlobStore, onboardRepository, openStorage, startJobNotifications } = await import("@kiln/storage");
 const { silentLogger, systemClock, TERMINAL_JOB_STATUSES } = await import("@kiln/contract");
 const { sandboxIsolation } = await import("@kiln/host");
 const { buildApp } = await import(dist("src/build-app.js"));
 const { startLocalHost } = await import(dist("src/local-host.js"));
-const { bearer, personWithToken } = await import(dist("test/harness.js"));
+const { bearer, personWithToken } = await import(dist("src/testing/harness.js"));
 
 /**
  * Starts kiln on `dataDir` with an admin member and its token. Where the benches differ:

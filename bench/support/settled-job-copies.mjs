@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { dist } from "./built-packages.mjs";
 
 const { LocalBlobStore } = await import("@kiln/storage");
-const { personWithToken } = await import(dist("test/harness.js"));
-const { acceptJob, claimJob, finishJob } = await import(dist("test/job-fixtures.js"));
+const { personWithToken } = await import(dist("src/testing/harness.js"));
+const { acceptJob, claimJob, finishJob } = await import(dist("src/testing/job-fixtures.js"));
 
 /** A viewer's new tenant and one job of `repository` settled there at `start` (30 s long); its rows to copy. */
 export async function settleOneJob(storage, dataDir, { start, repository }) {

@@ -17,15 +17,13 @@ import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createClient, type KilnClient, KilnRefusal } from "@kiln/client";
 import { onboardRepository, readJob, writeTenantSettings } from "@kiln/storage";
-import type * as DebianCrates from "../../server/test/debian-crates.js";
 import { captureWorkspace } from "../src/archive/capture.js";
 import { buildArchive, uploadIdOf } from "../src/archive/layout.js";
 import {
   type CliRun,
   freshConfigHome,
-  REPO_ROOT,
   runCli,
-  serverHarness,
+  serverTesting,
   startCli,
   startListeningEmbedded,
   until,
@@ -35,8 +33,8 @@ import { RecordingProxy } from "./proxy.js";
 // biome-ignore lint/suspicious/noExplicitAny: JSON documents read loosely in assertions.
 type Doc = any;
 
-const debian = async () =>
-  (await import(join(REPO_ROOT, "packages/server/dist/test/debian-crates.js"))) as typeof DebianCrates;
+/** Debian's crate fixtures, from @kiln/server/testing. */
+const debian = () => import("@kiln/server/testing");
 
 const scratch: string[] = [];
 function workspace(files: Record<string, string | Buffer>): string {
@@ -465,7 +463,7 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
 
     // Another tenant's run with the same cache: the service holds none of its packs and the
     // reused one cannot be rebuilt (it holds the old src/lib.rs), so the CLI lays out afresh.
-    const { personWithToken } = await serverHarness();
+    const { personWithToken } = await serverTesting();
     const stranger = await personWithToken(storage, { role: "member", now: new Date() });
     await onboardRepository(
       storage,

@@ -16,12 +16,17 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { type Browser, chromium, type Page } from "playwright-core";
-import type * as LocalOidc from "../../server/test/local-oidc-provider.js";
-import { freshConfigHome, REPO_ROOT, type RunningCli, serverE2e, startCli, until } from "./harness.js";
+import {
+  type LocalOidcProvider,
+  launchChromium,
+  type ProviderAccount,
+  signInAtProvider,
+  startLocalOidcProvider,
+  watchPageProblems,
+} from "@kiln/server/testing/browser";
+import type { Browser, Page } from "playwright-core";
+import { freshConfigHome, REPO_ROOT, type RunningCli, serverTesting, startCli, until } from "./harness.js";
 
-/** Debian's chromium (scripts/ensure-setup.mjs installs it for `npm test`). */
-const CHROMIUM = "/usr/bin/chromium";
 /** Deadlines for failing, never verdicts: a real build on a loaded 2-core machine can take minutes. */
 const STEP_MS = 120_000;
 const BUILD_MS = 900_000;
@@ -45,9 +50,8 @@ function workspace(name: string, test: string): string {
 describe("the dashboard in chromium with the real CLI, host and OpenID provider", () => {
   let server: Server;
   let base: string;
-  let provider: LocalOidc.LocalOidcProvider;
-  let oidc: typeof LocalOidc;
-  let embedded: Awaited<ReturnType<Awaited<ReturnType<typeof serverE2e>>["startEmbedded"]>>;
+  let provider: LocalOidcProvider;
+  let embedded: Awaited<ReturnType<Awaited<ReturnType<typeof serverTesting>>["startEmbedded"]>>;
   let browser: Browser;
   let page: Page;
   let configHome: string;
@@ -56,7 +60,7 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
   const pageErrors: string[] = [];
   const policyViolations: string[] = [];
   /** The provider's people, filled once the tenant exists (it reads them at sign-in). */
-  const accounts: Record<string, LocalOidc.ProviderAccount> = {};
+  const accounts: Record<string, ProviderAccount> = {};
 
   const shoot = async (name: string) => {
     if (SCREENSHOTS === undefined) return;
@@ -90,13 +94,12 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
   };
 
   before(async () => {
-    oidc = (await import(join(REPO_ROOT, "packages/server/dist/test/local-oidc-provider.js"))) as typeof LocalOidc;
-    const { startEmbedded } = await serverE2e();
+    const { startEmbedded } = await serverTesting();
     // The browser's origin must be known before the app is built (callback URL, Origin checks).
     server = createServer();
     await new Promise<void>((ready) => server.listen(0, "127.0.0.1", ready));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    provider = await oidc.startLocalOidcProvider(`${base}${CALLBACK_PATH}`, accounts);
+    provider = await startLocalOidcProvider(`${base}${CALLBACK_PATH}`, accounts);
     embedded = await startEmbedded({
       publicOrigin: base,
       holdHost: true,
@@ -112,14 +115,11 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
     server.on("request", (request, response) => embedded.app.routing(request, response));
     configHome = freshConfigHome();
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
+    browser = await launchChromium();
     // A context of its own (not browser.newPage's), so a second tab shares the session.
     page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
     page.setDefaultTimeout(STEP_MS);
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    page.on("console", (message) => {
-      if (/Content[- ]Security[- ]Policy/i.test(message.text())) policyViolations.push(message.text());
-    });
+    watchPageProblems(page, { pageErrors, policyViolations });
   });
 
   after(async () => {
@@ -137,7 +137,7 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
   it("signs in at the identity provider as an admin of the tenant", async () => {
     await page.goto(`${base}/jobs`);
     await page.click("#sign-in-oidc");
-    await oidc.signInAtProvider(page, provider.issuer, "ann");
+    await signInAtProvider(page, provider.issuer, "ann");
     await page.waitForURL(`${base}/jobs`);
     assert.match((await page.textContent("#signed-in-as")) ?? "", /^Ann Example · admin of /);
   });

@@ -24,16 +24,15 @@ import { basename, join, relative } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
 import { createClient, type KilnClient } from "@kiln/client";
 import { type SparseRegistry, startSparseRegistry } from "@kiln/host/testing";
+import type { Counts } from "@kiln/server/testing";
 import { onboardRepository } from "@kiln/storage";
-import type * as DebianCrates from "../../server/test/debian-crates.js";
-import { type CliRun, freshConfigHome, REPO_ROOT, runCli, startListeningEmbedded } from "./harness.js";
+import { type CliRun, freshConfigHome, runCli, startListeningEmbedded } from "./harness.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON documents read loosely in assertions.
 type Doc = any;
-type Counts = DebianCrates.Counts;
 
-const debian = async () =>
-  (await import(join(REPO_ROOT, "packages/server/dist/test/debian-crates.js"))) as typeof DebianCrates;
+/** Debian's crate fixtures, from @kiln/server/testing. */
+const debian = () => import("@kiln/server/testing");
 
 const REGISTRY = "/usr/share/cargo/registry";
 

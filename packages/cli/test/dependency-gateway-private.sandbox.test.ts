@@ -15,9 +15,9 @@ import { after, before, describe, it } from "node:test";
 import { createClient, type KilnClient } from "@kiln/client";
 import { gatewayEgressOf, TARGET_DISK_FILE, withTargetTree } from "@kiln/host";
 import { type SparseRegistry, startSparseRegistry } from "@kiln/host/testing";
+import type { Embedded } from "@kiln/server/testing";
 import { onboardRepository } from "@kiln/storage";
-import type { Embedded } from "../../server/test/e2e-jobs.js";
-import { type CliRun, freshConfigHome, runCli, serverHarness, startListeningEmbedded } from "./harness.js";
+import { type CliRun, freshConfigHome, runCli, serverTesting, startListeningEmbedded } from "./harness.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON lines of the CLI's --json output, read loosely in assertions.
 type Doc = any;
@@ -384,7 +384,7 @@ credential-provider = ["/bin/sh", "-c", ${JSON.stringify(`echo ran >> '${provide
         KILN_GATEWAY_LOOPBACK_HTTP_CREDENTIALS: "on",
       }),
     });
-    const { personWithToken } = await serverHarness();
+    const { personWithToken } = await serverTesting();
     // The registry credential needs the `credentials` scope: the tenant's owner, not the embedded member.
     owner = await personWithToken(embedded.storage, { role: "owner", tenant: embedded.tenant, now: new Date() });
     other = await personWithToken(embedded.storage, { role: "owner", now: new Date() });

@@ -15,6 +15,7 @@ import {
   startSparseRegistry,
   type TestTls,
 } from "@kiln/host/testing";
+import { REGISTRY_CRATE_DEPENDENCIES, REGISTRY_CRATE_LIB, registryCrateManifest } from "@kiln/server/testing";
 import { onboardRepository } from "@kiln/storage";
 import { type CliRun, freshConfigHome, runCli, startListeningEmbedded } from "./harness.js";
 
@@ -26,25 +27,6 @@ const jsonLines = (run: CliRun): Doc[] =>
     .split("\n")
     .filter((l) => l.trim() !== "")
     .map((l) => JSON.parse(l));
-
-const HELLO_LIB = `
-pub fn render(n: u64) -> String {
-    itoa::Buffer::new().format(n).to_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn formats_with_itoa() {
-        assert_eq!(super::render(128), "128");
-    }
-    #[test]
-    fn parses_with_serde_json() {
-        let value: serde_json::Value = serde_json::from_str("{\\"a\\": [1, 2]}").unwrap();
-        assert_eq!(value["a"][1], 2);
-    }
-}
-`;
 
 describe("kiln cargo test of an ordinary project whose dependencies come from a registry (the dependency gateway)", () => {
   let upstream: SparseRegistry;
@@ -68,7 +50,7 @@ describe("kiln cargo test of an ordinary project whose dependencies come from a 
   };
 
   before(async () => {
-    upstream = await startSparseRegistry({ crates: ["itoa", "serde_json"] });
+    upstream = await startSparseRegistry({ crates: REGISTRY_CRATE_DEPENDENCIES });
     // Git dependencies come over https: a real git server on loopback, with a CA of its own that
     // the operator tells the gateway to trust, at the one address and port the operator allows.
     tls = await makeTestTls();
@@ -99,8 +81,8 @@ describe("kiln cargo test of an ordinary project whose dependencies come from a 
 
   it("a fresh `cargo new` project depending on itoa and serde_json (no Cargo.lock) passes; the second run downloads 0 bytes", async () => {
     const dir = project({
-      "Cargo.toml": `[package]\nname = "hello"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nitoa = "1"\nserde_json = "1"\n`,
-      "src/lib.rs": HELLO_LIB,
+      "Cargo.toml": registryCrateManifest("hello"),
+      "src/lib.rs": REGISTRY_CRATE_LIB,
     });
     const run = await runCli(["cargo", "test", "--repository", "acme/hello", "--json"], { cwd: dir, env });
     assert.equal(run.code, 0, `${run.stderr}\n${run.stdout.slice(-4000)}`);

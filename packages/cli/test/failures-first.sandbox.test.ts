@@ -10,9 +10,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { pathToFileURL } from "node:url";
 import { addPersonToTenant, onboardRepository, readJob } from "@kiln/storage";
-import { type CliRun, freshConfigHome, REPO_ROOT, runCli, serverSignIn, startListeningEmbedded } from "./harness.js";
+import { type CliRun, freshConfigHome, runCli, serverTesting, startListeningEmbedded } from "./harness.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON documents read loosely in assertions.
 type Doc = any;
@@ -75,7 +74,7 @@ describe("the failure, first: kiln cargo, jobs.evidence and the job page name th
     env = { XDG_CONFIG_HOME: freshConfigHome(), KILN_ENDPOINT: embedded.endpoint, KILN_TOKEN: embedded.token };
     const email = `viewer@${embedded.tenant}.example`;
     await addPersonToTenant(embedded.storage, { tenantId: embedded.tenant, email, role: "viewer" }, new Date());
-    const { signIn } = await serverSignIn();
+    const { signIn } = await serverTesting();
     cookie = await signIn(embedded.app, embedded.storage, email);
   });
   after(async () => {
@@ -239,10 +238,8 @@ describe("the failure, first: kiln cargo, jobs.evidence and the job page name th
     assert.equal(build.failures[0].location?.file, "src/lib.rs");
     const record = await readJob(embedded.storage, { tenantId: embedded.tenant, jobId: build.job });
     assert.ok(record !== undefined);
-    const report: Doc = await import(
-      pathToFileURL(join(REPO_ROOT, "packages/server/dist/src/domain/source-hosting/check-run-report.js")).href
-    );
-    const checkRun = report.completedCheckRun(record, null, "https://kiln.example");
+    const { completedCheckRun } = await serverTesting();
+    const checkRun: Doc = completedCheckRun(record, null, "https://kiln.example");
     assert.deepEqual(
       checkRun.output.annotations.map((a: Doc) => [a.path, a.start_line, a.annotation_level]),
       [["rust/src/lib.rs", 2, "failure"]],

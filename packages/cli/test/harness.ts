@@ -3,11 +3,8 @@ import { mkdtempSync, readdirSync, statSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import type * as E2eJobs from "../../server/test/e2e-jobs.js";
-import type * as ServerHarness from "../../server/test/harness.js";
-import type * as SignIn from "../../server/test/sign-in.js";
-import type * as TestHistoryFixtures from "../../server/test/test-history-fixtures.js";
+import { fileURLToPath } from "node:url";
+import type { Embedded, startEmbedded } from "@kiln/server/testing";
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The repository root (this file runs from packages/cli/dist/test). */
@@ -48,20 +45,17 @@ function assertBundleFresh(): void {
   }
 }
 
-/** The server's own test helpers (real app, real storage), loaded from its build. */
-const serverTest = async <T>(name: string): Promise<T> =>
-  (await import(pathToFileURL(join(REPO_ROOT, "packages/server/dist/test", name)).href)) as T;
-export const serverHarness = () => serverTest<typeof ServerHarness>("harness.js");
-export const serverSignIn = () => serverTest<typeof SignIn>("sign-in.js");
-export const serverE2e = () => serverTest<typeof E2eJobs>("e2e-jobs.js");
-export const serverTestHistory = () => serverTest<typeof TestHistoryFixtures>("test-history-fixtures.js");
+/**
+ * The server's test fixtures (real app, real storage), @kiln/server/testing, loaded when a test
+ * first needs a server (the CLI's pure tests share this harness and never load one).
+ */
+export const serverTesting = () => import("@kiln/server/testing");
 
 /** The embedded setup (real app, SQLite, local host, sandbox executor) listening on loopback. */
 export async function startListeningEmbedded(
-  options: Parameters<typeof E2eJobs.startEmbedded>[0] = {},
-): Promise<E2eJobs.Embedded & { endpoint: string }> {
-  const { startEmbedded } = await serverE2e();
-  const embedded = await startEmbedded(options);
+  options: Parameters<typeof startEmbedded>[0] = {},
+): Promise<Embedded & { endpoint: string }> {
+  const embedded = await (await serverTesting()).startEmbedded(options);
   await embedded.app.listen({ host: "127.0.0.1", port: 0 });
   const endpoint = `http://127.0.0.1:${(embedded.app.server.address() as AddressInfo).port}`;
   return { ...embedded, endpoint };

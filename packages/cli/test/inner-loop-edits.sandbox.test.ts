@@ -3,14 +3,13 @@ import { appendFileSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
-import type * as DebianCrates from "../../server/test/debian-crates.js";
-import { type CliRun, freshConfigHome, REPO_ROOT, runCli, startListeningEmbedded } from "./harness.js";
+import { type CliRun, freshConfigHome, runCli, startListeningEmbedded } from "./harness.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON documents read loosely in assertions.
 type Doc = any;
 
-const debian = async () =>
-  (await import(join(REPO_ROOT, "packages/server/dist/test/debian-crates.js"))) as typeof DebianCrates;
+/** Debian's crate fixtures, from @kiln/server/testing. */
+const debian = () => import("@kiln/server/testing");
 
 const jsonLines = (run: CliRun): Doc[] =>
   run.stdout

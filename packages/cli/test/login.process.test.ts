@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import { createClient, KilnRefusal } from "@kiln/client";
 import { systemClock } from "@kiln/contract";
 import { openSqliteForTest } from "@kiln/storage/testing";
-import { freshConfigHome, runCli, serverHarness, serverSignIn, startCli, until } from "./harness.js";
+import { freshConfigHome, runCli, serverTesting, startCli, until } from "./harness.js";
 
 describe("kiln login / whoami / logout against a real server", () => {
   let endpoint: string;
@@ -15,8 +15,7 @@ describe("kiln login / whoami / logout against a real server", () => {
   let admin: { tenant: string; userId: string; token: string };
 
   before(async () => {
-    const { testApp, personWithToken } = await serverHarness();
-    const { signIn } = await serverSignIn();
+    const { testApp, personWithToken, signIn } = await serverTesting();
     // The system clock: the CLI really waits the poll interval, so the server must see time pass.
     const t = await testApp(await openSqliteForTest(), { clock: systemClock });
     await t.app.listen({ host: "127.0.0.1", port: 0 });

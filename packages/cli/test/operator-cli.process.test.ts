@@ -4,18 +4,12 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { pathToFileURL } from "node:url";
+import { buildApp } from "@kiln/server";
+import type { TestApp } from "@kiln/server/testing";
 import { createTenant, registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
-import type * as BuildApp from "../../server/src/build-app.js";
-import type * as OperatorCredential from "../../server/src/web/auth/operator-credential.js";
-import type * as DefaultHandlers from "../../server/src/web/handlers/default-handlers.js";
-import type * as ServerHarness from "../../server/test/harness.js";
-import { type CliRun, freshConfigHome, REPO_ROOT, runCli, serverHarness } from "./harness.js";
-
-const serverModule = async <T>(path: string): Promise<T> =>
-  (await import(pathToFileURL(join(REPO_ROOT, "packages/server/dist", path)).href)) as T;
+import { type CliRun, freshConfigHome, runCli, serverTesting } from "./harness.js";
 
 /** The operation this test's server leaves without a handler, so it answers 501 not_implemented. */
 const UNIMPLEMENTED = "operator.platform.states";
@@ -35,7 +29,7 @@ interface HostView {
  */
 for (const dialect of DIALECTS) {
   describe(`kiln operator against a real server (${dialect.name})`, { skip: dialect.skip }, () => {
-    let t: ServerHarness.TestApp;
+    let t: TestApp;
     let app: FastifyInstance;
     let endpoint: string;
     let credential: string;
@@ -58,12 +52,7 @@ for (const dialect of DIALECTS) {
     };
 
     before(async () => {
-      const { testApp } = await serverHarness();
-      const { buildApp } = await serverModule<typeof BuildApp>("src/build-app.js");
-      const { defaultHandlers } = await serverModule<typeof DefaultHandlers>("src/web/handlers/default-handlers.js");
-      const { masterKey, operatorCredential } = await serverModule<typeof OperatorCredential>(
-        "src/web/auth/operator-credential.js",
-      );
+      const { testApp, defaultHandlers, masterKey, operatorCredential } = await serverTesting();
       t = await testApp(await dialect.openFresh());
       for (const id of ["local", "builder-1", "builder-2"]) {
         await registerHost(t.storage, { id, vcpus: 8, memoryBytes: 2 ** 34, isolation: "sandbox", now: t.clock.now() });

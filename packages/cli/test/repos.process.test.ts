@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { DIALECTS } from "@kiln/storage/testing";
-import { freshConfigHome, KILN_BIN, runCli, serverHarness, startCli, until } from "./harness.js";
+import { freshConfigHome, KILN_BIN, runCli, serverTesting, startCli, until } from "./harness.js";
 
 /** A Cargo workspace (no git): enough for `kiln cargo` to find its root and read its tree. */
 function workspace(): string {
@@ -54,7 +54,7 @@ for (const dialect of DIALECTS) {
     let root: string;
 
     before(async () => {
-      const { testApp, personWithToken } = await serverHarness();
+      const { testApp, personWithToken } = await serverTesting();
       const t = await testApp(await dialect.openFresh());
       await t.app.listen({ host: "127.0.0.1", port: 0 });
       const endpoint = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { DIALECTS } from "@kiln/storage/testing";
 import { parseSettingValue } from "../src/commands/settings.js";
-import { freshConfigHome, runCli, serverHarness } from "./harness.js";
+import { freshConfigHome, runCli, serverTesting } from "./harness.js";
 
 /** `kiln settings` against a real server on each engine (SQLite and PostgreSQL). */
 for (const dialect of DIALECTS) {
@@ -13,7 +13,7 @@ for (const dialect of DIALECTS) {
     let viewer: Record<string, string>;
 
     before(async () => {
-      const { testApp, personWithToken } = await serverHarness();
+      const { testApp, personWithToken } = await serverTesting();
       const t = await testApp(await dialect.openFresh());
       await t.app.listen({ host: "127.0.0.1", port: 0 });
       const endpoint = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository, registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { freshConfigHome, runCli, serverHarness } from "./harness.js";
+import { freshConfigHome, runCli, serverTesting } from "./harness.js";
 
 /**
  * A size no host of the deployment can place (issue 36: a kiln4-cpu job on a two-core `npm start`
@@ -20,7 +20,7 @@ for (const dialect of DIALECTS) {
     let root: string;
 
     before(async () => {
-      const { testApp, personWithToken } = await serverHarness();
+      const { testApp, personWithToken } = await serverTesting();
       const t = await testApp(await dialect.openFresh());
       await t.app.listen({ host: "127.0.0.1", port: 0 });
       close = t.close;

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import { withTerminalColour } from "../src/commands/cargo.js";
-import { CLI_NODE, freshConfigHome, KILN_BIN, runCli, serverHarness, startCli, until } from "./harness.js";
+import { CLI_NODE, freshConfigHome, KILN_BIN, runCli, serverTesting, startCli, until } from "./harness.js";
 
 /** A Cargo workspace (no git): enough for `kiln cargo` to capture and submit it. */
 function workspace(): string {
@@ -54,7 +54,7 @@ describe("kiln cargo colours cargo's output for a terminal", () => {
   let env: Record<string, string>;
 
   before(async () => {
-    const { testApp, personWithToken } = await serverHarness();
+    const { testApp, personWithToken } = await serverTesting();
     const t = await testApp(await openSqliteForTest());
     await t.app.listen({ host: "127.0.0.1", port: 0 });
     endpoint = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { freshConfigHome, runCli, serverHarness, serverTestHistory } from "./harness.js";
+import { freshConfigHome, runCli, serverTesting } from "./harness.js";
 
 /**
  * `kiln tests` (repositories.tests) and the summary's flaky lines, against a real server holding
@@ -16,8 +16,7 @@ for (const dialect of DIALECTS) {
     let jobs: string[];
 
     before(async () => {
-      const { testApp, personWithToken } = await serverHarness();
-      const { runFiveTestJobs } = await serverTestHistory();
+      const { testApp, personWithToken, runFiveTestJobs } = await serverTesting();
       const t = await testApp(await dialect.openFresh());
       await t.app.listen({ host: "127.0.0.1", port: 0 });
       close = t.close;

@@ -1,11 +1,8 @@
 import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { pathToFileURL } from "node:url";
 import { DIALECTS } from "@kiln/storage/testing";
-import type * as JobFixtures from "../../server/test/job-fixtures.js";
-import { freshConfigHome, REPO_ROOT, runCli, serverHarness } from "./harness.js";
+import { freshConfigHome, runCli, serverTesting } from "./harness.js";
 
 /** `kiln usage` against a real server on each engine (SQLite and PostgreSQL). */
 for (const dialect of DIALECTS) {
@@ -16,10 +13,7 @@ for (const dialect of DIALECTS) {
     let submitterEnv: Record<string, string>;
 
     before(async () => {
-      const { testApp, personWithToken } = await serverHarness();
-      const { acceptJob, claimJob, finishJob } = (await import(
-        pathToFileURL(join(REPO_ROOT, "packages/server/dist/test/job-fixtures.js")).href
-      )) as typeof JobFixtures;
+      const { testApp, personWithToken, acceptJob, claimJob, finishJob } = await serverTesting();
       const t = await testApp(await dialect.openFresh());
       await t.app.listen({ host: "127.0.0.1", port: 0 });
       endpoint = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;

@@ -2,19 +2,15 @@ import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import type { TestApp } from "@kiln/server/testing";
 import { registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import type * as OperatorCredential from "../../server/src/web/auth/operator-credential.js";
-import type * as SessionCookies from "../../server/src/web/auth/session-cookies.js";
-import type * as ServerHarness from "../../server/test/harness.js";
 import { KilnRefusal, OPERATOR_SESSION_COOKIE, openOperatorSession } from "../src/index.js";
 
-/** The server's build (this file runs from packages/client/dist/test). */
-const serverDist = resolve(dirname(fileURLToPath(import.meta.url)), "../../../server/dist");
-const load = async <T>(path: string): Promise<T> => (await import(pathToFileURL(join(serverDist, path)).href)) as T;
+/** The server's test fixtures, loaded by the tests that run a server. */
+const serverTesting = () => import("@kiln/server/testing");
 
 /**
  * openOperatorSession against the real app listening on loopback: the bootstrap credential
@@ -24,15 +20,12 @@ const load = async <T>(path: string): Promise<T> => (await import(pathToFileURL(
  */
 for (const dialect of DIALECTS) {
   describe(`operator session client (${dialect.name})`, { skip: dialect.skip }, () => {
-    let t: ServerHarness.TestApp;
+    let t: TestApp;
     let endpoint: string;
     let credential: string;
 
     before(async () => {
-      const { testApp } = await load<typeof ServerHarness>("test/harness.js");
-      const { masterKey, operatorCredential } = await load<typeof OperatorCredential>(
-        "src/web/auth/operator-credential.js",
-      );
+      const { testApp, masterKey, operatorCredential } = await serverTesting();
       t = await testApp(await dialect.openFresh());
       await registerHost(t.storage, {
         id: "builder-1",
@@ -53,7 +46,7 @@ for (const dialect of DIALECTS) {
     after(() => t.close());
 
     it("names the cookie the server sets", async () => {
-      const { OPERATOR_SESSION_COOKIE: served } = await load<typeof SessionCookies>("src/web/auth/session-cookies.js");
+      const { OPERATOR_SESSION_COOKIE: served } = await serverTesting();
       assert.equal(OPERATOR_SESSION_COOKIE, served);
     });
 

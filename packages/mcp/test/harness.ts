@@ -4,7 +4,7 @@ import { request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { createClient, type KilnClient } from "@kiln/client";
 import { CATALOGUE, type Scope, silentLogger, systemClock } from "@kiln/contract";
 import { buildApp, hashToken, mintToken } from "@kiln/server";
@@ -18,7 +18,6 @@ import {
 } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { startLocalHost as StartLocalHost } from "../../server/src/local-host.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The repository root (this file runs from packages/mcp/dist/test). */
@@ -74,10 +73,9 @@ export async function startKiln(options: { localHost?: boolean; storage?: Storag
   let host: { wake: () => void; stop: () => Promise<void> } | undefined;
   let lineageRoot: string | undefined;
   if (options.localHost === true) {
-    // The embedded local host is not part of @kiln/server's public surface: load its build.
-    const module = (await import(pathToFileURL(join(REPO_ROOT, "packages/server/dist/src/local-host.js")).href)) as {
-      startLocalHost: typeof StartLocalHost;
-    };
+    // The embedded local host is not part of @kiln/server's public surface: its testing module
+    // re-exports it, loaded only by the tests that run one.
+    const module = await import("@kiln/server/testing");
     lineageRoot = mkdtempSync(join(tmpdir(), "kiln-mcp-lineages-"));
     host = await module.startLocalHost(
       { storage, blobs, clock: systemClock, log: silentLogger },

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
+import { inlineSubmission } from "@kiln/server/testing";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { CLI_NODE, KILN_BIN, type KilnUnderTest, kilnEnv, resultJson, startKiln } from "./harness.js";
@@ -63,18 +64,7 @@ describe("submit-and-wait: a real job end to end through MCP tools alone", () =>
   };
 
   const submit = (files: SourceFile[], key: string) =>
-    call("jobs_submit", {
-      schema_version: 1,
-      repository: "acme/widget",
-      size: "kiln2-cpu",
-      workspace: {
-        base_commit: "0123456789abcdef0123456789abcdef01234567",
-        branch: "main",
-        invocation: { operation: "test", arguments: [] },
-        source: { files },
-      },
-      idempotency_key: key,
-    }) as Promise<string>;
+    call("jobs_submit", { ...inlineSubmission("acme/widget", "test", files), idempotency_key: key }) as Promise<string>;
 
   /** Polls jobs_get until the job is terminal, as the prompt tells an agent to. */
   async function waitFor(id: string): Promise<Job> {

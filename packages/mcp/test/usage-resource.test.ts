@@ -3,16 +3,14 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { pathToFileURL } from "node:url";
 import { createClient } from "@kiln/client";
 import { LocalBlobStore } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
-import type * as JobFixtures from "../../server/test/job-fixtures.js";
 import { createKilnMcpServer, discoverScopes } from "../src/index.js";
-import { type KilnUnderTest, REPO_ROOT, startKiln } from "./harness.js";
+import { type KilnUnderTest, startKiln } from "./harness.js";
 
 interface Usage {
   period: string;
@@ -43,9 +41,7 @@ for (const dialect of DIALECTS) {
 
     before(async () => {
       kiln = await startKiln({ storage: await dialect.openFresh() });
-      const { acceptJob, claimJob, finishJob } = (await import(
-        pathToFileURL(join(REPO_ROOT, "packages/server/dist/test/job-fixtures.js")).href
-      )) as typeof JobFixtures;
+      const { acceptJob, claimJob, finishJob } = await import("@kiln/server/testing");
       // One job that started a minute ago and settled half a minute ago (usage counts what settled
       // by the moment it is read), so the current period holds it (the fixture meters 60 vCPU-seconds).
       const started = new Date(Date.now() - 60_000);

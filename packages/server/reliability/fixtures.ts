@@ -8,9 +8,9 @@
 import assert from "node:assert/strict";
 import type { HostProtocol } from "@kiln/host";
 import { onboardRepository } from "@kiln/storage";
-import { bearer, hostProtocolOf, personWithToken, type TestApp } from "../test/harness.js";
-import { inlineSubmission } from "../test/job-fixtures.js";
-import { signIn } from "../test/sign-in.js";
+import { bearer, hostProtocolOf, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { archiveOf, Sources } from "../test/source-archives.js";
 
 export const REPOSITORY = "acme/widget";

@@ -5,7 +5,7 @@
  */
 import type { Operation } from "@kiln/contract";
 import type { InjectOptions } from "fastify";
-import type { TestApp } from "../test/harness.js";
+import type { TestApp } from "../src/testing/harness.js";
 import type { Answer } from "./answers.js";
 
 export async function answerOf(t: TestApp, op: Operation, request: InjectOptions): Promise<Answer> {

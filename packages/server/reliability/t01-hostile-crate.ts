@@ -35,7 +35,14 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { admitToolchain, chooseScratchRoot, createSandboxExecutor, microvmIsolation } from "@kiln/host";
 import { cgroupDirectoriesNamed } from "@kiln/host/testing";
-import { crate, type Doc, type Embedded, type Jobs, processesCarrying, startEmbedded } from "../test/e2e-jobs.js";
+import {
+  crate,
+  type Doc,
+  type Embedded,
+  type Jobs,
+  processesCarrying,
+  startEmbedded,
+} from "../src/testing/e2e-jobs.js";
 import {
   DISK_FILL_CRATE,
   escapesFor,

@@ -15,8 +15,8 @@
 import { CATALOGUE, type Operation } from "@kiln/contract";
 import { onboardRepository } from "@kiln/storage";
 import type { InjectOptions } from "fastify";
-import { bearer, type TestApp, testApp } from "../test/harness.js";
-import { inlineSubmission } from "../test/job-fixtures.js";
+import { bearer, type TestApp, testApp } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 import { archiveOf, archiveSubmission } from "../test/source-archives.js";
 import type { Answer } from "./answers.js";
 import { populateTenants, REPOSITORY, type TenantWorld } from "./fixtures.js";

@@ -38,8 +38,8 @@ import {
 } from "@kiln/host";
 import { startSparseRegistry } from "@kiln/host/testing";
 import { LocalBlobStore, onboardRepository } from "@kiln/storage";
-import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "../test/harness.js";
-import { inlineSubmission } from "../test/job-fixtures.js";
+import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 import { archiveOf, Sources, sha256 } from "../test/source-archives.js";
 import { HOST_ID, REPOSITORY } from "./fixtures.js";
 import { count, runTrial, trialDialects } from "./trial.js";

@@ -26,8 +26,8 @@
 import { rmSync } from "node:fs";
 import { onboardRepository, openStorage, readTenantControls, writeTenantControls } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { personWithToken } from "../test/harness.js";
-import { inlineSubmission } from "../test/job-fixtures.js";
+import { personWithToken } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 import { type ServerProcess, startSharedDatabaseServer, stopServerProcess } from "../test/server-process.js";
 import { REPOSITORY } from "./fixtures.js";
 import { SeededRandom, trialSeed } from "./seeded-random.js";

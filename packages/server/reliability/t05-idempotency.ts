@@ -11,9 +11,9 @@
 import type { Database } from "@kiln/storage";
 import { onboardRepository } from "@kiln/storage";
 import type { LightMyRequestResponse } from "fastify";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 import { SHOWN_ONCE_NOTICE } from "../src/web/http/perform-keyed.js";
-import { bearer, personWithToken, type TestApp, testApp } from "../test/harness.js";
-import { inlineSubmission } from "../test/job-fixtures.js";
 import { archiveOf } from "../test/source-archives.js";
 import { REPOSITORY } from "./fixtures.js";
 import { count, runTrial, trialDialects } from "./trial.js";

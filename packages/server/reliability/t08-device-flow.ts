@@ -18,11 +18,11 @@
  */
 import { redeemDeviceAuthorization } from "@kiln/storage";
 import type { LightMyRequestResponse } from "fastify";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { hashSecret } from "../src/web/auth/session-secret.js";
 import { DEVICE_LIFETIME_SECONDS, normalizeUserCode } from "../src/web/handlers/tenant/device.js";
 import { PUBLIC_LIMITS } from "../src/web/http/enforce-security.js";
-import { bearer, personWithToken, type TestApp, testApp } from "../test/harness.js";
-import { signIn } from "../test/sign-in.js";
 import { SeededRandom, trialSeed } from "./seeded-random.js";
 import { count, runTrial, trialDialects } from "./trial.js";
 

@@ -17,8 +17,8 @@ import { join } from "node:path";
 import type { DialectUnderTest, TestDatabase } from "@kiln/storage/testing";
 import BetterSqlite3 from "better-sqlite3";
 import pg from "pg";
+import { bearer, type TestApp, testApp } from "../src/testing/harness.js";
 import { masterKey, operatorCredential } from "../src/web/auth/operator-credential.js";
-import { bearer, type TestApp, testApp } from "../test/harness.js";
 import { populateTenants } from "./fixtures.js";
 import { count, runTrial, trialDialects } from "./trial.js";
 

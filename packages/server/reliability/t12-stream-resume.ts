@@ -19,8 +19,15 @@ import type { LocalBlobStore, Storage } from "@kiln/storage";
 import type { TestDatabase } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import { bearer, hostProtocolOf, personWithToken, TestClock, testBlobs } from "../test/harness.js";
-import { type AttemptLease, acceptJob, claimJob, listen, type ReceivedEvent, SseReader } from "../test/job-fixtures.js";
+import { bearer, hostProtocolOf, personWithToken, TestClock, testBlobs } from "../src/testing/harness.js";
+import {
+  type AttemptLease,
+  acceptJob,
+  claimJob,
+  listen,
+  type ReceivedEvent,
+  SseReader,
+} from "../src/testing/job-fixtures.js";
 import { SeededRandom, trialSeed } from "./seeded-random.js";
 import { count, runTrial, trialDialects } from "./trial.js";
 

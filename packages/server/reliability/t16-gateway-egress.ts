@@ -30,9 +30,9 @@ import {
   startRecordingServer,
 } from "@kiln/host/testing";
 import { onboardRepository, openStorage } from "@kiln/storage";
-import { crate } from "../test/e2e-jobs.js";
-import { personWithToken } from "../test/harness.js";
-import { inlineSubmission } from "../test/job-fixtures.js";
+import { crate } from "../src/testing/e2e-jobs.js";
+import { personWithToken } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 import {
   ResidentMemorySampler,
   type ServerProcess,

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { microvmIsolation } from "@kiln/host";
 import { startSparseRegistry } from "@kiln/host/testing";
-import { crate, type Doc, startEmbedded } from "../test/e2e-jobs.js";
+import { crate, type Doc, startEmbedded } from "../src/testing/e2e-jobs.js";
 import { runTrial } from "./trial.js";
 
 const WITH_DEPENDENCIES = {

@@ -14,8 +14,8 @@ import {
   refuseOversizedCargoFiles,
 } from "../src/domain/jobs/admission-source.js";
 import { MAX_TOML_DEPTH, parseTomlDocument } from "../src/domain/jobs/toml-document.js";
-import { bearer } from "./harness.js";
-import { inlineSubmission } from "./job-fixtures.js";
+import { bearer } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 import { archiveOf, archiveSubmission, Sources } from "./source-archives.js";
 import { type WorkerAndLoopApps, workerAndLoopApps } from "./worker-and-loop-apps.js";
 

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
+import { appWithTenant, bearer, type TestApp } from "../src/testing/harness.js";
 import { finishColdJob } from "./cold-job-fixture.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 
 /**
  * Dismissals through the API on both engines, with attempt reports a test host files through
@@ -19,8 +19,7 @@ for (const dialect of DIALECTS) {
     let generation = 0;
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      owner = await personWithToken(t.storage, { role: "owner" });
+      ({ t, person: owner } = await appWithTenant(dialect, { role: "owner", repository: null }));
       for (const name of ["acme/widget", "acme/gadget"]) {
         await onboardRepository(t.storage, { tenantId: owner.tenant, name, onboardedBy: "test" }, t.clock.now());
       }

@@ -3,8 +3,8 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { crate, type Doc, type Embedded, explainJob, injectApi, startEmbedded } from "./e2e-jobs.js";
-import { personWithToken } from "./harness.js";
+import { crate, type Doc, type Embedded, explainJob, injectApi, startEmbedded } from "../src/testing/e2e-jobs.js";
+import { personWithToken } from "../src/testing/harness.js";
 
 /** The repository root (tests run from packages/server/dist/test). */
 const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { crate, type Doc, type Embedded, explainJob, injectApi, startEmbedded } from "./e2e-jobs.js";
-import { personWithToken } from "./harness.js";
+import { crate, type Doc, type Embedded, explainJob, injectApi, startEmbedded } from "../src/testing/e2e-jobs.js";
+import { personWithToken } from "../src/testing/harness.js";
 
 /**
  * affected_tests end to end (SQLite, real cargo, real sandbox): a three-package workspace

@@ -85,6 +85,26 @@ describe("ARCHITECTURE.md's package table", () => {
   }
 });
 
+describe("testing modules stay out of production", () => {
+  it("no src module outside a package's src/testing/ imports a testing module (its own or @kiln/*/testing)", () => {
+    const offences = PACKAGES.flatMap((pkg) => {
+      const src = join(ROOT, "packages", pkg, "src");
+      return sourceFiles(src)
+        .filter((file) => !relative(src, file).startsWith("testing/"))
+        .flatMap((file) =>
+          specifiersOf(file)
+            .filter((specifier) =>
+              specifier.startsWith(".")
+                ? relative(src, resolve(dirname(file), specifier)).startsWith("testing/")
+                : /^@kiln\/[a-z]+\/testing$/.test(specifier),
+            )
+            .map((specifier) => `packages/${pkg}/src/${relative(src, file)} imports ${specifier}`),
+        );
+    });
+    assert.deepEqual(offences, []);
+  });
+});
+
 describe("queries live in storage's verb modules", () => {
   it("no server module builds SQL itself (selectFrom, insertInto, updateTable, deleteFrom, sql``)", () => {
     const offenders = sourceFiles(join(ROOT, "packages", "server", "src")).filter((file) =>

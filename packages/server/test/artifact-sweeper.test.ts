@@ -15,8 +15,8 @@ import {
   startArtifactSweeper,
   sweepArtifactBytes,
 } from "../src/domain/jobs/artifact-sweeper.js";
-import { bearer, personWithToken } from "./harness.js";
-import { acceptJob, claimJob, finishJob, type JobsTestApp, jobsTestApp } from "./job-fixtures.js";
+import { bearer, personWithToken } from "../src/testing/harness.js";
+import { acceptJob, claimJob, finishJob, type JobsTestApp, jobsTestApp } from "../src/testing/job-fixtures.js";
 
 const RETENTION = 3600;
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CATALOGUE, type Operation, SCOPES, type Scope } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { appWithTenant, bearer, type TestApp } from "../src/testing/harness.js";
 
 /**
  * The authorization matrix, generated from the catalogue: every tenant operation refuses a
@@ -139,8 +139,7 @@ for (const dialect of DIALECTS) {
     };
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      owner = await personWithToken(t.storage, { role: "owner" });
+      ({ t, person: owner } = await appWithTenant(dialect, { role: "owner", repository: null }));
       for (const scope of SCOPES) {
         allBut.set(
           scope,

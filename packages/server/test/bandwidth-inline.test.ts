@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { appWithTenant, bearer, type TestApp } from "../src/testing/harness.js";
+import { inlineFile, inlineSubmission } from "../src/testing/job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 import { archiveOf, Sources } from "./source-archives.js";
 
@@ -10,24 +10,14 @@ import { archiveOf, Sources } from "./source-archives.js";
 const NEXT_PERIOD = "2026-12-01T00:00:00.000Z";
 const SECONDS_TO_NEXT_PERIOD = (Date.parse(NEXT_PERIOD) - Date.parse("2026-11-22T08:00:00.000Z")) / 1000;
 
-const file = (path: string, text: string) => ({ path, bytes: [...Buffer.from(text)], executable: false });
 /** An inline source of two files whose bytes are told apart by `tag`. */
 const inlineFiles = (tag: string) => [
-  file("Cargo.toml", `[package]\nname = "${tag}"\nversion = "0.1.0"\nedition = "2021"\n`),
-  file("src/lib.rs", `pub fn ${tag}() -> &'static str { "${tag.repeat(12)}" }\n`),
+  inlineFile("Cargo.toml", `[package]\nname = "${tag}"\nversion = "0.1.0"\nedition = "2021"\n`),
+  inlineFile("src/lib.rs", `pub fn ${tag}() -> &'static str { "${tag.repeat(12)}" }\n`),
 ];
 const bytesOf = (files: { bytes: number[] }[]) => files.reduce((n, f) => n + f.bytes.length, 0);
-const submission = (files: ReturnType<typeof inlineFiles>) => ({
-  schema_version: 1,
-  repository: "acme/widget",
-  size: "kiln2-cpu",
-  workspace: {
-    base_commit: "0123456789abcdef0123456789abcdef01234567",
-    branch: "main",
-    invocation: { operation: "test", arguments: ["--workspace"] },
-    source: { files },
-  },
-});
+const submission = (files: ReturnType<typeof inlineFiles>) =>
+  inlineSubmission("acme/widget", "test", files, { invocation: { arguments: ["--workspace"] } });
 
 interface UsageExportPage {
   uploads: { date: string; upload: string; repository: string; principal: string; bytes: number }[];
@@ -50,13 +40,7 @@ for (const dialect of DIALECTS) {
     let sources: Sources;
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      member = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
+      ({ t, person: member } = await appWithTenant(dialect, { role: "member" }));
       operator = await operatorClient(t.app, t.storage, t.clock.now());
       sources = new Sources(t.app, member.token);
     });

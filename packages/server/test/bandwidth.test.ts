@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { appWithTenant, bearer, type TestApp } from "../src/testing/harness.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 import { archiveOf, Sources, sha256 } from "./source-archives.js";
 
@@ -30,13 +29,7 @@ for (const dialect of DIALECTS) {
     let operator: OperatorClient;
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      member = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
+      ({ t, person: member } = await appWithTenant(dialect, { role: "member" }));
       sources = new Sources(t.app, member.token);
       operator = await operatorClient(t.app, t.storage, t.clock.now());
     });

@@ -7,9 +7,9 @@ import { type CanaryPass, CanaryRunner } from "../src/domain/platform/canaries/c
 import { canarySettings } from "../src/domain/platform/canaries/canary-settings.js";
 import { CANARY_TENANT } from "../src/domain/platform/platform-tenants.js";
 import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
-import { type Embedded, startEmbedded } from "./e2e-jobs.js";
-import { type TestApp, testApp } from "./harness.js";
-import { finishJob } from "./job-fixtures.js";
+import { type Embedded, startEmbedded } from "../src/testing/e2e-jobs.js";
+import { type TestApp, testApp } from "../src/testing/harness.js";
+import { finishJob } from "../src/testing/job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 /**

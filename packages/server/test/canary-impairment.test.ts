@@ -7,8 +7,8 @@ import { ImpairmentDetector } from "../src/domain/hosts/impairment/impairment-de
 import { type CanaryFailure, CanaryRunner } from "../src/domain/platform/canaries/canary-runner.js";
 import { canarySettings } from "../src/domain/platform/canaries/canary-settings.js";
 import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
-import { type TestApp, testApp } from "./harness.js";
-import { finishJob } from "./job-fixtures.js";
+import { type TestApp, testApp } from "../src/testing/harness.js";
+import { finishJob } from "../src/testing/job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 /**

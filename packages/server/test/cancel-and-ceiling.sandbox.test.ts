@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
-import { testedCrate } from "./crates.js";
+import { testedCrate } from "../src/testing/crates.js";
 import {
   crate,
   type Doc,
@@ -16,7 +16,7 @@ import {
   transitionsTo,
   waitForProcess,
   waitUntilNoneCarry,
-} from "./e2e-jobs.js";
+} from "../src/testing/e2e-jobs.js";
 
 /**
  * A build script that leaves plain children, a setsid'd child and a double-forked daemon

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { bearer, hostProtocolOf, type TestApp } from "./harness.js";
-import { inlineSubmission } from "./job-fixtures.js";
+import { bearer, hostProtocolOf, type TestApp } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 
 let keys = 0;
 

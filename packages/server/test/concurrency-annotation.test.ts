@@ -1,27 +1,15 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { onboardRepository, writeTenantControls } from "@kiln/storage";
+import { writeTenantControls } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { claimJob, finishJob } from "./job-fixtures.js";
+import { appWithTenant, bearer, type TestApp } from "../src/testing/harness.js";
+import { claimJob, finishJob, inlineFile, inlineSubmission } from "../src/testing/job-fixtures.js";
 
-const file = (path: string, text: string) => ({ path, bytes: [...Buffer.from(text)], executable: false });
-const submission = (name: string) => ({
-  schema_version: 1,
-  repository: "acme/widget",
-  size: "kiln2-cpu",
-  workspace: {
-    base_commit: "0123456789abcdef0123456789abcdef01234567",
-    branch: "main",
-    invocation: { operation: "test", arguments: [] },
-    source: {
-      files: [
-        file("Cargo.toml", `[package]\nname = "${name}"\nversion = "0.1.0"\nedition = "2021"\n`),
-        file("src/lib.rs", "pub fn f() {}\n"),
-      ],
-    },
-  },
-});
+const submission = (name: string) =>
+  inlineSubmission("acme/widget", "test", [
+    inlineFile("Cargo.toml", `[package]\nname = "${name}"\nversion = "0.1.0"\nedition = "2021"\n`),
+    inlineFile("src/lib.rs", "pub fn f() {}\n"),
+  ]);
 
 /**
  * A job queued while its tenant is at its concurrency limit says why it waits from the start:
@@ -36,13 +24,7 @@ for (const dialect of DIALECTS) {
     let member: { tenant: string; token: string };
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      member = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
+      ({ t, person: member } = await appWithTenant(dialect, { role: "member" }));
       await writeTenantControls(t.storage, {
         tenantId: member.tenant,
         expectedVersion: 0,

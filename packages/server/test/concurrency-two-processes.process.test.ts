@@ -5,17 +5,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import {
-  drainHost,
-  onboardRepository,
-  openStorage,
-  type Storage,
-  undrainHost,
-  writeTenantControls,
-} from "@kiln/storage";
+import { drainHost, openStorage, type Storage, undrainHost, writeTenantControls } from "@kiln/storage";
 import { createPostgresTestDatabase, DIALECTS } from "@kiln/storage/testing";
-import { crate, type Doc, explainJob, fetchApi, Jobs, processesCarrying } from "./e2e-jobs.js";
-import { personWithToken } from "./harness.js";
+import { crate, type Doc, explainJob, fetchApi, Jobs, processesCarrying } from "../src/testing/e2e-jobs.js";
+import { tenantWithRepository } from "../src/testing/harness.js";
 import { type ServerProcess, startServerProcess, stopServerProcess } from "./server-process.js";
 
 /**
@@ -72,10 +65,9 @@ describe("concurrency 1 across two kiln-server processes on one PostgreSQL (real
     db = await createPostgresTestDatabase();
     storage = await openStorage({ databaseUrl: db.url, dataDir: "/nonexistent" });
     // The tenant exists before the servers start, so neither makes a first-start tenant.
-    const member = await personWithToken(storage, { role: "member", now: new Date() });
+    const member = await tenantWithRepository(storage, { role: "member", now: new Date() });
     tenant = member.tenant;
     token = member.token;
-    await onboardRepository(storage, { tenantId: tenant, name: "acme/widget", onboardedBy: "test" }, new Date());
     assert.equal(
       (
         await writeTenantControls(storage, {

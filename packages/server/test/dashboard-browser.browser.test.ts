@@ -10,16 +10,19 @@ import { after, before, describe, it } from "node:test";
 import { createTenant, findPersonByEmail, listMembershipsOfPerson, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { buildApp } from "../src/build-app.js";
+import { launchChromium, watchPageProblems } from "../src/testing/browser.js";
+import { TestClock, testBlobs } from "../src/testing/harness.js";
+import { acceptJob, appendLines, claimJob, finishJob } from "../src/testing/job-fixtures.js";
+import {
+  type LocalOidcProvider,
+  signInAtProvider,
+  startLocalOidcProvider,
+} from "../src/testing/local-oidc-provider.js";
 import { OIDC_CALLBACK_PATH } from "../src/web/pages/oidc-sign-in.js";
 import { type SeededJobs, seedDashboardJobs } from "./dashboard-fixtures.js";
-import { TestClock, testBlobs } from "./harness.js";
-import { acceptJob, appendLines, claimJob, finishJob } from "./job-fixtures.js";
-import { type LocalOidcProvider, signInAtProvider, startLocalOidcProvider } from "./local-oidc-provider.js";
 
-/** Debian's chromium (scripts/ensure-setup.mjs installs it for `npm test`). */
-const CHROMIUM = "/usr/bin/chromium";
 export const SCREENSHOT = "/tmp/kiln-job-page.png";
 
 describe("the dashboard in chromium, signed in through OpenID Connect", () => {
@@ -76,17 +79,14 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
     await app.ready();
     server.on("request", (request, response) => app.routing(request, response));
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     // Nothing on these pages may run script the server did not serve from /assets.
     page.on("dialog", (dialog) => {
       dialogs.push(dialog.message());
       void dialog.dismiss();
     });
-    page.on("console", (message) => {
-      if (/Content[- ]Security[- ]Policy/i.test(message.text())) policyViolations.push(message.text());
-    });
-    page.on("pageerror", (error) => pageErrors.push(error.message));
+    watchPageProblems(page, { pageErrors, policyViolations });
   });
 
   after(async () => {

@@ -1,6 +1,6 @@
 import type { AttemptReport } from "@kiln/contract";
 import type { LocalBlobStore, Storage } from "@kiln/storage";
-import { acceptJob, appendLines, claimJob, finishJob, hostReport } from "./job-fixtures.js";
+import { acceptJob, appendLines, claimJob, finishJob, hostReport } from "../src/testing/job-fixtures.js";
 
 /** What the dashboard tests seed: one job per state, in two repositories. */
 export interface SeededJobs {

@@ -7,17 +7,17 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { createTenant, onboardRepository, type Storage } from "@kiln/storage";
+import { createTenant, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { buildApp } from "../src/build-app.js";
+import { launchChromium, watchPageProblems } from "../src/testing/browser.js";
+import { TestClock, tenantWithRepository, testBlobs } from "../src/testing/harness.js";
+import { acceptJob, claimJob } from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { type SeededJobs, seedDashboardJobs } from "./dashboard-fixtures.js";
-import { personWithToken, TestClock, testBlobs } from "./harness.js";
-import { acceptJob, claimJob } from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const PHONE = { width: 390, height: 844 };
 
 describe("the dashboard at 390 px, dark, in Tokyo", () => {
@@ -39,8 +39,7 @@ describe("the dashboard at 390 px, dark, in Tokyo", () => {
     clock = new TestClock(new Date("2026-11-29T10:00:00.000Z"));
     const blobs = testBlobs();
     await createTenant(storage, { id: tenant, displayName: "Acme Widgets" }, clock.now());
-    const owner = await personWithToken(storage, { tenant, role: "owner", now: clock.now() });
-    await onboardRepository(storage, { tenantId: tenant, name: "acme/widget", onboardedBy: "test" }, clock.now());
+    const owner = await tenantWithRepository(storage, { tenant, role: "owner", now: clock.now() });
     jobs = await seedDashboardJobs(storage, blobs, tenant, clock.now());
 
     server = createServer();
@@ -51,14 +50,11 @@ describe("the dashboard at 390 px, dark, in Tokyo", () => {
     server.on("request", (request, response) => app.routing(request, response));
     const cookie = await signIn(app, storage, owner.email, undefined, clock);
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: PHONE, colorScheme: "dark", timezoneId: "Asia/Tokyo" });
     await context.addCookies([{ name: "kiln_session", value: cookie, url: base }]);
     page = await context.newPage();
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    page.on("console", (message) => {
-      if (/Content[- ]Security[- ]Policy/i.test(message.text())) policyViolations.push(message.text());
-    });
+    watchPageProblems(page, { pageErrors, policyViolations });
   });
 
   after(async () => {

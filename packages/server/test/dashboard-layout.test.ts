@@ -1,11 +1,17 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
-import { findOnboardedRepository, onboardRepository } from "@kiln/storage";
+import { findOnboardedRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { personWithToken, type TestApp, testApp, testBlobs } from "./harness.js";
-import { acceptJob, claimJob, finishJob } from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
+import {
+  appWithTenant,
+  type personWithToken,
+  type TestApp,
+  tenantWithRepository,
+  testBlobs,
+} from "../src/testing/harness.js";
+import { acceptJob, claimJob, finishJob } from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 
 const ORIGIN = "http://kiln.test";
 
@@ -38,11 +44,9 @@ for (const dialect of DIALECTS) {
 
     before(async () => {
       const blobs = testBlobs();
-      t = await testApp(await dialect.openFresh(), { blobs });
-      admin = await personWithToken(t.storage, { role: "admin", now: t.clock.now() });
+      ({ t, person: admin } = await appWithTenant(dialect, { role: "admin", repository: null, deps: { blobs } }));
       tenant = admin.tenant;
-      const member = await personWithToken(t.storage, { tenant, role: "member", now: t.clock.now() });
-      await onboardRepository(t.storage, { tenantId: tenant, name: "acme/widget", onboardedBy: "test" }, t.clock.now());
+      const member = await tenantWithRepository(t.storage, { tenant, role: "member", now: t.clock.now() });
       const job = await acceptJob(t.storage, { tenant, now: t.clock.now(), repository: "acme/widget" });
       const lease = await claimJob(t.storage, job.id, t.clock.now());
       await finishJob(t.storage, blobs, lease, { now: t.clock.now(), outcome: "failed" });

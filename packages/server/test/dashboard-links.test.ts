@@ -2,11 +2,18 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
+import {
+  appWithTenant,
+  bearer,
+  type PersonWithToken,
+  personWithToken,
+  type TestApp,
+  testBlobs,
+} from "../src/testing/harness.js";
+import { acceptJob, appendLines, claimJob, finishJob } from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { finishColdJob } from "./cold-job-fixture.js";
 import { seedDashboardJobs } from "./dashboard-fixtures.js";
-import { bearer, personWithToken, type TestApp, testApp, testBlobs } from "./harness.js";
-import { acceptJob, appendLines, claimJob, finishJob } from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
 
 const REPOSITORY = "acme/widget";
 
@@ -44,14 +51,9 @@ for (const dialect of DIALECTS) {
 
     before(async () => {
       const blobs = testBlobs();
-      t = await testApp(await dialect.openFresh(), { blobs });
-      const owner = await personWithToken(t.storage, { role: "owner", now: t.clock.now() });
+      let owner: PersonWithToken;
+      ({ t, person: owner } = await appWithTenant(dialect, { role: "owner", repository: REPOSITORY, deps: { blobs } }));
       const viewer = await personWithToken(t.storage, { tenant: owner.tenant, role: "viewer", now: t.clock.now() });
-      await onboardRepository(
-        t.storage,
-        { tenantId: owner.tenant, name: REPOSITORY, onboardedBy: "test" },
-        t.clock.now(),
-      );
       await onboardRepository(
         t.storage,
         { tenantId: owner.tenant, name: "acme/gadget", onboardedBy: "test" },

@@ -12,8 +12,8 @@ import {
   evidenceTestCounts,
   materialize,
   withoutEmpty,
-} from "./debian-crates.js";
-import { type Embedded, injectApi, Jobs, startEmbedded } from "./e2e-jobs.js";
+} from "../src/testing/debian-crates.js";
+import { type Embedded, injectApi, Jobs, startEmbedded } from "../src/testing/e2e-jobs.js";
 
 /**
  * A real crate, as Debian ships it (librust-semver-dev), through the whole service: its

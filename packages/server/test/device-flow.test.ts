@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { DIALECTS } from "@kiln/storage/testing";
 import { mintSignInLink } from "../src/admin/mint-sign-in-link.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { signIn } from "./sign-in.js";
+import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { signIn } from "../src/testing/sign-in.js";
 
 for (const dialect of DIALECTS) {
   describe(`device authorization, sessions and tokens (${dialect.name})`, () => {
@@ -11,8 +11,7 @@ for (const dialect of DIALECTS) {
     let admin: { tenant: string; userId: string; token: string };
     let email: string;
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      admin = await personWithToken(t.storage, { role: "admin" });
+      ({ t, person: admin } = await appWithTenant(dialect, { role: "admin", repository: null }));
       const person = await t.storage.db
         .selectFrom("persons")
         .select("email")
@@ -276,8 +275,7 @@ for (const dialect of DIALECTS) {
       assert.equal(await lastUsed(), null, "no write on the request path");
       await t.app.close(); // flushes the coalesced uses
       assert.equal(await lastUsed(), t.clock.now().toISOString());
-      t = await testApp(await dialect.openFresh());
-      admin = await personWithToken(t.storage, { role: "admin" });
+      ({ t, person: admin } = await appWithTenant(dialect, { role: "admin", repository: null }));
     });
   });
 }

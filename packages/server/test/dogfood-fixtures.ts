@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import type { AttemptReport, JobAdmission } from "@kiln/contract";
+import type { AttemptReport } from "@kiln/contract";
 import { createAgentCredential, createTenant, insertJob, newJobId, type Storage } from "@kiln/storage";
+import { queuedJob } from "@kiln/storage/testing";
 import type { LightMyRequestResponse } from "fastify";
 import { runDogfoodLedgerAudit } from "../src/domain/dogfood/ledger-audit.js";
 import { CANARY_TENANT, DEFAULT_DOGFOOD_TENANT } from "../src/domain/platform/platform-tenants.js";
+import { type TestApp, testApp } from "../src/testing/harness.js";
+import { type AttemptLease, claimJob, FIXTURE_ADMISSION, finishJob, hostReport } from "../src/testing/job-fixtures.js";
 import type { AppDeps } from "../src/web/http/app-deps.js";
-import { type TestApp, testApp } from "./harness.js";
-import { type AttemptLease, claimJob, finishJob, hostReport } from "./job-fixtures.js";
 import { bootstrapOperatorCredential, operatorSessionHeaders } from "./operator-session-fixture.js";
 
 /**
@@ -54,39 +55,25 @@ export async function dogfoodTestApp(storage: Storage, overrides: Partial<AppDep
   const queueJob = async (input: { tenant: string; repository?: string; headSha?: string }) => {
     jobs += 1;
     const now = t.clock.now();
-    const { job } = await insertJob(storage, {
-      id: newJobId(now),
-      tenant_id: input.tenant,
-      repository: input.repository ?? "kiln/kiln",
-      branch: "main",
-      base_commit: "0123456789abcdef0123456789abcdef01234567",
-      head_sha: input.headSha ?? null,
-      size: "kiln2-cpu",
-      class: "test:stable:kiln2-cpu",
-      description: "cargo test --workspace",
-      status: "queued",
-      submitted_by: "u_dogfood",
-      submission_key: `dogfood-${process.pid}-${jobs}`,
-      request_hash: createHash("sha256").update(`dogfood-${jobs}`).digest("hex"),
-      invocation: JSON.stringify({ operation: "test", arguments: ["--workspace"], artifacts: [] }),
-      source_manifest: "[]",
-      wall_clock_seconds: 3600,
-      max_attempts: 3,
-      attempts_started: 0,
-      accepted_at: now.toISOString(),
-      queued_at: now.toISOString(),
-      admitted: JSON.stringify({
-        toolchain: "1.85.0",
-        toolchain_origin: "invocation",
-        network_policy: "offline",
-        configuration_sha256: null,
-        settings_version: 0,
-        injections: [],
-        wall_clock_ceiling: { seconds: 3600, origin: "platform default" },
-        affected_tests: false,
-      } satisfies JobAdmission),
-      retry_of: null,
-    });
+    const { job } = await insertJob(
+      storage,
+      queuedJob(
+        {
+          id: newJobId(now),
+          tenant: input.tenant,
+          submissionKey: `dogfood-${process.pid}-${jobs}`,
+          requestHash: createHash("sha256").update(`dogfood-${jobs}`).digest("hex"),
+          queuedAt: now.toISOString(),
+        },
+        {
+          repository: input.repository ?? "kiln/kiln",
+          head_sha: input.headSha ?? null,
+          submitted_by: "u_dogfood",
+          invocation: JSON.stringify({ operation: "test", arguments: ["--workspace"], artifacts: [] }),
+          admitted: JSON.stringify(FIXTURE_ADMISSION),
+        },
+      ),
+    );
     return job.id;
   };
 

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { reclaimExpiredLeases, recordCanarySubmission, reserveCanary } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
+import { claimJob, finishJob, hostReport } from "../src/testing/job-fixtures.js";
 import { DOGFOOD, type DogfoodTestApp, dogfoodTestApp, openGate, PROBES } from "./dogfood-fixtures.js";
-import { claimJob, finishJob, hostReport } from "./job-fixtures.js";
 
 /** Operator rules 10 to 13 of the dogfood trial, each quoted, through the HTTP routes on the injected clock. */
 

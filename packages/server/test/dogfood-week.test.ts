@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { executorOf } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
+import { hostReport } from "../src/testing/job-fixtures.js";
 import { DOGFOOD, type DogfoodTestApp, dogfoodTestApp, openGate, PROBES } from "./dogfood-fixtures.js";
-import { hostReport } from "./job-fixtures.js";
 
 /**
  * The dogfood trial end to end on the injected clock: a simulated week and a half of probes and

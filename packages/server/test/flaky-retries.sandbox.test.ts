@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { junitCounts, renderJunitXml } from "@kiln/contract";
-import { crate, type Doc, type Embedded, explainJob, injectApi, startEmbedded } from "./e2e-jobs.js";
-import { personWithToken } from "./harness.js";
+import { crate, type Doc, type Embedded, explainJob, injectApi, startEmbedded } from "../src/testing/e2e-jobs.js";
+import { personWithToken } from "../src/testing/harness.js";
 
 /**
  * Flaky retries end to end (issue 37; SQLite, real cargo, real sandbox): a crate whose

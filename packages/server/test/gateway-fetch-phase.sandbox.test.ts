@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { gatewayEgressOf } from "@kiln/host";
 import { type RecordingServer, startHostileRegistry, startRecordingServer } from "@kiln/host/testing";
-import { crate, type Doc, type Embedded, explainJob, type Jobs, startEmbedded } from "./e2e-jobs.js";
+import { crate, type Doc, type Embedded, explainJob, type Jobs, startEmbedded } from "../src/testing/e2e-jobs.js";
 
 const CHECKSUM = "ef".repeat(32);
 const CRATES_IO = "registry+https://github.com/rust-lang/crates.io-index";

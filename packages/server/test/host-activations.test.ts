@@ -7,7 +7,7 @@ import { silentLogger } from "@kiln/contract";
 import { HostOperator, httpHostOperatorClient, LocalRecoveryProvider, ProcessSupervisor } from "@kiln/host";
 import { registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { type TestApp, testApp } from "./harness.js";
+import { type TestApp, testApp } from "../src/testing/harness.js";
 import { enrolledHost, hostOperatorFor, listeningOrigin, operatorSession } from "./host-recovery-fixtures.js";
 
 /**

@@ -18,9 +18,9 @@ import { createTenant, readJob, requestCancellation, type Storage } from "@kiln/
 import { openSqliteForTest } from "@kiln/storage/testing";
 import { HostService } from "../src/domain/hosts/host-service.js";
 import type { LocalHostEvent } from "../src/local-host.js";
+import { testBlobs } from "../src/testing/harness.js";
+import { acceptJob, eventually } from "../src/testing/job-fixtures.js";
 import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
-import { testBlobs } from "./harness.js";
-import { acceptJob, eventually } from "./job-fixtures.js";
 
 const MiB = 2 ** 20;
 

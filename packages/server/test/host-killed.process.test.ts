@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { cgroupDirectoriesNamed } from "@kiln/host/testing";
-import { onboardRepository, openStorage, type Storage, writeTenantControls } from "@kiln/storage";
+import { openStorage, type Storage, writeTenantControls } from "@kiln/storage";
 import {
   crate,
   type Doc,
@@ -19,8 +19,8 @@ import {
   transitionsTo,
   waitForProcess,
   waitUntilNoneCarry,
-} from "./e2e-jobs.js";
-import { personWithToken } from "./harness.js";
+} from "../src/testing/e2e-jobs.js";
+import { tenantWithRepository } from "../src/testing/harness.js";
 import { type ServerProcess, startServerProcess, stopServerProcess } from "./server-process.js";
 
 /**
@@ -64,9 +64,8 @@ describe("the server process (and its local host) killed mid-attempt, end to end
     });
     // The same SQLite file the server uses (WAL: both processes read and write it).
     storage = await openStorage({ dataDir });
-    const member = await personWithToken(storage, { role: "member", now: new Date() });
+    const member = await tenantWithRepository(storage, { role: "member", now: new Date() });
     token = member.token;
-    await onboardRepository(storage, { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" }, new Date());
     // A rate card, so that "not charged" is checked in cents as well as vCPU-seconds.
     const priced = await writeTenantControls(storage, {
       tenantId: member.tenant,

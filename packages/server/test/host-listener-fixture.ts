@@ -2,8 +2,8 @@ import { type Clock, silentLogger, systemClock } from "@kiln/contract";
 import { HostTlsIdentity, newKeyAndSigningRequest, requestEnrollment } from "@kiln/host";
 import { mintHostEnrollmentToken } from "../src/domain/hosts/host-identities.js";
 import type { HostServiceEvent } from "../src/domain/hosts/host-service.js";
+import type { TestApp } from "../src/testing/harness.js";
 import { type HostListener, startHostListener } from "../src/web/host-protocol/host-listener.js";
-import type { TestApp } from "./harness.js";
 
 /** A week: the default client certificate lifetime (KILN_HOST_CERTIFICATE_SECONDS). */
 export const WEEK_SECONDS = 7 * 24 * 3600;

@@ -19,9 +19,9 @@ import { DIALECTS } from "@kiln/storage/testing";
 import { HostService } from "../src/domain/hosts/host-service.js";
 import { startLeaseReaper } from "../src/domain/scheduler/lease-reaper.js";
 import type { LocalHostEvent } from "../src/local-host.js";
+import { testBlobs } from "../src/testing/harness.js";
+import { acceptJob, eventually } from "../src/testing/job-fixtures.js";
 import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
-import { testBlobs } from "./harness.js";
-import { acceptJob, eventually } from "./job-fixtures.js";
 
 /** Faults a test injects into the agent's side of the protocol. */
 interface Faults {

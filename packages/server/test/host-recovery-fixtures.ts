@@ -7,7 +7,7 @@ import {
   type RecoveryProvider,
 } from "@kiln/host";
 import { ImpairmentDetector, type ImpairmentEvent } from "../src/domain/hosts/impairment/impairment-detector.js";
-import type { TestApp } from "./harness.js";
+import type { TestApp } from "../src/testing/harness.js";
 import { listenForHosts, type TestHostListener } from "./host-listener-fixture.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 

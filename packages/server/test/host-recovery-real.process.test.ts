@@ -15,7 +15,7 @@ import {
 import { DIALECTS } from "@kiln/storage/testing";
 import { CanaryRunner } from "../src/domain/platform/canaries/canary-runner.js";
 import { canarySettings } from "../src/domain/platform/canaries/canary-settings.js";
-import { type TestApp, testApp } from "./harness.js";
+import { type TestApp, testApp } from "../src/testing/harness.js";
 import {
   confirmationFor,
   detectorFor,

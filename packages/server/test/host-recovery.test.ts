@@ -14,8 +14,9 @@ import { claimNextJob, createTenant, registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { MAX_AUTOMATIC_RECOVERIES } from "../src/domain/hosts/impairment/impairment-detector.js";
 import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
+import { type TestApp, testApp } from "../src/testing/harness.js";
+import { acceptJob } from "../src/testing/job-fixtures.js";
 import { BareMetalSimulator } from "./bare-metal-simulator.js";
-import { type TestApp, testApp } from "./harness.js";
 import {
   confirmationFor,
   detectorFor,
@@ -25,7 +26,6 @@ import {
   operatorSession,
   READY_SERVICE_ARGS,
 } from "./host-recovery-fixtures.js";
-import { acceptJob } from "./job-fixtures.js";
 
 /**
  * Host impairment, incidents and recovery (issue 18 items 2–5) through the operator API and the

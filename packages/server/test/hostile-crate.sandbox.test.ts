@@ -17,7 +17,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { admitToolchain, createSandboxExecutor } from "@kiln/host";
-import { crate, type Doc, type Embedded, explainJob, type Jobs, processesCarrying, startEmbedded } from "./e2e-jobs.js";
+import {
+  crate,
+  type Doc,
+  type Embedded,
+  explainJob,
+  type Jobs,
+  processesCarrying,
+  startEmbedded,
+} from "../src/testing/e2e-jobs.js";
 import {
   DISK_FILL_CRATE,
   DISK_FILL_GIVE_UP_MIB,

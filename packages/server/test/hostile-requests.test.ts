@@ -7,31 +7,18 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { CATALOGUE } from "@kiln/contract";
-import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { listen } from "./job-fixtures.js";
+import { appWithTenant, bearer, type TestApp } from "../src/testing/harness.js";
+import { inlineFile, inlineSubmission, listen } from "../src/testing/job-fixtures.js";
 import { archiveOf, Sources } from "./source-archives.js";
 
-const file = (path: string, text: string) => ({ path, bytes: [...Buffer.from(text)], executable: false });
 const CRATE = [
-  file("Cargo.toml", '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n'),
-  file("src/lib.rs", "pub fn f() {}\n"),
+  inlineFile("Cargo.toml", '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n'),
+  inlineFile("src/lib.rs", "pub fn f() {}\n"),
 ];
 
-function submission(invocation: Record<string, unknown> = {}, files = CRATE) {
-  return {
-    schema_version: 1,
-    repository: "acme/widget",
-    size: "kiln2-cpu",
-    workspace: {
-      base_commit: "0123456789abcdef0123456789abcdef01234567",
-      branch: "main",
-      invocation: { operation: "test", arguments: [], ...invocation },
-      source: { files },
-    },
-  };
-}
+const submission = (invocation: Record<string, unknown> = {}, files = CRATE) =>
+  inlineSubmission("acme/widget", "test", files, { invocation });
 
 /** Sends `request` as raw bytes and reads the whole answer until the server closes the connection. */
 function rawExchange(base: string, request: string): Promise<{ status: number; headers: string; body: string }> {
@@ -63,13 +50,7 @@ for (const dialect of DIALECTS) {
     let keys = 0;
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      member = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
+      ({ t, person: member } = await appWithTenant(dialect, { role: "member" }));
     });
     after(() => t.close());
 
@@ -133,12 +114,12 @@ for (const dialect of DIALECTS) {
       const before = await jobCount();
       const long = "a".repeat(256);
       assertRefused(
-        await submitRaw(JSON.stringify(submission({}, [...CRATE, file(`src/${long}.rs`, "")]))),
+        await submitRaw(JSON.stringify(submission({}, [...CRATE, inlineFile(`src/${long}.rs`, "")]))),
         /^body\.workspace\.source\.files\[2\]\.path has a segment of 259 bytes/,
       );
       // Bytes of UTF-8, not characters: 86 three-byte characters are 258 bytes.
       assertRefused(
-        await submitRaw(JSON.stringify(submission({}, [...CRATE, file(`src/${"€".repeat(86)}`, "")]))),
+        await submitRaw(JSON.stringify(submission({}, [...CRATE, inlineFile(`src/${"€".repeat(86)}`, "")]))),
         /^body\.workspace\.source\.files\[2\]\.path has a segment of 258 bytes/,
       );
       assertRefused(
@@ -160,7 +141,9 @@ for (const dialect of DIALECTS) {
         /^body\.workspace\.invocation\.arguments and environment hold \d+ bytes together; at most 1048576/,
       );
       assert.equal(await jobCount(), before);
-      const fine = await submitRaw(JSON.stringify(submission({}, [...CRATE, file(`src/${"z".repeat(252)}.rs`, "")])));
+      const fine = await submitRaw(
+        JSON.stringify(submission({}, [...CRATE, inlineFile(`src/${"z".repeat(252)}.rs`, "")])),
+      );
       assert.equal(fine.status, 200, fine.body);
     });
 

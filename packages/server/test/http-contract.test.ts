@@ -4,9 +4,17 @@ import { CATALOGUE } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
 import { buildApp } from "../src/build-app.js";
 import { mintToken } from "../src/domain/identity/token-format.js";
+import {
+  appWithTenant,
+  bearer,
+  personWithToken,
+  type TestApp,
+  TestClock,
+  testApp,
+  testBlobs,
+} from "../src/testing/harness.js";
 import { defaultHandlers } from "../src/web/handlers/default-handlers.js";
 import { boundHandlerOf } from "../src/web/http/handler.js";
-import { bearer, personWithToken, type TestApp, TestClock, testApp, testBlobs } from "./harness.js";
 
 const validCredential = { name: "ci-bot", scopes: ["read"], expires_in_seconds: 3600 };
 
@@ -15,8 +23,7 @@ for (const dialect of DIALECTS) {
     let t: TestApp;
     let owner: { tenant: string; token: string };
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      owner = await personWithToken(t.storage, { role: "owner" });
+      ({ t, person: owner } = await appWithTenant(dialect, { role: "owner", repository: null }));
     });
     after(() => t.close());
 

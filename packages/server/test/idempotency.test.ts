@@ -3,9 +3,9 @@ import { createHash } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { reserveIdempotencyKey } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
+import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
 import { SHOWN_ONCE_NOTICE } from "../src/web/http/perform-keyed.js";
 import { requestHashOf } from "../src/web/http/request-hash.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 
 const body = (name: string) => ({ name, scopes: ["read", "submit"], expires_in_seconds: 3600 });
 
@@ -14,8 +14,7 @@ for (const dialect of DIALECTS) {
     let t: TestApp;
     let owner: { tenant: string; token: string };
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      owner = await personWithToken(t.storage, { role: "owner" });
+      ({ t, person: owner } = await appWithTenant(dialect, { role: "owner", repository: null }));
     });
     after(() => t.close());
 

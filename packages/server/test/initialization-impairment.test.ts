@@ -3,7 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { registerHost, reportHostInitialization, startHostInitialization } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { ledgerOfReport, pendingLedger } from "../src/domain/hosts/fleet/initialization-ledger.js";
-import { type TestApp, testApp } from "./harness.js";
+import { type TestApp, testApp } from "../src/testing/harness.js";
 import { detectorFor, operatorSession } from "./host-recovery-fixtures.js";
 
 /**

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { crate, type Doc, type Embedded, explainJob, startEmbedded } from "./e2e-jobs.js";
+import { crate, type Doc, type Embedded, explainJob, startEmbedded } from "../src/testing/e2e-jobs.js";
 
 /**
  * Injected build settings end to end (SQLite, real cargo, real sandbox): what admission decided

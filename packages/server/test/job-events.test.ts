@@ -4,9 +4,7 @@ import { JobEvent, operationById, systemClock } from "@kiln/contract";
 import { latestJobEventSequence, recordTransition } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import Fastify from "fastify";
-import type { HandlerContext } from "../src/web/http/handler.js";
-import { serveEventStream } from "../src/web/http/sse-stream.js";
-import { bearer, personWithToken } from "./harness.js";
+import { bearer, personWithToken } from "../src/testing/harness.js";
 import {
   acceptJob,
   assertSchema,
@@ -18,8 +16,10 @@ import {
   listen,
   type ReceivedEvent,
   SseReader,
-} from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
+} from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
+import type { HandlerContext } from "../src/web/http/handler.js";
+import { serveEventStream } from "../src/web/http/sse-stream.js";
 
 interface Event {
   sequence: number;

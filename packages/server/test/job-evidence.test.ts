@@ -2,8 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { reclaimExpiredLeases } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { ATTEMPT_PAGE_SIZE } from "../src/web/handlers/tenant/job-evidence.js";
-import { bearer, personWithToken } from "./harness.js";
+import { bearer, personWithToken } from "../src/testing/harness.js";
 import {
   acceptJob,
   appendLines,
@@ -13,7 +12,8 @@ import {
   hostReport,
   type JobsTestApp,
   jobsTestApp,
-} from "./job-fixtures.js";
+} from "../src/testing/job-fixtures.js";
+import { ATTEMPT_PAGE_SIZE } from "../src/web/handlers/tenant/job-evidence.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: evidence documents are read loosely; checkResponses validates them.
 type Doc = any;

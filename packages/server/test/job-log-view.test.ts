@@ -3,8 +3,15 @@ import { after, before, describe, it } from "node:test";
 import { addPersonToTenant, appendLogRecords, createTenant, type LogLine, readLogRecords } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { searchJobLog } from "../src/domain/jobs/search-job-log.js";
-import { type AttemptLease, acceptJob, claimJob, finishJob, type JobsTestApp, jobsTestApp } from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
+import {
+  type AttemptLease,
+  acceptJob,
+  claimJob,
+  finishJob,
+  type JobsTestApp,
+  jobsTestApp,
+} from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 
 let tenants = 0;
 const BIG_LOG_LINES = 20_000;

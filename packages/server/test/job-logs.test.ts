@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { JobLogStreamFrame } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, hostProtocolOf, personWithToken } from "./harness.js";
+import { bearer, hostProtocolOf, personWithToken } from "../src/testing/harness.js";
 import {
   acceptJob,
   appendLines,
@@ -15,8 +15,8 @@ import {
   listen,
   type ReceivedEvent,
   SseReader,
-} from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
+} from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 
 interface LogRecord {
   sequence: number;

@@ -3,11 +3,11 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { addPersonToTenant, createTenant } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
+import { acceptJob, type JobsTestApp, jobsTestApp } from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { ansiSegments, isErrorLine } from "../src/web/pages/ansi-log.js";
 import { testsFailedFirst } from "../src/web/pages/job-pages.js";
 import { type SeededJobs, seedDashboardJobs } from "./dashboard-fixtures.js";
-import { acceptJob, type JobsTestApp, jobsTestApp } from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
 
 let tenants = 0;
 

@@ -1,28 +1,19 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { onboardRepository, readJobManifest } from "@kiln/storage";
+import { readJobManifest } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-
-const file = (path: string, text: string, executable = false) => ({ path, bytes: [...Buffer.from(text)], executable });
+import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { inlineFile, inlineSubmission } from "../src/testing/job-fixtures.js";
 
 export function submission(
   overrides: Record<string, unknown> = {},
   files = [
-    file("Cargo.toml", '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n'),
-    file("src/lib.rs", "pub fn f() {}\n"),
+    inlineFile("Cargo.toml", '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n'),
+    inlineFile("src/lib.rs", "pub fn f() {}\n"),
   ],
 ) {
   return {
-    schema_version: 1,
-    repository: "acme/widget",
-    size: "kiln2-cpu",
-    workspace: {
-      base_commit: "0123456789abcdef0123456789abcdef01234567",
-      branch: "main",
-      invocation: { operation: "test", arguments: ["--workspace"] },
-      source: { files },
-    },
+    ...inlineSubmission("acme/widget", "test", files, { invocation: { arguments: ["--workspace"] } }),
     ...overrides,
   };
 }
@@ -32,13 +23,7 @@ for (const dialect of DIALECTS) {
     let t: TestApp;
     let member: { tenant: string; userId: string; token: string };
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      member = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
+      ({ t, person: member } = await appWithTenant(dialect, { role: "member" }));
     });
     after(() => t.close());
 
@@ -79,12 +64,12 @@ for (const dialect of DIALECTS) {
         [submission({ size: "kiln3-cpu" }), 400, "invalid_request", /body\.size/],
         [submission({ check: { head_sha: "ABC" } }), 400, "invalid_request", /head_sha/],
         [submission({ schema_version: 2 }), 400, "invalid_request", /schema_version/],
-        [submission({}, [file("/etc/passwd", "x")]), 400, "invalid_request", /files\[0\]\.path/],
-        [submission({}, [file("a/../b", "x")]), 400, "invalid_request", /files\[0\]\.path/],
-        [submission({}, [file("a/./b", "x")]), 400, "invalid_request", /files\[0\]\.path/],
-        [submission({}, [file("b", "x"), file("a", "y")]), 400, "invalid_request", /out of order/],
-        [submission({}, [file("a", "x"), file("a", "y")]), 400, "invalid_request", /duplicates/],
-        [submission({}, [file("a", "x"), file("a/b", "y")]), 400, "invalid_request", /which is a file/],
+        [submission({}, [inlineFile("/etc/passwd", "x")]), 400, "invalid_request", /files\[0\]\.path/],
+        [submission({}, [inlineFile("a/../b", "x")]), 400, "invalid_request", /files\[0\]\.path/],
+        [submission({}, [inlineFile("a/./b", "x")]), 400, "invalid_request", /files\[0\]\.path/],
+        [submission({}, [inlineFile("b", "x"), inlineFile("a", "y")]), 400, "invalid_request", /out of order/],
+        [submission({}, [inlineFile("a", "x"), inlineFile("a", "y")]), 400, "invalid_request", /duplicates/],
+        [submission({}, [inlineFile("a", "x"), inlineFile("a/b", "y")]), 400, "invalid_request", /which is a file/],
         [submission({}, [{ path: "a", bytes: [256], executable: false }]), 400, "invalid_request", /bytes\[0\]/],
         [
           submission({ workspace: { ...submission().workspace, invocation: { operation: "run", arguments: [] } } }),
@@ -126,9 +111,9 @@ for (const dialect of DIALECTS) {
 
     it("honours rust-toolchain.toml and reports it as the origin; executable bits are kept", async () => {
       const files = [
-        file("Cargo.toml", '[package]\nname = "demo"\nversion = "0.1.0"\n'),
-        file("run.sh", "#!/bin/sh\n", true),
-        file("rust-toolchain.toml", '[toolchain]\nchannel = "nightly"\n'),
+        inlineFile("Cargo.toml", '[package]\nname = "demo"\nversion = "0.1.0"\n'),
+        inlineFile("run.sh", "#!/bin/sh\n", true),
+        inlineFile("rust-toolchain.toml", '[toolchain]\nchannel = "nightly"\n'),
       ];
       const res = await submit(submission({}, files), "pinned");
       assert.equal(res.statusCode, 200, res.body);

@@ -14,11 +14,11 @@ import { DIALECTS } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
 import { readSourceFile, type SourceManifestEntry } from "../src/domain/jobs/source-manifest.js";
+import { bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { eventually, inlineSubmission, listen } from "../src/testing/job-fixtures.js";
 import { type LargeBodies, largeBodiesOf } from "../src/web/http/body-parsers.js";
 import { LARGE_BODY_BYTES } from "../src/web/http/body-preparations.js";
 import { BodyWorkerPool } from "../src/web/http/body-worker-pool.js";
-import { bearer, personWithToken, type TestApp } from "./harness.js";
-import { eventually, listen } from "./job-fixtures.js";
 import { archiveOf } from "./source-archives.js";
 import { type WorkerAndLoopApps, workerAndLoopApps } from "./worker-and-loop-apps.js";
 
@@ -27,21 +27,9 @@ const file = (path: string, bytes: number[]) => ({ path, bytes, executable: fals
 /** Bytes enough to make a body large: 100,000 small integers are about 300 KB of JSON. */
 const bulk = Array.from({ length: 100_000 }, (_, i) => (i * 7) % 256);
 
-function submission(
+const submission = (
   files = [file("Cargo.toml", [...Buffer.from('[package]\nname = "demo"\n')]), file("src/big.rs", bulk)],
-) {
-  return {
-    schema_version: 1,
-    repository: REPOSITORY,
-    size: "kiln2-cpu",
-    workspace: {
-      base_commit: "0123456789abcdef0123456789abcdef01234567",
-      branch: "main",
-      invocation: { operation: "test", arguments: [] as string[] },
-      source: { files },
-    },
-  };
-}
+) => inlineSubmission(REPOSITORY, "test", files);
 
 const manifest = (count: number) =>
   archiveOf(

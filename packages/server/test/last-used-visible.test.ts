@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { type LoopFailure, ManualClock, silentLogger, systemClock } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
 import { LastUsedRecorder } from "../src/web/auth/last-used-recorder.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 
 for (const dialect of DIALECTS) {
   describe(`last_used_at shows this process's uses before they are written (${dialect.name})`, () => {

@@ -5,9 +5,9 @@ import { recordLineageSave, registerHost, type Storage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { HostService } from "../src/domain/hosts/host-service.js";
 import { DEFAULT_LINEAGE_AFFINITY_SECONDS } from "../src/domain/hosts/lineage-affinity.js";
+import { personWithToken, testBlobs } from "../src/testing/harness.js";
+import { acceptJob } from "../src/testing/job-fixtures.js";
 import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
-import { personWithToken, testBlobs } from "./harness.js";
-import { acceptJob } from "./job-fixtures.js";
 
 /**
  * The host service places by lineage with the configured wait (storage's claim verb has the

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
-import { crate, type Doc, type Embedded, explainJob, injectApi, Jobs, startEmbedded } from "./e2e-jobs.js";
-import { personWithToken } from "./harness.js";
+import { crate, type Doc, type Embedded, explainJob, injectApi, Jobs, startEmbedded } from "../src/testing/e2e-jobs.js";
+import { personWithToken } from "../src/testing/harness.js";
 
 /**
  * Purge and eviction end to end (SQLite, real cargo, real sandbox): the control plane's word

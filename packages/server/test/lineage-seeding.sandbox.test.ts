@@ -7,8 +7,9 @@ import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { type SparseRegistry, startSparseRegistry } from "@kiln/host/testing";
 import { onboardRepository } from "@kiln/storage";
-import { crate, type Doc, type Embedded, explainJob, injectApi, Jobs, startEmbedded } from "./e2e-jobs.js";
-import { personWithToken } from "./harness.js";
+import { REGISTRY_CRATE_DEPENDENCIES, REGISTRY_CRATE_LIB, registryCrateManifest } from "../src/testing/crates.js";
+import { crate, type Doc, type Embedded, explainJob, injectApi, Jobs, startEmbedded } from "../src/testing/e2e-jobs.js";
+import { personWithToken } from "../src/testing/harness.js";
 
 const run = promisify(execFile);
 
@@ -19,33 +20,11 @@ const run = promisify(execFile);
  * second tenant with the same dependencies starts cold; a repository with lineage_seeding off
  * starts cold.
  */
-const LIB = `
-pub fn render(n: u64) -> String {
-    itoa::Buffer::new().format(n).to_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn formats_with_itoa() {
-        assert_eq!(super::render(128), "128");
-    }
-    #[test]
-    fn parses_with_serde_json() {
-        let value: serde_json::Value = serde_json::from_str("{\\"a\\": [1, 2]}").unwrap();
-        assert_eq!(value["a"][1], 2);
-    }
-}
-`;
-
-const manifest = (name: string) =>
-  `[package]\nname = "${name}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nitoa = "1"\nserde_json = "1"\n`;
-
-/** A Cargo.lock for `manifest(name)` resolved against the test registry, as a developer's machine would have it. */
+/** A Cargo.lock for `registryCrateManifest(name)` resolved against the test registry, as a developer's machine would have it. */
 async function lockfileFor(name: string, registry: SparseRegistry, scratch: string): Promise<string> {
   const project = await mkdtemp(join(scratch, `lock-${name}-`));
   await mkdir(join(project, "src"));
-  await writeFile(join(project, "Cargo.toml"), manifest(name));
+  await writeFile(join(project, "Cargo.toml"), registryCrateManifest(name));
   await writeFile(join(project, "src", "lib.rs"), "");
   await run(
     "cargo",
@@ -73,7 +52,11 @@ const testResults = (evidence: Doc): string[] =>
 let keys = 0;
 async function testJob(jobs: Jobs, name: string, lockfile: string): Promise<Doc> {
   const id = await jobs.submit(
-    crate(name, { "Cargo.toml": manifest(name), "Cargo.lock": lockfile, "src/lib.rs": LIB }),
+    crate(name, {
+      "Cargo.toml": registryCrateManifest(name),
+      "Cargo.lock": lockfile,
+      "src/lib.rs": REGISTRY_CRATE_LIB,
+    }),
     `seeding-${++keys}`,
   );
   const job = await jobs.settle(id, 600_000);
@@ -90,7 +73,7 @@ describe("lineage seeding end to end (SQLite, real cargo through the dependency 
   let seeded: Doc;
 
   before(async () => {
-    upstream = await startSparseRegistry({ crates: ["itoa", "serde_json"] });
+    upstream = await startSparseRegistry({ crates: REGISTRY_CRATE_DEPENDENCIES });
     scratch = await mkdtemp(join(tmpdir(), "kiln-seeding-test-"));
     lock = (name) => lockfileFor(name, upstream, scratch);
     e = await startEmbedded({ cratesIoIndex: upstream.indexUrl });

@@ -12,7 +12,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
-import { crate, type Doc, type Embedded, explainJob, Jobs, startEmbedded } from "./e2e-jobs.js";
+import { crate, type Doc, type Embedded, explainJob, Jobs, startEmbedded } from "../src/testing/e2e-jobs.js";
 
 const RUNS = 50;
 const NUMBERED_LINES = 300;

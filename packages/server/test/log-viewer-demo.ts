@@ -5,9 +5,9 @@ import { addPersonToTenant, appendLogRecords, createTenant, type LogLine, type S
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import { TestClock, testBlobs } from "./harness.js";
-import { type AttemptLease, acceptJob, claimJob, finishJob, hostReport } from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
+import { TestClock, testBlobs } from "../src/testing/harness.js";
+import { type AttemptLease, acceptJob, claimJob, finishJob, hostReport } from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 
 /**
  * A kiln server on loopback holding what the log viewer is shown with: a failed `cargo test`

@@ -5,10 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium, watchPageProblems } from "../src/testing/browser.js";
 import { type LogViewerDemo, NEEDLE, startLogViewerDemo } from "./log-viewer-demo.js";
-
-const CHROMIUM = "/usr/bin/chromium";
 
 describe("the log viewer in chromium", () => {
   let demo: LogViewerDemo;
@@ -19,7 +18,7 @@ describe("the log viewer in chromium", () => {
 
   before(async () => {
     demo = await startLogViewerDemo();
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
+    browser = await launchChromium();
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     await context.addCookies([{ name: "kiln_session", value: demo.cookie, url: demo.base }]);
     // Counts the date formatters the page builds: the layout script's localized times need one
@@ -35,10 +34,7 @@ describe("the log viewer in chromium", () => {
       });
     });
     page = await context.newPage();
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    page.on("console", (message) => {
-      if (/Content[- ]Security[- ]Policy/i.test(message.text())) policyViolations.push(message.text());
-    });
+    watchPageProblems(page, { pageErrors, policyViolations });
   });
   after(async () => {
     await browser?.close();

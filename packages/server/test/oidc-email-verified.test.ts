@@ -11,15 +11,15 @@ import { createTenant, findPersonByEmail, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import { SESSION_COOKIE } from "../src/web/auth/session-cookies.js";
-import { OIDC_CALLBACK_PATH } from "../src/web/pages/oidc-sign-in.js";
-import { TestClock, testBlobs } from "./harness.js";
+import { TestClock, testBlobs } from "../src/testing/harness.js";
 import {
   type LocalOidcProvider,
   type ProviderAccount,
   signInOverHttp,
   startLocalOidcProvider,
-} from "./local-oidc-provider.js";
+} from "../src/testing/local-oidc-provider.js";
+import { SESSION_COOKIE } from "../src/web/auth/session-cookies.js";
+import { OIDC_CALLBACK_PATH } from "../src/web/pages/oidc-sign-in.js";
 
 const TENANT = `acme${process.pid}`;
 const ACCOUNTS: Record<string, ProviderAccount> = {

@@ -6,8 +6,8 @@ import { openSqliteForTest } from "@kiln/storage/testing";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { committedOpenApiPath } from "../src/generate-artifacts.js";
+import { testApp } from "../src/testing/harness.js";
 import { openApiDocumentText } from "../src/web/http/openapi-document.js";
-import { testApp } from "./harness.js";
 
 type Schema = {
   title?: string;

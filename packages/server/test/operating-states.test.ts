@@ -6,8 +6,8 @@ import { sql } from "kysely";
 import { canarySettings } from "../src/domain/platform/canaries/canary-settings.js";
 import { HOST_FRESH_SECONDS } from "../src/domain/platform/host-serving.js";
 import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
-import { type TestApp, testApp } from "./harness.js";
-import { acceptJob } from "./job-fixtures.js";
+import { type TestApp, testApp } from "../src/testing/harness.js";
+import { acceptJob } from "../src/testing/job-fixtures.js";
 
 const HOST = "states-host";
 

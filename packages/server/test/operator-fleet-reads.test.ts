@@ -16,8 +16,8 @@ import {
 import { registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import type { LightMyRequestResponse } from "fastify";
+import { hostProtocolOf, type TestApp, testApp } from "../src/testing/harness.js";
 import { HOST_READ_WAIT_SECONDS } from "../src/web/handlers/operator/operator-host-reads.js";
-import { hostProtocolOf, type TestApp, testApp } from "./harness.js";
 import { listenForHosts, type TestHostListener } from "./host-listener-fixture.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 

@@ -11,7 +11,7 @@ import {
 } from "@kiln/host";
 import { registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { hostProtocolOf, type TestApp, testApp } from "./harness.js";
+import { hostProtocolOf, type TestApp, testApp } from "../src/testing/harness.js";
 import { listenForHosts, type TestHostListener } from "./host-listener-fixture.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 

@@ -8,8 +8,8 @@ import { enrollHost, mintHostEnrollmentToken, revokeHost } from "../src/domain/h
 import { CertificateAuthority } from "../src/domain/pki/certificate-authority.js";
 import { listenerCertificate } from "../src/domain/pki/listener-certificate.js";
 import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
-import { type TestApp, testApp } from "./harness.js";
-import { acceptJob } from "./job-fixtures.js";
+import { type TestApp, testApp } from "../src/testing/harness.js";
+import { acceptJob } from "../src/testing/job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 /**

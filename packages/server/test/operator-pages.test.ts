@@ -11,11 +11,11 @@ import { DIALECTS } from "@kiln/storage/testing";
 import type { LightMyRequestResponse } from "fastify";
 import { buildApp } from "../src/build-app.js";
 import { operatorAuditValue } from "../src/domain/platform/operator-audit-value.js";
+import { type TestApp, testApp } from "../src/testing/harness.js";
+import { acceptJob, claimJob, HOST } from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { defaultHandlers } from "../src/web/handlers/default-handlers.js";
-import { type TestApp, testApp } from "./harness.js";
-import { acceptJob, claimJob, HOST } from "./job-fixtures.js";
 import { bootstrapOperatorCredential } from "./operator-session-fixture.js";
-import { signIn } from "./sign-in.js";
 
 const OWN_ORIGIN = "http://kiln.test";
 const MARKUP = `<script>alert("x")</script>`;

@@ -21,8 +21,8 @@ import { claimNextJob, createTenant, readJobStatus, registerHost } from "@kiln/s
 import { DIALECTS } from "@kiln/storage/testing";
 import { LEASE_SECONDS } from "../src/domain/hosts/attempt-lease.js";
 import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
-import { hostProtocolOf, type TestApp, testApp } from "./harness.js";
-import { acceptJob } from "./job-fixtures.js";
+import { hostProtocolOf, type TestApp, testApp } from "../src/testing/harness.js";
+import { acceptJob } from "../src/testing/job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 /** This process's own cgroups, as the host agent reads them. */

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { DIALECTS } from "@kiln/storage/testing";
+import { type TestApp, testApp } from "../src/testing/harness.js";
 import { masterKey, operatorCredential } from "../src/web/auth/operator-credential.js";
-import { type TestApp, testApp } from "./harness.js";
 
 for (const dialect of DIALECTS) {
   describe(`operator session (${dialect.name})`, () => {

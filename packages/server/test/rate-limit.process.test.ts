@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { openStorage, type Storage } from "@kiln/storage";
 import { createPostgresTestDatabase, DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
 import { type ServerProcess, startSharedDatabaseServer, stopServerProcess } from "./server-process.js";
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -15,8 +15,7 @@ for (const dialect of DIALECTS) {
     let t: TestApp;
     let owner: { tenant: string; token: string };
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      owner = await personWithToken(t.storage, { role: "owner" });
+      ({ t, person: owner } = await appWithTenant(dialect, { role: "owner", repository: null }));
     });
     after(() => t.close());
 

@@ -1,29 +1,21 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { onboardRepository } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import { refusedEnvironmentReason } from "../src/domain/jobs/refused-environment.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-
-const file = (path: string, text: string) => ({ path, bytes: [...Buffer.from(text)], executable: false });
+import { bearer, type TestApp, tenantWithRepository, testApp } from "../src/testing/harness.js";
+import { inlineFile, inlineSubmission } from "../src/testing/job-fixtures.js";
 
 /** A minimal test job declaring `environment`. */
-const submission = (environment: Record<string, string>) => ({
-  schema_version: 1,
-  repository: "acme/widget",
-  size: "kiln2-cpu",
-  workspace: {
-    base_commit: "0123456789abcdef0123456789abcdef01234567",
-    branch: "main",
-    invocation: { operation: "test", arguments: [], environment },
-    source: {
-      files: [
-        file("Cargo.toml", '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n'),
-        file("src/lib.rs", "pub fn f() {}\n"),
-      ],
-    },
-  },
-});
+const submission = (environment: Record<string, string>) =>
+  inlineSubmission(
+    "acme/widget",
+    "test",
+    [
+      inlineFile("Cargo.toml", '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n'),
+      inlineFile("src/lib.rs", "pub fn f() {}\n"),
+    ],
+    { invocation: { environment } },
+  );
 
 /** One name of each refused family (and of each pattern's forms), as a job might declare it. */
 const REFUSED = [
@@ -99,13 +91,7 @@ describe("a job's environment: refused families and ordinary variables", () => {
     let token: string;
     before(async () => {
       t = await testApp(await openSqliteForTest());
-      const member = await personWithToken(t.storage, { role: "member" });
-      token = member.token;
-      await onboardRepository(
-        t.storage,
-        { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
+      token = (await tenantWithRepository(t.storage, { role: "member" })).token;
     });
     after(() => t.close());
 

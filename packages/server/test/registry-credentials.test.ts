@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { listAuditEntries, listRegistryCredentialVersions } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "./harness.js";
-import { acceptJob, claimJob } from "./job-fixtures.js";
+import { appWithTenant, bearer, hostProtocolOf, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { acceptJob, claimJob } from "../src/testing/job-fixtures.js";
 
 for (const dialect of DIALECTS) {
   describe(`tenant.registry_credential.replace (${dialect.name})`, { skip: dialect.skip }, () => {
@@ -16,8 +16,7 @@ for (const dialect of DIALECTS) {
     let admin: { tenant: string; userId: string; token: string };
     let keys = 0;
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      admin = await personWithToken(t.storage, { role: "admin" });
+      ({ t, person: admin } = await appWithTenant(dialect, { role: "admin", repository: null }));
     });
     after(() => t.close());
 

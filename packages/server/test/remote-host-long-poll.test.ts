@@ -29,9 +29,9 @@ import { drainHost, onboardRepository, readJob, type Storage, undrainHost, write
 import { DIALECTS } from "@kiln/storage/testing";
 import { HostService, type HostServiceEvent } from "../src/domain/hosts/host-service.js";
 import { SecretBox } from "../src/domain/secrets/secret-box.js";
-import { bearer, personWithToken, type TestApp, testApp, testBlobs } from "./harness.js";
+import { bearer, personWithToken, type TestApp, testApp, testBlobs } from "../src/testing/harness.js";
+import { acceptJob, eventually, inlineSubmission } from "../src/testing/job-fixtures.js";
 import { listenForHosts, type TestHostListener } from "./host-listener-fixture.js";
-import { acceptJob, eventually, inlineSubmission } from "./job-fixtures.js";
 
 const REPOSITORY = "acme/widget";
 

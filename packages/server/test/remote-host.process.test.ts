@@ -45,10 +45,10 @@ import { DIALECTS, openSqliteForTest } from "@kiln/storage/testing";
 import { mintHostEnrollmentToken, revokeHost } from "../src/domain/hosts/host-identities.js";
 import { CertificateAuthority } from "../src/domain/pki/certificate-authority.js";
 import { SecretBox } from "../src/domain/secrets/secret-box.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { eventually, inlineSubmission } from "../src/testing/job-fixtures.js";
 import { masterKey } from "../src/web/auth/operator-credential.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 import { listenForHosts, type TestHostListener, WEEK_SECONDS } from "./host-listener-fixture.js";
-import { eventually, inlineSubmission } from "./job-fixtures.js";
 import { operatorClient } from "./operator-session-fixture.js";
 
 const REPOSITORY = "acme/widget";

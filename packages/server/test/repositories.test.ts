@@ -4,8 +4,8 @@ import type { AttemptReport } from "@kiln/contract";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { PLATFORM_STORAGE_QUOTA_BYTES } from "../src/domain/repositories/storage-quota.js";
-import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "./harness.js";
-import { inlineSubmission } from "./job-fixtures.js";
+import { appWithTenant, bearer, hostProtocolOf, type TestApp } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 
 const MB = 1_000_000;
 
@@ -52,9 +52,8 @@ for (const dialect of DIALECTS) {
     const quota = 25 * MB;
 
     before(async () => {
-      t = await testApp(await dialect.openFresh(), { storageQuotaBytes: quota });
-      owner = await personWithToken(t.storage, { role: "owner" });
-      for (const name of ["acme/widget", "acme/gadget", "acme/idle"]) {
+      ({ t, person: owner } = await appWithTenant(dialect, { role: "owner", deps: { storageQuotaBytes: quota } }));
+      for (const name of ["acme/gadget", "acme/idle"]) {
         await onboardRepository(t.storage, { tenantId: owner.tenant, name, onboardedBy: "test" }, t.clock.now());
       }
     });
@@ -101,13 +100,7 @@ for (const dialect of DIALECTS) {
     };
 
     it("a repository with no lineages yet: zero bytes, the platform quota by default", async () => {
-      const plain = await testApp(await dialect.openFresh());
-      const someone = await personWithToken(plain.storage, { role: "viewer" });
-      await onboardRepository(
-        plain.storage,
-        { tenantId: someone.tenant, name: "acme/widget", onboardedBy: "test" },
-        new Date(),
-      );
+      const { t: plain, person: someone } = await appWithTenant(dialect, { role: "viewer" });
       const res = await plain.app.inject({ method: "GET", url: "/api/repositories", headers: bearer(someone.token) });
       assert.equal(res.statusCode, 200, res.body);
       assert.deepEqual(res.json(), {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { findOnboardedRepository, listAuditEntries } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
 
 for (const dialect of DIALECTS) {
   describe(`repositories.onboard: a tenant admin onboards a repository itself (${dialect.name})`, {
@@ -15,8 +15,7 @@ for (const dialect of DIALECTS) {
     let keys = 0;
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      admin = await personWithToken(t.storage, { role: "admin" });
+      ({ t, person: admin } = await appWithTenant(dialect, { role: "admin", repository: null }));
       member = await personWithToken(t.storage, { tenant: admin.tenant, role: "member" });
       viewer = await personWithToken(t.storage, { tenant: admin.tenant, role: "viewer" });
     });

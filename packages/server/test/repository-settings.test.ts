@@ -4,30 +4,25 @@ import { listAuditEntries, onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { PLATFORM_WALL_CLOCK_SECONDS } from "../src/domain/policy/platform-limits.js";
 import { MINIMUM_WALL_CLOCK_CEILING_SECONDS } from "../src/domain/settings/repository-settings-view.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { inlineFile, inlineSubmission } from "../src/testing/job-fixtures.js";
 
 const COMMIT = "0123456789abcdef0123456789abcdef01234567";
 
 /** A jobs.submit body whose source is `files` (path → text). */
-const submission = (files: Record<string, string>, invocation: Record<string, unknown> = {}) => ({
-  schema_version: 1,
-  repository: "acme/widget",
-  size: "kiln4-cpu",
-  workspace: {
-    base_commit: COMMIT,
-    branch: "main",
-    invocation: { operation: "test", arguments: [], ...invocation },
-    source: {
-      files: Object.entries({
-        "Cargo.toml": '[package]\nname = "widget"\nversion = "0.1.0"\nedition = "2021"\n',
-        "src/lib.rs": "pub fn f() {}\n",
-        ...files,
-      })
-        .sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
-        .map(([path, text]) => ({ path, bytes: [...Buffer.from(text)], executable: false })),
-    },
-  },
-});
+const submission = (files: Record<string, string>, invocation: Record<string, unknown> = {}) =>
+  inlineSubmission(
+    "acme/widget",
+    "test",
+    Object.entries({
+      "Cargo.toml": '[package]\nname = "widget"\nversion = "0.1.0"\nedition = "2021"\n',
+      "src/lib.rs": "pub fn f() {}\n",
+      ...files,
+    })
+      .sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
+      .map(([path, text]) => inlineFile(path, text)),
+    { size: "kiln4-cpu", invocation },
+  );
 
 for (const dialect of DIALECTS) {
   describe(`repository settings, admission and snapshots (${dialect.name})`, { skip: dialect.skip }, () => {
@@ -37,8 +32,7 @@ for (const dialect of DIALECTS) {
     let keys = 0;
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      admin = await personWithToken(t.storage, { role: "admin" });
+      ({ t, person: admin } = await appWithTenant(dialect, { role: "admin", repository: null }));
       member = await personWithToken(t.storage, { tenant: admin.tenant, role: "member" });
       await onboardRepository(
         t.storage,

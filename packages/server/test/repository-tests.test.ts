@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { runFiveTestJobs } from "./test-history-fixtures.js";
+import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { runFiveTestJobs } from "../src/testing/test-history-fixtures.js";
 
 /**
  * repositories.tests (issue 37, a kiln extension): five test jobs submitted through the API and
@@ -26,14 +25,8 @@ for (const dialect of DIALECTS) {
     };
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      owner = await personWithToken(t.storage, { role: "owner" });
+      ({ t, person: owner } = await appWithTenant(dialect, { role: "owner" }));
       stranger = await personWithToken(t.storage, { role: "owner" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: owner.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
       jobs.push(...(await runFiveTestJobs(t, owner.token, "acme/widget")));
     });
     after(() => t.close());

@@ -3,9 +3,10 @@ import { createHash } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import type { FastifyInstance } from "fastify";
-import { type SourceFile, testedCrate } from "./crates.js";
-import { type Embedded, startEmbedded } from "./e2e-jobs.js";
-import { bearer } from "./harness.js";
+import { type SourceFile, testedCrate } from "../src/testing/crates.js";
+import { type Embedded, startEmbedded } from "../src/testing/e2e-jobs.js";
+import { bearer } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 
 /**
  * Real cargo through the whole service: submission, scheduler, local host, sandbox,
@@ -28,17 +29,7 @@ describe("running cargo jobs end to end", () => {
       method: "POST",
       url: "/api/v4/jobs",
       headers: { ...bearer(token), "content-type": "application/json", "idempotency-key": key },
-      payload: JSON.stringify({
-        schema_version: 1,
-        repository: "acme/widget",
-        size: "kiln2-cpu",
-        workspace: {
-          base_commit: "0123456789abcdef0123456789abcdef01234567",
-          branch: "main",
-          invocation: { operation: "test", arguments: [], ...invocation },
-          source: { files },
-        },
-      }),
+      payload: JSON.stringify(inlineSubmission("acme/widget", "test", files, { invocation })),
     });
     assert.equal(res.statusCode, 200, res.body);
     return res.json() as string;
@@ -139,17 +130,9 @@ describe("running cargo jobs end to end", () => {
       method: "POST",
       url: "/api/v4/jobs",
       headers: { ...bearer(token), "content-type": "application/json", "idempotency-key": "old-toolchain" },
-      payload: JSON.stringify({
-        schema_version: 1,
-        repository: "acme/widget",
-        size: "kiln2-cpu",
-        workspace: {
-          base_commit: "0123456789abcdef0123456789abcdef01234567",
-          branch: "main",
-          invocation: { operation: "test", arguments: [], toolchain: "1.10.0" },
-          source: { files: testedCrate("pinnedcrate", 0) },
-        },
-      }),
+      payload: JSON.stringify(
+        inlineSubmission("acme/widget", "test", testedCrate("pinnedcrate", 0), { invocation: { toolchain: "1.10.0" } }),
+      ),
     });
     assert.equal(res.statusCode, 400, res.body);
     assert.equal(res.json().code, "invalid_request");

@@ -9,13 +9,13 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { DeleteObjectCommand, HeadObjectCommand } from "@aws-sdk/client-s3";
 import { silentLogger } from "@kiln/contract";
-import { onboardRepository, S3BlobStore } from "@kiln/storage";
+import { S3BlobStore } from "@kiln/storage";
 import { DIALECTS, type S3TestServer, startS3TestServer } from "@kiln/storage/testing";
 import { configFromEnv } from "../src/config.js";
 import { HostService } from "../src/domain/hosts/host-service.js";
-import { type Embedded, explainJob, startEmbedded } from "./e2e-jobs.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { claimJob, finishJob } from "./job-fixtures.js";
+import { type Embedded, explainJob, startEmbedded } from "../src/testing/e2e-jobs.js";
+import { appWithTenant, bearer, type TestApp, testApp } from "../src/testing/harness.js";
+import { claimJob, finishJob } from "../src/testing/job-fixtures.js";
 import { operatorClient } from "./operator-session-fixture.js";
 import { archiveOf, archiveSubmission, Sources, sha256 } from "./source-archives.js";
 
@@ -33,13 +33,7 @@ for (const dialect of DIALECTS) {
     let member: { tenant: string; token: string };
     before(async () => {
       blobs = s3.store(prefix);
-      t = await testApp(await dialect.openFresh(), { blobs });
-      member = await personWithToken(t.storage, { role: "member", now: t.clock.now() });
-      await onboardRepository(
-        t.storage,
-        { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
+      ({ t, person: member } = await appWithTenant(dialect, { role: "member", deps: { blobs } }));
     });
     after(() => t.close());
 

@@ -26,9 +26,9 @@ import { HEALTH_REPORTED_MESSAGE } from "@kiln/host";
 import { onboardRepository, openStorage, type Storage } from "@kiln/storage";
 import { createPostgresTestDatabase, type S3TestServer, startS3TestServer } from "@kiln/storage/testing";
 import { mintHostEnrollmentToken } from "../src/domain/hosts/host-identities.js";
+import { type Api, fetchApi } from "../src/testing/e2e-jobs.js";
+import { personWithToken } from "../src/testing/harness.js";
 import { operatorCredential } from "../src/web/auth/operator-credential.js";
-import { type Api, fetchApi } from "./e2e-jobs.js";
-import { personWithToken } from "./harness.js";
 import { type ServerProcess, startServerProcess, stopServerProcess } from "./server-process.js";
 
 const KILN_HOST_BIN = fileURLToPath(new URL("../../../host/dist/src/remote/main.js", import.meta.url));

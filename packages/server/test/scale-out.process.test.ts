@@ -24,8 +24,8 @@ import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
-import { testedCrate } from "./crates.js";
-import { crate, type Doc, explainJob, Jobs, transitionsTo } from "./e2e-jobs.js";
+import { testedCrate } from "../src/testing/crates.js";
+import { crate, type Doc, explainJob, Jobs, transitionsTo } from "../src/testing/e2e-jobs.js";
 import { type ScaleOutCluster, startScaleOutCluster } from "./scale-out-cluster.js";
 
 const postgres = DIALECTS.find((d) => d.name === "postgres");

@@ -10,8 +10,8 @@ import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { mintSignInLink } from "../src/admin/mint-sign-in-link.js";
 import { buildApp } from "../src/build-app.js";
 import { SecretBox } from "../src/domain/secrets/secret-box.js";
+import { bearer, TestClock, testBlobs } from "../src/testing/harness.js";
 import { masterKey, operatorCredential } from "../src/web/auth/operator-credential.js";
-import { bearer, TestClock, testBlobs } from "./harness.js";
 
 /**
  * Every secret kiln issues — device codes, CLI tokens, agent credentials, sign-in link tokens,

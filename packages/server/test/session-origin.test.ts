@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { DIALECTS } from "@kiln/storage/testing";
+import { appWithTenant, bearer, type PersonWithToken, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { masterKey, operatorCredential } from "../src/web/auth/operator-credential.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { signIn } from "./sign-in.js";
 
 const OWN = "http://kiln.test";
 
@@ -20,8 +20,8 @@ for (const dialect of DIALECTS) {
     let t: TestApp;
     let email: string;
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      const admin = await personWithToken(t.storage, { role: "admin" });
+      let admin: PersonWithToken;
+      ({ t, person: admin } = await appWithTenant(dialect, { role: "admin", repository: null }));
       const person = await t.storage.db
         .selectFrom("persons")
         .select("email")

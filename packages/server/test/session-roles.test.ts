@@ -4,10 +4,10 @@ import fastifyCookie from "@fastify/cookie";
 import { type Operation, operationById } from "@kiln/contract";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import Fastify, { type FastifyInstance } from "fastify";
+import { personWithToken, type TestApp, testApp, testBlobs } from "../src/testing/harness.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { enforceSecurity } from "../src/web/http/enforce-security.js";
 import { installErrorBoundary } from "../src/web/http/error-boundary.js";
-import { personWithToken, type TestApp, testApp, testBlobs } from "./harness.js";
-import { signIn } from "./sign-in.js";
 
 /**
  * Over HTTP a session cookie reaches only read-scoped operations, which every role

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import type { FastifyInstance } from "fastify";
-import { bearer } from "./harness.js";
+import { bearer } from "../src/testing/harness.js";
 
 export const sha256 = (bytes: Buffer | string) => createHash("sha256").update(bytes).digest("hex");
 

@@ -4,9 +4,9 @@ import { silentLogger } from "@kiln/contract";
 import { addPersonToTenant, createTenant, readInstallation } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { GitHubApp, gitHubAppConfigFromEnv } from "../src/domain/source-hosting/github-app.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { GitHubSimulator } from "./github-simulator.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { signIn } from "./sign-in.js";
 
 describe("provider-authorized claim configuration", () => {
   const base = {

@@ -5,9 +5,9 @@ import { silentLogger } from "@kiln/contract";
 import { findInstallationOfRepository, readInstallation, readWebhookDelivery } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { GitHubApp } from "../src/domain/source-hosting/github-app.js";
+import { appWithTenant, bearer, type TestApp } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 import { GitHubSimulator, type SimulatedDelivery } from "./github-simulator.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { inlineSubmission } from "./job-fixtures.js";
 
 const HEAD = "abc".padStart(40, "0");
 
@@ -50,8 +50,11 @@ for (const dialect of DIALECTS) {
         },
         silentLogger,
       );
-      t = await testApp(await dialect.openFresh(), { gitHubApp: app });
-      owner = await personWithToken(t.storage, { role: "owner" });
+      ({ t, person: owner } = await appWithTenant(dialect, {
+        role: "owner",
+        repository: null,
+        deps: { gitHubApp: app },
+      }));
       const claimed = await t.app.inject({
         method: "POST",
         url: "/api/onboarding/claims",

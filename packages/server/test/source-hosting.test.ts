@@ -6,9 +6,16 @@ import { DIALECTS } from "@kiln/storage/testing";
 import { annotationsOf, escapeTestPath, failureAnnotations } from "../src/domain/source-hosting/check-run-report.js";
 import { type CheckRunEvent, CheckRunReporter } from "../src/domain/source-hosting/check-run-reporter.js";
 import { GitHubApp, gitHubAppConfigFromEnv, webBaseOf } from "../src/domain/source-hosting/github-app.js";
+import {
+  appWithTenant,
+  bearer,
+  hostProtocolOf,
+  personWithToken,
+  type TestApp,
+  testApp,
+} from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 import { GitHubSimulator } from "./github-simulator.js";
-import { bearer, hostProtocolOf, personWithToken, type TestApp, testApp } from "./harness.js";
-import { inlineSubmission } from "./job-fixtures.js";
 
 const sha = (n: number) => n.toString(16).padStart(40, "0");
 const ROOT = sha(1);
@@ -164,8 +171,7 @@ for (const dialect of DIALECTS) {
     let t: TestApp;
     let owner: { tenant: string; token: string };
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      owner = await personWithToken(t.storage, { role: "owner" });
+      ({ t, person: owner } = await appWithTenant(dialect, { role: "owner", repository: null }));
     });
     after(() => t.close());
 
@@ -223,8 +229,11 @@ for (const dialect of DIALECTS) {
     before(async () => {
       sim = await simulator();
       app = appOf(sim);
-      t = await testApp(await dialect.openFresh(), { gitHubApp: app });
-      owner = await personWithToken(t.storage, { role: "owner" });
+      ({ t, person: owner } = await appWithTenant(dialect, {
+        role: "owner",
+        repository: null,
+        deps: { gitHubApp: app },
+      }));
     });
     after(async () => {
       await t.close();

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { type Embedded, explainJob, startEmbedded } from "./e2e-jobs.js";
+import { type Embedded, explainJob, startEmbedded } from "../src/testing/e2e-jobs.js";
 import { archiveOf, archiveSubmission, Sources } from "./source-archives.js";
 
 /**

@@ -5,7 +5,14 @@ import { inflateRawSync } from "node:zlib";
 import { cleanupExpiredUploads, onboardRepository, readJobManifest } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { readSourceFile } from "../src/domain/jobs/source-manifest.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import {
+  appWithTenant,
+  bearer,
+  personWithToken,
+  type TestApp,
+  tenantWithRepository,
+  testApp,
+} from "../src/testing/harness.js";
 import { type Archive, archiveOf, archiveSubmission, Sources, sha256 } from "./source-archives.js";
 
 const CRATE = [
@@ -30,25 +37,14 @@ for (const dialect of DIALECTS) {
     let other: Sources;
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      member = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
+      ({ t, person: member } = await appWithTenant(dialect, { role: "member" }));
       await onboardRepository(
         t.storage,
         { tenantId: member.tenant, name: "acme/other", onboardedBy: "test" },
         t.clock.now(),
       );
       sources = new Sources(t.app, member.token);
-      const stranger = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: stranger.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
+      const stranger = await tenantWithRepository(t.storage, { role: "member" });
       other = new Sources(t.app, stranger.token);
     });
     after(() => t.close());
@@ -632,12 +628,7 @@ for (const dialect of DIALECTS) {
     after(() => t.close());
 
     const tenantSources = async () => {
-      const person = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: person.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
+      const person = await tenantWithRepository(t.storage, { role: "member" });
       return new Sources(t.app, person.token);
     };
 

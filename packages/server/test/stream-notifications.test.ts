@@ -12,9 +12,9 @@ import type { FastifyInstance } from "fastify";
 import { sql } from "kysely";
 import { buildApp } from "../src/build-app.js";
 import { startLocalHost } from "../src/local-host.js";
-import { bearer, hostProtocolOf, personWithToken, testBlobs } from "./harness.js";
-import { acceptJob, claimJob, listen, SseReader } from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
+import { bearer, hostProtocolOf, personWithToken, testBlobs } from "../src/testing/harness.js";
+import { acceptJob, claimJob, listen, SseReader } from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 
 /**
  * Two kiln-servers on one PostgreSQL, as two apps in this process with storages of their own

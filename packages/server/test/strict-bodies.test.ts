@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { inlineSubmission } from "./job-fixtures.js";
+import { appWithTenant, bearer, type TestApp } from "../src/testing/harness.js";
+import { inlineSubmission } from "../src/testing/job-fixtures.js";
 
 const validCredential = { name: "ci-bot", scopes: ["read"], expires_in_seconds: 3600 };
 
@@ -13,13 +12,7 @@ for (const dialect of DIALECTS) {
     let owner: { tenant: string; token: string };
     let keys = 0;
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      owner = await personWithToken(t.storage, { role: "owner" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: owner.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
+      ({ t, person: owner } = await appWithTenant(dialect, { role: "owner" }));
     });
     after(() => t.close());
 

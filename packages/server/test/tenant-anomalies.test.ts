@@ -9,8 +9,8 @@ import {
   submissionBurst,
 } from "../src/domain/platform/tenant-anomalies/submission-burst.js";
 import { TenantAnomalyEvaluator } from "../src/domain/platform/tenant-anomalies/tenant-anomaly-evaluator.js";
-import { type TestApp, testApp } from "./harness.js";
-import { acceptJob, claimJob, finishJob, hostReport } from "./job-fixtures.js";
+import { type TestApp, testApp } from "../src/testing/harness.js";
+import { acceptJob, claimJob, finishJob, hostReport } from "../src/testing/job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 /**

@@ -12,8 +12,8 @@ import { createTenant } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { DEFAULT_TENANT_INGRESS } from "../src/config.js";
 import { CANARY_TENANT } from "../src/domain/platform/platform-tenants.js";
+import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
 import { largeBodiesOf } from "../src/web/http/body-parsers.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
 
 const MiB = 2 ** 20;
 
@@ -32,8 +32,11 @@ for (const dialect of DIALECTS) {
         tenantIngress: { ...DEFAULT_TENANT_INGRESS, bytesPerSecond: MiB, burstBytes: MiB },
         clock: rateClock,
       });
-      t = await testApp(await dialect.openFresh(), { largeBodies: large });
-      noisy = await personWithToken(t.storage, { role: "member" });
+      ({ t, person: noisy } = await appWithTenant(dialect, {
+        role: "member",
+        repository: null,
+        deps: { largeBodies: large },
+      }));
       quiet = await personWithToken(t.storage, { role: "member" });
       assert.notEqual(noisy.tenant, quiet.tenant);
     });

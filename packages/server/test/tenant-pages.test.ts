@@ -3,9 +3,9 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
+import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { signIn } from "../src/testing/sign-in.js";
 import { finishColdJob } from "./cold-job-fixture.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { signIn } from "./sign-in.js";
 
 const ORIGIN = "http://kiln.test";
 const REPOSITORY = "acme/widget";
@@ -44,8 +44,7 @@ for (const dialect of DIALECTS) {
     };
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      owner = await personWithToken(t.storage, { role: "owner", now: t.clock.now() });
+      ({ t, person: owner } = await appWithTenant(dialect, { role: "owner", repository: null }));
       const admin = await personWithToken(t.storage, { tenant: owner.tenant, role: "admin", now: t.clock.now() });
       const viewer = await personWithToken(t.storage, { tenant: owner.tenant, role: "viewer", now: t.clock.now() });
       await onboardRepository(

@@ -4,28 +4,15 @@ import { createAgentCredential, listAuditEntries, listOperatorAuditEntries, onbo
 import { DIALECTS } from "@kiln/storage/testing";
 import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
 import { ARTIFACT_RETENTION_SECONDS } from "../src/domain/policy/platform-limits.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { acceptJob, claimJob, finishJob } from "./job-fixtures.js";
+import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { acceptJob, claimJob, finishJob, inlineFile, inlineSubmission } from "../src/testing/job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
-const COMMIT = "0123456789abcdef0123456789abcdef01234567";
-
-const submission = (size = "kiln2-cpu") => ({
-  schema_version: 1,
-  repository: "acme/widget",
-  size,
-  workspace: {
-    base_commit: COMMIT,
-    branch: "main",
-    invocation: { operation: "test", arguments: [] },
-    source: {
-      files: [
-        ["Cargo.toml", '[package]\nname = "widget"\nversion = "0.1.0"\nedition = "2021"\n'],
-        ["src/lib.rs", "pub fn f() {}\n"],
-      ].map(([path, text]) => ({ path, bytes: [...Buffer.from(text ?? "")], executable: false })),
-    },
-  },
-});
+const WIDGET = [
+  inlineFile("Cargo.toml", '[package]\nname = "widget"\nversion = "0.1.0"\nedition = "2021"\n'),
+  inlineFile("src/lib.rs", "pub fn f() {}\n"),
+];
+const submission = (size = "kiln2-cpu") => inlineSubmission("acme/widget", "test", WIDGET, { size });
 
 /**
  * tenant.settings.get/write and operator.tenants.controls.get/set over HTTP on every dialect,
@@ -44,8 +31,7 @@ for (const dialect of DIALECTS) {
     let keys = 0;
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      admin = await personWithToken(t.storage, { role: "admin" });
+      ({ t, person: admin } = await appWithTenant(dialect, { role: "admin", repository: null }));
       member = await personWithToken(t.storage, { tenant: admin.tenant, role: "member" });
       viewer = await personWithToken(t.storage, { tenant: admin.tenant, role: "viewer" });
       await onboardRepository(

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { DIALECTS } from "@kiln/storage/testing";
+import { bearer, personWithToken, testApp } from "../src/testing/harness.js";
 import { TenantTurns } from "../src/web/http/tenant-turns.js";
-import { bearer, personWithToken, testApp } from "./harness.js";
 
 /** Lets every microtask queued so far run (a request started "at once" runs in them). */
 const settle = async () => {

@@ -9,15 +9,13 @@
 import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { onboardRepository } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
-import { type Browser, chromium, type Page } from "playwright-core";
-import { personWithToken, type TestApp, testApp } from "./harness.js";
-import { signIn } from "./sign-in.js";
-import { BROKEN_TEST, FLAKY_TEST, runFiveTestJobs, SLOW_TEST } from "./test-history-fixtures.js";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium, watchPageProblems } from "../src/testing/browser.js";
+import { personWithToken, type TestApp, tenantWithRepository, testApp } from "../src/testing/harness.js";
+import { signIn } from "../src/testing/sign-in.js";
+import { BROKEN_TEST, FLAKY_TEST, runFiveTestJobs, SLOW_TEST } from "../src/testing/test-history-fixtures.js";
 
-/** Debian's chromium (scripts/ensure-setup.mjs installs it for `npm test`). */
-const CHROMIUM = "/usr/bin/chromium";
 export const SCREENSHOTS = { repository: "/tmp/kiln-repository-tests.png", job: "/tmp/kiln-job-flaky-timeline.png" };
 
 describe("issue 37's tests on the dashboard, in chromium", () => {
@@ -31,24 +29,16 @@ describe("issue 37's tests on the dashboard, in chromium", () => {
   before(async () => {
     t = await testApp(await openSqliteForTest());
     const owner = await personWithToken(t.storage, { role: "owner" });
-    const viewer = await personWithToken(t.storage, { tenant: owner.tenant, role: "viewer" });
-    await onboardRepository(
-      t.storage,
-      { tenantId: owner.tenant, name: "acme/widget", onboardedBy: "test" },
-      t.clock.now(),
-    );
+    const viewer = await tenantWithRepository(t.storage, { tenant: owner.tenant, role: "viewer" });
     jobs = await runFiveTestJobs(t, owner.token, "acme/widget");
     const session = await signIn(t.app, t.storage, viewer.email, owner.tenant, t.clock);
     await t.app.listen({ host: "127.0.0.1", port: 0 });
     base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
+    browser = await launchChromium();
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     await context.addCookies([{ name: "kiln_session", value: session, url: base }]);
     page = await context.newPage();
-    page.on("console", (message) => {
-      if (/Content[- ]Security[- ]Policy/i.test(message.text())) problems.push(message.text());
-    });
-    page.on("pageerror", (error) => problems.push(error.message));
+    watchPageProblems(page, { pageErrors: problems, policyViolations: problems });
   });
 
   after(async () => {

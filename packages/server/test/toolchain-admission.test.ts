@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { onboardRepository, registerHost } from "@kiln/storage";
+import { registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
+import { appWithTenant, bearer, type TestApp } from "../src/testing/harness.js";
+import { inlineFile, inlineSubmission } from "../src/testing/job-fixtures.js";
 
-const file = (path: string, text: string) => ({ path, bytes: [...Buffer.from(text)], executable: false });
-const CRATE = file("Cargo.toml", '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n');
+const CRATE = inlineFile("Cargo.toml", '[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n');
 
 /**
  * A toolchain no host has installed is refused at submission (issue 36: it was refused only after
@@ -18,29 +18,15 @@ for (const dialect of DIALECTS) {
     let member: { tenant: string; token: string };
     let keys = 0;
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      member = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: member.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
+      ({ t, person: member } = await appWithTenant(dialect, { role: "member" }));
     });
     after(() => t.close());
 
-    const submit = (toolchain: string | undefined, files = [CRATE, file("src/lib.rs", "pub fn f() {}\n")]) => {
+    const submit = (toolchain: string | undefined, files = [CRATE, inlineFile("src/lib.rs", "pub fn f() {}\n")]) => {
       keys += 1;
-      const body = {
-        schema_version: 1,
-        repository: "acme/widget",
-        size: "kiln2-cpu",
-        workspace: {
-          base_commit: "0123456789abcdef0123456789abcdef01234567",
-          branch: "main",
-          invocation: { operation: "test", arguments: [], ...(toolchain === undefined ? {} : { toolchain }) },
-          source: { files },
-        },
-      };
+      const body = inlineSubmission("acme/widget", "test", files, {
+        invocation: toolchain === undefined ? {} : { toolchain },
+      });
       return t.app.inject({
         method: "POST",
         url: "/api/v4/jobs",
@@ -83,7 +69,10 @@ for (const dialect of DIALECTS) {
         refused.json().detail,
         /^body\.workspace\.invocation\.toolchain asks for toolchain 1\.10\.0, which no kiln host has installed \(installed: 1\.95\.0, nightly, stable\); name one of those \(kiln cargo \+<toolchain>/,
       );
-      const pinned = await submit(undefined, [CRATE, file("rust-toolchain.toml", '[toolchain]\nchannel = "beta"\n')]);
+      const pinned = await submit(undefined, [
+        CRATE,
+        inlineFile("rust-toolchain.toml", '[toolchain]\nchannel = "beta"\n'),
+      ]);
       assert.equal(pinned.statusCode, 400, pinned.body);
       assert.match(pinned.json().detail, /^the workspace's rust-toolchain file asks for toolchain beta/);
       assert.match(pinned.json().detail, /pin one of those in rust-toolchain\.toml/);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { openStorage, type Storage } from "@kiln/storage";
 import { createPostgresTestDatabase } from "@kiln/storage/testing";
-import { personWithToken } from "./harness.js";
+import { personWithToken } from "../src/testing/harness.js";
 import { type ServerProcess, startSharedDatabaseServer, stopServerProcess } from "./server-process.js";
 
 describe("idempotency across two server processes sharing PostgreSQL", () => {

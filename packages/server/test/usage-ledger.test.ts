@@ -11,13 +11,13 @@ import {
   type Storage,
   sampleLineageStorage,
 } from "@kiln/storage";
-import { DIALECTS } from "@kiln/storage/testing";
+import { attemptCompletion, DIALECTS } from "@kiln/storage/testing";
 import { meterAttempt } from "../src/domain/hosts/meter-attempt.js";
 import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { startLineageStorageSampler } from "../src/domain/usage/lineage-storage-sampler.js";
 import { centsPerVcpuSecond } from "../src/domain/usage/usage-ledger.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { acceptJob, HOST } from "./job-fixtures.js";
+import { appWithTenant, bearer, type TestApp } from "../src/testing/harness.js";
+import { acceptJob, HOST } from "../src/testing/job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
 const at = (text: string) => new Date(`2026-11-${text}Z`);
@@ -41,15 +41,7 @@ async function runPassed(storage: Storage, tenant: string, start: Date, seconds:
     attempt: placed.attempt.number,
     leaseToken: placed.attempt.lease_token,
     now: end,
-    result: {
-      outcome: "passed",
-      exitCode: 0,
-      failure: null,
-      report: "{}",
-      cargoOutput: null,
-      artifacts: [],
-      artifactRetentionSeconds: 3600,
-    },
+    result: attemptCompletion(),
     meter: (attempt) => meterAttempt(attempt, end),
   });
   assert.equal(finished, "finished");
@@ -70,8 +62,7 @@ for (const dialect of DIALECTS) {
     let passed: string;
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      owner = await personWithToken(t.storage, { role: "owner" });
+      ({ t, person: owner } = await appWithTenant(dialect, { role: "owner", repository: null }));
       operator = await operatorClient(t.app, t.storage, t.clock.now());
       // 100 s on kiln2-cpu (2 vCPUs): 200 vCPU-seconds on the 3rd.
       passed = await runPassed(t.storage, owner.tenant, at("03T10:00:00.000"), 100);

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { readTenantControls, writeTenantControls } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { testedCrate } from "./crates.js";
-import { crate, type Doc, type Embedded, explainJob, startEmbedded } from "./e2e-jobs.js";
+import { testedCrate } from "../src/testing/crates.js";
+import { crate, type Doc, type Embedded, explainJob, startEmbedded } from "../src/testing/e2e-jobs.js";
 
 const SLEEPING_TEST = `#[test]
 fn sleeps() {

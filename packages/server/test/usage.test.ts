@@ -12,14 +12,14 @@ import {
   type Storage,
   writeTenantControls,
 } from "@kiln/storage";
-import { DIALECTS } from "@kiln/storage/testing";
+import { attemptCompletion, DIALECTS } from "@kiln/storage/testing";
 import { meterAttempt } from "../src/domain/hosts/meter-attempt.js";
 import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
 import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
 import { deflateManifestJson } from "../src/domain/sources/manifest-codec.js";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { acceptJob, HOST } from "./job-fixtures.js";
-import { signIn } from "./sign-in.js";
+import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { acceptJob, HOST } from "../src/testing/job-fixtures.js";
+import { signIn } from "../src/testing/sign-in.js";
 
 const at = (text: string) => new Date(`2026-11-${text}Z`);
 
@@ -48,15 +48,9 @@ async function finish(
   const result = await finishAttempt(storage, {
     ...lease,
     now,
-    result: {
-      outcome,
-      exitCode: outcome === "passed" ? 0 : 101,
+    result: attemptCompletion(outcome, {
       failure: outcome === "passed" ? null : { phase: "test", cause, detail: `${cause} detail` },
-      report: "{}",
-      cargoOutput: null,
-      artifacts: [],
-      artifactRetentionSeconds: 3600,
-    },
+    }),
     meter: (attempt) => meterAttempt(attempt, now),
   });
   assert.equal(result, "finished");
@@ -75,8 +69,7 @@ for (const dialect of DIALECTS) {
     const jobs: Record<string, string> = {};
 
     before(async () => {
-      t = await testApp(await dialect.openFresh());
-      owner = await personWithToken(t.storage, { role: "owner" });
+      ({ t, person: owner } = await appWithTenant(dialect, { role: "owner", repository: null }));
       viewer = await personWithToken(t.storage, { tenant: owner.tenant, role: "viewer" });
       const s = t.storage;
       const tenant = owner.tenant;

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { readJobStatus, type Storage } from "@kiln/storage";
 import { DIALECTS, type TestDatabase } from "@kiln/storage/testing";
-import { bearer, personWithToken, type TestApp, testApp } from "./harness.js";
-import { acceptJob } from "./job-fixtures.js";
+import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
+import { acceptJob } from "../src/testing/job-fixtures.js";
 
 for (const dialect of DIALECTS) {
   describe(`the scheduler is woken after the mutation commits (${dialect.name})`, () => {

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { onboardRepository } from "@kiln/storage";
-import { DEBIAN_SOURCE_CONFIG, debianCrate, debianCrateInstalled } from "./debian-crates.js";
-import { crate, type Doc, type Embedded, explainJob, Jobs, startEmbedded } from "./e2e-jobs.js";
+import { DEBIAN_SOURCE_CONFIG, debianCrate, debianCrateInstalled } from "../src/testing/debian-crates.js";
+import { crate, type Doc, type Embedded, explainJob, Jobs, startEmbedded } from "../src/testing/e2e-jobs.js";
 
 /**
  * Warm lineages end to end (SQLite, real cargo, real sandbox): the second job of a repository

@@ -2,8 +2,8 @@ import { systemClock } from "@kiln/contract";
 import { onboardRepository, type Storage } from "@kiln/storage";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
+import { personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
 import { type LargeBodies, largeBodiesOf } from "../src/web/http/body-parsers.js";
-import { personWithToken, type TestApp, testApp } from "./harness.js";
 
 /**
  * One service twice over the same storage: `t.app` with a body worker (`large`, inspected by the

@@ -23,8 +23,8 @@ import {
   SweepFencedBlobStore,
   sweepArtifactBlobs,
 } from "../src/index.js";
+import { attemptCompletion, queuedJob } from "../src/testing/index.js";
 import { DIALECTS, type DialectUnderTest } from "./dialects.js";
-import { queuedJob } from "./queued-jobs.js";
 import { blockedOrSettled, deferred, held, withTwoStorages } from "./staged-transactions.js";
 
 /**
@@ -118,11 +118,7 @@ function publish(
   return finishAttempt(storage, {
     ...placed,
     now,
-    result: {
-      outcome: "passed",
-      exitCode: 0,
-      failure: null,
-      report: "{}",
+    result: attemptCompletion("passed", {
       cargoOutput: options.cargoOutput ?? null,
       artifacts: artifacts.map((a, i) => ({
         path: `target/release/out-${i}`,
@@ -131,7 +127,7 @@ function publish(
         ...(options.executable === undefined ? {} : { executable: options.executable[i] }),
       })),
       artifactRetentionSeconds: options.retention ?? RETENTION,
-    },
+    }),
     meter: (attempt) => ({ size: attempt.size, seconds: 1, vcpuSeconds: attempt.vcpus }),
   });
 }

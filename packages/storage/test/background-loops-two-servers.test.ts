@@ -13,8 +13,8 @@ import {
   reserveUpload,
   type Storage,
 } from "../src/index.js";
+import { queuedJob } from "../src/testing/index.js";
 import { DIALECTS } from "./dialects.js";
-import { queuedJob } from "./queued-jobs.js";
 import { blockedOrSettled, held, withTwoStorages } from "./staged-transactions.js";
 
 /**

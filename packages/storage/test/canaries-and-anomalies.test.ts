@@ -17,6 +17,7 @@ import {
   reserveCanary,
   type Storage,
 } from "../src/index.js";
+import { queuedJob } from "../src/testing/index.js";
 import { DIALECTS, type TestDatabase } from "./dialects.js";
 
 /**
@@ -33,30 +34,25 @@ let submissions = 0;
 async function enqueue(storage: Storage, submissionKey: string): Promise<string> {
   submissions += 1;
   const at = new Date(T0.getTime() + submissions).toISOString();
-  const { job } = await insertJob(storage, {
-    id: `job_canary_${submissions}`,
-    tenant_id: TENANT,
-    repository: "kiln-canary/canary",
-    branch: "canary",
-    base_commit: "0000000000000000000000000000000000000000",
-    head_sha: null,
-    size: "kiln2-cpu",
-    class: "test:stable:kiln2-cpu",
-    description: "cargo test",
-    status: "queued",
-    submitted_by: "agent:canary",
-    submission_key: submissionKey,
-    request_hash: `hash-${submissions}`,
-    invocation: JSON.stringify({ operation: "test", arguments: [] }),
-    source_manifest: "[]",
-    wall_clock_seconds: 3600,
-    max_attempts: 3,
-    attempts_started: 0,
-    accepted_at: at,
-    queued_at: at,
-    admitted: null,
-    retry_of: null,
-  });
+  const { job } = await insertJob(
+    storage,
+    queuedJob(
+      {
+        id: `job_canary_${submissions}`,
+        tenant: TENANT,
+        submissionKey,
+        requestHash: `hash-${submissions}`,
+        queuedAt: at,
+      },
+      {
+        repository: "kiln-canary/canary",
+        branch: "canary",
+        base_commit: "0000000000000000000000000000000000000000",
+        description: "cargo test",
+        submitted_by: "agent:canary",
+      },
+    ),
+  );
   return job.id;
 }
 

@@ -11,8 +11,8 @@ import {
   type Storage,
   undrainHost,
 } from "../src/index.js";
+import { queuedJob } from "../src/testing/index.js";
 import { DIALECTS } from "./dialects.js";
-import { queuedJob } from "./queued-jobs.js";
 import { blockedOrSettled, deferred, held, withTwoStorages } from "./staged-transactions.js";
 
 /**

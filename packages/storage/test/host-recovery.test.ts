@@ -17,8 +17,8 @@ import {
   reopenHostAdmission,
   type Storage,
 } from "../src/index.js";
+import { queuedJob } from "../src/testing/index.js";
 import { DIALECTS } from "./dialects.js";
-import { queuedJob } from "./queued-jobs.js";
 import { blockedOrSettled, deferred, withTwoStorages } from "./staged-transactions.js";
 
 /**

@@ -10,9 +10,9 @@ import {
   recordTransition,
   type Storage,
 } from "../src/index.js";
+import { queuedJob } from "../src/testing/index.js";
 import { DIALECTS } from "./dialects.js";
 import { migrateToBefore } from "./migrate-to-before.js";
-import { queuedJob } from "./queued-jobs.js";
 import { blockedOrSettled, held, withTwoStorages } from "./staged-transactions.js";
 
 /**

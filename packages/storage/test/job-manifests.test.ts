@@ -3,9 +3,10 @@ import { createHash } from "node:crypto";
 import { describe, it } from "node:test";
 import { sql } from "kysely";
 import { createTenant, insertJob, migrateToLatest, readJobManifest, type Storage } from "../src/index.js";
+import { queuedJob } from "../src/testing/index.js";
 import { DIALECTS } from "./dialects.js";
 import { migrateToBefore } from "./migrate-to-before.js";
-import { insertJobRowBefore0042, jobsTableBytes, queuedJob } from "./queued-jobs.js";
+import { insertJobRowBefore0042, jobsTableBytes } from "./queued-jobs.js";
 
 /**
  * A job's source manifest lives in `job_manifests` (migration 0042), out of the job's row: read

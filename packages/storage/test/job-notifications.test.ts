@@ -23,8 +23,8 @@ import {
   writeTenantControls,
 } from "../src/index.js";
 import { notifyAtCommit } from "../src/notifications/job-notices.js";
+import { attemptCompletion, queuedJob } from "../src/testing/index.js";
 import { DIALECTS } from "./dialects.js";
-import { queuedJob } from "./queued-jobs.js";
 import { held, withTwoStorages } from "./staged-transactions.js";
 
 /**
@@ -224,15 +224,7 @@ for (const dialect of DIALECTS) {
                 attempt: placed.attempt.number,
                 leaseToken: placed.attempt.lease_token,
                 now: T0,
-                result: {
-                  outcome: "passed",
-                  exitCode: 0,
-                  failure: null,
-                  report: "{}",
-                  cargoOutput: null,
-                  artifacts: [],
-                  artifactRetentionSeconds: 3600,
-                },
+                result: attemptCompletion(),
                 meter: (attempt) => ({ size: attempt.size, seconds: 0, vcpuSeconds: 0 }),
               });
           };

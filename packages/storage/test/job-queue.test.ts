@@ -15,6 +15,7 @@ import {
   requestCancellation,
   type Storage,
 } from "../src/index.js";
+import { attemptCompletion, queuedJob } from "../src/testing/index.js";
 import { DIALECTS, type TestDatabase } from "./dialects.js";
 import { blockedOrSettled, held } from "./staged-transactions.js";
 
@@ -755,30 +756,13 @@ async function enqueue(
 ): Promise<string> {
   submissions += 1;
   const queuedAt = (options.queuedAt ?? at(-1)).toISOString();
-  const { job, created } = await insertJob(storage, {
-    id,
-    tenant_id: TENANT,
-    repository: "acme/widget",
-    branch: "main",
-    base_commit: "0123456789abcdef0123456789abcdef01234567",
-    head_sha: null,
-    size: options.size ?? SIZE,
-    class: "test:stable:kiln2-cpu",
-    description: "cargo test --workspace",
-    status: "queued",
-    submitted_by: "u_test",
-    submission_key: `queue-${submissions}`,
-    request_hash: `hash-${submissions}`,
-    invocation: JSON.stringify({ operation: "test", arguments: [] }),
-    source_manifest: "[]",
-    wall_clock_seconds: 3600,
-    max_attempts: options.maxAttempts ?? 3,
-    attempts_started: 0,
-    accepted_at: queuedAt,
-    queued_at: queuedAt,
-    admitted: null,
-    retry_of: null,
-  });
+  const { job, created } = await insertJob(
+    storage,
+    queuedJob(
+      { id, tenant: TENANT, submissionKey: `queue-${submissions}`, requestHash: `hash-${submissions}`, queuedAt },
+      { size: options.size ?? SIZE, max_attempts: options.maxAttempts ?? 3 },
+    ),
+  );
   assert.ok(created);
   return job.id;
 }
@@ -829,15 +813,7 @@ function finish(
   return finishAttempt(storage, {
     ...lease,
     now,
-    result: {
-      outcome,
-      exitCode: outcome === "passed" ? 0 : 101,
-      failure: outcome === "passed" ? null : { phase: "test", cause: "test_failure", detail: "1 test failed" },
-      report: "{}",
-      cargoOutput: null,
-      artifacts: [],
-      artifactRetentionSeconds: 3600,
-    },
+    result: attemptCompletion(outcome),
     meter: (attempt) => {
       metered.push(attempt);
       const end = attempt.cancelRequestedAt ?? now.toISOString();

@@ -16,9 +16,10 @@ import {
   requestCancellation,
   type Storage,
 } from "../src/index.js";
+import { attemptCompletion, queuedJob } from "../src/testing/index.js";
 import { DIALECTS } from "./dialects.js";
 import { migrateToBefore } from "./migrate-to-before.js";
-import { insertJobRowBefore0042, jobRowOf, queuedJob } from "./queued-jobs.js";
+import { insertJobRowBefore0042, jobRowOf } from "./queued-jobs.js";
 import { blockedOrSettled, held, withTwoStorages } from "./staged-transactions.js";
 
 /**
@@ -87,18 +88,6 @@ async function assertCountsTrue(storage: Storage, when: string): Promise<void> {
       `${when}: ${tenant}'s total`,
     );
   }
-}
-
-function completion(outcome: "passed" | "failed" | "cancelled") {
-  return {
-    outcome,
-    exitCode: outcome === "passed" ? 0 : 101,
-    failure: outcome === "passed" ? null : { phase: "test", cause: "test_failure", detail: "1 test failed" },
-    report: "{}",
-    cargoOutput: null,
-    artifacts: [],
-    artifactRetentionSeconds: 3600,
-  };
 }
 
 for (const dialect of DIALECTS) {
@@ -199,7 +188,7 @@ for (const dialect of DIALECTS) {
               attempt: attempt.number,
               leaseToken: attempt.lease_token,
               now: now(),
-              result: completion(pick(["passed", "failed", "cancelled"] as const) ?? "passed"),
+              result: attemptCompletion(pick(["passed", "failed", "cancelled"] as const) ?? "passed"),
               meter: (m) => ({ size: m.size, seconds: 1, vcpuSeconds: 2 }),
             });
           } else if (action === "cancel") {

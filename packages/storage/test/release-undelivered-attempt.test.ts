@@ -11,8 +11,8 @@ import {
   type Storage,
   writeTenantControls,
 } from "../src/index.js";
+import { queuedJob } from "../src/testing/index.js";
 import { DIALECTS } from "./dialects.js";
-import { queuedJob } from "./queued-jobs.js";
 
 /**
  * releaseUndeliveredAttempt on every dialect: a claim whose answer never reached its host (a

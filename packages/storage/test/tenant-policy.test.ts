@@ -16,8 +16,8 @@ import {
   writeTenantControls,
   writeTenantSettings,
 } from "../src/index.js";
+import { attemptCompletion, queuedJob } from "../src/testing/index.js";
 import { DIALECTS, type TestDatabase } from "./dialects.js";
-import { queuedJob } from "./queued-jobs.js";
 
 /**
  * Tenant policy storage: settings and controls as compare-and-set rows, and the scheduler's
@@ -235,15 +235,7 @@ async function finish(storage: Storage, placed: { job: JobRow; attempt: AttemptR
     attempt: placed.attempt.number,
     leaseToken: placed.attempt.lease_token,
     now,
-    result: {
-      outcome: "passed",
-      exitCode: 0,
-      failure: null,
-      report: "{}",
-      cargoOutput: null,
-      artifacts: [],
-      artifactRetentionSeconds: 3600,
-    },
+    result: attemptCompletion(),
     meter: (attempt) => {
       const seconds = (now.getTime() - Date.parse(attempt.startedAt)) / 1000;
       return { size: attempt.size, seconds, vcpuSeconds: seconds * attempt.vcpus };

@@ -11,8 +11,8 @@ import {
   type Storage,
   type TestHistorySort,
 } from "../src/index.js";
+import { attemptCompletion, queuedJob } from "../src/testing/index.js";
 import { DIALECTS } from "./dialects.js";
-import { queuedJob } from "./queued-jobs.js";
 
 /**
  * The repository's test history (migration 0046): written by finishAttempt from the attempt's
@@ -64,15 +64,7 @@ async function runTestJob(
     attempt: placed.attempt.number,
     leaseToken: placed.attempt.lease_token,
     now: at(input.minute + 1),
-    result: {
-      outcome,
-      exitCode: outcome === "passed" ? 0 : 101,
-      failure: outcome === "passed" ? null : { phase: "test", cause: "test_failure", detail: "a test failed" },
-      report: JSON.stringify(report),
-      cargoOutput: null,
-      artifacts: [],
-      artifactRetentionSeconds: 3600,
-    },
+    result: attemptCompletion(outcome, { report: JSON.stringify(report) }),
     meter: () => ({ size: "kiln2-cpu", seconds: 60, vcpuSeconds: 120 }),
   });
   assert.equal(finished, "finished");

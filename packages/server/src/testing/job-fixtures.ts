@@ -14,13 +14,15 @@ import {
   registerHost,
   type Storage,
 } from "@kiln/storage";
+import { attemptCompletion, queuedJob } from "@kiln/storage/testing";
 import { Ajv, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../src/build-app.js";
-import { VCPUS_OF_SIZE } from "../src/domain/policy/platform-limits.js";
-import { defaultHandlers } from "../src/web/handlers/default-handlers.js";
-import { type BoundHandler, boundHandlerOf, type HandlerTable } from "../src/web/http/handler.js";
+import { buildApp } from "../build-app.js";
+import { VCPUS_OF_SIZE } from "../domain/policy/platform-limits.js";
+import { defaultHandlers } from "../web/handlers/default-handlers.js";
+import { type BoundHandler, boundHandlerOf, type HandlerTable } from "../web/http/handler.js";
+import type { SourceFile } from "./crates.js";
 import { TestClock, testBlobs } from "./harness.js";
 
 /**
@@ -83,6 +85,18 @@ export async function jobsTestApp(storage: Storage): Promise<JobsTestApp> {
 
 let jobs = 0;
 
+/** The admission a fixture job was accepted with: toolchain 1.85.0 from the invocation, offline, no settings. */
+export const FIXTURE_ADMISSION: JobAdmission = {
+  toolchain: "1.85.0",
+  toolchain_origin: "invocation",
+  network_policy: "offline",
+  configuration_sha256: null,
+  settings_version: 0,
+  injections: [],
+  wall_clock_ceiling: { seconds: 3600, origin: "platform default" },
+  affected_tests: false,
+};
+
 /** A queued job of `tenant`, accepted at `now`, as jobs.submit stores one. */
 export async function acceptJob(
   storage: Storage,
@@ -100,41 +114,25 @@ export async function acceptJob(
   jobs += 1;
   const invocation = { operation: "test", arguments: ["--workspace"], artifacts: ["release/app"] };
   const now = input.now.toISOString();
-  const { job } = await insertJob(storage, {
-    id: newJobId(input.now),
-    tenant_id: input.tenant,
-    repository: input.repository ?? "acme/widget",
-    branch: "main",
-    base_commit: "0123456789abcdef0123456789abcdef01234567",
-    head_sha: null,
-    size: "kiln2-cpu",
-    class: "test:stable:kiln2-cpu",
-    description: "cargo test --workspace",
-    status: "queued",
-    submitted_by: "u_test",
-    submission_key: `fixture-${process.pid}-${jobs}`,
-    request_hash: createHash("sha256").update(`fixture-${jobs}`).digest("hex"),
-    invocation: JSON.stringify(invocation),
-    source_manifest: JSON.stringify(input.source ?? []),
-    wall_clock_seconds: 3600,
-    max_attempts: input.maxAttempts ?? 3,
-    attempts_started: 0,
-    accepted_at: now,
-    queued_at: now,
-    admitted:
-      input.admitted ??
-      JSON.stringify({
-        toolchain: "1.85.0",
-        toolchain_origin: "invocation",
-        network_policy: "offline",
-        configuration_sha256: null,
-        settings_version: 0,
-        injections: [],
-        wall_clock_ceiling: { seconds: 3600, origin: "platform default" },
-        affected_tests: false,
-      } satisfies JobAdmission),
-    retry_of: null,
-  });
+  const { job } = await insertJob(
+    storage,
+    queuedJob(
+      {
+        id: newJobId(input.now),
+        tenant: input.tenant,
+        submissionKey: `fixture-${process.pid}-${jobs}`,
+        requestHash: createHash("sha256").update(`fixture-${jobs}`).digest("hex"),
+        queuedAt: now,
+      },
+      {
+        repository: input.repository ?? "acme/widget",
+        invocation: JSON.stringify(invocation),
+        source_manifest: JSON.stringify(input.source ?? []),
+        max_attempts: input.maxAttempts ?? 3,
+        admitted: input.admitted ?? JSON.stringify(FIXTURE_ADMISSION),
+      },
+    ),
+  );
   return job;
 }
 
@@ -254,15 +252,12 @@ export async function finishJob(
   const result = await finishAttempt(storage, {
     ...lease,
     now: input.now,
-    result: {
-      outcome,
-      exitCode: outcome === "passed" ? 0 : 101,
-      failure: outcome === "passed" ? null : { phase: "test", cause: "test_failure", detail: "1 test failed" },
+    result: attemptCompletion(outcome, {
       report: JSON.stringify(input.report ?? hostReport(lease, input.now)),
       cargoOutput,
       artifacts,
       artifactRetentionSeconds: input.retentionSeconds ?? 3600,
-    },
+    }),
     meter: () => ({ size: "kiln2-cpu", seconds: 30, vcpuSeconds: 60 }),
   });
   assert.equal(result, "finished");
@@ -423,29 +418,38 @@ export async function eventually(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
+/** One file of an inline (schema_version 1) source: `text`'s bytes at `path`. */
+export const inlineFile = (path: string, text: string, executable = false): SourceFile => ({
+  path,
+  bytes: [...Buffer.from(text)],
+  executable,
+});
+
+/** The two-file crate inlineSubmission sends unless a test names its own files. */
+export const INLINE_CRATE: readonly SourceFile[] = [
+  inlineFile("Cargo.toml", '[package]\nname = "demo"\nversion = "0.1.0"\n'),
+  inlineFile("src/lib.rs", "pub fn f() {}\n"),
+];
+
 /**
- * A jobs.submit body with a two-file inline crate, for tests that place and finish the job
- * themselves through the host protocol (no cargo runs).
+ * A jobs.submit body: `cargo <operation>` (test unless named) of the inline `files` (a two-file
+ * crate unless named) in `repository`, on branch main of a fixed commit, at `more.size`
+ * (kiln2-cpu unless named); `more.invocation` adds to or replaces the invocation's fields
+ * (arguments, toolchain, environment…). The one submission literal of the tests and benches.
  */
 export const inlineSubmission = (
   repository: string,
   operation = "test",
-  files: { path: string; bytes: number[]; executable: boolean }[] = [
-    {
-      path: "Cargo.toml",
-      bytes: [...Buffer.from('[package]\nname = "demo"\nversion = "0.1.0"\n')],
-      executable: false,
-    },
-    { path: "src/lib.rs", bytes: [...Buffer.from("pub fn f() {}\n")], executable: false },
-  ],
+  files: readonly SourceFile[] = INLINE_CRATE,
+  more: { size?: string; invocation?: Record<string, unknown> } = {},
 ) => ({
   schema_version: 1,
   repository,
-  size: "kiln2-cpu",
+  size: more.size ?? "kiln2-cpu",
   workspace: {
     base_commit: "0123456789abcdef0123456789abcdef01234567",
     branch: "main",
-    invocation: { operation, arguments: [] },
-    source: { files },
+    invocation: { operation, arguments: [] as string[], ...more.invocation },
+    source: { files: [...files] },
   },
 });

@@ -3,14 +3,21 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Clock, type Role, silentLogger, systemClock } from "@kiln/contract";
-import { addPersonToTenant, createTenant, issueCliToken, LocalBlobStore, type Storage } from "@kiln/storage";
+import {
+  addPersonToTenant,
+  createTenant,
+  issueCliToken,
+  LocalBlobStore,
+  onboardRepository,
+  type Storage,
+} from "@kiln/storage";
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../src/build-app.js";
-import { HostService } from "../src/domain/hosts/host-service.js";
-import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
-import { SecretBox } from "../src/domain/secrets/secret-box.js";
-import { inProcessHostProtocol } from "../src/web/host-protocol/in-process-host-protocol.js";
-import type { AppDeps } from "../src/web/http/app-deps.js";
+import { buildApp } from "../build-app.js";
+import { HostService } from "../domain/hosts/host-service.js";
+import { hashToken, mintToken } from "../domain/identity/token-format.js";
+import { SecretBox } from "../domain/secrets/secret-box.js";
+import { inProcessHostProtocol } from "../web/host-protocol/in-process-host-protocol.js";
+import type { AppDeps } from "../web/http/app-deps.js";
 
 /** A blob store in a fresh temporary directory. */
 export const testBlobs = () => new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-")));
@@ -107,6 +114,49 @@ export async function personWithToken(
     clock.now(),
   );
   return { tenant, userId: person.id, token, email };
+}
+
+/** A person of a test tenant holding a CLI device token (personWithToken's answer). */
+export type PersonWithToken = Awaited<ReturnType<typeof personWithToken>>;
+
+/** The repository the test tenants onboard unless a test names another. */
+export const TEST_REPOSITORY = "acme/widget";
+
+/**
+ * A tenant with a person of `role` (owner unless named) holding a CLI token, and `repository`
+ * (acme/widget unless named; null: none) onboarded: what a test of a tenant's API starts from.
+ */
+export async function tenantWithRepository(
+  storage: Storage,
+  opts: { tenant?: string; role?: Role; repository?: string | null; now?: Date } = {},
+): Promise<PersonWithToken> {
+  const person = await personWithToken(storage, opts);
+  const repository = opts.repository === undefined ? TEST_REPOSITORY : opts.repository;
+  if (repository !== null) {
+    await onboardRepository(
+      storage,
+      { tenantId: person.tenant, name: repository, onboardedBy: "test" },
+      opts.now ?? new Date("2026-11-22T08:00:00.000Z"),
+    );
+  }
+  return person;
+}
+
+/**
+ * The real app on a fresh database of `dialect`, with a tenant (tenantWithRepository): the
+ * opening of most server test files. `deps` overrides the app's dependencies as testApp's do.
+ */
+export async function appWithTenant(
+  dialect: { openFresh(): Promise<Storage> },
+  opts: { role?: Role; repository?: string | null; deps?: Partial<AppDeps> } = {},
+): Promise<{ t: TestApp; person: PersonWithToken }> {
+  const t = await testApp(await dialect.openFresh(), opts.deps);
+  const person = await tenantWithRepository(t.storage, {
+    role: opts.role,
+    repository: opts.repository,
+    now: t.clock.now(),
+  });
+  return { t, person };
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });

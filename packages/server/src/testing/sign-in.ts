@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { Clock } from "@kiln/contract";
 import type { Storage } from "@kiln/storage";
 import type { FastifyInstance } from "fastify";
-import { mintSignInLink } from "../src/admin/mint-sign-in-link.js";
+import { mintSignInLink } from "../admin/mint-sign-in-link.js";
 
 /** Opens a real one-time sign-in link and returns the `kiln_session` cookie it set. */
 export async function signIn(

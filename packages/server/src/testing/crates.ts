@@ -31,3 +31,30 @@ export function testedCrate(name: string, failing: number): SourceFile[] {
     file("tests/integration.rs", `#[test]\nfn integrates() {\n    assert_eq!(${name}::add(40, 2), 42);\n}\n`),
   ]);
 }
+
+/** The registry crates registryCrate depends on (startSparseRegistry({ crates: REGISTRY_CRATE_DEPENDENCIES })). */
+export const REGISTRY_CRATE_DEPENDENCIES = ["itoa", "serde_json"];
+
+/** registryCrate's Cargo.toml: package `name`, itoa 1 and serde_json 1 from crates.io (the gateway's registry). */
+export const registryCrateManifest = (name: string): string =>
+  `[package]\nname = "${name}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nitoa = "1"\nserde_json = "1"\n`;
+
+/** registryCrate's src/lib.rs: two tests that pass only with both dependencies built. */
+export const REGISTRY_CRATE_LIB = `
+pub fn render(n: u64) -> String {
+    itoa::Buffer::new().format(n).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_with_itoa() {
+        assert_eq!(super::render(128), "128");
+    }
+    #[test]
+    fn parses_with_serde_json() {
+        let value: serde_json::Value = serde_json::from_str("{\\"a\\": [1, 2]}").unwrap();
+        assert_eq!(value["a"][1], 2);
+    }
+}
+`;

@@ -21,12 +21,13 @@ import {
 import { type BlobStore, onboardRepository, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../src/build-app.js";
-import { SecretBox } from "../src/domain/secrets/secret-box.js";
-import { type LocalHostEvent, startLocalHost } from "../src/local-host.js";
-import type { AppDeps } from "../src/web/http/app-deps.js";
+import { buildApp } from "../build-app.js";
+import { SecretBox } from "../domain/secrets/secret-box.js";
+import { type LocalHostEvent, startLocalHost } from "../local-host.js";
+import type { AppDeps } from "../web/http/app-deps.js";
 import { type SourceFile, sorted } from "./crates.js";
 import { bearer, personWithToken, testBlobs } from "./harness.js";
+import { inlineSubmission } from "./job-fixtures.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: job documents are read loosely; checkResponses validates them.
 export type Doc = any;
@@ -103,17 +104,7 @@ export class Jobs {
   ): Promise<string> {
     const res = await this.api("POST", "/api/v4/jobs", {
       key,
-      body: {
-        schema_version: 1,
-        repository: this.repository,
-        size,
-        workspace: {
-          base_commit: "0123456789abcdef0123456789abcdef01234567",
-          branch: "main",
-          invocation: { operation: "test", arguments: [], ...invocation },
-          source: { files },
-        },
-      },
+      body: inlineSubmission(this.repository, "test", files, { size, invocation }),
     });
     assert.equal(res.status, 200, res.body);
     return res.json() as string;
