@@ -66,8 +66,10 @@ describe("kiln's MCP server over the SDK's in-memory transport, against a real k
       30,
       "the spec's 27, jobs_logs_search, repositories_onboard and repositories_tests",
     );
-    // About 560 bytes a tool: the ceiling grows with the catalogue, never by more than its tools need.
-    assert.ok(bytes < 17_600, `tools/list is ${bytes} bytes`);
+    // About 590 bytes a tool: the ceiling grows with the catalogue, never by more than its tools
+    // need (the last growth: settings' flaky_retries and flaky_policy, the invocation's
+    // repository_directory, 17,766 bytes).
+    assert.ok(bytes < 17_900, `tools/list is ${bytes} bytes`);
     for (const tool of listed.tools) {
       assert.ok((tool.description ?? "").length <= 120, `${tool.name}'s description is tight`);
       assert.equal(tool.inputSchema.type, "object");

@@ -133,6 +133,8 @@ for (const dialect of DIALECTS) {
         wall_clock_ceiling: { seconds: 3600, origin: "platform default" },
         affected_tests: false,
         lineage_seeding: true,
+        flaky_retries: 2,
+        flaky_policy: "pass",
       });
       assert.deepEqual(
         injections.map((i: { setting: string; status: string }) => `${i.setting} ${i.status}`),

@@ -51,6 +51,8 @@ for (const dialect of DIALECTS) {
         totalInjectionOptOut: null,
         wallClockCeilingSeconds: null,
         lineageSeeding: null,
+        flakyRetries: null,
+        flakyPolicy: null,
         changedBy: "usr_onboarder",
         changedAt: "2026-11-22T07:00:00.000Z",
       });
