@@ -51,6 +51,8 @@ const args = process.argv.slice(2);
 const fast = args.includes("--fast");
 const only = args.filter((arg) => !arg.startsWith("--"));
 const timingsFile = join(root, ".kiln-test", "test-timings.json");
+/** The inner gate's files' times in their shards (runShards), which deal its files. */
+const fastTimingsFile = join(root, ".kiln-test", "fast-timings.json");
 const runtime = projectRuntime(root);
 
 // The test runner starts each file on the node that runs this script: started on another (the
@@ -223,15 +225,21 @@ async function runTestFiles(ordered, { record }) {
 /**
  * The inner gate: the files dealt into FAST_SHARDS shards of about equal recorded time, each run in
  * one process (scripts/run-test-shard.mjs), all at once; each shard's report is printed whole as
- * it ends, then the ten slowest files and the totals. Timings are not recorded: a file's time in a
- * shared process is not its time alone, which orders the full gate. Resolves true when any failed.
+ * it ends, then the ten slowest files and the totals. A file's time in a shared process is not its
+ * time alone, which orders the full gate, so these go to a file of their own (fastTimingsFile).
+ * Resolves true when any failed.
  */
-async function runShards(ordered) {
+async function runShards(files) {
+  // Dealt longest first, each to the shard with the least so far, by the files' last times in a
+  // shard (their times alone where they have none yet).
+  const previousInShards = readTimings(fastTimingsFile);
+  const secondsOf = (file) => previousInShards[nameOf(file)]?.seconds ?? previousTimings[nameOf(file)]?.seconds ?? 5;
+  const ordered = [...files].sort((a, b) => secondsOf(b) - secondsOf(a));
   const shards = Array.from({ length: Math.min(FAST_SHARDS, ordered.length) }, () => ({ files: [], seconds: 0 }));
   for (const file of ordered) {
     const lightest = shards.reduce((a, b) => (b.seconds < a.seconds ? b : a));
     lightest.files.push(file);
-    lightest.seconds += previousTimings[nameOf(file)]?.seconds ?? 5;
+    lightest.seconds += secondsOf(file);
   }
   const dir = mkdtempSync(join(runTmp, "shards-"));
   const results = await Promise.all(
@@ -254,6 +262,7 @@ async function runShards(ordered) {
   );
   const measured = new Map(results.flatMap((r) => r.measured).map(([file, timing]) => [nameOf(file), timing]));
   const failed = results.some((r) => r.failed);
+  recordTimings(fastTimingsFile, previousInShards, measured, new Set(everyFile.map(nameOf)), new Date().toISOString());
   process.stdout.write(
     [
       "npm test: the ten slowest files (time in their shard's process):",
