@@ -99,6 +99,19 @@ for (const dialect of DIALECTS) {
           "invalid_request",
           /environment\.LD_PRELOAD/,
         ],
+        // Where the workspace lives in its git repository is prefixed to check-run annotation
+        // paths (a kiln extension): a canonical repository path, never out of the repository.
+        ...["../outside", "/etc", "rust/./src", ""].map((directory): [unknown, number, string, RegExp] => [
+          submission({
+            workspace: {
+              ...submission().workspace,
+              invocation: { operation: "build", arguments: [], repository_directory: directory },
+            },
+          }),
+          400,
+          "invalid_request",
+          /repository_directory/,
+        ]),
       ];
       let n = 0;
       for (const [body, status, code, detail] of cases) {
