@@ -8,9 +8,7 @@ import { addPersonToTenant, createTenant, type Database, type Storage } from "@k
 import { DIALECTS } from "@kiln/storage/testing";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { mintSignInLink } from "../src/admin/mint-sign-in-link.js";
-import { buildApp } from "../src/build-app.js";
-import { SecretBox } from "../src/domain/secrets/secret-box.js";
-import { bearer, TestClock, testBlobs } from "../src/testing/harness.js";
+import { bearer, TestClock, testApp } from "../src/testing/harness.js";
 import { masterKey, operatorCredential } from "../src/web/auth/operator-credential.js";
 
 /**
@@ -94,17 +92,10 @@ for (const dialect of DIALECTS) {
     before(async () => {
       storage = await dialect.openFresh();
       keyDir = await mkdtemp(join(tmpdir(), "kiln-secrets-"));
-      app = buildApp({
-        storage,
+      ({ app } = await testApp(storage, {
         clock,
-        version: "test",
-        publicOrigin: "http://kiln.test",
-        blobs: testBlobs(),
-        secrets: new SecretBox(randomBytes(32)),
-        checkResponses: true,
         logger: { level: "trace", stream: { write: (line: string) => void logLines.push(line) } },
-      });
-      await app.ready();
+      }));
       const setup = { now: () => clock.now() };
       await createTenant(storage, { id: "acme", displayName: "Acme" }, setup.now());
       await addPersonToTenant(
