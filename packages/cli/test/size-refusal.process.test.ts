@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { onboardRepository, registerHost } from "@kiln/storage";
+import { registerHost } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { freshConfigHome, runCli, serverTesting } from "./harness.js";
 
@@ -20,16 +20,10 @@ for (const dialect of DIALECTS) {
     let root: string;
 
     before(async () => {
-      const { testApp, personWithToken } = await serverTesting();
-      const t = await testApp(await dialect.openFresh());
+      const { appWithTenant } = await serverTesting();
+      const { t, person: member } = await appWithTenant(dialect, { role: "member", repository: "acme/small" });
       await t.app.listen({ host: "127.0.0.1", port: 0 });
       close = t.close;
-      const member = await personWithToken(t.storage, { role: "member" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: member.tenant, name: "acme/small", onboardedBy: "test" },
-        new Date(),
-      );
       // What the embedded local host of a two-core machine enrolls with.
       await registerHost(t.storage, {
         id: "local",

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { freshConfigHome, runCli, serverTesting } from "./harness.js";
 
@@ -16,16 +15,10 @@ for (const dialect of DIALECTS) {
     let jobs: string[];
 
     before(async () => {
-      const { testApp, personWithToken, runFiveTestJobs } = await serverTesting();
-      const t = await testApp(await dialect.openFresh());
+      const { appWithTenant, runFiveTestJobs } = await serverTesting();
+      const { t, person: owner } = await appWithTenant(dialect, { role: "owner", repository: "acme/widget" });
       await t.app.listen({ host: "127.0.0.1", port: 0 });
       close = t.close;
-      const owner = await personWithToken(t.storage, { role: "owner" });
-      await onboardRepository(
-        t.storage,
-        { tenantId: owner.tenant, name: "acme/widget", onboardedBy: "test" },
-        t.clock.now(),
-      );
       jobs = await runFiveTestJobs(t, owner.token, "acme/widget");
       const endpoint = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
       env = { XDG_CONFIG_HOME: freshConfigHome(), KILN_ENDPOINT: endpoint, KILN_TOKEN: owner.token };
