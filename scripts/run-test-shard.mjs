@@ -1,11 +1,13 @@
 #!/usr/bin/env node
-// One shard of the inner gate (`npm run test:fast`, scripts/run-tests.mjs): the test files named in
-// a JSON file, all in this one process (node's test runner with `isolation: "none"`), under the spec
-// reporter on stdout. The in-process files spend most of their CPU starting node and loading the
-// same modules (fastify, kysely, ajv and the catalogue's compiled schemas) once per file; one
-// process per shard loads them once.
+// One lane of scripts/run-tests.mjs beside the others: the test files named in a JSON file, under
+// the spec reporter on stdout (printed whole by the caller when the lane ends). By default a shard
+// of in-process files, all in this one process (node's test runner with `isolation: "none"`): those
+// files spend most of their CPU starting node and loading the same modules (fastify, kysely, ajv and
+// the catalogue's compiled schemas) once per file; one process per shard loads them once. With
+// `--isolation process --concurrency N`, a process per file, N at a time (the CLI's second pass,
+// whose environment differs from the main run's).
 //
-//   node scripts/run-test-shard.mjs FILES.json RESULT.json
+//   node scripts/run-test-shard.mjs FILES.json RESULT.json [--isolation process --concurrency N]
 //
 // RESULT.json receives { failed, tests, measured: [[file, { seconds, passed }]] }: each file's time from
 // its first test's start to its last test's end in this process, for the run's ten slowest.
@@ -15,9 +17,20 @@ import { finished } from "node:stream/promises";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
 
-const [filesJson, resultJson] = process.argv.slice(2);
-if (filesJson === undefined || resultJson === undefined) {
-  process.stderr.write("usage: run-test-shard.mjs FILES.json RESULT.json\n");
+const [filesJson, resultJson, ...options] = process.argv.slice(2);
+const option = (name, fallback) => {
+  const at = options.indexOf(name);
+  return at < 0 ? fallback : options[at + 1];
+};
+const isolation = option("--isolation", "none");
+const concurrency = Number(option("--concurrency", "1"));
+if (
+  filesJson === undefined ||
+  resultJson === undefined ||
+  !["none", "process"].includes(isolation) ||
+  !(concurrency >= 1)
+) {
+  process.stderr.write("usage: run-test-shard.mjs FILES.json RESULT.json [--isolation none|process --concurrency N]\n");
   process.exit(2);
 }
 /** As scripts/run-tests.mjs: a bound on a test that hangs, never a measure of speed. */
@@ -32,7 +45,9 @@ const timed = new Transform({
   transform(event, _encoding, done) {
     const { type, data } = event;
     if (type === "test:fail" && !data.todo) failed = true;
-    if ((type === "test:pass" || type === "test:fail") && data.details.type !== "suite") tests++;
+    // In a process per file, each file is also reported as a test of its own: not counted.
+    if ((type === "test:pass" || type === "test:fail") && data.details.type !== "suite" && data.name !== data.file)
+      tests++;
     if (data?.file !== undefined && (type === "test:start" || type === "test:complete")) {
       const now = Date.now();
       const span = spans.get(data.file) ?? { from: now, to: now, passed: true };
@@ -43,7 +58,7 @@ const timed = new Transform({
     done(null, event);
   },
 });
-const report = run({ files, isolation: "none", timeout: TEST_TIMEOUT_MS }).pipe(timed).pipe(spec());
+const report = run({ files, isolation, concurrency, timeout: TEST_TIMEOUT_MS }).pipe(timed).pipe(spec());
 report.pipe(process.stdout);
 await finished(report);
 // Tests a file registers through a helper module are reported under the helper's name: the

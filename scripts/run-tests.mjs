@@ -9,10 +9,15 @@
 //   node scripts/run-tests.mjs                  # the full gate (`npm test`)
 //   node scripts/run-tests.mjs --fast           # the inner gate (`npm run test:fast`): lint and
 //                                               # every unmarked file (scripts/test-timings.mjs)
+//
+// The marked files (sandbox, process, browser: scripts/test-timings.mjs) run CONCURRENCY at a time
+// under node's test runner, a process each; the unmarked (in-process) files in FAST_SHARDS shard
+// processes beside them; the CLI's second pass in a process of its own beside both.
 //   node scripts/run-tests.mjs jobs- storage/   # the files whose path contains a substring
 //
-// Every file's wall time goes to .kiln-test/test-timings.json; the next run starts the slowest
-// files first, and each run names its ten slowest just before the summary.
+// Every file's wall time goes to .kiln-test/test-timings.json (the in-process files' times in
+// their shards to fast-timings.json); the next run starts the slowest files first and deals the
+// shards by them, and each run names its ten slowest at the end.
 import { spawn, spawnSync } from "node:child_process";
 import {
   chmodSync,
@@ -37,10 +42,14 @@ import { markOf, readTimings, recordTimings, slowestFirst, slowestLines, sourceO
 
 /** Thirty minutes: a bound on one test that hangs, never a measure of speed. */
 const TEST_TIMEOUT_MS = 30 * 60 * 1000;
-/** As many test files at once as the machine has cores (2 where the gate runs). */
-const CONCURRENCY = 2;
 /**
- * The inner gate's processes (`--fast`), each running its share of the in-process files in one
+ * The marked files (sandbox, process, browser) at once in the full gate, beside the in-process
+ * shards and the CLI's second pass: one more than the 2 cores where the gate runs, as the process
+ * files spend much of their time waiting on the processes they start.
+ */
+const CONCURRENCY = 3;
+/**
+ * The processes the in-process files run in (both gates), each running its share of them in one
  * process (scripts/run-test-shard.mjs): more than the cores, as those files spend much of their
  * time waiting on PostgreSQL and timers, which another shard's tests fill.
  */
@@ -144,6 +153,11 @@ try {
   process.env.KILN_TEST_POSTGRES_URL = cluster.url;
   // The machine's own node, for the tests of what kiln does on one too old for it.
   process.env.KILN_TEST_MACHINE_NODE = runtime.machine.node;
+  // The kiln-servers and kiln-hosts the tests start isolate attempts in the sandbox unless a test
+  // asks otherwise: the default, auto, builds the guest images into each fresh data dir and boots a
+  // probe guest at every start (10–20 s of a start on two loaded cores, and this machine's KVM
+  // never boots one). The microVM's own tests choose it explicitly.
+  process.env.KILN_EXECUTOR ??= "sandbox";
   // The fast reliability trials first (docs/reliability.md: seconds each, no timing in any
   // verdict), so the test runner's summary stays the closing one.
   const trials =
@@ -155,20 +169,47 @@ try {
       : 0;
   // The CLI's tests again with the `kiln` bundle on the machine's node (KILN_TEST_CLI_NODE, read
   // by packages/cli/test/harness.ts and packages/mcp/test/harness.ts), when that is not the runtime.
-  const cliFiles = fast ? [] : files.filter(alsoOnMachineNode);
-  let cliFailed = false;
-  if (runtime.machine.node !== runtime.node && cliFiles.length > 0) {
-    process.stdout.write(
-      `npm test: the kiln CLI's tests with the CLI on the machine's Node.js ${runtime.machine.version}\n`,
-    );
-    process.env.KILN_TEST_CLI_NODE = runtime.machine.node;
-    cliFailed = await runTestFiles(cliFiles, { record: false });
-    delete process.env.KILN_TEST_CLI_NODE;
-  }
+  const cliFiles = fast || runtime.machine.node === runtime.node ? [] : files.filter(alsoOnMachineNode);
   process.stdout.write(`npm test: every test, its kiln-servers and kiln-hosts on Node.js ${runtime.version}\n`);
-  const testsFailed = fast ? await runShards(files) : await runTestFiles(files, { record: true });
-  if (cliFailed) process.stderr.write(`npm test: the kiln CLI's tests on Node.js ${runtime.machine.version} failed\n`);
-  failed = testsFailed || cliFailed || trials !== 0;
+  // Three lanes at once: the marked files streamed here, the in-process files in shard processes
+  // and the CLI's second pass in a process of its own, each of those printed whole as it ends. The
+  // in-process files and the CLI's pass wait on PostgreSQL, servers and timers most of the time,
+  // which the marked files' builds fill.
+  const dir = mkdtempSync(join(runTmp, "lanes-"));
+  const inProcess = files.filter((f) => markOf(f) === "in-process");
+  const marked = files.filter((f) => markOf(f) !== "in-process");
+  const [shards, cliPass, markedRun] = await Promise.all([
+    runShards(inProcess, dir),
+    cliFiles.length === 0
+      ? { failed: false, tests: 0, measured: [] }
+      : runLane(
+          {
+            title: `the kiln CLI's tests with the CLI on the machine's Node.js ${runtime.machine.version}`,
+            files: cliFiles,
+            options: ["--isolation", "process", "--concurrency", "1"],
+            env: { ...process.env, KILN_TEST_CLI_NODE: runtime.machine.node },
+          },
+          dir,
+          "cli",
+        ),
+    marked.length === 0 ? { failed: false, tests: 0, measured: new Map() } : runTestFiles(marked),
+  ]);
+  const inShards = new Map(shards.measured.map(([file, timing]) => [nameOf(file), timing]));
+  recordTimings(fastTimingsFile, readTimings(fastTimingsFile), inShards, new Set(everyFile.map(nameOf)), at());
+  if (markedRun.measured.size > 0)
+    recordTimings(timingsFile, previousTimings, markedRun.measured, new Set(everyFile.map(nameOf)), at());
+  if (cliPass.failed)
+    process.stderr.write(`npm test: the kiln CLI's tests on Node.js ${runtime.machine.version} failed\n`);
+  const testsFailed = shards.failed || markedRun.failed || cliPass.failed;
+  process.stdout.write(
+    [
+      `npm test: the ten slowest files (wall time, ${relative(root, timingsFile)}; in-process files' in their shard, ${relative(root, fastTimingsFile)}):`,
+      ...slowestLines(new Map([...markedRun.measured, ...inShards])),
+      `npm test: ${shards.tests + markedRun.tests} tests in ${files.length} files${cliFiles.length > 0 ? `, and ${cliPass.tests} of the CLI's again on Node.js ${runtime.machine.version}` : ""}: ${testsFailed ? "FAILED" : "all passed"}`,
+      "",
+    ].join("\n"),
+  );
+  failed = testsFailed || trials !== 0;
 } finally {
   await cluster.stop();
   rmSync(runTmp, { recursive: true, force: true });
@@ -176,19 +217,24 @@ try {
 // Not process.exit: it could cut off the summary still being written to a pipe.
 process.exitCode = failed ? 1 : 0;
 
+/** Now, as the timings files record it. */
+function at() {
+  return new Date().toISOString();
+}
+
 /**
- * Runs the files, `CONCURRENCY` at a time in the order given (node's `--test` would sort them),
- * under the spec reporter. When `record`, records each file's wall time and names the ten slowest
- * before the summary. Resolves true when any test or file failed.
+ * Runs the marked files, `CONCURRENCY` at a time in the order given (node's `--test` would sort
+ * them), under the spec reporter on stdout. Resolves with whether any test or file failed (a file
+ * that never reported failed: it did not run), the number of tests, and each file's wall time.
  */
-async function runTestFiles(ordered, { record }) {
+async function runTestFiles(ordered) {
   // A test that never settles (a wait on a condition that cannot come) fails by name after
   // TEST_TIMEOUT_MS instead of holding the whole run until CI's own limit; no verdict rests on it,
   // the slowest test (real builds on a loaded machine) takes a fraction of it.
   const events = run({ files: ordered, concurrency: CONCURRENCY, timeout: TEST_TIMEOUT_MS });
   const measured = new Map();
   let anyFailed = false;
-  let summaryStarted = false;
+  let tests = 0;
   const timed = new Transform({
     objectMode: true,
     transform(event, _encoding, done) {
@@ -200,36 +246,56 @@ async function runTestFiles(ordered, { record }) {
           seconds: Math.round(data.details.duration_ms / 100) / 10,
           passed: data.details.passed,
         });
-      }
-      // The summary's lines are the only diagnostics that belong to no file.
-      if (record && type === "test:diagnostic" && data.nesting === 0 && data.file === undefined && !summaryStarted) {
-        summaryStarted = true;
-        const lines = [
-          `the ten slowest files (wall time; every file's in ${relative(root, timingsFile)}):`,
-          ...slowestLines(measured),
-        ];
-        for (const message of lines) this.push({ type: "test:diagnostic", data: { nesting: 0, message } });
-      }
+      } else if (
+        (type === "test:pass" || type === "test:fail") &&
+        data.details.type !== "suite" &&
+        data.name !== data.file
+      )
+        tests++;
       done(null, event);
     },
   });
   const report = events.pipe(timed).pipe(spec());
   report.pipe(process.stdout);
   await finished(report);
-  if (record)
-    recordTimings(timingsFile, previousTimings, measured, new Set(everyFile.map(nameOf)), new Date().toISOString());
-  // Every file reported, or the run failed before any summary: a file that never reported ran.
-  return anyFailed || measured.size !== ordered.length;
+  return { failed: anyFailed || measured.size !== ordered.length, tests, measured };
 }
 
 /**
- * The inner gate: the files dealt into FAST_SHARDS shards of about equal recorded time, each run in
- * one process (scripts/run-test-shard.mjs), all at once; each shard's report is printed whole as
- * it ends, then the ten slowest files and the totals. A file's time in a shared process is not its
- * time alone, which orders the full gate, so these go to a file of their own (fastTimingsFile).
- * Resolves true when any failed.
+ * One lane in a process of its own (scripts/run-test-shard.mjs with `options`, environment
+ * `env`), its report printed whole when it ends. Resolves with { failed, tests, measured }.
  */
-async function runShards(files) {
+async function runLane({ title, files, options = [], env = process.env }, dir, id) {
+  const filesJson = join(dir, `files-${id}.json`);
+  const resultJson = join(dir, `result-${id}.json`);
+  writeFileSync(filesJson, JSON.stringify(files));
+  const child = spawn(
+    process.execPath,
+    [join(root, "scripts", "run-test-shard.mjs"), filesJson, resultJson, ...options],
+    {
+      cwd: root,
+      env,
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  const output = [];
+  child.stdout.on("data", (chunk) => output.push(chunk));
+  const code = await new Promise((resolve) => child.on("close", resolve));
+  process.stdout.write(`npm test: ${title} (${files.length} files)\n`);
+  process.stdout.write(Buffer.concat(output));
+  if (code !== 0 || !existsSync(resultJson)) return { failed: true, tests: 0, measured: [] };
+  return JSON.parse(readFileSync(resultJson, "utf8"));
+}
+
+/**
+ * The in-process files dealt into FAST_SHARDS shards of about equal recorded time, each run in
+ * one process (scripts/run-test-shard.mjs), all at once; each shard's report is printed whole as
+ * it ends. A file's time in a shared process is not its time alone, which orders the marked
+ * files, so these go to a file of their own (fastTimingsFile). Resolves with { failed, tests,
+ * measured }.
+ */
+async function runShards(files, dir) {
+  if (files.length === 0) return { failed: false, tests: 0, measured: [] };
   // Dealt longest first, each to the shard with the least so far, by the files' last times in a
   // shard (their times alone where they have none yet).
   const previousInShards = readTimings(fastTimingsFile);
@@ -241,35 +307,14 @@ async function runShards(files) {
     lightest.files.push(file);
     lightest.seconds += secondsOf(file);
   }
-  const dir = mkdtempSync(join(runTmp, "shards-"));
   const results = await Promise.all(
-    shards.map(async (shard, i) => {
-      const filesJson = join(dir, `files-${i}.json`);
-      const resultJson = join(dir, `result-${i}.json`);
-      writeFileSync(filesJson, JSON.stringify(shard.files));
-      const child = spawn(process.execPath, [join(root, "scripts", "run-test-shard.mjs"), filesJson, resultJson], {
-        cwd: root,
-        stdio: ["ignore", "pipe", "inherit"],
-      });
-      const output = [];
-      child.stdout.on("data", (chunk) => output.push(chunk));
-      const code = await new Promise((resolve) => child.on("close", resolve));
-      process.stdout.write(`npm test: shard ${i + 1} of ${shards.length} (${shard.files.length} files)\n`);
-      process.stdout.write(Buffer.concat(output));
-      if (code !== 0 || !existsSync(resultJson)) return { failed: true, tests: 0, measured: [] };
-      return JSON.parse(readFileSync(resultJson, "utf8"));
-    }),
+    shards.map((shard, i) =>
+      runLane({ title: `shard ${i + 1} of ${shards.length} of the in-process files`, files: shard.files }, dir, i),
+    ),
   );
-  const measured = new Map(results.flatMap((r) => r.measured).map(([file, timing]) => [nameOf(file), timing]));
-  const failed = results.some((r) => r.failed);
-  recordTimings(fastTimingsFile, previousInShards, measured, new Set(everyFile.map(nameOf)), new Date().toISOString());
-  process.stdout.write(
-    [
-      "npm test: the ten slowest files (time in their shard's process):",
-      ...slowestLines(measured),
-      `npm test: ${results.reduce((n, r) => n + r.tests, 0)} tests in ${ordered.length} files, ${failed ? "FAILED" : "all passed"}`,
-      "",
-    ].join("\n"),
-  );
-  return failed;
+  return {
+    failed: results.some((r) => r.failed),
+    tests: results.reduce((n, r) => n + r.tests, 0),
+    measured: results.flatMap((r) => r.measured),
+  };
 }

@@ -45,7 +45,8 @@ export async function startServerProcess(env: Record<string, string | undefined>
     out += chunk;
   });
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
+    // A bound on a server that hangs, not a measure of its start (a second or two when idle).
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 180_000);
     child.stdout?.on("data", (chunk: string) => {
       out += chunk;
       const m = /serving (http:\/\/\S+)/.exec(out);
