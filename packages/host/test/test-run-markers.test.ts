@@ -83,4 +83,70 @@ describe("the test runner's markers: what a re-run keeps of its output", () => {
       ],
     );
   });
+
+  describe("the failed-test count under flaky_policy pass: a flaky test is not a failed one", () => {
+    const LIB = "/work/target/debug/deps/lib-0123456789abcdef";
+    const TOOL = "/work/target/debug/deps/tool-0123456789abcdef";
+    const at = (exe: string, kind: string, members: string) =>
+      `{"reason":"kiln-test-${kind}","executable":"${b64(exe)}",${members}"at_ns":${1_000_000_000n}}`;
+    const rerun = (name: string, passed: boolean) => [
+      at(LIB, "try-start", `"test":"${b64(name)}","try":2,`),
+      at(LIB, "try-end", `"test":"${b64(name)}","try":2,"exit":${passed ? 0 : 101},"passed":${passed},`),
+    ];
+    /** The lib binary fails `failed` tests, of which those in `flaky` pass on their re-run. */
+    const failedCount = (
+      failed: string[],
+      flaky: string[],
+      policy: "pass" | "fail",
+      tool: { exit: number } | null = null,
+    ): number => {
+      const markers = new TestRunMarkers();
+      const lines = [
+        at(LIB, "binary-start", ""),
+        at(LIB, "binary-end", `"exit":${failed.length > 0 ? 101 : 0},`),
+        ...failed.flatMap((name) => rerun(name, flaky.includes(name))),
+        ...(tool === null ? [] : [at(TOOL, "binary-start", ""), at(TOOL, "binary-end", `"exit":${tool.exit},`)]),
+      ];
+      for (const line of lines) assert.ok(markers.marker(line), line);
+      const names = ["tests::a", "tests::b", "tests::c"];
+      const { summary } = markers.apply(
+        {
+          crates: [],
+          tests: names.map((name) => ({
+            target: "lib (lib)",
+            name,
+            outcome: failed.includes(name) ? ("failed" as const) : ("passed" as const),
+            duration_ms: 1,
+          })),
+          failures: [],
+          buildSucceeded: true,
+          // cargo-output-observer.ts: the failed tests, at least 1 when a binary failed (the tool's, or one whose failures were forgiven).
+          failedTests: Math.max(failed.length, failed.length > 0 || (tool !== null && tool.exit !== 0) ? 1 : 0),
+          testBinaries: [
+            { label: "lib (lib)", executable: LIB },
+            { label: "tool (bin)", executable: TOOL },
+          ],
+        },
+        { retries: 1, policy },
+      );
+      return summary.failedTests;
+    };
+
+    it("all of a binary's failures flaky: 0 (the job passes; nothing failed)", () => {
+      assert.equal(failedCount(["tests::a", "tests::b"], ["tests::a", "tests::b"], "pass"), 0);
+      assert.equal(failedCount(["tests::a"], ["tests::a"], "pass"), 0);
+    });
+
+    it("some flaky: the others; none flaky: every failed test; under fail: cargo's count", () => {
+      assert.equal(failedCount(["tests::a", "tests::b", "tests::c"], ["tests::b"], "pass"), 2);
+      assert.equal(failedCount(["tests::a", "tests::b"], [], "pass"), 2);
+      assert.equal(failedCount(["tests::a", "tests::b"], ["tests::a", "tests::b"], "fail"), 2);
+      assert.equal(failedCount([], [], "pass"), 0);
+    });
+
+    it("a binary that failed with no failed test to show for it (harness = false) still counts one", () => {
+      assert.equal(failedCount(["tests::a"], ["tests::a"], "pass", { exit: 1 }), 1);
+      assert.equal(failedCount(["tests::a"], ["tests::a"], "pass", { exit: 0 }), 0);
+    });
+  });
 });

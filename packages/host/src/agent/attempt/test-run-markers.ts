@@ -13,6 +13,8 @@ interface BinaryRun {
   readonly executable: string;
   readonly startNs: bigint;
   endNs: bigint | null;
+  /** How the binary's own run exited (before any re-run); null until it ended. */
+  exitCode: number | null;
 }
 
 /** One re-run of a failed test. */
@@ -116,11 +118,14 @@ export class TestRunMarkers {
     const executable = decode(value.executable);
     switch (kind) {
       case "binary-start":
-        this.#binaries.push({ executable, startNs: at, endNs: null });
+        this.#binaries.push({ executable, startNs: at, endNs: null, exitCode: null });
         break;
       case "binary-end": {
         const run = this.#binaries.findLast((b) => b.executable === executable && b.endNs === null);
-        if (run !== undefined) run.endNs = at;
+        if (run !== undefined) {
+          run.endNs = at;
+          run.exitCode = Number(value.exit);
+        }
         this.onBinaryExit(executable, Number(value.exit));
         break;
       }
@@ -228,8 +233,15 @@ export class TestRunMarkers {
     const failures = passes
       ? summary.failures.filter((f) => f.kind !== "test_panic" || !flakyKeys.has(`${f.target}\u0000${f.test}`))
       : summary.failures;
-    const failedTests =
-      passes && summary.failedTests > 0 ? Math.max(1, summary.failedTests - flaky) : summary.failedTests;
+    // Under `pass` a flaky test is not a failed one. A binary that failed without a failed or flaky
+    // test to show for it (a `harness = false` binary) still counts one.
+    const unexplained = this.#binaries.some(
+      (b) =>
+        b.exitCode !== null &&
+        b.exitCode !== 0 &&
+        !tests.some((t) => t.target === label(b.executable) && (t.outcome === "failed" || t.flaky === true)),
+    );
+    const failedTests = passes ? Math.max(summary.failedTests - flaky, unexplained ? 1 : 0) : summary.failedTests;
     const testBinaries = this.#binaries.map((b) => {
       const target = label(b.executable);
       return {
