@@ -1,12 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import {
-  type AttemptClaim,
-  type AttemptClaimAnswer,
-  CLAIM_MAX_WAIT_MS,
-  ManualClock,
-  silentLogger,
-} from "@kiln/contract";
+import { type AttemptClaim, type AttemptClaimAnswer, CLAIM_MAX_WAIT_MS, silentLogger } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import { HostAgent, type HostProtocol } from "../src/index.js";
 
 /** One long-poll claim the agent made, held until the test answers it (or the agent takes it back). */

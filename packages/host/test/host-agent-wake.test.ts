@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ManualClock, silentLogger } from "@kiln/contract";
+import { silentLogger } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import { HostAgent, type HostProtocol } from "../src/index.js";
 
 describe("the host agent's claim loop", () => {

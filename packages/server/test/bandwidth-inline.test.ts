@@ -186,7 +186,7 @@ for (const dialect of DIALECTS) {
     });
 
     it("at the retry time the next month admits the refused submission and counts its bytes there", async () => {
-      t.clock.advance(SECONDS_TO_NEXT_PERIOD);
+      await t.clock.advance(SECONDS_TO_NEXT_PERIOD * 1000);
       assert.equal(await consumption(), 0);
       const accepted = await submit(bravo, "inline-bravo");
       assert.equal(accepted.statusCode, 200, accepted.body);

@@ -119,7 +119,7 @@ for (const dialect of DIALECTS) {
       assert.equal((await sources.status("bw-third")).status, 404, "the refused reservation left no upload");
 
       // At the retry time a new period starts from zero.
-      t.clock.advance(SECONDS_TO_NEXT_PERIOD);
+      await t.clock.advance(SECONDS_TO_NEXT_PERIOD * 1000);
       assert.equal((await bandwidthSetting()).consumption, 0);
       const again = await sources.upload(third, "bw-third");
       assert.equal(again.json().state, "verified", again.body);

@@ -3,17 +3,19 @@
  * real OpenID provider running locally (its login and consent pages), lands on the jobs page,
  * opens a seeded job and signs out.
  */
+
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { ManualClock } from "@kiln/contract/testing";
 import { createTenant, findPersonByEmail, listMembershipsOfPerson, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import type { Browser, Page } from "playwright-core";
 import { buildApp } from "../src/build-app.js";
 import { launchChromium, watchPageProblems } from "../src/testing/browser.js";
-import { TestClock, testBlobs } from "../src/testing/harness.js";
+import { testBlobs } from "../src/testing/harness.js";
 import { acceptJob, appendLines, claimJob, finishJob } from "../src/testing/job-fixtures.js";
 import {
   type LocalOidcProvider,
@@ -39,12 +41,12 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
   /** Console messages about the page policy: any is a script or style the pages should not have. */
   const policyViolations: string[] = [];
   const pageErrors: string[] = [];
-  let clock: TestClock;
+  let clock: ManualClock;
   let blobs: ReturnType<typeof testBlobs>;
 
   before(async () => {
     storage = await openSqliteForTest();
-    clock = new TestClock(new Date());
+    clock = ManualClock.withRealTimers(new Date());
     blobs = testBlobs();
     await createTenant(storage, { id: tenant, displayName: "Acme Widgets" }, clock.now());
     jobs = await seedDashboardJobs(storage, blobs, tenant, clock.now());

@@ -3,17 +3,19 @@
  * Tokyo (issue 36): no page scrolls sideways, the dark scheme applies, times read in the
  * viewer's zone with UTC in their title, and a job's tab title and icon follow its status.
  */
+
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { ManualClock } from "@kiln/contract/testing";
 import { createTenant, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { buildApp } from "../src/build-app.js";
 import { launchChromium, watchPageProblems } from "../src/testing/browser.js";
-import { TestClock, tenantWithRepository, testBlobs } from "../src/testing/harness.js";
+import { tenantWithRepository, testBlobs } from "../src/testing/harness.js";
 import { acceptJob, claimJob } from "../src/testing/job-fixtures.js";
 import { signIn } from "../src/testing/sign-in.js";
 import { type SeededJobs, seedDashboardJobs } from "./dashboard-fixtures.js";
@@ -30,13 +32,13 @@ describe("the dashboard at 390 px, dark, in Tokyo", () => {
   let context: BrowserContext;
   let page: Page;
   let jobs: SeededJobs;
-  let clock: TestClock;
+  let clock: ManualClock;
   const pageErrors: string[] = [];
   const policyViolations: string[] = [];
 
   before(async () => {
     storage = await openSqliteForTest();
-    clock = new TestClock(new Date("2026-11-29T10:00:00.000Z"));
+    clock = ManualClock.withRealTimers(new Date("2026-11-29T10:00:00.000Z"));
     const blobs = testBlobs();
     await createTenant(storage, { id: tenant, displayName: "Acme Widgets" }, clock.now());
     const owner = await tenantWithRepository(storage, { tenant, role: "owner", now: clock.now() });

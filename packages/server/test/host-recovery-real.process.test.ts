@@ -110,7 +110,7 @@ for (const dialect of DIALECTS) {
         await mkdir(stale, { recursive: true });
         await supervisor.stop();
         assert.equal(supervisor.running(), false);
-        t.clock.advance(120);
+        await t.clock.advance(120_000);
         await detector.runOnce();
         const impaired = await recovery();
         assert.deepEqual(
@@ -170,7 +170,7 @@ for (const dialect of DIALECTS) {
         });
         assert.equal(closed.statusCode, 200, closed.body);
         await supervisor.stop();
-        t.clock.advance(120);
+        await t.clock.advance(120_000);
         await detector.runOnce();
         const second = await recovery();
         assert.notEqual(second.incident.id, first.id, "a later impairment opens a new incident");

@@ -1,11 +1,12 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { AttemptReport } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import { addPersonToTenant, appendLogRecords, createTenant, type LogLine, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import { TestClock, testBlobs } from "../src/testing/harness.js";
+import { testBlobs } from "../src/testing/harness.js";
 import { type AttemptLease, acceptJob, claimJob, finishJob, hostReport } from "../src/testing/job-fixtures.js";
 import { signIn } from "../src/testing/sign-in.js";
 
@@ -180,7 +181,7 @@ async function append(storage: Storage, lease: AttemptLease, lines: readonly Omi
 
 export async function startLogViewerDemo(): Promise<LogViewerDemo> {
   const storage = await openSqliteForTest();
-  const clock = new TestClock(new Date());
+  const clock = ManualClock.withRealTimers(new Date());
   const blobs = testBlobs();
   const tenant = `demo${process.pid}`;
   await createTenant(storage, { id: tenant, displayName: "Acme Widgets" }, clock.now());

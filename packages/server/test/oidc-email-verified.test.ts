@@ -3,15 +3,17 @@
  * real OpenID provider running locally (oidc-provider) releases `email_verified` true, false or
  * not at all, and kiln's callback signs the person in or refuses.
  */
+
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { ManualClock } from "@kiln/contract/testing";
 import { createTenant, findPersonByEmail, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import { TestClock, testBlobs } from "../src/testing/harness.js";
+import { testBlobs } from "../src/testing/harness.js";
 import {
   type LocalOidcProvider,
   type ProviderAccount,
@@ -37,7 +39,7 @@ interface KilnWithProvider {
 /** kiln (SQLite) listening on loopback, signing people in at its own local provider. */
 async function startKiln(providerVerifiesEmails: boolean): Promise<KilnWithProvider> {
   const storage = await openSqliteForTest();
-  const clock = new TestClock(new Date());
+  const clock = ManualClock.withRealTimers(new Date());
   await createTenant(storage, { id: TENANT, displayName: "Acme" }, clock.now());
   // The callback URL must be known before the app is built: listen first, route to the app once ready.
   const server: Server = createServer();

@@ -14,7 +14,8 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
-import { type AttemptClaimAnswer, ManualClock, silentLogger } from "@kiln/contract";
+import { type AttemptClaimAnswer, silentLogger } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import {
   DEFAULT_CRATES_IO_INDEX,
   type HostEvent,

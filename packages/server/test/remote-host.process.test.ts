@@ -17,7 +17,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { type AttemptResult, HOST_PROTOCOL_ROUTES, ManualClock, silentLogger, systemClock } from "@kiln/contract";
+import { type AttemptResult, HOST_PROTOCOL_ROUTES, silentLogger, systemClock } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import {
   DEFAULT_CRATES_IO_INDEX,
   type Executor,

@@ -85,7 +85,7 @@ for (const dialect of DIALECTS) {
       await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
       const placement = await protocol.claim("local", 16);
       assert.ok(placement !== null);
-      t.clock.advance(60);
+      await t.clock.advance(60_000);
       const finished = await protocol.finish(placement, {
         outcome: "passed",
         exitCode: 0,

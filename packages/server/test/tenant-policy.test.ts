@@ -278,13 +278,13 @@ for (const dialect of DIALECTS) {
       assert.equal(written.status, 200, JSON.stringify(written.body));
       assert.deepEqual(written.body.not_applied, [], "the write says it applies");
       assert.equal((await setting())?.status, "applied");
-      t.clock.advance(60);
+      await t.clock.advance(60_000);
       const after = await publish();
       assert.equal(after.expiresAt - after.publishedAt, 2 * 86_400 * 1000, "published after the write: 2 days");
 
       // Past its two days the later job's artifacts are gone, its file too; the earlier job keeps
       // the retention it was published under (retention is never changed after publication).
-      t.clock.advance(2 * 86_400);
+      await t.clock.advance(2 * 86_400 * 1000);
       const gone = await call("GET", `/api/jobs/${after.id}/artifacts`, undefined, own.token);
       assert.equal(gone.status, 410, JSON.stringify(gone.body));
       assert.equal(gone.body.code, "gone");

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Clock, type Role, silentLogger, systemClock } from "@kiln/contract";
+import { type Role, silentLogger } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import {
   addPersonToTenant,
   createTenant,
@@ -22,44 +23,17 @@ import type { AppDeps } from "../web/http/app-deps.js";
 /** A blob store in a fresh temporary directory. */
 export const testBlobs = () => new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-")));
 
-/**
- * A settable clock so tests move time instead of waiting; its timers are real ones (the
- * app's tests drive no loops; the host agent's tests use ManualClock, which drives timers).
- */
-export class TestClock implements Clock {
-  /**
-   * While set, timers scheduled on this clock never fire: a test proves that something
-   * happens without waiting for a poll (it could only happen through a nudge).
-   */
-  holdTimers = false;
-  constructor(private current = new Date("2026-11-22T08:00:00.000Z")) {}
-  now(): Date {
-    return new Date(this.current);
-  }
-  advance(seconds: number): void {
-    this.current = new Date(this.current.getTime() + seconds * 1000);
-  }
-  after(ms: number, fn: () => void) {
-    if (this.holdTimers) return { cancel: () => {} };
-    return systemClock.after(ms, fn);
-  }
-  sleep(ms: number, signal?: AbortSignal) {
-    if (this.holdTimers) return new Promise<void>(() => {});
-    return systemClock.sleep(ms, signal);
-  }
-}
-
 export interface TestApp {
   app: FastifyInstance;
   deps: AppDeps;
   storage: Storage;
-  clock: TestClock;
+  clock: ManualClock;
   close(): Promise<void>;
 }
 
 /** The real app on real storage, with every response checked against the contract. */
 export async function testApp(storage: Storage, overrides: Partial<AppDeps> = {}): Promise<TestApp> {
-  const clock = new TestClock();
+  const clock = ManualClock.withRealTimers();
   const deps: AppDeps = {
     storage,
     clock,

@@ -99,7 +99,7 @@ export async function runTestJob(
   await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
   const placement = await protocol.claim("local", 16);
   assert.ok(placement !== null);
-  t.clock.advance(60);
+  await t.clock.advance(60_000);
   const failed = input.tests.some((test) => test.outcome === "failed");
   const finished = await protocol.finish(placement, {
     outcome: failed ? "failed" : "passed",
