@@ -5,8 +5,6 @@
  */
 
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { ManualClock } from "@kiln/contract/testing";
 import { createTenant, findPersonByEmail, listMembershipsOfPerson, type Storage } from "@kiln/storage";
@@ -14,7 +12,8 @@ import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import type { Browser, Page } from "playwright-core";
 import { buildApp } from "../src/build-app.js";
-import { launchChromium, watchPageProblems } from "../src/testing/browser.js";
+import { type AppOrigin, listenBeforeTheApp } from "../src/testing/app-origin.js";
+import { closeBrowserTest, launchChromium, watchPageProblems } from "../src/testing/browser.js";
 import { testBlobs } from "../src/testing/harness.js";
 import { acceptJob, appendLines, claimJob, finishJob } from "../src/testing/job-fixtures.js";
 import {
@@ -31,7 +30,7 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
   const tenant = `acme${process.pid}`;
   let storage: Storage;
   let app: FastifyInstance;
-  let server: Server;
+  let origin: AppOrigin;
   let base: string;
   let provider: LocalOidcProvider;
   let browser: Browser;
@@ -53,9 +52,8 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
 
     // kiln's origin must be known before the app is built (callback URL, Origin checks): the
     // server listens first and hands its requests to the app once it is ready.
-    server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    origin = await listenBeforeTheApp();
+    base = origin.base;
     provider = await startLocalOidcProvider(`${base}${OIDC_CALLBACK_PATH}`, {
       ann: {
         email: "ann@acme.example",
@@ -78,8 +76,7 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
         providerVerifiesEmails: false,
       },
     });
-    await app.ready();
-    server.on("request", (request, response) => app.routing(request, response));
+    await origin.serve(app);
 
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -91,16 +88,7 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
     watchPageProblems(page, { pageErrors, policyViolations });
   });
 
-  after(async () => {
-    await browser?.close();
-    await new Promise<void>((resolve) => {
-      server?.closeAllConnections();
-      server?.close(() => resolve());
-    });
-    await provider?.close();
-    await app?.close();
-    await storage?.close();
-  });
+  after(() => closeBrowserTest(browser, origin, provider, app, storage));
 
   it("signs in at the identity provider and lands on the jobs page as a member of the tenant", async () => {
     await page.goto(`${base}/jobs`);

@@ -5,8 +5,6 @@
  */
 
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { ManualClock } from "@kiln/contract/testing";
 import { createTenant, type Storage } from "@kiln/storage";
@@ -14,7 +12,8 @@ import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { buildApp } from "../src/build-app.js";
-import { launchChromium, watchPageProblems } from "../src/testing/browser.js";
+import { type AppOrigin, listenBeforeTheApp } from "../src/testing/app-origin.js";
+import { closeBrowserTest, launchChromium, watchPageProblems } from "../src/testing/browser.js";
 import { tenantWithRepository, testBlobs } from "../src/testing/harness.js";
 import { acceptJob, claimJob } from "../src/testing/job-fixtures.js";
 import { signIn } from "../src/testing/sign-in.js";
@@ -26,7 +25,7 @@ describe("the dashboard at 390 px, dark, in Tokyo", () => {
   const tenant = `layout${process.pid}`;
   let storage: Storage;
   let app: FastifyInstance;
-  let server: Server;
+  let origin: AppOrigin;
   let base: string;
   let browser: Browser;
   let context: BrowserContext;
@@ -44,12 +43,10 @@ describe("the dashboard at 390 px, dark, in Tokyo", () => {
     const owner = await tenantWithRepository(storage, { tenant, role: "owner", now: clock.now() });
     jobs = await seedDashboardJobs(storage, blobs, tenant, clock.now());
 
-    server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    origin = await listenBeforeTheApp();
+    base = origin.base;
     app = buildApp({ storage, clock, blobs, version: "test", publicOrigin: base, checkResponses: true });
-    await app.ready();
-    server.on("request", (request, response) => app.routing(request, response));
+    await origin.serve(app);
     const cookie = await signIn(app, storage, owner.email, undefined, clock);
 
     browser = await launchChromium();
@@ -59,15 +56,7 @@ describe("the dashboard at 390 px, dark, in Tokyo", () => {
     watchPageProblems(page, { pageErrors, policyViolations });
   });
 
-  after(async () => {
-    await browser?.close();
-    await new Promise<void>((resolve) => {
-      server?.closeAllConnections();
-      server?.close(() => resolve());
-    });
-    await app?.close();
-    await storage?.close();
-  });
+  after(() => closeBrowserTest(browser, origin, app, storage));
 
   it("fits every page in 390 px without sideways scrolling, in the dark scheme", async () => {
     const paths = [
