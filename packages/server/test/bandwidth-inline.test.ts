@@ -53,16 +53,9 @@ for (const dialect of DIALECTS) {
         headers: { ...bearer(member.token), "content-type": "application/json", "idempotency-key": key },
         payload: JSON.stringify(submission(files)),
       });
-    const controls = async () =>
-      (await operator.get(`/operator/api/tenants/${member.tenant}`)).json() as {
-        version: number;
-        consumption: { bandwidth_bytes_this_month: number };
-      };
+    const controls = () => operator.tenantControls(member.tenant);
     const setAllowance = async (bytes: number) => {
-      const res = await operator.post(`/operator/api/tenants/${member.tenant}`, {
-        expected_version: (await controls()).version,
-        changes: { bandwidth_bytes_per_month: bytes },
-      });
+      const res = await operator.changeTenantControls(member.tenant, { bandwidth_bytes_per_month: bytes });
       assert.equal(res.statusCode, 200, res.body);
     };
     const consumption = async () => {
