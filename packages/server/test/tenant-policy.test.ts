@@ -4,7 +4,7 @@ import { createAgentCredential, listAuditEntries, listOperatorAuditEntries, onbo
 import { DIALECTS } from "@kiln/storage/testing";
 import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
 import { ARTIFACT_RETENTION_SECONDS } from "../src/domain/policy/platform-limits.js";
-import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { appWithTenant, bearer, callAs, personWithToken, type TestApp } from "../src/testing/harness.js";
 import { acceptJob, claimJob, finishJob, inlineFile, inlineSubmission } from "../src/testing/job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
@@ -28,7 +28,6 @@ for (const dialect of DIALECTS) {
     let viewer: { token: string };
     let agentToken: string;
     let operator: OperatorClient;
-    let keys = 0;
 
     before(async () => {
       ({ t, person: admin } = await appWithTenant(dialect, { role: "admin", repository: null }));
@@ -57,18 +56,8 @@ for (const dialect of DIALECTS) {
     });
     after(() => t.close());
 
-    const call = async (method: "GET" | "POST", url: string, body?: unknown, token = admin.token) => {
-      const res = await t.app.inject({
-        method,
-        url,
-        headers: {
-          ...bearer(token),
-          ...(method === "POST" ? { "idempotency-key": `k-${++keys}`, "content-type": "application/json" } : {}),
-        },
-        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-      });
-      return { status: res.statusCode, body: res.json() };
-    };
+    const call = (method: "GET" | "POST", url: string, body?: unknown, token = admin.token) =>
+      callAs(t, token, method, url, body);
     const op = async (method: "GET" | "POST", body?: object, tenant = admin.tenant) => {
       const url = `/operator/api/tenants/${tenant}`;
       const res = method === "GET" ? await operator.get(url) : await operator.post(url, body);

@@ -135,6 +135,27 @@ export async function appWithTenant(
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
+let idempotencyKeys = 0;
+
+/**
+ * A tenant operation on the app as `token`'s holder: a POST carries a JSON body and an
+ * idempotency key of its own. The answer's status and its parsed JSON body.
+ */
+export async function callAs(t: TestApp, token: string, method: "GET" | "POST", url: string, body?: unknown) {
+  const res = await t.app.inject({
+    method,
+    url,
+    headers: {
+      ...bearer(token),
+      ...(method === "POST"
+        ? { "idempotency-key": `call-${process.pid}-${++idempotencyKeys}`, "content-type": "application/json" }
+        : {}),
+    },
+    ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+  });
+  return { status: res.statusCode, body: res.json() };
+}
+
 /** The host protocol bound in-process to a host service over the app's dependencies (no host agent). */
 export function hostProtocolOf(deps: Pick<AppDeps, "storage" | "blobs" | "clock" | "storageQuotaBytes" | "secrets">) {
   return inProcessHostProtocol(
