@@ -24,7 +24,7 @@ import { VCPUS_OF_SIZE } from "../domain/policy/platform-limits.js";
 import { defaultHandlers } from "../web/handlers/default-handlers.js";
 import { type BoundHandler, boundHandlerOf, type HandlerTable } from "../web/http/handler.js";
 import type { SourceFile } from "./crates.js";
-import { testBlobs } from "./harness.js";
+import { bearer, hostProtocolOf, type TestApp, testBlobs } from "./harness.js";
 
 /**
  * Jobs built through the real storage verbs (insertJob, claimNextJob, appendLogRecords,
@@ -454,3 +454,28 @@ export const inlineSubmission = (
     source: { files: [...files] },
   },
 });
+
+/**
+ * Submits `inlineSubmission(repository, operation)` through the API as `token`'s holder under
+ * idempotency key `key`, places it through the host protocol on a test host ("local", 16 vCPUs,
+ * no cargo) and moves the clock a minute, so the attempt is metered: the protocol and the
+ * placement, for the test to finish the attempt with what it needs.
+ */
+export async function submitAndPlace(
+  t: TestApp,
+  input: { token: string; repository: string; key: string; operation?: string },
+) {
+  const protocol = hostProtocolOf(t.deps);
+  const res = await t.app.inject({
+    method: "POST",
+    url: "/api/v4/jobs",
+    headers: { ...bearer(input.token), "idempotency-key": input.key },
+    payload: inlineSubmission(input.repository, input.operation),
+  });
+  assert.equal(res.statusCode, 200, res.body);
+  await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
+  const placement = await protocol.claim("local", 16);
+  assert.ok(placement !== null);
+  await t.clock.advance(60_000);
+  return { protocol, placement };
+}
