@@ -12,6 +12,7 @@ export {
   type UpstreamHandler,
 } from "./hostile-upstreams.js";
 export { InMemoryExecutor, type ScriptedRun } from "./in-memory-executor.js";
+export { KILN_HOST_BIN } from "./kiln-host-bin.js";
 export {
   type SkippedDependency,
   type SparseRegistry,
