@@ -102,13 +102,7 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
     embedded = await startEmbedded({
       publicOrigin: base,
       holdHost: true,
-      oidc: {
-        issuer: provider.issuer,
-        clientId: provider.clientId,
-        clientSecret: provider.clientSecret,
-        groupsClaim: "groups",
-        providerVerifiesEmails: false,
-      },
+      oidc: provider.settings(false),
     });
     accounts.ann = { email: "ann@acme.example", name: "Ann Example", groups: [`kiln:${embedded.tenant}:admin`] };
     await origin.serve(embedded.app);

@@ -68,13 +68,7 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
       version: "test",
       publicOrigin: base,
       checkResponses: true,
-      oidc: {
-        issuer: provider.issuer,
-        clientId: provider.clientId,
-        clientSecret: provider.clientSecret,
-        groupsClaim: "groups",
-        providerVerifiesEmails: false,
-      },
+      oidc: provider.settings(false),
     });
     await origin.serve(app);
 

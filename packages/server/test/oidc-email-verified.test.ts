@@ -51,13 +51,7 @@ async function startKiln(providerVerifiesEmails: boolean): Promise<KilnWithProvi
     version: "test",
     publicOrigin: base,
     checkResponses: true,
-    oidc: {
-      issuer: provider.issuer,
-      clientId: provider.clientId,
-      clientSecret: provider.clientSecret,
-      groupsClaim: "groups",
-      providerVerifiesEmails,
-    },
+    oidc: provider.settings(providerVerifiesEmails),
   });
   await origin.serve(app);
   return {
