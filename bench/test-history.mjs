@@ -18,10 +18,9 @@ import { describeMachine } from "./support/machine.mjs";
 import { positiveIntegerOption } from "./support/options.mjs";
 import { median } from "./support/statistics.mjs";
 
-const { openStorage, createTenant, registerHost, insertJob, claimNextJob, finishAttempt, listTestHistory } =
-  await import("@kiln/storage");
-// The tests' own job row and attempt completion, so the bench measures what the storage tests insert.
-const { attemptCompletion, queuedJob } = await import("@kiln/storage/testing");
+const { openStorage, createTenant, registerHost, insertJob, listTestHistory } = await import("@kiln/storage");
+// The tests' own job row, claim and attempt completion, so the bench measures what the storage tests do.
+const { attemptCompletion, claimAs, finishPlaced, queuedJob } = await import("@kiln/storage/testing");
 
 const JOBS = positiveIntegerOption("jobs", 20);
 const TESTS = positiveIntegerOption("tests", 7847);
@@ -50,24 +49,11 @@ async function finishJob(storage, tenant, member, n) {
       { repository: "rust-lang/regex", description: "cargo test", submitted_by: "bench" },
     ),
   );
-  const placed = await claimNextJob(storage, {
-    hostId: "bench-host",
-    freeVcpus: 64,
-    vcpusOfSize: { "kiln2-cpu": 2 },
-    leaseSeconds: 600,
-    now: at,
-  });
+  const placed = await claimAs(storage, "bench-host", at, { freeVcpus: 64, leaseSeconds: 600 });
   if (placed?.job.id !== id) throw new Error(`${id} was not placed`);
   const report = reportOf(n, member);
   const started = performance.now();
-  await finishAttempt(storage, {
-    jobId: id,
-    attempt: placed.attempt.number,
-    leaseToken: placed.attempt.lease_token,
-    now: new Date(at.getTime() + 30_000),
-    result: attemptCompletion("passed", { report }),
-    meter: () => ({ size: "kiln2-cpu", seconds: 30, vcpuSeconds: 60 }),
-  });
+  await finishPlaced(storage, placed, new Date(at.getTime() + 30_000), attemptCompletion("passed", { report }), 30);
   return performance.now() - started;
 }
 

@@ -11,12 +11,12 @@
  */
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
+import type { AppOrigin } from "@kiln/server/testing";
 import {
+  closeBrowserTest,
   type LocalOidcProvider,
   launchChromium,
   type ProviderAccount,
@@ -48,7 +48,7 @@ function workspace(name: string, test: string): string {
 }
 
 describe("the dashboard in chromium with the real CLI, host and OpenID provider", () => {
-  let server: Server;
+  let origin: AppOrigin;
   let base: string;
   let provider: LocalOidcProvider;
   let embedded: Awaited<ReturnType<Awaited<ReturnType<typeof serverTesting>>["startEmbedded"]>>;
@@ -94,25 +94,18 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
   };
 
   before(async () => {
-    const { startEmbedded } = await serverTesting();
+    const { listenBeforeTheApp, startEmbedded } = await serverTesting();
     // The browser's origin must be known before the app is built (callback URL, Origin checks).
-    server = createServer();
-    await new Promise<void>((ready) => server.listen(0, "127.0.0.1", ready));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    origin = await listenBeforeTheApp();
+    base = origin.base;
     provider = await startLocalOidcProvider(`${base}${CALLBACK_PATH}`, accounts);
     embedded = await startEmbedded({
       publicOrigin: base,
       holdHost: true,
-      oidc: {
-        issuer: provider.issuer,
-        clientId: provider.clientId,
-        clientSecret: provider.clientSecret,
-        groupsClaim: "groups",
-        providerVerifiesEmails: false,
-      },
+      oidc: provider.settings(false),
     });
     accounts.ann = { email: "ann@acme.example", name: "Ann Example", groups: [`kiln:${embedded.tenant}:admin`] };
-    server.on("request", (request, response) => embedded.app.routing(request, response));
+    await origin.serve(embedded.app);
     configHome = freshConfigHome();
 
     browser = await launchChromium();
@@ -124,13 +117,7 @@ describe("the dashboard in chromium with the real CLI, host and OpenID provider"
 
   after(async () => {
     for (const cli of clis) cli.child.kill("SIGKILL");
-    await browser?.close();
-    await new Promise<void>((closed) => {
-      server?.closeAllConnections();
-      server?.close(() => closed());
-    });
-    await provider?.close();
-    await embedded?.close();
+    await closeBrowserTest(browser, origin, provider, embedded);
     for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
   });
 

@@ -7,7 +7,6 @@
  * with the same per-binary test counts as local cargo resolving against the same registry.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import {
   appendFileSync,
   cpSync,
@@ -24,7 +23,7 @@ import { basename, join, relative } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
 import { createClient, type KilnClient } from "@kiln/client";
 import { type SparseRegistry, startSparseRegistry } from "@kiln/host/testing";
-import type { Counts } from "@kiln/server/testing";
+import type { Counts, DirectRun } from "@kiln/server/testing";
 import { onboardRepository } from "@kiln/storage";
 import { type CliRun, freshConfigHome, runCli, startListeningEmbedded } from "./harness.js";
 
@@ -79,52 +78,15 @@ function assertBare(root: string): void {
   walk(root);
 }
 
-interface LocalRun {
-  readonly exitCode: number | null;
-  /** stdout and stderr on one pipe, in the order written. */
-  readonly output: string;
-  readonly seconds: number;
-}
-
 /**
  * `cargo test` in `dir` as a developer would run it against `indexUrl` standing for crates.io:
  * a fresh CARGO_HOME whose config replaces crates-io with that registry, a target dir of its
  * own. Spawned (never spawnSync): the registry fixture answers from this process's event loop.
  */
-function localCargoTest(dir: string, indexUrl: string, scratch: string[]): Promise<LocalRun> {
-  const home = mkdtempSync(join(tmpdir(), "kiln-local-cargo-home-"));
+async function localCargoTest(dir: string, indexUrl: string, scratch: string[]): Promise<DirectRun> {
   const targetDir = mkdtempSync(join(tmpdir(), "kiln-local-cargo-target-"));
-  scratch.push(home, targetDir);
-  writeFileSync(
-    join(home, "config.toml"),
-    `[source.crates-io]\nreplace-with = "upstream"\n\n[source.upstream]\nregistry = ${JSON.stringify(indexUrl)}\n`,
-  );
-  const started = process.hrtime.bigint();
-  return new Promise((resolve, reject) => {
-    // One pipe for both streams, so each `Running …` line precedes its libtest block.
-    const child = spawn("sh", ["-c", 'exec cargo test "$@" 2>&1', "sh"], {
-      cwd: dir,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: {
-        ...process.env,
-        CARGO_HOME: home,
-        CARGO_TARGET_DIR: targetDir,
-        CARGO_BUILD_JOBS: "2",
-        CARGO_TERM_COLOR: "never",
-      },
-    });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-    });
-    child.once("error", reject);
-    child.once("close", (exitCode) =>
-      resolve({ exitCode, output, seconds: Number(process.hrtime.bigint() - started) / 1e9 }),
-    );
-  });
+  scratch.push(targetDir);
+  return (await debian()).directCargoTest(dir, { targetDir, upstreamIndex: indexUrl });
 }
 
 /** `name version` → checksum of each Cargo.lock package that has a source (i.e. not in the workspace). */

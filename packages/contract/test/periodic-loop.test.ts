@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { type Logger, type LoopFailure, ManualClock, startPeriodicLoop } from "../src/index.js";
+import { type Logger, type LoopFailure, startPeriodicLoop } from "../src/index.js";
+import { ManualClock } from "../src/testing/index.js";
 
 /** A logger that keeps what it was told. */
 function recordingLogger(): Logger & { lines: { level: string; message: string }[] } {

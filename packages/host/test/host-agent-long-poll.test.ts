@@ -1,13 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import {
-  type AttemptClaim,
-  type AttemptClaimAnswer,
-  CLAIM_MAX_WAIT_MS,
-  ManualClock,
-  silentLogger,
-} from "@kiln/contract";
-import { HostAgent, type HostProtocol } from "../src/index.js";
+import { type AttemptClaim, type AttemptClaimAnswer, CLAIM_MAX_WAIT_MS } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
+import type { HostProtocol } from "../src/index.js";
+import { agentWithoutExecutor } from "../src/testing/index.js";
 
 /** One long-poll claim the agent made, held until the test answers it (or the agent takes it back). */
 interface HeldClaim {
@@ -39,19 +35,8 @@ function holdingProtocol() {
   return { protocol, claims, polls: () => polls };
 }
 
-function agentOn(protocol: HostProtocol, clock: ManualClock, vcpus = 4) {
-  return new HostAgent({
-    hostId: "long-poll-test",
-    protocol,
-    clock,
-    reporting: { log: silentLogger, emit: () => {} },
-    isolation: {
-      choice: { isolation: "sandbox", requested: "sandbox", reason: "test" },
-      executor: { isolation: "sandbox" },
-    },
-    vcpus,
-    memoryBytes: 2 ** 30,
-  } as unknown as ConstructorParameters<typeof HostAgent>[0]);
+function agentOn(protocol: HostProtocol, clock: ManualClock) {
+  return agentWithoutExecutor(protocol, clock, { hostId: "long-poll-test" });
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
@@ -109,19 +94,11 @@ describe("the host agent's long-poll claim", () => {
     const { protocol, claims } = holdingProtocol();
     const clock = new ManualClock();
     const ended: string[] = [];
-    const agent = new HostAgent({
+    // The attempt cannot run here (no work root): it ends at once in an error, freeing its vCPUs.
+    const agent = agentWithoutExecutor(protocol, clock, {
       hostId: "long-poll-test",
-      protocol,
-      clock,
-      // The attempt cannot run here (no work root): it ends at once in an error, freeing its vCPUs.
-      reporting: { log: silentLogger, emit: (event: { type: string }) => ended.push(event.type) },
-      isolation: {
-        choice: { isolation: "sandbox", requested: "sandbox", reason: "test" },
-        executor: { isolation: "sandbox" },
-      },
-      vcpus: 4,
-      memoryBytes: 2 ** 30,
-    } as unknown as ConstructorParameters<typeof HostAgent>[0]);
+      emit: (event) => ended.push(event.type),
+    });
     await agent.start();
     await settle();
     // A placement of two vCPUs: the next claim asks for the two left. Its attempt cannot run
@@ -152,18 +129,11 @@ describe("the host agent's long-poll claim", () => {
       },
     } as unknown as HostProtocol;
     const clock = new ManualClock();
-    const agent = new HostAgent({
+    const agent = agentWithoutExecutor(protocol, clock, {
       hostId: "long-poll-test",
-      protocol,
-      clock,
-      reporting: { log: silentLogger, emit: (event: { type: string }) => events.push(event.type) },
-      isolation: {
-        choice: { isolation: "sandbox", requested: "sandbox", reason: "test" },
-        executor: { isolation: "sandbox" },
-      },
       vcpus: 2,
-      memoryBytes: 2 ** 30,
-    } as unknown as ConstructorParameters<typeof HostAgent>[0]);
+      emit: (event) => events.push(event.type),
+    });
     await agent.start();
     await settle();
     assert.deepEqual([calls, events], [1, ["claim:error"]]);

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ManualClock, silentLogger } from "@kiln/contract";
-import { HostAgent, type HostProtocol } from "../src/index.js";
+import { ManualClock } from "@kiln/contract/testing";
+import type { HostProtocol } from "../src/index.js";
+import { agentWithoutExecutor } from "../src/testing/index.js";
 
 describe("the host agent's claim loop", () => {
   it("claims again when woken while a claim is under way, instead of leaving the job to the next poll", async () => {
@@ -12,18 +13,7 @@ describe("the host agent's claim loop", () => {
       claim: () => new Promise<null>((resolve) => answers.push(resolve)),
     } as unknown as HostProtocol;
     const clock = new ManualClock();
-    const agent = new HostAgent({
-      hostId: "wake-test",
-      protocol,
-      clock,
-      reporting: { log: silentLogger, emit: () => {} },
-      isolation: {
-        choice: { isolation: "sandbox", requested: "sandbox", reason: "test" },
-        executor: { isolation: "sandbox" },
-      },
-      vcpus: 2,
-      memoryBytes: 2 ** 30,
-    } as unknown as ConstructorParameters<typeof HostAgent>[0]);
+    const agent = agentWithoutExecutor(protocol, clock, { hostId: "wake-test", vcpus: 2 });
     await agent.start();
     const settle = () => new Promise((resolve) => setImmediate(resolve));
 

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ManualClock, silentLogger } from "@kiln/contract";
+import { silentLogger } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import { LogShipper } from "../src/agent/attempt/log-shipper.js";
 import type { HostProtocol, LogLine } from "../src/agent/host-protocol.js";
 

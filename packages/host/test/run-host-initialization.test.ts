@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { type HostInitializationReport, ManualClock } from "@kiln/contract";
+import type { HostInitializationReport } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import { type HostProtocol, type InitializationStep, runHostInitialization } from "../src/index.js";
 
 /**

@@ -77,7 +77,7 @@ async function finishedJob(t: TestApp, protocol: HostProtocol, token: string, li
   );
   const cargoOutput = await protocol.putBlob(Buffer.from(`cargo output of ${id}\n`));
   const artifact = await protocol.putBlob(Buffer.from(`artifact bytes of ${id}`));
-  t.clock.advance(30);
+  await t.clock.advance(30_000);
   const finished = await protocol.finish(ref, {
     outcome: "passed",
     exitCode: 0,

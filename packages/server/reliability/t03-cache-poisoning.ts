@@ -27,7 +27,7 @@ import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ManualClock } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import {
   CrateCache,
   type CrateFetch,

@@ -155,7 +155,7 @@ async function trialOn(t: TestApp, dialect: string, tally: Tally): Promise<void>
   );
 
   // ---- past retention (24 h): a receipt key is free again; a durable-owner key is forever.
-  t.clock.advance(86_400 + 1);
+  await t.clock.advance((86_400 + 1) * 1000);
   const later = await post(a.token, "/api/credentials", K1, cred2);
   check(later.statusCode === 200 && !replayed(later), "past retention a receipt key performs the new request", later);
   const laterSecret = String((later.json() as { credential?: string }).credential);

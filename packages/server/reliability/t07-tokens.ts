@@ -137,7 +137,7 @@ async function deviceFlowToken(t: TestApp, session: string, secrets: Map<string,
     headers: { cookie: `kiln_session=${session}`, origin: "http://kiln.test", "idempotency-key": "t7-approve" },
   });
   if (approved.statusCode !== 200) throw new Error(`device approval: ${approved.body}`);
-  t.clock.advance(device.interval_seconds);
+  await t.clock.advance(device.interval_seconds * 1000);
   const polled = await t.app.inject({
     method: "GET",
     url: `/api/device/poll?device_code=${encodeURIComponent(device.device_code)}`,
@@ -202,7 +202,7 @@ async function trialOn(t: TestApp): Promise<DialectFigures> {
       });
       if (res.statusCode !== 200) throw new Error(`${url}: ${res.body}`);
     }
-    t.clock.advance(61);
+    await t.clock.advance(61_000);
 
     const unauthenticated = () => "unauthenticated";
     const presentations: Presentation[] = [

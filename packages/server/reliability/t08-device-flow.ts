@@ -112,9 +112,9 @@ async function trialOn(t: TestApp, dialect: string, random: SeededRandom, tally:
       pending.push((res.json() as { user_code: string }).user_code);
       if (pending.length > DEVICE_LIFETIME_SECONDS * startLimit) break;
     }
-    t.clock.advance(1);
+    await t.clock.advance(1000);
   }
-  t.clock.advance(-1); // the last second at which the first code is still pending
+  await t.clock.advance(-1000); // the last second at which the first code is still pending
   const live = await t.storage.db
     .selectFrom("device_authorizations")
     .select((e) => e.fn.countAll().as("n"))
@@ -144,7 +144,7 @@ async function trialOn(t: TestApp, dialect: string, random: SeededRandom, tally:
       broken(`a wrong guess answered ${show(res)}`);
     }
   }
-  t.clock.advance(DEVICE_LIFETIME_SECONDS + 1);
+  await t.clock.advance((DEVICE_LIFETIME_SECONDS + 1) * 1000);
 
   // ---- device.poll's limit: one address past it in one second is rate_limited.
   const pollLimit = PUBLIC_LIMITS["device.poll"] ?? 0;
@@ -154,7 +154,7 @@ async function trialOn(t: TestApp, dialect: string, random: SeededRandom, tally:
   const refusedPolls = answers.filter((r) => r.statusCode === 429).length;
   if (refusedPolls !== 1 || answers[pollLimit]?.statusCode !== 429)
     broken(`${pollLimit + 1} polls in one second: ${refusedPolls} rate_limited, expected exactly the last one`);
-  t.clock.advance(DEVICE_LIFETIME_SECONDS + 61);
+  await t.clock.advance((DEVICE_LIFETIME_SECONDS + 61) * 1000);
 
   // ---- slow_down: polls at seeded random gaps against RFC 8628's model, until expiry.
   for (let d = 0; d < MODELLED_DEVICES; d++) {
@@ -195,10 +195,10 @@ async function trialOn(t: TestApp, dialect: string, random: SeededRandom, tally:
         broken(`poll ${tally.modelPolls}: expected ${JSON.stringify(expected)}, got ${show(res)}`);
       }
       // Gaps around the interval, so both sides of it (and the exact boundary) are hit.
-      t.clock.advance(random.int(Math.max(0, interval - 3), interval + 2));
+      await t.clock.advance(random.int(Math.max(0, interval - 3), interval + 2) * 1000);
     }
   }
-  t.clock.advance(61);
+  await t.clock.advance(61_000);
 
   // ---- one token: each approved code polled by N concurrent requests.
   const tokensBefore = await tokenRows(t, person.userId);
@@ -236,7 +236,7 @@ async function trialOn(t: TestApp, dialect: string, random: SeededRandom, tally:
       if (identity.statusCode !== 200 || identity.json().principal !== person.userId)
         broken(`the issued token does not identify its approver: ${show(identity)}`);
     }
-    t.clock.advance(60);
+    await t.clock.advance(60_000);
     const later = await poll(device.device_code, address);
     if (later.json().state !== "expired" || later.json().token !== undefined)
       broken(`a poll after redemption answered ${show(later)}`);

@@ -14,12 +14,14 @@
  * event delivered, the log stream not ending with one settled frame after the job finishes.
  * Every verdict is a count over what was delivered; machine load only changes how long it takes.
  */
+
 import type { AttemptResult } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import type { LocalBlobStore, Storage } from "@kiln/storage";
 import type { TestDatabase } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import { bearer, hostProtocolOf, personWithToken, TestClock, testBlobs } from "../src/testing/harness.js";
+import { bearer, hostProtocolOf, personWithToken, testBlobs } from "../src/testing/harness.js";
 import {
   type AttemptLease,
   acceptJob,
@@ -52,7 +54,7 @@ class Restartable {
   up: Promise<void> = Promise.resolve();
   constructor(
     private readonly database: TestDatabase,
-    private readonly clock: TestClock,
+    private readonly clock: ManualClock,
     private readonly blobs: LocalBlobStore,
   ) {}
 
@@ -150,7 +152,7 @@ interface LogFrame {
 async function trialOn(dialectName: string, database: TestDatabase, seed: number, c: Counts) {
   const actor = (n: number) => new SeededRandom(seed * 16 + n);
   const broken = (what: string) => c.broken.push(`${dialectName}: ${what}`);
-  const clock = new TestClock();
+  const clock = ManualClock.withRealTimers();
   const blobs = testBlobs();
   const server = new Restartable(database, clock, blobs);
   await server.start();

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, describe, it } from "node:test";
-import { type Logger, type LoopFailure, ManualClock } from "@kiln/contract";
+import type { Logger, LoopFailure } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import {
   ARTIFACT_BLOB_GRACE_SECONDS,
   ARTIFACT_BLOB_MARK_LEASE_SECONDS,
@@ -94,10 +95,10 @@ for (const dialect of DIALECTS) {
       const job = await passedJob(files, Buffer.from("   Compiling widget v0.1.0\n"));
       assert.equal((await get(`/api/jobs/${job}/artifacts/1/0`)).body, files[0]?.toString());
 
-      t.clock.advance(RETENTION + ARTIFACT_BLOB_GRACE_SECONDS - 1);
+      await t.clock.advance((RETENTION + ARTIFACT_BLOB_GRACE_SECONDS - 1) * 1000);
       assert.equal((await get(`/api/jobs/${job}/artifacts/1/0`)).statusCode, 410, "expired: gone");
       assert.equal((await sweepArtifactBytes({ storage: t.storage, blobs: t.blobs, clock: t.clock })).deleted, 0);
-      t.clock.advance(2);
+      await t.clock.advance(2000);
       const pass = await sweepArtifactBytes({ storage: t.storage, blobs: t.blobs, clock: t.clock });
       assert.deepEqual(pass, {
         deleted: 2,
@@ -122,7 +123,7 @@ for (const dialect of DIALECTS) {
         Buffer.from(`file ${i} of a big publication (${dialect.name})`),
       );
       await passedJob(files, Buffer.from(`output of the big publication (${dialect.name})`));
-      t.clock.advance(RETENTION + ARTIFACT_BLOB_GRACE_SECONDS + 1);
+      await t.clock.advance((RETENTION + ARTIFACT_BLOB_GRACE_SECONDS + 1) * 1000);
       const pass = await sweepArtifactBytes({ storage: t.storage, blobs: t.blobs, clock: t.clock });
       assert.equal(pass.deleted, 205);
       for (const file of files) assert.equal(await t.blobs.has(sha256(file)), false);

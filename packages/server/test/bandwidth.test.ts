@@ -35,16 +35,9 @@ for (const dialect of DIALECTS) {
     });
     after(() => t.close());
 
-    const controls = async () =>
-      (await operator.get(`/operator/api/tenants/${member.tenant}`)).json() as {
-        version: number;
-        consumption: { bandwidth_bytes_this_month: number };
-      };
+    const controls = () => operator.tenantControls(member.tenant);
     const setAllowance = async (bytes: number) => {
-      const res = await operator.post(`/operator/api/tenants/${member.tenant}`, {
-        expected_version: (await controls()).version,
-        changes: { bandwidth_bytes_per_month: bytes },
-      });
+      const res = await operator.changeTenantControls(member.tenant, { bandwidth_bytes_per_month: bytes });
       assert.equal(res.statusCode, 200, res.body);
     };
     const bandwidthSetting = async () => {
@@ -119,7 +112,7 @@ for (const dialect of DIALECTS) {
       assert.equal((await sources.status("bw-third")).status, 404, "the refused reservation left no upload");
 
       // At the retry time a new period starts from zero.
-      t.clock.advance(SECONDS_TO_NEXT_PERIOD);
+      await t.clock.advance(SECONDS_TO_NEXT_PERIOD * 1000);
       assert.equal((await bandwidthSetting()).consumption, 0);
       const again = await sources.upload(third, "bw-third");
       assert.equal(again.json().state, "verified", again.body);

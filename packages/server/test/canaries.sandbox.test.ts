@@ -56,7 +56,7 @@ for (const dialect of DIALECTS) {
     async function hostRuns(jobId: string, outcome: "passed" | "failed") {
       const placed = await claimAs(HOST);
       assert.equal(placed?.job.id, jobId, "the host is handed its canary");
-      t.clock.advance(3);
+      await t.clock.advance(3000);
       await finishJob(
         t.storage,
         t.deps.blobs,
@@ -187,7 +187,7 @@ for (const dialect of DIALECTS) {
     });
 
     it("a failed canary refuses with canary_failed, attributed to the workload", async () => {
-      t.clock.advance(SETTINGS.intervalSeconds);
+      await t.clock.advance(SETTINGS.intervalSeconds * 1000);
       await hostAlive();
       await hostAlive("builder-2");
       const pass = await runner.runOnce();
@@ -205,7 +205,7 @@ for (const dialect of DIALECTS) {
     });
 
     it("a canary not finished within its bound is late: canary_late, then cancelled by the next pass", async () => {
-      t.clock.advance(SETTINGS.intervalSeconds);
+      await t.clock.advance(SETTINGS.intervalSeconds * 1000);
       await hostAlive();
       await hostAlive("builder-2");
       const pass = await runner.runOnce();
@@ -226,7 +226,7 @@ for (const dialect of DIALECTS) {
       assert.equal(before.verdict, "pending");
       assert.equal(before.attributed_to, "undecided");
 
-      t.clock.advance(SETTINGS.lateAfterSeconds);
+      await t.clock.advance(SETTINGS.lateAfterSeconds * 1000);
       await hostAlive();
       await hostAlive("builder-2");
       const refusing = await health();

@@ -66,7 +66,7 @@ for (const dialect of DIALECTS) {
       ] as const) {
         const placed = await claimAs(host);
         assert.ok(placed, `${host} is handed its canary`);
-        t.clock.advance(2);
+        await t.clock.advance(2000);
         await finishJob(
           t.storage,
           t.deps.blobs,
@@ -95,7 +95,7 @@ for (const dialect of DIALECTS) {
       assert.equal(mine[0]?.evidence[0]?.reference, `job:${failedJob}`);
 
       // builder-1's admission is closed: a job it could run is placed on builder-2 only.
-      t.clock.advance(SETTINGS.intervalSeconds);
+      await t.clock.advance(SETTINGS.intervalSeconds * 1000);
       await hostAlive("builder-1");
       await hostAlive("builder-2");
       const next = await runner.runOnce();

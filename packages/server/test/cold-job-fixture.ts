@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { bearer, hostProtocolOf, type TestApp } from "../src/testing/harness.js";
-import { inlineSubmission } from "../src/testing/job-fixtures.js";
+import type { TestApp } from "../src/testing/harness.js";
+import { submitAndPlace } from "../src/testing/job-fixtures.js";
 
 let keys = 0;
 
@@ -13,19 +13,13 @@ export async function finishColdJob(
   t: TestApp,
   input: { token: string; repository: string; lineage: string; reason: string; savedBytes: number; generation: number },
 ): Promise<void> {
-  const protocol = hostProtocolOf(t.deps);
   keys += 1;
-  const res = await t.app.inject({
-    method: "POST",
-    url: "/api/v4/jobs",
-    headers: { ...bearer(input.token), "idempotency-key": `cold-job-${process.pid}-${keys}` },
-    payload: inlineSubmission(input.repository, "build"),
+  const { protocol, placement } = await submitAndPlace(t, {
+    token: input.token,
+    repository: input.repository,
+    key: `cold-job-${process.pid}-${keys}`,
+    operation: "build",
   });
-  assert.equal(res.statusCode, 200, res.body);
-  await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
-  const placement = await protocol.claim("local", 16);
-  assert.ok(placement !== null);
-  t.clock.advance(60);
   const finished = await protocol.finish(placement, {
     outcome: "passed",
     exitCode: 0,

@@ -69,7 +69,7 @@ for (const dialect of DIALECTS) {
       assert.equal(waiting.status, "queued");
       assert.match(waiting.queue_annotation ?? "", atLimit());
 
-      t.clock.advance(30);
+      await t.clock.advance(30_000);
       await finishJob(t.storage, t.deps.blobs, lease, { now: t.clock.now() });
       await claimJob(t.storage, second.json(), t.clock.now());
       const placed = await job(second.json());

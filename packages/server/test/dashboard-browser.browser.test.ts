@@ -3,17 +3,18 @@
  * real OpenID provider running locally (its login and consent pages), lands on the jobs page,
  * opens a seeded job and signs out.
  */
+
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { ManualClock } from "@kiln/contract/testing";
 import { createTenant, findPersonByEmail, listMembershipsOfPerson, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import type { Browser, Page } from "playwright-core";
 import { buildApp } from "../src/build-app.js";
-import { launchChromium, watchPageProblems } from "../src/testing/browser.js";
-import { TestClock, testBlobs } from "../src/testing/harness.js";
+import { type AppOrigin, listenBeforeTheApp } from "../src/testing/app-origin.js";
+import { closeBrowserTest, launchChromium, watchPageProblems } from "../src/testing/browser.js";
+import { testBlobs } from "../src/testing/harness.js";
 import { acceptJob, appendLines, claimJob, finishJob } from "../src/testing/job-fixtures.js";
 import {
   type LocalOidcProvider,
@@ -29,7 +30,7 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
   const tenant = `acme${process.pid}`;
   let storage: Storage;
   let app: FastifyInstance;
-  let server: Server;
+  let origin: AppOrigin;
   let base: string;
   let provider: LocalOidcProvider;
   let browser: Browser;
@@ -39,21 +40,20 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
   /** Console messages about the page policy: any is a script or style the pages should not have. */
   const policyViolations: string[] = [];
   const pageErrors: string[] = [];
-  let clock: TestClock;
+  let clock: ManualClock;
   let blobs: ReturnType<typeof testBlobs>;
 
   before(async () => {
     storage = await openSqliteForTest();
-    clock = new TestClock(new Date());
+    clock = ManualClock.withRealTimers(new Date());
     blobs = testBlobs();
     await createTenant(storage, { id: tenant, displayName: "Acme Widgets" }, clock.now());
     jobs = await seedDashboardJobs(storage, blobs, tenant, clock.now());
 
     // kiln's origin must be known before the app is built (callback URL, Origin checks): the
     // server listens first and hands its requests to the app once it is ready.
-    server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    origin = await listenBeforeTheApp();
+    base = origin.base;
     provider = await startLocalOidcProvider(`${base}${OIDC_CALLBACK_PATH}`, {
       ann: {
         email: "ann@acme.example",
@@ -68,16 +68,9 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
       version: "test",
       publicOrigin: base,
       checkResponses: true,
-      oidc: {
-        issuer: provider.issuer,
-        clientId: provider.clientId,
-        clientSecret: provider.clientSecret,
-        groupsClaim: "groups",
-        providerVerifiesEmails: false,
-      },
+      oidc: provider.settings(false),
     });
-    await app.ready();
-    server.on("request", (request, response) => app.routing(request, response));
+    await origin.serve(app);
 
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -89,16 +82,7 @@ describe("the dashboard in chromium, signed in through OpenID Connect", () => {
     watchPageProblems(page, { pageErrors, policyViolations });
   });
 
-  after(async () => {
-    await browser?.close();
-    await new Promise<void>((resolve) => {
-      server?.closeAllConnections();
-      server?.close(() => resolve());
-    });
-    await provider?.close();
-    await app?.close();
-    await storage?.close();
-  });
+  after(() => closeBrowserTest(browser, origin, provider, app, storage));
 
   it("signs in at the identity provider and lands on the jobs page as a member of the tenant", async () => {
     await page.goto(`${base}/jobs`);

@@ -3,17 +3,18 @@
  * Tokyo (issue 36): no page scrolls sideways, the dark scheme applies, times read in the
  * viewer's zone with UTC in their title, and a job's tab title and icon follow its status.
  */
+
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { ManualClock } from "@kiln/contract/testing";
 import { createTenant, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { buildApp } from "../src/build-app.js";
-import { launchChromium, watchPageProblems } from "../src/testing/browser.js";
-import { TestClock, tenantWithRepository, testBlobs } from "../src/testing/harness.js";
+import { type AppOrigin, listenBeforeTheApp } from "../src/testing/app-origin.js";
+import { closeBrowserTest, launchChromium, watchPageProblems } from "../src/testing/browser.js";
+import { tenantWithRepository, testBlobs } from "../src/testing/harness.js";
 import { acceptJob, claimJob } from "../src/testing/job-fixtures.js";
 import { signIn } from "../src/testing/sign-in.js";
 import { type SeededJobs, seedDashboardJobs } from "./dashboard-fixtures.js";
@@ -24,30 +25,28 @@ describe("the dashboard at 390 px, dark, in Tokyo", () => {
   const tenant = `layout${process.pid}`;
   let storage: Storage;
   let app: FastifyInstance;
-  let server: Server;
+  let origin: AppOrigin;
   let base: string;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
   let jobs: SeededJobs;
-  let clock: TestClock;
+  let clock: ManualClock;
   const pageErrors: string[] = [];
   const policyViolations: string[] = [];
 
   before(async () => {
     storage = await openSqliteForTest();
-    clock = new TestClock(new Date("2026-11-29T10:00:00.000Z"));
+    clock = ManualClock.withRealTimers(new Date("2026-11-29T10:00:00.000Z"));
     const blobs = testBlobs();
     await createTenant(storage, { id: tenant, displayName: "Acme Widgets" }, clock.now());
     const owner = await tenantWithRepository(storage, { tenant, role: "owner", now: clock.now() });
     jobs = await seedDashboardJobs(storage, blobs, tenant, clock.now());
 
-    server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    origin = await listenBeforeTheApp();
+    base = origin.base;
     app = buildApp({ storage, clock, blobs, version: "test", publicOrigin: base, checkResponses: true });
-    await app.ready();
-    server.on("request", (request, response) => app.routing(request, response));
+    await origin.serve(app);
     const cookie = await signIn(app, storage, owner.email, undefined, clock);
 
     browser = await launchChromium();
@@ -57,15 +56,7 @@ describe("the dashboard at 390 px, dark, in Tokyo", () => {
     watchPageProblems(page, { pageErrors, policyViolations });
   });
 
-  after(async () => {
-    await browser?.close();
-    await new Promise<void>((resolve) => {
-      server?.closeAllConnections();
-      server?.close(() => resolve());
-    });
-    await app?.close();
-    await storage?.close();
-  });
+  after(() => closeBrowserTest(browser, origin, app, storage));
 
   it("fits every page in 390 px without sideways scrolling, in the dark scheme", async () => {
     const paths = [

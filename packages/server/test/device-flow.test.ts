@@ -86,11 +86,11 @@ for (const dialect of DIALECTS) {
       assert.equal(approve.statusCode, 200, approve.body);
       assert.deepEqual(approve.json(), { user_code: started.user_code, approved_by: admin.userId });
 
-      t.clock.advance(started.interval_seconds + 5);
+      await t.clock.advance((started.interval_seconds + 5) * 1000);
       const approved = await poll(started.device_code);
       assert.equal(approved.state, "approved");
       assert.match(approved.token ?? "", /^kiln_cli_/);
-      t.clock.advance(started.interval_seconds + 5);
+      await t.clock.advance((started.interval_seconds + 5) * 1000);
       const again = await poll(started.device_code);
       assert.equal(again.state, "expired");
       assert.equal(again.token, undefined, "the token is issued exactly once");
@@ -129,7 +129,7 @@ for (const dialect of DIALECTS) {
 
     it("an unapproved device code expires; unknown codes look expired too", async () => {
       const started = await start();
-      t.clock.advance(601);
+      await t.clock.advance(601_000);
       assert.equal((await poll(started.device_code)).state, "expired");
       assert.equal((await poll("not-a-real-device-code")).state, "expired");
     });
@@ -246,7 +246,7 @@ for (const dialect of DIALECTS) {
         installation_active: null,
         sign_out_available: false,
       });
-      t.clock.advance(61);
+      await t.clock.advance(61_000);
       const expired = await t.app.inject({ method: "GET", url: "/api/identity", headers: bearer(value) });
       assert.equal(expired.statusCode, 401);
       assert.equal(expired.json().code, "credential_expired");

@@ -80,7 +80,7 @@ export async function dogfoodTestApp(storage: Storage, overrides: Partial<AppDep
   const runJob = async (input: RunJobInput) => {
     const id = await queueJob(input);
     const lease = await claimJob(storage, id, t.clock.now());
-    t.clock.advance(input.seconds ?? 60);
+    await t.clock.advance((input.seconds ?? 60) * 1000);
     const now = t.clock.now();
     await finishJob(storage, t.deps.blobs, lease, {
       now,

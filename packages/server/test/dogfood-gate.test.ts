@@ -258,7 +258,7 @@ for (const dialect of DIALECTS) {
       assert.equal(period.clock.started_at, now.toISOString());
       assert.equal(period.clock.ends_at, new Date(now.getTime() + 7 * 86400_000).toISOString());
 
-      t.clock.advance(2 * 3600);
+      await t.clock.advance(2 * 3600 * 1000);
       const laterResponse = await t.get("/operator/api/dogfood/period");
       assert.equal(laterResponse.statusCode, 200, laterResponse.body);
       const later = laterResponse.json();

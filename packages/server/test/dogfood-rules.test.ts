@@ -26,7 +26,7 @@ for (const dialect of DIALECTS) {
       t = await dogfoodTestApp(await dialect.openFresh());
       await openGate(t);
       probe = `probe:${await t.runJob({ tenant: PROBES })}`;
-      t.clock.advance(HOUR);
+      await t.clock.advance(HOUR * 1000);
       occurredAt = iso(t.clock.now().getTime() - 600_000);
     });
     after(() => t.close());
@@ -88,7 +88,7 @@ for (const dialect of DIALECTS) {
     });
 
     it("no run resolves an incident: a later passing run and an audit pass leave the trial stopped", async () => {
-      t.clock.advance(HOUR);
+      await t.clock.advance(HOUR * 1000);
       await t.runJob({ tenant: DOGFOOD });
       await t.runJob({ tenant: PROBES });
       await t.audit();
@@ -111,7 +111,7 @@ for (const dialect of DIALECTS) {
       assert.equal(onTime.statusCode, 200, onTime.body);
       assert.equal(onTime.json().issue.filed_late, false);
 
-      t.clock.advance(20 * HOUR); // the next UTC day
+      await t.clock.advance(20 * HOUR * 1000); // the next UTC day
       const late = await issue({ incident: "xt-1", number: 12, filed_at: t.clock.now().toISOString() });
       assert.equal(late.statusCode, 200, late.body);
       assert.equal(late.json().issue.number, 12);
@@ -166,10 +166,10 @@ for (const dialect of DIALECTS) {
       // A dogfood job whose first attempt is lost with its host and whose second passes.
       const recovered = await t.queueJob({ tenant: DOGFOOD });
       await claimJob(t.storage, recovered, t.clock.now(), 60);
-      t.clock.advance(120);
+      await t.clock.advance(120_000);
       assert.deepEqual(await reclaimExpiredLeases(t.storage, t.clock.now()), [{ jobId: recovered, attempt: 1 }]);
       const second = await claimJob(t.storage, recovered, t.clock.now());
-      t.clock.advance(60);
+      await t.clock.advance(60_000);
       await finishJob(t.storage, t.deps.blobs, second, {
         now: t.clock.now(),
         report: hostReport(second, t.clock.now()),
@@ -215,7 +215,7 @@ for (const dialect of DIALECTS) {
       assert.deepEqual(await t.audit(), [], "within its late bound it is not missed yet");
 
       // The late bound is one canary interval after the reservation (300 s by default).
-      t.clock.advance(300);
+      await t.clock.advance(300_000);
       assert.deepEqual(await t.audit(), [{ id: `platform:outage:${job}`, class: "outage" }]);
       const outage = ((await period()).incidents as { id: string; records: string[]; detail: string }[]).find(
         (i) => i.id === `platform:outage:${job}`,
@@ -224,7 +224,7 @@ for (const dialect of DIALECTS) {
       assert.match(outage?.detail ?? "", /had not finished by its late bound/);
 
       const lease = await claimJob(t.storage, job, t.clock.now());
-      t.clock.advance(60);
+      await t.clock.advance(60_000);
       await finishJob(t.storage, t.deps.blobs, lease, {
         now: t.clock.now(),
         outcome: "failed",
@@ -292,10 +292,10 @@ for (const dialect of DIALECTS) {
       assert.equal((await declare(body)).statusCode, 200, "the same declaration again is the recorded one");
       assert.equal((await declare({ ...body, reason: "other" })).json().code, "conflict");
 
-      t.clock.advance(2.5 * HOUR);
+      await t.clock.advance(2.5 * HOUR * 1000);
       const inside = await t.runJob({ tenant: PROBES, outcome: "failed" });
       assert.equal(await reserve("canary-inside-maintenance"), true);
-      t.clock.advance(HOUR);
+      await t.clock.advance(HOUR * 1000);
       await t.runJob({ tenant: PROBES });
       assert.equal(await reserve("canary-outside-maintenance"), true);
       assert.deepEqual(await t.audit(), [], "a probe failing inside declared maintenance is no unexpected outage");
@@ -303,7 +303,7 @@ for (const dialect of DIALECTS) {
       // Past both reservations' late bound (one canary interval, 300 s by default): the one
       // inside maintenance is still declared maintenance; the one outside is a missed probe,
       // which the ledger audit records as an outage — once, however often it runs.
-      t.clock.advance(HOUR);
+      await t.clock.advance(HOUR * 1000);
       assert.deepEqual(await t.audit(), [{ id: "platform:outage:canary-outside-maintenance", class: "outage" }]);
       assert.deepEqual(await t.audit(), [], "a missed probe is recorded once");
       const incidents = (await t.get("/operator/api/dogfood/period")).json().incidents as {
@@ -324,7 +324,7 @@ for (const dialect of DIALECTS) {
       const record = (await t.get(`/operator/api/dogfood/records?id=probe:${inside}`)).json();
       assert.ok(record.threshold_labels.includes("declared_maintenance"));
 
-      t.clock.advance(24 * HOUR);
+      await t.clock.advance(24 * HOUR * 1000);
       const p = (await t.get("/operator/api/dogfood/period")).json();
       const first = p.closed_windows[0];
       assert.equal(first.counts, false);
@@ -366,7 +366,7 @@ for (const dialect of DIALECTS) {
         "invalid_request",
         "at is in the future",
       );
-      t.clock.advance(31 * HOUR);
+      await t.clock.advance(31 * HOUR * 1000);
       const r = await t.post("/operator/api/dogfood/lifecycle-changes", change);
       assert.equal(r.statusCode, 200, r.body);
       assert.equal((await t.post("/operator/api/dogfood/lifecycle-changes", change)).statusCode, 200);
@@ -374,7 +374,7 @@ for (const dialect of DIALECTS) {
         (await t.post("/operator/api/dogfood/lifecycle-changes", { ...change, detail: "x" })).json().code,
         "conflict",
       );
-      t.clock.advance(41 * HOUR); // 72 hours after the gate opened
+      await t.clock.advance(41 * HOUR * 1000); // 72 hours after the gate opened
       const p = (await t.get("/operator/api/dogfood/period")).json();
       assert.deepEqual(
         p.closed_windows.map((w: { counts: boolean; consecutive: number }) => [w.counts, w.consecutive]),
@@ -408,7 +408,7 @@ for (const dialect of DIALECTS) {
       assert.equal(once.statusCode, 200, once.body);
       assert.equal(once.json().period_failed, false);
       assert.equal((await t.get("/operator/api/dogfood/period")).json().state, "running");
-      t.clock.advance(HOUR);
+      await t.clock.advance(HOUR * 1000);
       const routine = await intervene({
         id: "i-2",
         action: "cleared the cache volume, as every week",

@@ -22,10 +22,10 @@ for (const dialect of DIALECTS) {
     let t: DogfoodTestApp;
     let t0: number;
     const heads: string[] = [];
-    const at = (ms: number) => {
+    const at = async (ms: number) => {
       const now = t.clock.now().getTime();
       assert.ok(ms >= now, `the simulation only moves forward: ${iso(ms)} after ${iso(now)}`);
-      t.clock.advance((ms - now) / 1000);
+      await t.clock.advance(ms - now);
     };
     const period = async () => {
       const r = await t.get("/operator/api/dogfood/period");
@@ -38,7 +38,7 @@ for (const dialect of DIALECTS) {
       for (let hour = 0; hour < 24; hour += 1) {
         const instant = t0 + d * DAY_MS + hour * HOUR_MS;
         if (instant < t.clock.now().getTime()) continue; // hour 0 of a day the test already stepped into
-        at(instant);
+        await at(instant);
         await during(hour);
         if ([1, 7, 13, 19].includes(hour)) await t.runJob({ tenant: PROBES });
         if (hour === 3) {
@@ -120,7 +120,7 @@ for (const dialect of DIALECTS) {
         }
       });
       for (const d of [5, 6]) await simulateDay(d);
-      at(t0 + 7 * DAY_MS + 60_000);
+      await at(t0 + 7 * DAY_MS + 60_000);
 
       const week = await period();
       assert.equal(week.state, "running");
@@ -178,7 +178,7 @@ for (const dialect of DIALECTS) {
       assert.equal(week.beta_decision, null);
 
       for (const d of [7, 8, 9, 10]) await simulateDay(d);
-      at(t0 + 11 * DAY_MS + 60_000);
+      await at(t0 + 11 * DAY_MS + 60_000);
       const ended = await period();
       assert.equal(ended.state, "ended");
       assert.equal(ended.closed_windows.length, 11);
@@ -224,7 +224,7 @@ for (const dialect of DIALECTS) {
 
     it("a deliberately planted duplicate settlement row is found by the audit and stops the trial", async () => {
       await openGate(t);
-      t.clock.advance(3600);
+      await t.clock.advance(3_600_000);
       const charged = await t.runJob({ tenant: DOGFOOD });
       assert.deepEqual(await t.audit(), [], "one settlement per job: nothing to find");
       // Plant a second settlement of the job straight into the ledger, as a double-charging bug would.
@@ -234,7 +234,7 @@ for (const dialect of DIALECTS) {
         .select((eb) => eb.fn.max("position").as("position"))
         .where("job_id", "=", charged)
         .executeTakeFirstOrThrow();
-      t.clock.advance(60);
+      await t.clock.advance(60_000);
       const plantedAt = t.clock.now().toISOString();
       await db
         .insertInto("job_transitions")

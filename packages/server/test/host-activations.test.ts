@@ -81,7 +81,7 @@ for (const dialect of DIALECTS) {
         await first.operator.runOnce(); // a second pass of the same start records no second activation
 
         // Second start, after a reboot, with no recovery binding loaded.
-        t.clock.advance(600);
+        await t.clock.advance(600_000);
         const second = new HostOperator({
           client: httpHostOperatorClient({ endpoint: origin, identity }),
           hostId,

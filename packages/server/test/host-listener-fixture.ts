@@ -1,5 +1,13 @@
+import { join } from "node:path";
 import { type Clock, silentLogger, systemClock } from "@kiln/contract";
-import { HostTlsIdentity, newKeyAndSigningRequest, requestEnrollment } from "@kiln/host";
+import {
+  DEFAULT_CRATES_IO_INDEX,
+  HostTlsIdentity,
+  type KilnHostConfig,
+  newKeyAndSigningRequest,
+  requestEnrollment,
+  tlsFilesIn,
+} from "@kiln/host";
 import { mintHostEnrollmentToken } from "../src/domain/hosts/host-identities.js";
 import type { HostServiceEvent } from "../src/domain/hosts/host-service.js";
 import type { TestApp } from "../src/testing/harness.js";
@@ -18,6 +26,11 @@ export interface TestHostListener {
   enroll(hostId: string): Promise<HostTlsIdentity>;
   /** Redeems `token` (a bootstrap credential) over HTTPS as a kiln-host does: its identity, in memory. */
   enrollWith(token: string): Promise<HostTlsIdentity>;
+  /**
+   * A kiln-host's configuration enrolling `hostId` here with a fresh token: 2 vCPUs, the sandbox
+   * executor, its TLS files and data in `dataDir`.
+   */
+  hostConfig(hostId: string, dataDir: string): Promise<KilnHostConfig>;
 }
 
 /**
@@ -74,5 +87,15 @@ export async function listenForHosts(
     token,
     enrollWith,
     enroll: async (hostId) => enrollWith(await token(hostId)),
+    hostConfig: async (hostId, dataDir) => ({
+      endpoint: listener.origin,
+      enrollmentToken: await token(hostId),
+      caSha256: listener.ca.certificateSha256,
+      tlsFiles: tlsFilesIn(dataDir),
+      dataDir,
+      vcpus: 2,
+      cratesIoIndex: DEFAULT_CRATES_IO_INDEX,
+      isolation: { executor: "sandbox", microvmAccel: "kvm", guestDirectory: join(dataDir, "guest"), probeSeconds: 5 },
+    }),
   };
 }

@@ -3,7 +3,6 @@ import { access, mkdir, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { fileURLToPath } from "node:url";
 import { silentLogger } from "@kiln/contract";
 import {
   HEALTH_REPORTED_MESSAGE,
@@ -12,6 +11,7 @@ import {
   ProcessSupervisor,
   tlsFilesIn,
 } from "@kiln/host";
+import { KILN_HOST_BIN } from "@kiln/host/testing";
 import { DIALECTS } from "@kiln/storage/testing";
 import { CanaryRunner } from "../src/domain/platform/canaries/canary-runner.js";
 import { canarySettings } from "../src/domain/platform/canaries/canary-settings.js";
@@ -44,7 +44,6 @@ async function terminalStatusOf(t: TestApp, jobId: string): Promise<string> {
 }
 
 /** The real `kiln-host` bin, as a host runs it. */
-const KILN_HOST_BIN = fileURLToPath(new URL("../../../host/dist/src/remote/main.js", import.meta.url));
 
 /**
  * A host made impaired for real: a listening control plane on real storage of each dialect, a
@@ -110,7 +109,7 @@ for (const dialect of DIALECTS) {
         await mkdir(stale, { recursive: true });
         await supervisor.stop();
         assert.equal(supervisor.running(), false);
-        t.clock.advance(120);
+        await t.clock.advance(120_000);
         await detector.runOnce();
         const impaired = await recovery();
         assert.deepEqual(
@@ -170,7 +169,7 @@ for (const dialect of DIALECTS) {
         });
         assert.equal(closed.statusCode, 200, closed.body);
         await supervisor.stop();
-        t.clock.advance(120);
+        await t.clock.advance(120_000);
         await detector.runOnce();
         const second = await recovery();
         assert.notEqual(second.incident.id, first.id, "a later impairment opens a new incident");

@@ -118,7 +118,7 @@ for (const dialect of DIALECTS) {
       };
       /** The host goes silent past the heartbeat bound, and the detector runs once. */
       const silencePastBound = async () => {
-        t.clock.advance(120);
+        await t.clock.advance(120_000);
         await detector.runOnce();
       };
       const done = async () => {
@@ -519,7 +519,7 @@ for (const dialect of DIALECTS) {
         await w.silencePastBound();
         assert.deepEqual((await w.op.get("/operator/api/anomalies/platform")).json(), []);
         assert.equal((await w.recoveryOf(hostId)).admission.open, true);
-        w.t.clock.advance(600); // the lease lapses unrenewed: now it is silent
+        await w.t.clock.advance(600_000); // the lease lapses unrenewed: now it is silent
         await w.detector.runOnce();
         assert.equal((await w.recoveryOf(hostId)).admission.open, false);
       } finally {

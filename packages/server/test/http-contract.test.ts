@@ -1,18 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CATALOGUE } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import { DIALECTS } from "@kiln/storage/testing";
 import { buildApp } from "../src/build-app.js";
 import { mintToken } from "../src/domain/identity/token-format.js";
-import {
-  appWithTenant,
-  bearer,
-  personWithToken,
-  type TestApp,
-  TestClock,
-  testApp,
-  testBlobs,
-} from "../src/testing/harness.js";
+import { appWithTenant, bearer, personWithToken, type TestApp, testApp, testBlobs } from "../src/testing/harness.js";
 import { defaultHandlers } from "../src/web/handlers/default-handlers.js";
 import { boundHandlerOf } from "../src/web/http/handler.js";
 
@@ -145,7 +138,7 @@ for (const dialect of DIALECTS) {
         seen.push(...page.credentials.map((c) => c.name));
         cursor = page.next_cursor;
         if (pages === 0) {
-          t.clock.advance(1);
+          await t.clock.advance(1000);
           assert.equal((await create("b-newer")).statusCode, 200); // lands before the first page: not seen
         }
         pages += 1;
@@ -184,7 +177,7 @@ describe("failures that were not foreseen", () => {
     const leaky = buildApp(
       {
         storage: t.storage,
-        clock: new TestClock(),
+        clock: ManualClock.withRealTimers(),
         version: "test",
         publicOrigin: "http://kiln.test",
         blobs: testBlobs(),
@@ -215,7 +208,7 @@ describe("every operation is served", () => {
 
   it("an operation without a handler answers 501 not_implemented naming itself, after security and validation", async () => {
     const storage = await (DIALECTS[0]?.openFresh() ?? Promise.reject(new Error("no dialect")));
-    const clock = new TestClock();
+    const clock = ManualClock.withRealTimers();
     const { "jobs.list": _withheld, ...withoutJobsList } = defaultHandlers;
     const app = buildApp(
       { storage, clock, version: "test", publicOrigin: "http://kiln.test", blobs: testBlobs(), checkResponses: true },

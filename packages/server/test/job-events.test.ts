@@ -250,7 +250,7 @@ for (const dialect of DIALECTS) {
       assert.equal(own.openStreams("cli.events"), 1);
       // Closing is not held up by the open stream: with the app's timers held, a close that
       // waited for the stream's next poll would never end.
-      own.clock.holdTimers = true;
+      own.clock.timers = "manual";
       await own.close();
       assert.equal(own.openStreams("cli.events"), 0);
       assert.equal(await reader.next(), null, "the stream ended");

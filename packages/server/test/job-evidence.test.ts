@@ -93,12 +93,12 @@ for (const dialect of DIALECTS) {
       job = accepted.id;
       const lost = await claimJob(t.storage, job, t.clock.now(), 10);
       await appendLines(t.storage, lost, ["attempt 1 starts"], t.clock.now());
-      t.clock.advance(30);
+      await t.clock.advance(30_000);
       assert.deepEqual(await reclaimExpiredLeases(t.storage, t.clock.now()), [{ jobId: job, attempt: 1 }]);
       const lease = await claimJob(t.storage, job, t.clock.now());
       assert.equal(lease.attempt, 2);
       await appendLines(t.storage, lease, ["attempt 2 starts"], t.clock.now());
-      t.clock.advance(30);
+      await t.clock.advance(30_000);
       publishedAt = t.clock.now();
       await finishJob(t.storage, t.blobs, lease, {
         now: publishedAt,
@@ -177,7 +177,7 @@ for (const dialect of DIALECTS) {
       for (let n = 1; n <= attempts; n++) {
         const lease = await claimJob(t.storage, many.id, t.clock.now(), 1);
         assert.equal(lease.attempt, n);
-        t.clock.advance(2);
+        await t.clock.advance(2000);
         await reclaimExpiredLeases(t.storage, t.clock.now());
       }
       const first = await evidence(many.id);
@@ -271,9 +271,9 @@ for (const dialect of DIALECTS) {
 
     it("once retention passes the artifacts are gone, and stay gone", async () => {
       const remaining = RETENTION_SECONDS - Math.round((t.clock.now().getTime() - publishedAt.getTime()) / 1000);
-      t.clock.advance(remaining - 1);
+      await t.clock.advance((remaining - 1) * 1000);
       assert.equal((await get(`/api/jobs/${job}/artifacts/2/0`)).status, 200, "served until its expiry");
-      t.clock.advance(1);
+      await t.clock.advance(1000);
       for (const url of [
         `/api/jobs/${job}/artifacts`,
         `/api/jobs/${job}/artifacts/2/0`,

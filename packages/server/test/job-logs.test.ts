@@ -289,15 +289,15 @@ for (const dialect of DIALECTS) {
 
     it("with this process's host, the stream sends new lines and the end at once, not at its next poll", async () => {
       // The host service's writes notify the job's streams (storage notifications). The stream's
-      // poll runs on the app's clock, held here: no poll ever fires, so the last line and the
-      // settled page can reach the reader only through the nudge.
+      // poll runs on the app's clock, its timers manual here and never advanced: no poll ever
+      // fires, so the last line and the settled page can reach the reader only through the nudge.
       const protocol = hostProtocolOf({ storage: t.storage, blobs: t.blobs, clock: t.clock });
       for (let i = 0; i < 3; i++) {
         const job = await acceptJob(t.storage, { tenant: owner.tenant, now: t.clock.now() });
         const lease = await claimJob(t.storage, job.id, t.clock.now());
         const reader = await stream(job.id);
         await reader.next();
-        t.clock.holdTimers = true;
+        t.clock.timers = "manual";
         try {
           assert.equal(
             await protocol.appendLogs(lease, [
@@ -319,7 +319,7 @@ for (const dialect of DIALECTS) {
           assert.equal(rest.at(-1)?.page.settled, true);
           assert.ok(rest.flatMap((f) => f.page.records).some((r) => r.text === `last line ${i}`));
         } finally {
-          t.clock.holdTimers = false;
+          t.clock.timers = "real";
         }
       }
     });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { type LoopFailure, ManualClock, silentLogger, systemClock } from "@kiln/contract";
+import { type LoopFailure, silentLogger, systemClock } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import { DIALECTS } from "@kiln/storage/testing";
 import { bearer, personWithToken, type TestApp, testApp } from "../src/testing/harness.js";
 import { LastUsedRecorder } from "../src/web/auth/last-used-recorder.js";
@@ -46,23 +47,23 @@ for (const dialect of DIALECTS) {
       const agent = created.json().credential as string;
       assert.equal(await credentialLastUsed("ci-bot"), null, "never used");
 
-      t.clock.advance(5);
+      await t.clock.advance(5000);
       const usedAt = t.clock.now().toISOString();
       assert.equal((await get("/api/identity", agent)).statusCode, 200);
-      t.clock.advance(1);
+      await t.clock.advance(1000);
       assert.equal(await storedCredentialLastUsed("ci-bot"), null, "not written yet");
       assert.equal(await credentialLastUsed("ci-bot"), usedAt);
 
       await recorder.flush();
       assert.equal(await storedCredentialLastUsed("ci-bot"), usedAt);
-      t.clock.advance(10);
+      await t.clock.advance(10_000);
       const laterAt = t.clock.now().toISOString();
       assert.equal((await get("/api/identity", agent)).statusCode, 200);
       assert.equal(await credentialLastUsed("ci-bot"), laterAt, "the pending use is later than the stored one");
     });
 
     it("a CLI token's own listing shows its use at once", async () => {
-      t.clock.advance(60);
+      await t.clock.advance(60_000);
       const res = await get("/api/cli/tokens", owner.token);
       assert.equal(res.statusCode, 200, res.body);
       const tokens = res.json().tokens as { principal: string; last_used_at: string | null }[];

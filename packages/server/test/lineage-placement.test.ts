@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { ManualClock, silentLogger } from "@kiln/contract";
+import { silentLogger } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import { recordLineageSave, registerHost, type Storage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { HostService } from "../src/domain/hosts/host-service.js";

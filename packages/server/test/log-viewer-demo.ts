@@ -1,11 +1,11 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { AttemptReport } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import { addPersonToTenant, appendLogRecords, createTenant, type LogLine, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import { TestClock, testBlobs } from "../src/testing/harness.js";
+import { listenBeforeTheApp } from "../src/testing/app-origin.js";
+import { testBlobs } from "../src/testing/harness.js";
 import { type AttemptLease, acceptJob, claimJob, finishJob, hostReport } from "../src/testing/job-fixtures.js";
 import { signIn } from "../src/testing/sign-in.js";
 
@@ -180,7 +180,7 @@ async function append(storage: Storage, lease: AttemptLease, lines: readonly Omi
 
 export async function startLogViewerDemo(): Promise<LogViewerDemo> {
   const storage = await openSqliteForTest();
-  const clock = new TestClock(new Date());
+  const clock = ManualClock.withRealTimers(new Date());
   const blobs = testBlobs();
   const tenant = `demo${process.pid}`;
   await createTenant(storage, { id: tenant, displayName: "Acme Widgets" }, clock.now());
@@ -202,9 +202,8 @@ export async function startLogViewerDemo(): Promise<LogViewerDemo> {
   const runningLease = await claimJob(storage, running.id, clock.now());
   await append(storage, runningLease, [...PREAMBLE, ...compileLines(), ...unitTests()], clock.now());
 
-  const server: Server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const origin = await listenBeforeTheApp();
+  const base = origin.base;
   const app: FastifyInstance = buildApp({
     storage,
     clock,
@@ -213,8 +212,7 @@ export async function startLogViewerDemo(): Promise<LogViewerDemo> {
     publicOrigin: base,
     checkResponses: true,
   });
-  await app.ready();
-  server.on("request", (request, response) => app.routing(request, response));
+  await origin.serve(app);
   const cookie = await signIn(app, storage, email, undefined, clock);
   return {
     base,
@@ -225,10 +223,7 @@ export async function startLogViewerDemo(): Promise<LogViewerDemo> {
     lastLine: failedLines.length,
     appendRunning: (lines) => append(storage, runningLease, lines, clock.now()),
     close: async () => {
-      await new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      });
+      await origin.close();
       await app.close();
       await storage.close();
     },

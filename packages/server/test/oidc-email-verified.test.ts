@@ -3,15 +3,16 @@
  * real OpenID provider running locally (oidc-provider) releases `email_verified` true, false or
  * not at all, and kiln's callback signs the person in or refuses.
  */
+
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
+import { ManualClock } from "@kiln/contract/testing";
 import { createTenant, findPersonByEmail, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/build-app.js";
-import { TestClock, testBlobs } from "../src/testing/harness.js";
+import { listenBeforeTheApp } from "../src/testing/app-origin.js";
+import { testBlobs } from "../src/testing/harness.js";
 import {
   type LocalOidcProvider,
   type ProviderAccount,
@@ -37,12 +38,11 @@ interface KilnWithProvider {
 /** kiln (SQLite) listening on loopback, signing people in at its own local provider. */
 async function startKiln(providerVerifiesEmails: boolean): Promise<KilnWithProvider> {
   const storage = await openSqliteForTest();
-  const clock = new TestClock(new Date());
+  const clock = ManualClock.withRealTimers(new Date());
   await createTenant(storage, { id: TENANT, displayName: "Acme" }, clock.now());
   // The callback URL must be known before the app is built: listen first, route to the app once ready.
-  const server: Server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const origin = await listenBeforeTheApp();
+  const base = origin.base;
   const provider: LocalOidcProvider = await startLocalOidcProvider(`${base}${OIDC_CALLBACK_PATH}`, ACCOUNTS);
   const app: FastifyInstance = buildApp({
     storage,
@@ -51,24 +51,14 @@ async function startKiln(providerVerifiesEmails: boolean): Promise<KilnWithProvi
     version: "test",
     publicOrigin: base,
     checkResponses: true,
-    oidc: {
-      issuer: provider.issuer,
-      clientId: provider.clientId,
-      clientSecret: provider.clientSecret,
-      groupsClaim: "groups",
-      providerVerifiesEmails,
-    },
+    oidc: provider.settings(providerVerifiesEmails),
   });
-  await app.ready();
-  server.on("request", (request, response) => app.routing(request, response));
+  await origin.serve(app);
   return {
     base,
     storage,
     close: async () => {
-      await new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      });
+      await origin.close();
       await provider.close();
       await app.close();
       await storage.close();

@@ -117,7 +117,7 @@ for (const dialect of DIALECTS) {
 
     it("a host not seen for longer than the freshness bound is not serving, naming why", async () => {
       // Its attempts' leases (60 s in the fixture) have lapsed too by then.
-      t.clock.advance(HOST_FRESH_SECONDS + 61);
+      await t.clock.advance((HOST_FRESH_SECONDS + 61) * 1000);
       const s = await states();
       assert.equal(s.hosts[0].admitting, false);
       assert.match(s.hosts[0].reason, /not seen for over/);

@@ -213,7 +213,7 @@ for (const dialect of DIALECTS) {
         order = (await embedded.fleetPoll({ hostId: "quiet", sandboxes: [] })).reads[0];
         if (order === undefined) await nextTurn();
       }
-      t.clock.advance(HOST_READ_WAIT_SECONDS);
+      await t.clock.advance(HOST_READ_WAIT_SECONDS * 1000);
       const failed = await response;
       assert.equal(failed.statusCode, 502, failed.body);
       assert.equal(failed.json().code, "upstream_failed");

@@ -132,7 +132,7 @@ for (const dialect of DIALECTS) {
 
     it("history lists enrollments and every recorded change newest first, with who, action and revision", async () => {
       assert.equal((await operator.post("/operator/api/hosts/builder-1/drain")).statusCode, 200);
-      t.clock.advance(1);
+      await t.clock.advance(1000);
       assert.equal(
         (await operator.post("/operator/api/hosts/builder-1/undrain", { policy_revision: 2 })).statusCode,
         200,

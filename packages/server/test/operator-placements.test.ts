@@ -107,7 +107,7 @@ for (const dialect of DIALECTS) {
       const older = await acceptJob(t.storage, { tenant, now: t.clock.now() });
       const olderPlaced = await claim("builder-1");
       assert.equal(olderPlaced?.job.id, older.id);
-      t.clock.advance(1);
+      await t.clock.advance(1000);
       const newer = await acceptJob(t.storage, { tenant, now: t.clock.now() });
       assert.equal((await claim("builder-2"))?.job.id, newer.id);
 
@@ -121,10 +121,10 @@ for (const dialect of DIALECTS) {
       );
 
       // builder-2 renews its lease (a heartbeat); builder-1 does not, and goes stale.
-      t.clock.advance(9);
+      await t.clock.advance(9000);
       const ref = await claimedRef(newer.id);
       assert.equal(await host.heartbeat(ref), "continue");
-      t.clock.advance(2);
+      await t.clock.advance(2000);
       const later = await placements();
       assert.deepEqual(
         later.map((p) => [p.job_id, p.flagged, p.flags]),
@@ -188,7 +188,7 @@ for (const dialect of DIALECTS) {
       assert.match(moved.json().detail, /its host renewed it/);
       assert.equal(await readJobStatus(t.storage, { tenantId: tenant, jobId: stale.job_id }), "running");
 
-      t.clock.advance(11);
+      await t.clock.advance(11_000);
       const reread = (await placements()).find((p) => p.job_id === stale.job_id);
       assert.ok(reread?.flagged);
       const done = await operator.post(url(reread), {

@@ -14,6 +14,20 @@ export interface OperatorClient {
   post(url: string, body?: object): Promise<LightMyRequestResponse>;
   /** The operator audit's entries, newest first. */
   audit(): Promise<Static<typeof OperatorAuditEntry>[]>;
+  /** `tenant`'s controls as the operator reads them (GET /operator/api/tenants/:tenant). */
+  tenantControls(tenant: string): Promise<TenantControlsRead>;
+  /** Changes `tenant`'s controls at `version`, their current one unless given; the answer as it came. */
+  changeTenantControls(
+    tenant: string,
+    changes: Record<string, unknown>,
+    version?: number,
+  ): Promise<LightMyRequestResponse>;
+}
+
+/** What the tests read of a tenant's controls. */
+export interface TenantControlsRead {
+  version: number;
+  consumption: { bandwidth_bytes_this_month: number };
 }
 
 /** A fresh bootstrap operator credential for `storage`, under a master key in a new temporary directory. */
@@ -44,15 +58,24 @@ export async function operatorSessionHeaders(
 export async function operatorClient(app: FastifyInstance, storage: Storage, now: Date): Promise<OperatorClient> {
   const headers = await operatorSessionHeaders(app, await bootstrapOperatorCredential(storage, now));
   const get = (url: string) => app.inject({ method: "GET", url, headers });
+  const post = (url: string, body?: object) =>
+    app.inject({
+      method: "POST",
+      url,
+      headers: body === undefined ? headers : { ...headers, "content-type": "application/json" },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
+  const tenantControls = async (tenant: string) =>
+    (await get(`/operator/api/tenants/${tenant}`)).json() as TenantControlsRead;
   return {
     get,
-    post: (url, body) =>
-      app.inject({
-        method: "POST",
-        url,
-        headers: body === undefined ? headers : { ...headers, "content-type": "application/json" },
-        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-      }),
+    post,
     audit: async () => (await get("/operator/api/audit")).json() as Static<typeof OperatorAuditEntry>[],
+    tenantControls,
+    changeTenantControls: async (tenant, changes, version) =>
+      post(`/operator/api/tenants/${tenant}`, {
+        expected_version: version ?? (await tenantControls(tenant)).version,
+        changes,
+      }),
   };
 }

@@ -56,14 +56,14 @@ for (const dialect of DIALECTS) {
       assert.equal((await identity(owner.token)).statusCode, 200);
 
       // Still limited until reset_at, with Retry-After counting down to it.
-      t.clock.advance(45);
+      await t.clock.advance(45_000);
       const later = await identity(limited);
       assert.equal(later.statusCode, 429, later.body);
       assert.equal(later.json().reset_at, boundary);
       assert.equal(later.headers["retry-after"], "16");
 
       // At reset_at the first five have left the window.
-      t.clock.advance(16);
+      await t.clock.advance(16_000);
       assert.ok(t.clock.now().toISOString() >= boundary);
       for (let i = 1; i <= 5; i++) {
         const res = await identity(limited);
@@ -76,9 +76,9 @@ for (const dialect of DIALECTS) {
       const limited = await mint("across-the-turn", 5);
       // Just before a minute turns (the app's clock is injected; nothing waits).
       const now = t.clock.now().getTime();
-      t.clock.advance((60000 - (now % 60000) - 500) / 1000);
+      await t.clock.advance(60000 - (now % 60000) - 500);
       for (let i = 1; i <= 5; i++) assert.equal((await identity(limited)).statusCode, 200, `request ${i}`);
-      t.clock.advance(1); // half a second into the next minute
+      await t.clock.advance(1000); // half a second into the next minute
       assert.equal(t.clock.now().getTime() % 60000, 500);
       const refused: string[] = [];
       for (let i = 1; i <= 5; i++) {
@@ -89,9 +89,9 @@ for (const dialect of DIALECTS) {
       // Refused requests are not counted: once the first five leave the window, five more pass.
       const resetAt = new Date(refused[0] ?? "");
       assert.ok(refused.every((r) => r === refused[0]));
-      t.clock.advance((resetAt.getTime() - t.clock.now().getTime()) / 1000 - 1);
+      await t.clock.advance(resetAt.getTime() - t.clock.now().getTime() - 1000);
       assert.equal((await identity(limited)).statusCode, 429, "a second before reset_at");
-      t.clock.advance(1);
+      await t.clock.advance(1000);
       for (let i = 1; i <= 5; i++) assert.equal((await identity(limited)).statusCode, 200, `after reset, ${i}`);
       assert.equal((await identity(limited)).statusCode, 429);
 
@@ -99,7 +99,7 @@ for (const dialect of DIALECTS) {
       const steady = await mint("steady", 5);
       for (let i = 1; i <= 20; i++) {
         assert.equal((await identity(steady)).statusCode, 200, `steady request ${i}`);
-        t.clock.advance(12.25);
+        await t.clock.advance(12_250);
       }
     });
   });

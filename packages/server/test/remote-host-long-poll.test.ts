@@ -14,16 +14,9 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
-import { type AttemptClaimAnswer, ManualClock, silentLogger } from "@kiln/contract";
-import {
-  DEFAULT_CRATES_IO_INDEX,
-  type HostEvent,
-  httpHostProtocol,
-  type RunningKilnHost,
-  sandboxIsolation,
-  startKilnHost,
-  tlsFilesIn,
-} from "@kiln/host";
+import { type AttemptClaimAnswer, silentLogger } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
+import { type HostEvent, httpHostProtocol, type RunningKilnHost, sandboxIsolation, startKilnHost } from "@kiln/host";
 import { InMemoryExecutor } from "@kiln/host/testing";
 import { drainHost, onboardRepository, readJob, type Storage, undrainHost, writeTenantControls } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
@@ -131,30 +124,12 @@ for (const dialect of DIALECTS) {
       const hostEvents: HostEvent[] = [];
       const executor = new InMemoryExecutor(hostClock);
       executor.script({ stdout: ["woken, not polled"], ends: { kind: "exit", code: 0 } });
-      running = await startKilnHost(
-        {
-          endpoint: plane.hosts.origin,
-          enrollmentToken: await plane.hosts.token("waiting-a"),
-          caSha256: plane.hosts.listener.ca.certificateSha256,
-          tlsFiles: tlsFilesIn(dataDir),
-          dataDir,
-          vcpus: 2,
-          cratesIoIndex: DEFAULT_CRATES_IO_INDEX,
-          isolation: {
-            executor: "sandbox",
-            microvmAccel: "kvm",
-            guestDirectory: join(dataDir, "guest"),
-            probeSeconds: 5,
-          },
-        },
-        silentLogger,
-        {
-          isolation: sandboxIsolation({ executor }),
-          clock: hostClock,
-          ...inMemoryHost,
-          onEvent: (event) => hostEvents.push(event),
-        },
-      );
+      running = await startKilnHost(await plane.hosts.hostConfig("waiting-a", dataDir), silentLogger, {
+        isolation: sandboxIsolation({ executor }),
+        clock: hostClock,
+        ...inMemoryHost,
+        onEvent: (event) => hostEvents.push(event),
+      });
       // The host's first claim found nothing and waits at the control plane.
       await waitingOn(plane, "waiting-a");
       assert.deepEqual(answeredOf(plane, "waiting-a"), [], "nothing answered yet: the claim is held");

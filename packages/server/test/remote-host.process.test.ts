@@ -17,9 +17,9 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { type AttemptResult, HOST_PROTOCOL_ROUTES, ManualClock, silentLogger, systemClock } from "@kiln/contract";
+import { type AttemptResult, HOST_PROTOCOL_ROUTES, silentLogger, systemClock } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import {
-  DEFAULT_CRATES_IO_INDEX,
   type Executor,
   type HostEvent,
   type HostFetch,
@@ -27,7 +27,6 @@ import {
   HostTlsIdentity,
   httpHostProtocol,
   httpsFetch,
-  type KilnHostConfig,
   loadHostIdentity,
   newKeyAndSigningRequest,
   type RenewalEvent,
@@ -164,21 +163,7 @@ for (const dialect of DIALECTS) {
         stdout: ["   Compiling demo v0.1.0", "hello from a remote host"],
         ends: { kind: "exit", code: 0 },
       });
-      const config: KilnHostConfig = {
-        endpoint: hosts.origin,
-        enrollmentToken: await hosts.token("remote-a"),
-        caSha256: hosts.listener.ca.certificateSha256,
-        tlsFiles: tlsFilesIn(dataDir),
-        dataDir,
-        vcpus: 2,
-        cratesIoIndex: DEFAULT_CRATES_IO_INDEX,
-        isolation: {
-          executor: "sandbox",
-          microvmAccel: "kvm",
-          guestDirectory: join(dataDir, "guest"),
-          probeSeconds: 5,
-        },
-      };
+      const config = await hosts.hostConfig("remote-a", dataDir);
       // A data dir an earlier version left open to others is closed at start.
       await chmod(dataDir, 0o755);
       running = await startKilnHost(config, silentLogger, {

@@ -4,8 +4,8 @@ import type { AttemptReport } from "@kiln/contract";
 import { onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { PLATFORM_STORAGE_QUOTA_BYTES } from "../src/domain/repositories/storage-quota.js";
-import { appWithTenant, bearer, hostProtocolOf, type TestApp } from "../src/testing/harness.js";
-import { inlineSubmission } from "../src/testing/job-fixtures.js";
+import { appWithTenant, bearer, type TestApp } from "../src/testing/harness.js";
+import { submitAndPlace } from "../src/testing/job-fixtures.js";
 
 const MB = 1_000_000;
 
@@ -74,18 +74,7 @@ for (const dialect of DIALECTS) {
     };
     /** Submits a job of the repository, places it through the host protocol and finishes it with `saved`. */
     const runJob = async (repository: string, lineage: string, saved: Parameters<typeof report>[1]) => {
-      const protocol = hostProtocolOf({ ...t.deps, storageQuotaBytes: quota });
-      const res = await t.app.inject({
-        method: "POST",
-        url: "/api/v4/jobs",
-        headers: { ...bearer(owner.token), "idempotency-key": `job-${++keys}` },
-        payload: inlineSubmission(repository),
-      });
-      assert.equal(res.statusCode, 200, res.body);
-      await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
-      const placement = await protocol.claim("local", 16);
-      assert.ok(placement !== null);
-      t.clock.advance(60);
+      const { protocol, placement } = await submitAndPlace(t, { token: owner.token, repository, key: `job-${++keys}` });
       const finished = await protocol.finish(placement, {
         outcome: "passed",
         exitCode: 0,

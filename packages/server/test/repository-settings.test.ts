@@ -4,7 +4,7 @@ import { listAuditEntries, onboardRepository } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { PLATFORM_WALL_CLOCK_SECONDS } from "../src/domain/policy/platform-limits.js";
 import { MINIMUM_WALL_CLOCK_CEILING_SECONDS } from "../src/domain/settings/repository-settings-view.js";
-import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { appWithTenant, bearer, callAs, personWithToken, type TestApp } from "../src/testing/harness.js";
 import { inlineFile, inlineSubmission } from "../src/testing/job-fixtures.js";
 
 const COMMIT = "0123456789abcdef0123456789abcdef01234567";
@@ -29,7 +29,6 @@ for (const dialect of DIALECTS) {
     let t: TestApp;
     let admin: { tenant: string; userId: string; token: string };
     let member: { token: string };
-    let keys = 0;
 
     before(async () => {
       ({ t, person: admin } = await appWithTenant(dialect, { role: "admin", repository: null }));
@@ -42,18 +41,8 @@ for (const dialect of DIALECTS) {
     });
     after(() => t.close());
 
-    const call = async (method: "GET" | "POST", url: string, body?: unknown, token = admin.token) => {
-      const res = await t.app.inject({
-        method,
-        url,
-        headers: {
-          ...bearer(token),
-          ...(method === "POST" ? { "idempotency-key": `k-${++keys}`, "content-type": "application/json" } : {}),
-        },
-        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-      });
-      return { status: res.statusCode, body: res.json() };
-    };
+    const call = (method: "GET" | "POST", url: string, body?: unknown, token = admin.token) =>
+      callAs(t, token, method, url, body);
     const settings = () => call("GET", "/api/repositories/acme/widget/settings");
     const write = (version: number, changes: Record<string, unknown>) =>
       call("POST", "/api/repositories/acme/widget/settings", { version, changes });

@@ -21,8 +21,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { HEALTH_REPORTED_MESSAGE } from "@kiln/host";
+import { KILN_HOST_BIN } from "@kiln/host/testing";
 import { onboardRepository, openStorage, type Storage } from "@kiln/storage";
 import { createPostgresTestDatabase, type S3TestServer, startS3TestServer } from "@kiln/storage/testing";
 import { mintHostEnrollmentToken } from "../src/domain/hosts/host-identities.js";
@@ -31,7 +31,6 @@ import { personWithToken } from "../src/testing/harness.js";
 import { operatorCredential } from "../src/web/auth/operator-credential.js";
 import { type ServerProcess, startServerProcess, stopServerProcess } from "./server-process.js";
 
-const KILN_HOST_BIN = fileURLToPath(new URL("../../../host/dist/src/remote/main.js", import.meta.url));
 /** What a process keeps of its output for failure messages. */
 const OUTPUT_KEPT = 200_000;
 /** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks. */

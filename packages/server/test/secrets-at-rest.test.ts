@@ -4,11 +4,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { ManualClock } from "@kiln/contract/testing";
 import { addPersonToTenant, createTenant, type Database, type Storage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { mintSignInLink } from "../src/admin/mint-sign-in-link.js";
-import { bearer, TestClock, testApp } from "../src/testing/harness.js";
+import { bearer, testApp } from "../src/testing/harness.js";
 import { masterKey, operatorCredential } from "../src/web/auth/operator-credential.js";
 
 /**
@@ -79,7 +80,7 @@ for (const dialect of DIALECTS) {
     let keyDir: string;
     let closed = false;
     // The sign-in link's expiry is taken from the wall clock, so the test clock starts there.
-    const clock = new TestClock(new Date());
+    const clock = ManualClock.withRealTimers(new Date());
     const logLines: string[] = [];
     /** name → the secret value as issued. */
     const secrets = new Map<string, string>();
@@ -117,7 +118,7 @@ for (const dialect of DIALECTS) {
       const device = json(started) as { device_code: string; user_code: string; interval_seconds: number };
       secrets.set("device_code", device.device_code);
       const poll = async () => {
-        clock.advance(device.interval_seconds);
+        await clock.advance(device.interval_seconds * 1000);
         const res = await app.inject({
           method: "GET",
           url: `/api/device/poll?device_code=${encodeURIComponent(device.device_code)}`,

@@ -307,7 +307,7 @@ for (const dialect of DIALECTS) {
         ...tests.map((test, i) => `thread '${test.name}' panicked at src/lib.rs:${100 + i}:5:`),
       ].join("\n");
       const blob = await started.protocol.putBlob(Buffer.from(output));
-      t.clock.advance(30);
+      await t.clock.advance(30_000);
       const finished = await started.protocol.finish(started.placement, {
         outcome: "failed",
         exitCode: 101,
@@ -473,7 +473,7 @@ for (const dialect of DIALECTS) {
       const started = await start();
       // The first run's raw output has the flaky test's panic; the host re-ran it and it passed.
       const blob = await started.protocol.putBlob(Buffer.from("thread 'tests::flaky' panicked at src/lib.rs:40:5:\n"));
-      t.clock.advance(30);
+      await t.clock.advance(30_000);
       const finished = await started.protocol.finish(started.placement, {
         outcome: "passed",
         exitCode: 0,
@@ -550,12 +550,12 @@ for (const dialect of DIALECTS) {
       assert.equal(events.at(-1)?.type, "check:error");
       await checks.pass();
       assert.equal(events.length, 1, "the backoff holds the retry until its time");
-      t.clock.advance(6);
+      await t.clock.advance(6000);
       await checks.pass();
       assert.equal(events.length, 2);
       const second = events[1];
       assert.ok(second?.type === "check:error" && second.retryAt !== null && !second.abandoned);
-      t.clock.advance(11);
+      await t.clock.advance(11_000);
       await checks.pass();
       assert.deepEqual(
         events.map((e) => e.type),
@@ -574,7 +574,7 @@ for (const dialect of DIALECTS) {
       const failure = events.find((e) => e.jobId === jobId);
       assert.ok(failure?.type === "check:error" && failure.retryAt !== null, JSON.stringify(events));
       assert.equal(failure.retryAt.getTime() - t.clock.now().getTime(), 120_000);
-      t.clock.advance(121);
+      await t.clock.advance(121_000);
       await checks.pass();
       assert.equal(events.at(-1)?.type, "check:reported");
       await cancel(jobId);
@@ -605,7 +605,7 @@ for (const dialect of DIALECTS) {
       await t.storage.db.updateTable("check_runs").set({ check_run_id: null }).where("job_id", "=", lost).execute();
       await start();
       await checks.pass();
-      t.clock.advance(6);
+      await t.clock.advance(6000);
       await checks.pass();
       assert.equal(sim.checkRuns.filter((r) => r.external_id === lost).length, 1);
       assert.equal(created.status, "in_progress", JSON.stringify(lostEvents));

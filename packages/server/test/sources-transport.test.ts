@@ -597,7 +597,7 @@ for (const dialect of DIALECTS) {
       assert.equal((await sources.put("expiring", 2, archive.parts[1] as Buffer)).status, 204);
       const verifiedArchive = archiveOf([{ path: "f.txt", content: "verified then expired" }]);
       await sources.upload(verifiedArchive, "expiring-verified");
-      t.clock.advance(3600);
+      await t.clock.advance(3_600_000);
       const part = archive.parts[0] as Buffer;
       for (const res of [
         await sources.put("expiring", 1, part),
@@ -642,7 +642,7 @@ for (const dialect of DIALECTS) {
       const refused = await sources.reserve(next, "u32");
       assert.equal(refused.status, 409);
       assert.match(refused.json().detail, /32 unclaimed uploads/);
-      t.clock.advance(3601);
+      await t.clock.advance(3601 * 1000);
       assert.equal((await sources.reserve(next, "u33")).status, 409, "expired uploads still count");
       assert.equal((await sources.capabilities()).json().tenant_reservations.unclaimed_uploads, 32);
       await cleanupExpiredUploads(t.storage, t.clock.now());

@@ -40,7 +40,7 @@ for (const dialect of DIALECTS) {
       const job = await acceptJob(t.storage, { tenant, now: t.clock.now() });
       const lease = await claimJob(t.storage, job.id, t.clock.now());
       const started = t.clock.now();
-      t.clock.advance(WALL_SECONDS);
+      await t.clock.advance(WALL_SECONDS * 1000);
       const base = hostReport(lease, started);
       const report: AttemptReport = {
         ...base,

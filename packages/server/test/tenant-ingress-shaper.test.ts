@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import { describe, it } from "node:test";
-import { ManualClock } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import { configFromEnv, DEFAULT_TENANT_INGRESS } from "../src/config.js";
 import { CANARY_TENANT } from "../src/domain/platform/platform-tenants.js";
 import { SHARED_FOR_MS, TenantIngressShaper } from "../src/web/http/tenant-ingress-shaper.js";

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { ManualClock } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import { createTenant } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { DEFAULT_TENANT_INGRESS } from "../src/config.js";

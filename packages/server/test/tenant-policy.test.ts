@@ -4,7 +4,7 @@ import { createAgentCredential, listAuditEntries, listOperatorAuditEntries, onbo
 import { DIALECTS } from "@kiln/storage/testing";
 import { hashToken, mintToken } from "../src/domain/identity/token-format.js";
 import { ARTIFACT_RETENTION_SECONDS } from "../src/domain/policy/platform-limits.js";
-import { appWithTenant, bearer, personWithToken, type TestApp } from "../src/testing/harness.js";
+import { appWithTenant, bearer, callAs, personWithToken, type TestApp } from "../src/testing/harness.js";
 import { acceptJob, claimJob, finishJob, inlineFile, inlineSubmission } from "../src/testing/job-fixtures.js";
 import { type OperatorClient, operatorClient } from "./operator-session-fixture.js";
 
@@ -28,7 +28,6 @@ for (const dialect of DIALECTS) {
     let viewer: { token: string };
     let agentToken: string;
     let operator: OperatorClient;
-    let keys = 0;
 
     before(async () => {
       ({ t, person: admin } = await appWithTenant(dialect, { role: "admin", repository: null }));
@@ -57,18 +56,8 @@ for (const dialect of DIALECTS) {
     });
     after(() => t.close());
 
-    const call = async (method: "GET" | "POST", url: string, body?: unknown, token = admin.token) => {
-      const res = await t.app.inject({
-        method,
-        url,
-        headers: {
-          ...bearer(token),
-          ...(method === "POST" ? { "idempotency-key": `k-${++keys}`, "content-type": "application/json" } : {}),
-        },
-        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-      });
-      return { status: res.statusCode, body: res.json() };
-    };
+    const call = (method: "GET" | "POST", url: string, body?: unknown, token = admin.token) =>
+      callAs(t, token, method, url, body);
     const op = async (method: "GET" | "POST", body?: object, tenant = admin.tenant) => {
       const url = `/operator/api/tenants/${tenant}`;
       const res = method === "GET" ? await operator.get(url) : await operator.post(url, body);
@@ -278,13 +267,13 @@ for (const dialect of DIALECTS) {
       assert.equal(written.status, 200, JSON.stringify(written.body));
       assert.deepEqual(written.body.not_applied, [], "the write says it applies");
       assert.equal((await setting())?.status, "applied");
-      t.clock.advance(60);
+      await t.clock.advance(60_000);
       const after = await publish();
       assert.equal(after.expiresAt - after.publishedAt, 2 * 86_400 * 1000, "published after the write: 2 days");
 
       // Past its two days the later job's artifacts are gone, its file too; the earlier job keeps
       // the retention it was published under (retention is never changed after publication).
-      t.clock.advance(2 * 86_400);
+      await t.clock.advance(2 * 86_400 * 1000);
       const gone = await call("GET", `/api/jobs/${after.id}/artifacts`, undefined, own.token);
       assert.equal(gone.status, 410, JSON.stringify(gone.body));
       assert.equal(gone.body.code, "gone");

@@ -74,13 +74,9 @@ for (const dialect of DIALECTS) {
       assert.equal(res.statusCode, 200, res.body);
       return res.json();
     };
-    const controls = async () =>
-      (await operator.get(`/operator/api/tenants/${owner.tenant}`)).json() as { version: number };
-    const setControls = async (changes: Record<string, unknown>, version?: number) =>
-      operator.post(`/operator/api/tenants/${owner.tenant}`, {
-        expected_version: version ?? (await controls()).version,
-        changes,
-      });
+    const controls = () => operator.tenantControls(owner.tenant);
+    const setControls = (changes: Record<string, unknown>, version?: number) =>
+      operator.changeTenantControls(owner.tenant, changes, version);
     const exportAll = async (limit: number) => {
       const pages = [];
       let url = `/api/usage/export?period=2026-11&limit=${limit}`;

@@ -298,7 +298,7 @@ for (const dialect of DIALECTS) {
 
     it("a cursor keeps its instant: what settles later is not on its pages", async () => {
       const first = (await get("/api/usage/export?period=2026-11&limit=1")).body;
-      t.clock.advance(60);
+      await t.clock.advance(60_000);
       const job = await acceptJob(t.storage, { tenant: owner.tenant, now: t.clock.now(), repository: "acme/widget" });
       await finish(t.storage, await place(t.storage, job.id, t.clock.now()), t.clock.now(), "passed");
       let cursor = first.next_cursor;

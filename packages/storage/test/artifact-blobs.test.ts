@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { ManualClock } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import {
   type BlobReadStream,
   type BlobStore,

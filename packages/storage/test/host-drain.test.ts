@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
   claimNextJob,
-  createTenant,
   drainHost,
   insertJob,
   listHostRecords,
@@ -13,7 +12,7 @@ import {
 } from "../src/index.js";
 import { queuedJob } from "../src/testing/index.js";
 import { DIALECTS } from "./dialects.js";
-import { blockedOrSettled, deferred, held, withTwoStorages } from "./staged-transactions.js";
+import { blockedOrSettled, deferred, held, withTenantAndHosts } from "./staged-transactions.js";
 
 /**
  * Operator drain as the claim verb enforces it (host-drain.ts, claim-next-job.ts): a draining
@@ -29,13 +28,7 @@ let submissions = 0;
 for (const dialect of DIALECTS) {
   describe(`host drain [${dialect.name}]`, { skip: dialect.skip }, () => {
     const withHosts = (test: (main: Storage, other: Storage) => Promise<void>) =>
-      withTwoStorages(dialect, async (main, other) => {
-        await createTenant(main, { id: TENANT }, T0);
-        for (const host of ["host-a", "host-b"]) {
-          await registerHost(main, { id: host, vcpus: 64, memoryBytes: 2 ** 37, isolation: "sandbox", now: T0 });
-        }
-        await test(main, other);
-      });
+      withTenantAndHosts(dialect, { tenant: TENANT, hosts: ["host-a", "host-b"], now: T0 }, test);
 
     const drain = (storage: Storage, hostId: string) =>
       storage.transaction((trx) =>

@@ -6,20 +6,18 @@ import {
   claimHostRecovery,
   claimNextJob,
   closeHostIncident,
-  createTenant,
   type HostRecoveryInvocationInput,
   insertJob,
   invokeHostRecovery,
   raiseHostImpairment,
   readHostOperationState,
   recordHostRecoveryPlan,
-  registerHost,
   reopenHostAdmission,
   type Storage,
 } from "../src/index.js";
 import { queuedJob } from "../src/testing/index.js";
 import { DIALECTS } from "./dialects.js";
-import { blockedOrSettled, deferred, withTwoStorages } from "./staged-transactions.js";
+import { blockedOrSettled, deferred, withTenantAndHosts } from "./staged-transactions.js";
 
 /**
  * Host impairment and recovery as storage enforces them (host-incidents/, host-recovery/,
@@ -37,11 +35,7 @@ let submissions = 0;
 for (const dialect of DIALECTS) {
   describe(`host recovery [${dialect.name}]`, { skip: dialect.skip }, () => {
     const withHost = (test: (main: Storage, other: Storage) => Promise<void>) =>
-      withTwoStorages(dialect, async (main, other) => {
-        await createTenant(main, { id: TENANT }, T0);
-        await registerHost(main, { id: "host-a", vcpus: 64, memoryBytes: 2 ** 37, isolation: "sandbox", now: T0 });
-        await test(main, other);
-      });
+      withTenantAndHosts(dialect, { tenant: TENANT, hosts: ["host-a"], now: T0 }, test);
     const impair = (storage: Storage, kind = "host_unresponsive") =>
       storage.transaction((trx) =>
         raiseHostImpairment(

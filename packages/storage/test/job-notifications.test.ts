@@ -1,14 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ManualClock, silentLogger } from "@kiln/contract";
+import { silentLogger } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import { sql } from "kysely";
 import pg from "pg";
 import {
   appendLogRecords,
-  claimNextJob,
   createTenant,
   drainHost,
-  finishAttempt,
   insertJob,
   JOB_CHANNELS,
   type JobNotificationEvent,
@@ -23,7 +22,7 @@ import {
   writeTenantControls,
 } from "../src/index.js";
 import { notifyAtCommit } from "../src/notifications/job-notices.js";
-import { attemptCompletion, queuedJob } from "../src/testing/index.js";
+import { claimAs, finishPlaced, queuedJob } from "../src/testing/index.js";
 import { DIALECTS } from "./dialects.js";
 import { held, withTwoStorages } from "./staged-transactions.js";
 
@@ -116,13 +115,7 @@ for (const dialect of DIALECTS) {
           await Promise.all([wakes.next("queued"), wakes.next("job_1"), wakes.next("events"), wakes.next("any:job_1")]);
 
           await registerHost(writer, { id: "host-a", vcpus: 8, memoryBytes: 2 ** 34, isolation: "sandbox", now: T0 });
-          const placed = await claimNextJob(writer, {
-            hostId: "host-a",
-            freeVcpus: 8,
-            vcpusOfSize: { "kiln2-cpu": 2 },
-            leaseSeconds: 60,
-            now: T0,
-          });
+          const placed = await claimAs(writer, "host-a", T0);
           assert.ok(placed);
           const mark = wakes.seen.length;
           const accepted = await appendLogRecords(writer, {
@@ -210,23 +203,9 @@ for (const dialect of DIALECTS) {
           const queue = async (id: string) => assert.equal(await wakesOf(() => enqueue(writer, id)), 1, "queued");
           await queue("job_unlimited");
           const settle = async () => {
-            const placed = await claimNextJob(writer, {
-              hostId: "host-a",
-              freeVcpus: 8,
-              vcpusOfSize: { "kiln2-cpu": 2 },
-              leaseSeconds: 60,
-              now: T0,
-            });
+            const placed = await claimAs(writer, "host-a", T0);
             assert.ok(placed);
-            return () =>
-              finishAttempt(writer, {
-                jobId: placed.job.id,
-                attempt: placed.attempt.number,
-                leaseToken: placed.attempt.lease_token,
-                now: T0,
-                result: attemptCompletion(),
-                meter: (attempt) => ({ size: attempt.size, seconds: 0, vcpuSeconds: 0 }),
-              });
+            return () => finishPlaced(writer, placed, T0);
           };
           const finishUnlimited = await settle();
           assert.equal(await wakesOf(finishUnlimited), 0, "an unlimited tenant's job ending wakes no host");

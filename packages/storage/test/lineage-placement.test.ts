@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ManualClock } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import {
   claimNextJob,
   createTenant,

@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { sql } from "kysely";
-import type { Storage } from "../src/index.js";
+import { createTenant, registerHost, type Storage } from "../src/index.js";
 import type { DialectUnderTest } from "./dialects.js";
 
 /**
@@ -26,6 +26,24 @@ export async function withTwoStorages(
     await Promise.all([main.close(), other.close()]);
     await database.dispose();
   }
+}
+
+/**
+ * withTwoStorages over a database holding tenant `tenant` and the sandbox hosts `hosts` (64
+ * vCPUs each), all made at `now`: where the host tests' races start.
+ */
+export function withTenantAndHosts(
+  dialect: DialectUnderTest,
+  world: { tenant: string; hosts: readonly string[]; now: Date },
+  test: (main: Storage, other: Storage) => Promise<void>,
+): Promise<void> {
+  return withTwoStorages(dialect, async (main, other) => {
+    await createTenant(main, { id: world.tenant }, world.now);
+    for (const id of world.hosts) {
+      await registerHost(main, { id, vcpus: 64, memoryBytes: 2 ** 37, isolation: "sandbox", now: world.now });
+    }
+    await test(main, other);
+  });
 }
 
 export function deferred(): { promise: Promise<void>; resolve: () => void } {

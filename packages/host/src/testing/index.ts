@@ -1,3 +1,4 @@
+export { agentWithoutExecutor } from "./agent-without-executor.js";
 export { cgroupDirectoriesNamed } from "./cgroup-directories.js";
 export { commitRepository, type GitServer, startGitServer } from "./git-server.js";
 export {
@@ -12,6 +13,7 @@ export {
   type UpstreamHandler,
 } from "./hostile-upstreams.js";
 export { InMemoryExecutor, type ScriptedRun } from "./in-memory-executor.js";
+export { KILN_HOST_BIN } from "./kiln-host-bin.js";
 export {
   type SkippedDependency,
   type SparseRegistry,

@@ -15,6 +15,19 @@ export function launchChromium(): Promise<Browser> {
 }
 
 /**
+ * A browser test's after(): the browser first (its pages keep connections to kiln open), then the
+ * rest in the order given (kiln's origin, the provider, the app, storage); whatever before() did
+ * not get to open is skipped.
+ */
+export async function closeBrowserTest(
+  browser: Browser | undefined,
+  ...rest: ({ close(): Promise<unknown> } | undefined)[]
+): Promise<void> {
+  await browser?.close();
+  for (const part of rest) await part?.close();
+}
+
+/**
  * Collects what a dashboard page must never do, for the test to assert empty: a script error
  * (`pageErrors`) and a Content-Security-Policy violation the browser reports on its console
  * (`policyViolations`; the same array as `pageErrors` where a test keeps one list).

@@ -83,26 +83,42 @@ export interface DirectRun {
  * `cargo test --offline <args>` in `dir`, the way the sandbox runs it: CARGO_HOME an empty
  * directory, CARGO_TARGET_DIR `targetDir`, CARGO_NET_OFFLINE, the same CARGO_BUILD_JOBS and
  * no colour. The toolchain is the host's default cargo on PATH (the one kiln admits by default).
+ * With `upstreamIndex`, cargo runs online instead, as a developer would against that sparse
+ * index standing for crates.io (the home's config replaces crates-io with it).
  */
 export function directCargoTest(
   dir: string,
-  opts: { targetDir: string; jobs?: number; args?: readonly string[]; environment?: Readonly<Record<string, string>> },
+  opts: {
+    targetDir: string;
+    jobs?: number;
+    args?: readonly string[];
+    environment?: Readonly<Record<string, string>>;
+    upstreamIndex?: string;
+  },
 ): Promise<DirectRun> {
   const home = mkdtempSync(join(tmpdir(), "kiln-direct-home-"));
+  const online = opts.upstreamIndex !== undefined;
+  if (online) {
+    writeFileSync(
+      join(home, "config.toml"),
+      `[source.crates-io]\nreplace-with = "upstream"\n\n[source.upstream]\nregistry = ${JSON.stringify(opts.upstreamIndex)}\n`,
+    );
+  }
+  const args = ["test", ...(online ? [] : ["--offline"]), ...(opts.args ?? [])];
   const started = process.hrtime.bigint();
   return new Promise((resolve, reject) => {
     // One pipe for both streams (`2>&1` before exec): the output's order is the order cargo and
     // the test binaries wrote it, so `Running …` lines precede their libtest blocks however busy
     // this process is. Two pipes read separately interleave arbitrarily under load, and
     // directTestCounts would pair a block with the wrong binary.
-    const child = spawn("sh", ["-c", 'exec cargo "$@" 2>&1', "sh", "test", "--offline", ...(opts.args ?? [])], {
+    const child = spawn("sh", ["-c", 'exec cargo "$@" 2>&1', "sh", ...args], {
       cwd: dir,
       stdio: ["ignore", "pipe", "pipe"],
       env: {
         ...process.env,
         CARGO_HOME: home,
         CARGO_TARGET_DIR: opts.targetDir,
-        CARGO_NET_OFFLINE: "true",
+        ...(online ? {} : { CARGO_NET_OFFLINE: "true" }),
         CARGO_BUILD_JOBS: String(opts.jobs ?? 2),
         CARGO_TERM_COLOR: "never",
         ...opts.environment,

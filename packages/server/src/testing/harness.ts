@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Clock, type Role, silentLogger, systemClock } from "@kiln/contract";
+import { type Role, silentLogger } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import {
   addPersonToTenant,
   createTenant,
@@ -22,44 +23,17 @@ import type { AppDeps } from "../web/http/app-deps.js";
 /** A blob store in a fresh temporary directory. */
 export const testBlobs = () => new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-")));
 
-/**
- * A settable clock so tests move time instead of waiting; its timers are real ones (the
- * app's tests drive no loops; the host agent's tests use ManualClock, which drives timers).
- */
-export class TestClock implements Clock {
-  /**
-   * While set, timers scheduled on this clock never fire: a test proves that something
-   * happens without waiting for a poll (it could only happen through a nudge).
-   */
-  holdTimers = false;
-  constructor(private current = new Date("2026-11-22T08:00:00.000Z")) {}
-  now(): Date {
-    return new Date(this.current);
-  }
-  advance(seconds: number): void {
-    this.current = new Date(this.current.getTime() + seconds * 1000);
-  }
-  after(ms: number, fn: () => void) {
-    if (this.holdTimers) return { cancel: () => {} };
-    return systemClock.after(ms, fn);
-  }
-  sleep(ms: number, signal?: AbortSignal) {
-    if (this.holdTimers) return new Promise<void>(() => {});
-    return systemClock.sleep(ms, signal);
-  }
-}
-
 export interface TestApp {
   app: FastifyInstance;
   deps: AppDeps;
   storage: Storage;
-  clock: TestClock;
+  clock: ManualClock;
   close(): Promise<void>;
 }
 
 /** The real app on real storage, with every response checked against the contract. */
 export async function testApp(storage: Storage, overrides: Partial<AppDeps> = {}): Promise<TestApp> {
-  const clock = new TestClock();
+  const clock = ManualClock.withRealTimers();
   const deps: AppDeps = {
     storage,
     clock,
@@ -160,6 +134,27 @@ export async function appWithTenant(
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+let idempotencyKeys = 0;
+
+/**
+ * A tenant operation on the app as `token`'s holder: a POST carries a JSON body and an
+ * idempotency key of its own. The answer's status and its parsed JSON body.
+ */
+export async function callAs(t: TestApp, token: string, method: "GET" | "POST", url: string, body?: unknown) {
+  const res = await t.app.inject({
+    method,
+    url,
+    headers: {
+      ...bearer(token),
+      ...(method === "POST"
+        ? { "idempotency-key": `call-${process.pid}-${++idempotencyKeys}`, "content-type": "application/json" }
+        : {}),
+    },
+    ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+  });
+  return { status: res.statusCode, body: res.json() };
+}
 
 /** The host protocol bound in-process to a host service over the app's dependencies (no host agent). */
 export function hostProtocolOf(deps: Pick<AppDeps, "storage" | "blobs" | "clock" | "storageQuotaBytes" | "secrets">) {

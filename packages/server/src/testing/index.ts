@@ -12,6 +12,7 @@ export { startLocalHost } from "../local-host.js";
 export { masterKey, operatorCredential } from "../web/auth/operator-credential.js";
 export { OPERATOR_SESSION_COOKIE } from "../web/auth/session-cookies.js";
 export { defaultHandlers } from "../web/handlers/default-handlers.js";
+export * from "./app-origin.js";
 export * from "./crates.js";
 export * from "./debian-crates.js";
 export * from "./e2e-jobs.js";

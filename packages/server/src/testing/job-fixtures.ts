@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { type ClientRequest, get, type IncomingMessage } from "node:http";
 import { type AttemptReport, type JobAdmission, operationById, type SourceEntry } from "@kiln/contract";
+import { ManualClock } from "@kiln/contract/testing";
 import {
   appendLogRecords,
   type BlobStore,
@@ -23,7 +24,7 @@ import { VCPUS_OF_SIZE } from "../domain/policy/platform-limits.js";
 import { defaultHandlers } from "../web/handlers/default-handlers.js";
 import { type BoundHandler, boundHandlerOf, type HandlerTable } from "../web/http/handler.js";
 import type { SourceFile } from "./crates.js";
-import { TestClock, testBlobs } from "./harness.js";
+import { bearer, hostProtocolOf, type TestApp, testBlobs } from "./harness.js";
 
 /**
  * Jobs built through the real storage verbs (insertJob, claimNextJob, appendLogRecords,
@@ -33,7 +34,7 @@ import { TestClock, testBlobs } from "./harness.js";
 export interface JobsTestApp {
   app: FastifyInstance;
   storage: Storage;
-  clock: TestClock;
+  clock: ManualClock;
   /** The test app's own local store (testBlobs), its files inspectable by a test. */
   blobs: LocalBlobStore;
   /** Event-stream handlers of `operation` still running (a stream ends its handler when it closes). */
@@ -43,7 +44,7 @@ export interface JobsTestApp {
 
 /** The real app on real storage, every JSON response checked against the contract; blobs exposed. */
 export async function jobsTestApp(storage: Storage): Promise<JobsTestApp> {
-  const clock = new TestClock();
+  const clock = ManualClock.withRealTimers();
   const blobs = testBlobs();
   const open = new Map<string, number>();
   const counted = (id: string, handler: BoundHandler): BoundHandler => {
@@ -453,3 +454,28 @@ export const inlineSubmission = (
     source: { files: [...files] },
   },
 });
+
+/**
+ * Submits `inlineSubmission(repository, operation)` through the API as `token`'s holder under
+ * idempotency key `key`, places it through the host protocol on a test host ("local", 16 vCPUs,
+ * no cargo) and moves the clock a minute, so the attempt is metered: the protocol and the
+ * placement, for the test to finish the attempt with what it needs.
+ */
+export async function submitAndPlace(
+  t: TestApp,
+  input: { token: string; repository: string; key: string; operation?: string },
+) {
+  const protocol = hostProtocolOf(t.deps);
+  const res = await t.app.inject({
+    method: "POST",
+    url: "/api/v4/jobs",
+    headers: { ...bearer(input.token), "idempotency-key": input.key },
+    payload: inlineSubmission(input.repository, input.operation),
+  });
+  assert.equal(res.statusCode, 200, res.body);
+  await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
+  const placement = await protocol.claim("local", 16);
+  assert.ok(placement !== null);
+  await t.clock.advance(60_000);
+  return { protocol, placement };
+}

@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import Provider from "oidc-provider";
 import type { Page } from "playwright-core";
+import type { OidcSettings } from "../web/auth/oidc-client.js";
 
 /** A person the local provider knows, by login name (the dev login form accepts any password). */
 export interface ProviderAccount {
@@ -17,6 +18,8 @@ export interface LocalOidcProvider {
   readonly issuer: string;
   readonly clientId: string;
   readonly clientSecret: string;
+  /** kiln's OpenID settings for this provider (its groups in `groups`). */
+  settings(providerVerifiesEmails: boolean): OidcSettings;
   close(): Promise<void>;
 }
 
@@ -80,6 +83,13 @@ export async function startLocalOidcProvider(
     issuer,
     clientId,
     clientSecret,
+    settings: (providerVerifiesEmails) => ({
+      issuer,
+      clientId,
+      clientSecret,
+      groupsClaim: "groups",
+      providerVerifiesEmails,
+    }),
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();

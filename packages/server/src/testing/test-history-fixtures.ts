@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { AttemptReport } from "@kiln/contract";
-import { bearer, hostProtocolOf, type TestApp } from "./harness.js";
-import { inlineSubmission } from "./job-fixtures.js";
+import type { TestApp } from "./harness.js";
+import { submitAndPlace } from "./job-fixtures.js";
 
 /**
  * Issue 37's evidence in the agreed shape (the flaky helper's host produces it; these fixtures
@@ -88,18 +88,7 @@ export async function runTestJob(
   t: TestApp,
   input: { token: string; repository: string; tests: ReportedTest[]; key: string },
 ): Promise<string> {
-  const protocol = hostProtocolOf(t.deps);
-  const res = await t.app.inject({
-    method: "POST",
-    url: "/api/v4/jobs",
-    headers: { ...bearer(input.token), "idempotency-key": input.key },
-    payload: inlineSubmission(input.repository),
-  });
-  assert.equal(res.statusCode, 200, res.body);
-  await protocol.enroll({ id: "local", vcpus: 16, memoryBytes: 2 ** 34, isolation: "sandbox" });
-  const placement = await protocol.claim("local", 16);
-  assert.ok(placement !== null);
-  t.clock.advance(60);
+  const { protocol, placement } = await submitAndPlace(t, input);
   const failed = input.tests.some((test) => test.outcome === "failed");
   const finished = await protocol.finish(placement, {
     outcome: failed ? "failed" : "passed",

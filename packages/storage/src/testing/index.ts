@@ -1,4 +1,4 @@
-export { attemptCompletion, queuedJob } from "./job-rows.js";
+export { attemptCompletion, claimAs, finishPlaced, queuedJob } from "./job-rows.js";
 export { pathsOpenToOthers } from "./paths-open-to-others.js";
 export { type S3TestServer, startS3TestServer } from "./s3-test-server.js";
 export {

@@ -1,4 +1,6 @@
-import type { AttemptCompletion } from "../jobs/finish-attempt.js";
+import type { Storage } from "../dialect.js";
+import { type AttemptRow, claimNextJob } from "../jobs/claim-next-job.js";
+import { type AttemptCompletion, finishAttempt } from "../jobs/finish-attempt.js";
 import type { NewJob } from "../jobs/insert-job.js";
 
 /**
@@ -56,4 +58,44 @@ export function attemptCompletion(
     artifactRetentionSeconds: 3600,
     ...overrides,
   };
+}
+
+/**
+ * A host's claim as the tests make it (claimNextJob at `now`): kiln2-cpu at 2 vCPUs, `freeVcpus`
+ * free (8 unless given), a lease of `leaseSeconds` (60 unless given).
+ */
+export function claimAs(
+  storage: Storage,
+  hostId: string,
+  now: Date,
+  opts: { freeVcpus?: number; leaseSeconds?: number } = {},
+): ReturnType<typeof claimNextJob> {
+  return claimNextJob(storage, {
+    hostId,
+    freeVcpus: opts.freeVcpus ?? 8,
+    vcpusOfSize: { "kiln2-cpu": 2 },
+    leaseSeconds: opts.leaseSeconds ?? 60,
+    now,
+  });
+}
+
+/**
+ * Ends the attempt a claim placed (finishAttempt at `now`) with `result`, metered as `seconds`
+ * of wall time on its size's 2 vCPUs.
+ */
+export function finishPlaced(
+  storage: Storage,
+  placed: { job: { id: string }; attempt: AttemptRow },
+  now: Date,
+  result: AttemptCompletion = attemptCompletion(),
+  seconds = 0,
+): Promise<"finished" | "stale"> {
+  return finishAttempt(storage, {
+    jobId: placed.job.id,
+    attempt: placed.attempt.number,
+    leaseToken: placed.attempt.lease_token,
+    now,
+    result,
+    meter: (attempt) => ({ size: attempt.size, seconds, vcpuSeconds: seconds * 2 }),
+  });
 }
