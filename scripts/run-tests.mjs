@@ -53,7 +53,7 @@ const CONCURRENCY = 3;
  * process (scripts/run-test-shard.mjs): more than the cores, as those files spend much of their
  * time waiting on PostgreSQL and timers, which another shard's tests fill.
  */
-const FAST_SHARDS = 8;
+const FAST_SHARDS = 12;
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const args = process.argv.slice(2);
