@@ -45,6 +45,7 @@ import {
   liveGeometry,
   mountKept,
   releaseKept,
+  releaseKeptDisksUnder,
   setLiveReserve,
 } from "./kept-target-disk.js";
 
@@ -232,6 +233,8 @@ export async function prepareTargetDisk(
       notes.push(
         `disk: the target dir held ${entries.length} entries outside a target disk (a layout from before the disk quota); it starts empty`,
       );
+      // A sandbox's disk a microVM finds here may still be kept mounted: unmounted before it goes.
+      await releaseKeptDisksUnder([targetDir]);
       await Promise.all(entries.map((e) => rm(join(targetDir, e), { recursive: true, force: true })));
     }
     fresh = true;
