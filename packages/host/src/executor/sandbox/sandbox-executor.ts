@@ -14,8 +14,9 @@
  *                                        (from a subshell, while 3. runs), and waits for that to succeed
  *                                     3. mounts a private staging tmpfs and shows the toolchain, the
  *                                        system directories, the read-only binds and the workspace
- *                                        and home there through overlays, and the target disk's file
- *                                        system (target-disk.ts)
+ *                                        and home there through overlays, and binds the lineage's target
+ *                                        disk, kept mounted on the host (kept-target-disk.ts), then drops
+ *                                        its copy of every other kept disk
  *                                     └exec→ [prlimit, only for limits no cgroup could apply]
  *                                     └exec→ setpriv: the sandbox user, no groups, no capabilities, no_new_privs
  *                                     └exec→ bwrap: new user/mount/pid/net/ipc/uts/cgroup namespaces,
