@@ -27,7 +27,8 @@ import { option } from "./support/options.mjs";
 
 const hostDist = (path) => join(root, "packages", "host", "dist", path);
 requireBuilt(hostDist("src/executor/shared/target-disk.js"), dist("src/testing/debian-crates.js"));
-const { admitToolchain, createSandboxExecutor } = await import("@kiln/host");
+// removeJobDirectories: also unmounts the target disks the sandbox keeps mounted (kept-target-disk.ts).
+const { admitToolchain, createSandboxExecutor, removeJobDirectories } = await import("@kiln/host");
 const { diskTools, prepareTargetDisk, waitUntilDetached } = await import(
   hostDist("src/executor/shared/target-disk.js")
 );
@@ -98,7 +99,7 @@ function jobDirs(prefix) {
 {
   const dirs = jobDirs("kiln-bench-iso-warmup-");
   await sandboxed(dirs, ["true"], false);
-  rmSync(dirs.base, { recursive: true, force: true });
+  await removeJobDirectories([dirs.base]);
 }
 
 for (let i = 0; i < RUNS; i++) {
@@ -122,12 +123,12 @@ for (let i = 0; i < RUNS; i++) {
   const dirs = jobDirs("kiln-bench-iso-true-");
   record("true: sandbox, cold target disk", await sandboxed(dirs, ["true"], false));
   record("true: sandbox, warm target disk", await sandboxed(dirs, ["true"], true));
-  rmSync(dirs.base, { recursive: true, force: true });
+  await removeJobDirectories([dirs.base]);
   if (baselineExecutor !== null) {
     const before = jobDirs("kiln-bench-iso-before-");
     record("true: sandbox before (baseline host)", await sandboxed(before, ["true"], false, baselineExecutor));
     record("true: sandbox before, warm (baseline host)", await sandboxed(before, ["true"], true, baselineExecutor));
-    rmSync(before.base, { recursive: true, force: true });
+    await removeJobDirectories([before.base]);
   }
 }
 
@@ -151,7 +152,7 @@ else
     materialize(crate, boxed.src);
     record("semver build: sandbox, cold", await sandboxed(boxed, ["cargo", "build", "--offline"], false));
     record("semver build: sandbox, no-op", await sandboxed(boxed, ["cargo", "build", "--offline"], true));
-    rmSync(boxed.base, { recursive: true, force: true });
+    await removeJobDirectories([boxed.base]);
     if (baselineExecutor !== null) {
       const before = jobDirs("kiln-bench-iso-before-");
       materialize(crate, before.src);
@@ -164,7 +165,7 @@ else
         "semver build: sandbox before, no-op (baseline host)",
         await sandboxed(before, build, true, baselineExecutor),
       );
-      rmSync(before.base, { recursive: true, force: true });
+      await removeJobDirectories([before.base]);
     }
   }
 

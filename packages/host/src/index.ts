@@ -67,6 +67,7 @@ export {
   parseCgroupLayout,
   parseProcessCgroups,
 } from "./executor/shared/cgroup-layout.js";
+export { releaseKeptDisksUnder } from "./executor/shared/kept-target-disk.js";
 export { type AttemptReaper, attemptReaper, type ReapEntry } from "./executor/shared/reap-attempt.js";
 export { reapStaleAttempts } from "./executor/shared/reap-stale-attempts.js";
 export { removeJobDirectories } from "./executor/shared/remove-job-directories.js";

@@ -9,7 +9,7 @@ import { readGeometry, SuperblockError, writeReservedBlocks } from "../src/execu
 const PATH = { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" };
 
 /** What e2fsprogs itself reads from the superblock. */
-function dumpe2fs(image: string): Record<string, number> {
+function dumpe2fs(image: string): Record<string, number | boolean> {
   const text = execFileSync("dumpe2fs", ["-h", image], {
     encoding: "utf8",
     env: PATH,
@@ -22,6 +22,7 @@ function dumpe2fs(image: string): Record<string, number> {
     overhead: field("Overhead clusters"),
     free: field("Free blocks"),
     reserved: field("Reserved block count"),
+    clean: /^Filesystem state:\s+clean$/m.test(text),
   };
 }
 

@@ -2,14 +2,15 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readdir, readFile, stat, statfs, writeFile } from "node:fs/promises";
 import { release, tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { AdmittedToolchain, ExecutionRequest, ExecutionResult } from "../src/executor/executor.js";
 import { createSandboxExecutor } from "../src/executor/sandbox/sandbox-executor.js";
 import { DENIED_SYSCALLS_X86_64 } from "../src/executor/sandbox/seccomp-filter.js";
 import { admitToolchain } from "../src/executor/shared/admit-toolchains.js";
+import { findKeptMount, KEPT_DISK_ROOT, releaseKeptDisksUnder } from "../src/executor/shared/kept-target-disk.js";
 import { removeJobDirectories } from "../src/executor/shared/remove-job-directories.js";
-import { TARGET_DISK_FILE, withTargetTree } from "../src/executor/shared/target-disk.js";
+import { TARGET_DISK_FILE, waitUntilDetached, withTargetTree } from "../src/executor/shared/target-disk.js";
 import { assertNothingSurvives, type Job, makeJob } from "./executor-suite.js";
 
 const MiB = 2 ** 20;
@@ -220,6 +221,72 @@ describe("sandbox isolation: disk quota, seccomp, what /proc shows", () => {
     assert.doesNotMatch(second, / \/usr .* - overlay kiln [^ ]*volatile/, "read-only overlays have nothing to sync");
     await stat(join(job.workspaceDir, "written"));
     await stat(join(job.homeDir, "written"));
+  });
+
+  it("keeps the lineage's target disk mounted between attempts: the next attempt adopts it with its quota set anew, it is released while another lineage's attempt runs, removal unmounts it", async () => {
+    const job = await makeJob(root, "kept");
+    const image = join(job.targetDir, TARGET_DISK_FILE);
+    const first = await run(job, {
+      argv: ["sh", "-c", 'dd if=/dev/zero of="$CARGO_TARGET_DIR/one" bs=1M count=40 status=none'],
+    });
+    assert.equal(first.result.exitCode, 0, first.explain);
+    const kept = await findKeptMount(image);
+    assert.ok(kept !== null, `the disk is still mounted after the attempt\n${first.explain}`);
+    assert.ok(first.result.detail.includes("disk: the target disk stays mounted for the lineage's next attempt"));
+
+    // Another lineage's attempt runs while this disk is released: a copy of the mount held in its
+    // namespace would keep the loop device (release waits until it is gone and throws after a
+    // minute). Its launcher drops such copies; on this project's kernel (6.18) the host's unmount
+    // took the copy with it even without that (checked), so this guards the outcome, not the line.
+    const other = await makeJob(root, "kept-other");
+    const stop = new AbortController();
+    let started: () => void = () => undefined;
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const otherAttempt = executor.run({
+      attemptId: `isolation-${randomBytes(4).toString("hex")}`,
+      limits: { vcpus: 1, memoryBytes: 512 * MiB, pids: 64, diskBytes: 64 * MiB },
+      ...other,
+      toolchain,
+      workingDirectory: ".",
+      environment: {},
+      wallClockSeconds: 300,
+      network: "offline",
+      signal: stop.signal,
+      onOutput: (stream, chunk) => {
+        if (stream === "stdout" && chunk.toString("utf8").includes("running")) started();
+      },
+      argv: ["sh", "-c", "echo running; exec sleep 300"],
+    });
+    await running;
+
+    // The lineage's next attempt adopts the mount; its 64 MiB quota counts the 40 MiB held.
+    const second = await run(job, {
+      warmTarget: true,
+      argv: ["sh", "-c", 'dd if=/dev/zero of="$CARGO_TARGET_DIR/more" bs=1M count=40 status=none; echo "dd exited $?"'],
+    });
+    assert.match(second.stdout, /dd exited 1/, second.explain);
+    assert.equal(second.result.diskQuotaExceeded, true, second.explain);
+    assert.ok(
+      second.result.detail.some((d) => d.includes("kept mounted since its last attempt, holding 40.")),
+      second.explain,
+    );
+    assert.deepEqual(await findKeptMount(image), kept);
+
+    await releaseKeptDisksUnder([job.targetDir]);
+    assert.equal(await findKeptMount(image), null);
+    assert.ok(await waitUntilDetached(image, 0), "no loop device holds the image once released");
+    stop.abort();
+    assert.equal((await otherAttempt).outcome, "cancelled");
+
+    // Removing a lineage's directory unmounts its kept disk first.
+    const otherKept = await findKeptMount(join(other.targetDir, TARGET_DISK_FILE));
+    assert.ok(otherKept !== null);
+    await removeJobDirectories([join(root, "kept-other")]);
+    const mounted = (await readFile("/proc/self/mountinfo", "utf8")).split("\n").map((l) => l.split(" ")[4]);
+    assert.ok(!mounted.includes(otherKept.mountPoint), "the removed lineage's disk is unmounted");
+    assert.ok(!(await readdir(KEPT_DISK_ROOT)).includes(basename(otherKept.mountPoint)));
   });
 
   it("switches the target disk's loop device to direct I/O where the host's file system allows it, and says which", async () => {

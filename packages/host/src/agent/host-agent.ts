@@ -75,7 +75,11 @@ export class HostAgent {
       workRoot: this.deps.workRoot,
       ...(this.deps.scratchRoot === undefined ? {} : { scratchRoot: this.deps.scratchRoot }),
     };
-    if (this.deps.reapStale === true) await isolation.reapStale(where);
+    if (this.deps.reapStale === true) {
+      await isolation.reapStale(where);
+      // Kept target disks a previous agent left: those of live lineages are adopted by their next attempt.
+      await isolation.releaseKeptDisks?.([]);
+    }
     await this.deps.protocol.enroll({
       id: this.deps.hostId,
       vcpus: this.deps.vcpus,
@@ -287,5 +291,15 @@ export class HostAgent {
     await this.fleet?.stop();
     await Promise.all(this.running);
     await Promise.all(this.cleanups);
+    // A host that stops leaves no target disk of its own mounted (kept-target-disk.ts).
+    const roots = [this.deps.workRoot, ...(this.deps.lineages === undefined ? [] : [this.deps.lineages.root])];
+    await this.deps.isolation
+      .releaseKeptDisks?.(roots)
+      .catch((error: unknown) =>
+        this.deps.reporting.log.error(
+          { host: this.deps.hostId, err: error },
+          `kept target disks could not be unmounted: ${messageOf(error)}`,
+        ),
+      );
   }
 }

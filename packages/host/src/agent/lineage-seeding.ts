@@ -29,6 +29,7 @@ import { createHash } from "node:crypto";
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { releaseKeptDisksUnder } from "../executor/shared/kept-target-disk.js";
 import { lockedPackages } from "../gateway/cargo-lock.js";
 import { captureGeneratedLockfiles, lockfileCandidates } from "./generated-lockfiles.js";
 import type { Placement } from "./host-protocol.js";
@@ -96,6 +97,9 @@ export type CopyMethod = "reflink" | "sparse";
  * system shares extents, else a sparse copy. Returns which.
  */
 export async function copyTargetDir(from: string, to: string): Promise<CopyMethod> {
+  // The seed's disk may be kept mounted for its lineage (kept-target-disk.ts): a copy of a mounted
+  // image would miss what its page cache holds, so it is unmounted first (its next attempt mounts it again).
+  await releaseKeptDisksUnder([from, to]);
   try {
     await run("cp", ["-a", "--reflink=always", `${from}/.`, `${to}/`]);
     return "reflink";
@@ -108,6 +112,7 @@ export async function copyTargetDir(from: string, to: string): Promise<CopyMetho
 }
 
 export async function emptyDirectory(dir: string): Promise<void> {
+  await releaseKeptDisksUnder([dir]);
   const entries = await readdir(dir).catch(() => [] as string[]);
   await Promise.all(entries.map((e) => rm(join(dir, e), { recursive: true, force: true })));
 }

@@ -47,6 +47,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { releaseKeptDisksUnder } from "../executor/shared/kept-target-disk.js";
 import { type CopyMethod, copyTargetDir, emptyDirectory, type SeedCandidate, sharedCount } from "./lineage-seeding.js";
 
 /** What keys a lineage: the tenant's repository and the job class (`<family>/<profile>/<toolchain>`). */
@@ -242,6 +243,7 @@ export class LineageStore {
       if (state === null || typeof state.generation !== "number") {
         // A slot without its state cannot vouch for its record: treat it as no lineage at all.
         this.release(key, attemptId);
+        await releaseKeptDisksUnder([slotDir]);
         await rm(slotDir, { recursive: true, force: true });
         return cold("the lineage's state was unreadable");
       }

@@ -64,6 +64,12 @@ export interface HostIsolation {
   reapStale(where: { readonly workRoot: string; readonly scratchRoot?: string }): Promise<string[]>;
   /** Reaps one attempt by id on an operator's request (an orphan the control plane flagged). */
   reaper(where: { readonly workRoot: string; readonly scratchRoot?: string }): AttemptReaper;
+  /**
+   * Unmounts the target disks kept mounted between attempts (kept-target-disk.ts) whose images
+   * lie under `dirs`, or were deleted: the agent calls it when it stops (its work and lineage
+   * roots) and when it starts (`[]`: a previous agent's orphans). Absent where nothing is kept.
+   */
+  releaseKeptDisks?(dirs: readonly string[]): Promise<void>;
   /** The steps of an operator-started initialization on this host, in order. */
   readonly initializationSteps: readonly InitializationStep[];
 }

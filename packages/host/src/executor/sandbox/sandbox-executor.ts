@@ -14,8 +14,9 @@
  *                                        (from a subshell, while 3. runs), and waits for that to succeed
  *                                     3. mounts a private staging tmpfs and shows the toolchain, the
  *                                        system directories, the read-only binds and the workspace
- *                                        and home there through overlays, and the target disk's file
- *                                        system (target-disk.ts)
+ *                                        and home there through overlays, and binds the lineage's target
+ *                                        disk, kept mounted on the host (kept-target-disk.ts), then drops
+ *                                        its copy of every other kept disk
  *                                     └exec→ [prlimit, only for limits no cgroup could apply]
  *                                     └exec→ setpriv: the sandbox user, no groups, no capabilities, no_new_privs
  *                                     └exec→ bwrap: new user/mount/pid/net/ipc/uts/cgroup namespaces,
@@ -78,16 +79,11 @@ import { beginAttempt } from "../shared/begin-attempt.js";
 import { type CgroupLayout, detectCgroupLayout, readOwnCgroups } from "../shared/cgroup-layout.js";
 import { commandEnvironment, executorVariables } from "../shared/command-environment.js";
 import { ensureSandboxUser, type SandboxUser } from "../shared/ensure-sandbox-user.js";
+import { KEPT_DISK_ROOT, type KeptMount, liveGeometry } from "../shared/kept-target-disk.js";
 import { killLauncher } from "../shared/kill-launcher.js";
 import { OutputFrames } from "../shared/output-frames.js";
 import { mountPointsOf } from "../shared/request-problem.js";
-import {
-  type DiskTools,
-  diskTools,
-  prepareTargetDisk,
-  reportTargetDiskUsage,
-  waitUntilDetached,
-} from "../shared/target-disk.js";
+import { type DiskTools, diskTools, prepareKeptTargetDisk, reportTargetDiskUsage } from "../shared/target-disk.js";
 import { HIDDEN_SYSTEM_DIRECTORIES, writeSandboxLoaderCache } from "./loader-cache.js";
 import { OUTPUT_RELAY } from "./ordered-output.js";
 import { rlimitFallback } from "./rlimit-fallback.js";
@@ -104,6 +100,8 @@ export interface SandboxExecutorOptions {
   readonly cgroupParentName?: string;
   /** An empty directory the private staging tmpfs is mounted on (in the attempt's own mount namespace). */
   readonly stagingDirectory?: string;
+  /** Where lineages' target disks stay mounted between attempts (kept-target-disk.ts). Default /run/kiln/target-disks. */
+  readonly keptDiskRoot?: string;
   /** Where the toolchain appears inside the sandbox. Default /opt/kiln/toolchain. */
   readonly toolchainMountPoint?: string;
   /** Overrides detection; `NO_CGROUPS` forces the rlimit fallback. */
@@ -120,6 +118,7 @@ export const SANDBOX_DEFAULTS = {
   sandboxUser: "kiln-sandbox",
   cgroupParentName: "kiln",
   stagingDirectory: "/run/kiln/sandbox-stage",
+  keptDiskRoot: KEPT_DISK_ROOT,
   toolchainMountPoint: "/opt/kiln/toolchain",
 };
 
@@ -145,7 +144,7 @@ const LAUNCHER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
  */
 const LAUNCHER = [
   "set -eu",
-  "stage=$1; cache=$2; shift 2",
+  "stage=$1; cache=$2; kept=$3; shift 3",
   'procs=(); while [ "$1" != "--" ]; do procs+=("$1"); shift; done; shift',
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a JavaScript template
   'for fd in /proc/self/fd/*; do fd=${fd##*/}; if [ "$fd" -gt 5 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi; done',
@@ -159,14 +158,11 @@ const LAUNCHER = [
   'cd "$stage"',
   'printf "%s" "$1" > fstab',
   "mount --all --fstab fstab",
-  // The target disk's loop device in direct I/O, switched after the mount (mount's `loop` option
-  // has none) so the device keeps the autoclear that detaches it with this namespace. Buffered, a
-  // fresh mount's cold caches read every file through a second page cache, copied by the loop
-  // device's one worker: seconds of a regex edit on a loaded host (docs/benchmarks.md,
-  // 2026-11-29 issue 38). A backing file system that refuses O_DIRECT keeps it buffered; the
-  // outcome goes to the status descriptor, for the evidence.
-  'disk=$(findmnt --noheadings --output SOURCE --mountpoint "$stage/disk")',
-  'if why=$(losetup --direct-io=on "$disk" 2>&1); then echo "kiln-target-io: direct" >&3; else echo "kiln-target-io: buffered: $why" | tr -s "\\n" " " >&3; echo >&3; fi',
+  // This namespace's copy of every lineage's kept target disk (kept-target-disk.ts) goes, now that
+  // its own is bound at `disk`: the job never sees them (bwrap shows only its binds), and a copy
+  // left here would hold another lineage's disk mounted until this attempt ends. (Not mounted:
+  // no disk is kept on this host yet, nothing to drop.)
+  'umount --recursive --lazy "$kept" 2>/dev/null || true',
   'if [ ! -d disk/target ]; then mkdir disk/target; chown "$2" disk/target; fi',
   'wait "$joining" || exit 121',
   'shift 2; [ "$1" = "--" ]; shift',
@@ -416,11 +412,12 @@ class SandboxExecutor implements Executor {
     const [handedOver, preparedDisk, createdCgroup] = await Promise.allSettled([
       this.handOver(request, setup),
       (async () => {
-        const disk = await prepareTargetDisk(
+        const disk = await prepareKeptTargetDisk(
           setup.disk,
           request.targetDir,
           quotaBytes,
           `${setup.user.uid}:${setup.user.gid}`,
+          this.options.keptDiskRoot,
         );
         return { disk, scratch: await scratchNote(request) };
       })(),
@@ -459,8 +456,11 @@ class SandboxExecutor implements Executor {
         detail.push("cancelled before the sandbox started");
         return result("cancelled");
       }
-      const launched = await this.launch(request, setup, cgroup, detail, result, disk.image);
-      return { ...launched, ...(await this.diskAfter(disk.image, quotaBytes, detail)) };
+      const launched = await this.launch(request, setup, cgroup, detail, result, disk.mount);
+      return {
+        ...launched,
+        ...(await reportTargetDiskUsage(disk.image, quotaBytes, detail, () => liveGeometry(disk.mount))),
+      };
     } finally {
       if (cgroup !== null) {
         // Normally already done by launch(); this covers an exception thrown half-way.
@@ -492,29 +492,13 @@ class SandboxExecutor implements Executor {
       await rm(overlayWorkDirectory(directory), { recursive: true, force: true }).catch(() => undefined);
   }
 
-  /**
-   * After the attempt: waits until the kernel has let go of the target disk (its mount died
-   * with the attempt's namespace), then reads whether the job filled its quota.
-   */
-  private async diskAfter(
-    image: string,
-    quotaBytes: number,
-    detail: string[],
-  ): Promise<Pick<ExecutionResult, "diskBytes" | "diskUsedBytes" | "diskQuotaExceeded">> {
-    if (!(await waitUntilDetached(image))) {
-      detail.push("cleanup incomplete: the target disk is still attached to a loop device");
-      return { diskBytes: quotaBytes, diskUsedBytes: null, diskQuotaExceeded: false };
-    }
-    return reportTargetDiskUsage(image, quotaBytes, detail);
-  }
-
   private async launch(
     request: ExecutionRequest,
     setup: Setup,
     cgroup: AttemptCgroup | null,
     detail: string[],
     result: (outcome: ExecutionOutcome, rest?: Partial<ExecutionResult>) => ExecutionResult,
-    image: string,
+    disk: KeptMount,
   ): Promise<ExecutionResult> {
     const noCgroupLimits: EnforcedLimits = { cpu: false, memory: false, pids: false };
     const fallback = rlimitFallback(request.limits, cgroup?.enforced ?? noCgroupLimits);
@@ -524,7 +508,7 @@ class SandboxExecutor implements Executor {
         `placement: the launcher wrote its own pid to ${cgroup.procsFiles.length} cgroup.procs file(s) before starting anything`,
       );
 
-    const staging = this.staging(request, setup, image);
+    const staging = this.staging(request, setup, disk);
     const command = [
       setup.tools.bash,
       "-c",
@@ -532,6 +516,7 @@ class SandboxExecutor implements Executor {
       "kiln-launch",
       this.options.stagingDirectory,
       setup.loaderCache ?? "/dev/null",
+      this.options.keptDiskRoot,
       ...(cgroup?.procsFiles ?? []),
       "--",
       staging.fstab,
@@ -659,13 +644,6 @@ class SandboxExecutor implements Executor {
     if (!closedInTime) for (const stream of child.stdio) stream?.destroy();
     const cutOff = frames.end();
     if (cutOff > 0) detail.push(`output: the relay ended in the middle of a write; its last ${cutOff} bytes are lost`);
-    const targetIo = /^kiln-target-io: (direct|buffered)(?:: (.*))?$/m.exec(status);
-    if (targetIo !== null)
-      detail.push(
-        targetIo[1] === "direct"
-          ? "disk: the target disk's loop device does direct I/O"
-          : `disk: the target disk's loop device stays buffered: the host's file system refused direct I/O (${(targetIo[2] ?? "").trim()})`,
-      );
     const usage = cgroup !== null ? await cgroup.usage() : null;
     if (cgroup !== null) {
       const failures = await cgroup.remove();
@@ -722,7 +700,7 @@ class SandboxExecutor implements Executor {
    * attempt (overlayfs refuses a work directory a volatile mount left behind), and nothing is read
    * from them after a crash.
    */
-  private staging(request: ExecutionRequest, setup: Setup, image: string): { fstab: string } {
+  private staging(request: ExecutionRequest, setup: Setup, disk: KeptMount): { fstab: string } {
     const readOnly: [string, string][] = [
       ["toolchain", request.toolchain.path],
       ...setup.systemPaths.flatMap((p): [string, string][] => (p.kind === "directory" ? [[p.name, p.path]] : [])),
@@ -752,7 +730,7 @@ class SandboxExecutor implements Executor {
         ],
       );
     }
-    lines.push([image, "disk", "ext4", "loop,nosuid,nodev,noatime,noinit_itable"]);
+    lines.push([disk.mountPoint, "disk", "none", "bind"]);
     const line = ([source, target, type, options]: string[]) =>
       `${[source, target, type, `${options},X-mount.mkdir`, "0", "0"].map((f) => fstabField(f ?? "")).join(" ")}\n`;
     return { fstab: lines.map(line).join("") };

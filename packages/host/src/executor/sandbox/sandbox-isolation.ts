@@ -10,6 +10,7 @@ import { attemptHousekeeping } from "../shared/attempt-housekeeping.js";
 import { collectArtifacts } from "../shared/collect-artifacts.js";
 import { ensureSandboxUser } from "../shared/ensure-sandbox-user.js";
 import { cgroupDelegationStep, sandboxUserStep, toolchainsStep } from "../shared/initialization-steps.js";
+import { releaseKeptDisksUnder } from "../shared/kept-target-disk.js";
 import { withTargetTree } from "../shared/target-disk.js";
 import { createSandboxExecutor, SANDBOX_DEFAULTS, type SandboxExecutorOptions } from "./sandbox-executor.js";
 
@@ -28,6 +29,7 @@ export interface SandboxIsolationOptions extends SandboxExecutorOptions {
 export function sandboxIsolation(options: SandboxIsolationOptions = {}): HostIsolation {
   const userName = options.sandboxUser ?? SANDBOX_DEFAULTS.sandboxUser;
   const cgroupParentName = options.cgroupParentName ?? SANDBOX_DEFAULTS.cgroupParentName;
+  const keptDiskRoot = options.keptDiskRoot ?? SANDBOX_DEFAULTS.keptDiskRoot;
   return {
     choice: options.choice ?? {
       isolation: "sandbox",
@@ -37,7 +39,8 @@ export function sandboxIsolation(options: SandboxIsolationOptions = {}): HostIso
     executor: options.executor ?? createSandboxExecutor(options),
     // The target dir is an ext4 image the host's own kernel mounted for the job: a read-only mount of it.
     withTargetFiles: (targetDir, patterns, limit, use) =>
-      withTargetTree(targetDir, async (tree) => use(await collectArtifacts(tree, patterns, limit))),
+      withTargetTree(targetDir, async (tree) => use(await collectArtifacts(tree, patterns, limit)), keptDiskRoot),
+    releaseKeptDisks: (dirs) => releaseKeptDisksUnder(dirs, keptDiskRoot),
     ...attemptHousekeeping(cgroupParentName, options.clock ?? systemClock),
     initializationSteps: [
       sandboxUserStep(userName),

@@ -10,8 +10,9 @@
  * disk torn by a crash), so the caller starts over rather than trusting its figures. Only the
  * primary superblock is written, as `debugfs -w ssv` does: the kernel reads only that one.
  *
- * Both run only while no loop device holds the image (target-disk.ts `waitUntilDetached`): the
- * kernel writes the superblock itself while the disk is mounted.
+ * On an image they run only while no loop device holds it (target-disk.ts `waitUntilDetached`):
+ * the kernel writes the superblock itself while the disk is mounted. A mounted disk's superblock
+ * is read and written through its loop device instead (kept-target-disk.ts says why that holds).
  */
 import { open } from "node:fs/promises";
 import { crc32cLe } from "./crc32c.js";
@@ -28,6 +29,7 @@ const FIELD = {
   freeLo: 0x0c,
   logBlockSize: 0x18,
   magic: 0x38,
+  state: 0x3a,
   featureIncompat: 0x60,
   featureRoCompat: 0x64,
   blocksHi: 0x150,
@@ -46,6 +48,8 @@ export interface DiskGeometry {
   readonly overhead: number;
   readonly free: number;
   readonly reserved: number;
+  /** The kernel's "valid" state bit: cleared while mounted read-write, set again by a clean unmount. */
+  readonly clean: boolean;
 }
 
 /** The superblock is not an intact ext4 superblock (torn, or not ext4 at all). */
@@ -86,6 +90,7 @@ export function geometryOf(sb: Buffer, image: string): DiskGeometry {
     overhead,
     free: count(sb, FIELD.freeLo, FIELD.freeHi),
     reserved: count(sb, FIELD.reservedLo, FIELD.reservedHi),
+    clean: (sb.readUInt16LE(FIELD.state) & 1) !== 0,
   };
 }
 

@@ -8,12 +8,14 @@
  *
  * A host agent that died while it read a target disk (target-disk.ts `withTargetTree`) left
  * that read-only mount below the attempt's directory: mounts below a removed path are detached
- * first, so the removal neither fails on them nor walks into them.
+ * first, so the removal neither fails on them nor walks into them; so are the kept mounts of
+ * target disks whose images lie below it (kept-target-disk.ts).
  */
 import { execFile } from "node:child_process";
 import { chmod, lstat, readdir, readFile, rm } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { promisify } from "node:util";
+import { releaseKeptDisksUnder } from "./kept-target-disk.js";
 
 const run = promisify(execFile);
 
@@ -63,6 +65,14 @@ export async function removeJobDirectories(paths: readonly string[]): Promise<vo
   const failures: string[] = [];
   for (const path of paths) {
     await detachMountsBelow(path);
+    // A lineage's target disk kept mounted (kept-target-disk.ts) whose image lies here: unmounted
+    // first, or its image would stay allocated, and mounted, after the removal.
+    try {
+      await releaseKeptDisksUnder([path]);
+    } catch (error) {
+      failures.push(`${path}: ${String(error)}`);
+      continue;
+    }
     try {
       await rm(path, { recursive: true, force: true, maxRetries: 3 });
     } catch (first) {

@@ -23,10 +23,10 @@
  * bytes per inode, one inode per 64 KiB: 1/256 of the virtual size); the sandbox's /tmp, and a
  * workspace and home on the memory-backed scratch root, count against the memory limit instead.
  *
- * The image is mounted inside the attempt's mount namespace and goes with it; the kernel tears
- * such mounts down asynchronously, so before anything else touches the image (the next mount,
- * a read of the usage, the lineage's rename) `waitUntilDetached` waits until no loop device
- * holds it.
+ * The sandbox keeps the image mounted between its lineage's attempts (kept-target-disk.ts,
+ * `prepareKeptTargetDisk`); everything offline here first unmounts a kept mount and then, since
+ * the kernel tears mounts in dead namespaces down asynchronously, `waitUntilDetached` waits until
+ * no loop device holds it.
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -38,6 +38,16 @@ import { promisify } from "node:util";
 import { messageOf } from "@kiln/contract";
 import type { ExecutionResult } from "../executor.js";
 import { type DiskGeometry, readGeometry, SuperblockError, writeReservedBlocks } from "./ext4-superblock.js";
+import {
+  findKeptMount,
+  KEPT_DISK_ROOT,
+  type KeptMount,
+  liveGeometry,
+  mountKept,
+  releaseKept,
+  releaseKeptDisksUnder,
+  setLiveReserve,
+} from "./kept-target-disk.js";
 
 export type { DiskGeometry } from "./ext4-superblock.js";
 
@@ -223,11 +233,16 @@ export async function prepareTargetDisk(
       notes.push(
         `disk: the target dir held ${entries.length} entries outside a target disk (a layout from before the disk quota); it starts empty`,
       );
+      // A sandbox's disk a microVM finds here may still be kept mounted: unmounted before it goes.
+      await releaseKeptDisksUnder([targetDir]);
       await Promise.all(entries.map((e) => rm(join(targetDir, e), { recursive: true, force: true })));
     }
     fresh = true;
-  } else if (!(await waitUntilDetached(image))) {
-    throw new Error(`the target disk ${image} is still attached to a loop device from an earlier attempt`);
+  } else {
+    // Kept mounted for the sandbox's attempts (kept-target-disk.ts): handled offline here, so unmounted first.
+    await releaseKept(image);
+    if (!(await waitUntilDetached(image)))
+      throw new Error(`the target disk ${image} is still attached to a loop device from an earlier attempt`);
   }
   const virtualBytes = Math.max(TARGET_DISK_VIRTUAL_BYTES, 2 * quotaBytes);
   if (fresh) await makeImage(tools, image, owner, virtualBytes);
@@ -238,6 +253,16 @@ export async function prepareTargetDisk(
     // A superblock torn by a crash (or no ext4 at all): the lineage's target is a cache.
     if (fresh || !(error instanceof SuperblockError)) throw error;
     notes.push(`disk: the lineage's target disk is unreadable (${error.message}); it starts empty on a fresh one`);
+    await rm(image, { force: true });
+    await makeImage(tools, image, owner, virtualBytes);
+    fresh = true;
+    geometry = await readGeometry(image);
+  }
+  if (!geometry.clean) {
+    // Mounted read-write when its host went down (a kept disk's dirty pages lost with it): a cache, started over.
+    notes.push(
+      "disk: the lineage's target disk was not cleanly unmounted (its host went down); it starts empty on a fresh one",
+    );
     await rm(image, { force: true });
     await makeImage(tools, image, owner, virtualBytes);
     fresh = true;
@@ -268,11 +293,58 @@ export async function prepareTargetDisk(
   return { image, availableBytes: usage.availableBytes, notes };
 }
 
+export interface PreparedKeptTargetDisk extends PreparedTargetDisk {
+  /** The disk's mount in the host's namespace, which the attempt binds. */
+  readonly mount: KeptMount;
+}
+
+/**
+ * `prepareTargetDisk` for a disk kept mounted between attempts (kept-target-disk.ts): adopts
+ * the lineage's mount and sets its reserve for this quota online, or prepares the image offline
+ * and mounts it.
+ */
+export async function prepareKeptTargetDisk(
+  tools: DiskTools,
+  targetDir: string,
+  quotaBytes: number,
+  owner: string,
+  root = KEPT_DISK_ROOT,
+): Promise<PreparedKeptTargetDisk> {
+  const image = join(targetDir, TARGET_DISK_FILE);
+  const kept = await findKeptMount(image, root).catch(() => null);
+  if (kept !== null) {
+    const geometry = await liveGeometry(kept).catch(() => null);
+    const reserved = geometry === null ? null : reservedBlocksFor(geometry, quotaBytes);
+    const capacity = geometry === null ? 0 : (geometry.blocks - geometry.overhead) * geometry.blockSize;
+    // Over this size's quota or smaller than it, or unreadable: the offline path says why and starts over.
+    if (geometry !== null && reserved !== null && capacity >= quotaBytes) {
+      const live = geometry.reserved === reserved ? geometry : await setLiveReserve(kept, reserved);
+      const usage = diskUsage(live);
+      return {
+        image,
+        mount: kept,
+        availableBytes: usage.availableBytes,
+        notes: [
+          `disk: the target dir is a file system of its own (a sparse ext4 image mounted only for the lineage's attempts), writable up to the size's ${gib(quotaBytes)} quota: the lineage's, kept mounted since its last attempt, holding ${mib(usage.usedBytes)}, ${mib(usage.availableBytes)} left to write`,
+        ],
+      };
+    }
+  }
+  const prepared = await prepareTargetDisk(tools, targetDir, quotaBytes, owner);
+  const { mount, ioNote } = await mountKept(image, owner, root);
+  return {
+    ...prepared,
+    mount,
+    notes: [...prepared.notes, ioNote, "disk: the target disk stays mounted for the lineage's next attempt"],
+  };
+}
+
 /** After the attempt: what its target disk holds and whether the job filled its quota. */
 export async function targetDiskOutcome(
   image: string,
+  read: () => Promise<DiskGeometry> = () => readGeometry(image),
 ): Promise<{ usedBytes: number; availableBytes: number; full: boolean }> {
-  const usage = diskUsage(await readGeometry(image));
+  const usage = diskUsage(await read());
   return { ...usage, full: usage.availableBytes < FULL_MARGIN_BYTES };
 }
 
@@ -284,9 +356,11 @@ export async function reportTargetDiskUsage(
   image: string,
   quotaBytes: number,
   detail: string[],
+  /** A kept disk's live figures (kept-target-disk.ts); by default the unmounted image's superblock. */
+  read?: () => Promise<DiskGeometry>,
 ): Promise<Pick<ExecutionResult, "diskBytes" | "diskUsedBytes" | "diskQuotaExceeded">> {
   try {
-    const after = await targetDiskOutcome(image);
+    const after = await targetDiskOutcome(image, read);
     detail.push(
       after.full
         ? `disk: the job filled the ${gib(quotaBytes)} disk quota of its target dir; writes past it failed with ENOSPC (No space left on device)`
@@ -300,14 +374,22 @@ export async function reportTargetDiskUsage(
 }
 
 /**
- * Runs `read` on the target dir's tree as the host sees it: the target disk mounted read-only
+ * Runs `read` on the target dir's tree as the host sees it: the disk's kept mount (no attempt of
+ * the lineage runs while the host reads it), else the target disk mounted read-only
  * (no journal replay, nothing executable) for the duration, or the directory itself when it
  * holds no disk (another executor's). The mount is the agent's own; a crash leaves it for
  * `removeJobDirectories`, which unmounts what lies below what it removes.
  */
-export async function withTargetTree<T>(targetDir: string, read: (tree: string) => Promise<T>): Promise<T> {
+export async function withTargetTree<T>(
+  targetDir: string,
+  read: (tree: string) => Promise<T>,
+  keptRoot = KEPT_DISK_ROOT,
+): Promise<T> {
   const image = join(targetDir, TARGET_DISK_FILE);
   if (!(await exists(image))) return read(targetDir);
+  // Kept mounted for the lineage (kept-target-disk.ts): read in place; no attempt of it runs now.
+  const kept = await findKeptMount(image, keptRoot);
+  if (kept !== null) return read(join(kept.mountPoint, "target"));
   const tools = await diskTools();
   if (!(await waitUntilDetached(image))) throw new Error(`the target disk ${image} is still attached to a loop device`);
   const view = join(targetDir, `kiln-target.view-${randomBytes(4).toString("hex")}`);
