@@ -28,5 +28,5 @@ const result = await executor.run({
 process.stderr.write(
   `\n[sbx] ${result.outcome} ${result.exitCode} cpu=${result.cpuSeconds} ${(Number(process.hrtime.bigint() - started) / 1e9).toFixed(2)}s\n`,
 );
-if (process.env.P38_DETAIL) process.stderr.write(result.detail.join("\n") + "\n");
+if (process.env.P38_DETAIL) process.stderr.write(`${result.detail.join("\n")}\n`);
 process.exit(result.exitCode ?? 1);
