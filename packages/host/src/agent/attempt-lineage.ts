@@ -5,6 +5,7 @@
  * the evidence's `caches` item saying what happened.
  */
 import type { ExecutionOutcome, MountPoints } from "../executor/executor.js";
+import { flushKeptDisksUnder } from "../executor/shared/kept-target-disk.js";
 import {
   captureGeneratedLockfiles,
   type GeneratedLockfile,
@@ -189,6 +190,9 @@ export class AttemptLineage {
       return `lineage ${this.lease.key}: ${this.saveNote}; its target dir is discarded`;
     }
     const workingDirectory = this.placement.invocation.working_directory ?? ".";
+    // A target disk kept mounted holds its last writes in memory: written back first, so the
+    // lineage's bytes below are what it holds (kept-target-disk.ts).
+    await flushKeptDisksUnder(this.lease.targetDir);
     // Independent reads of the finished attempt's directories: side by side.
     const [lockfiles, manifest, measured, lockfile] = await Promise.all([
       captureGeneratedLockfiles(this.workspaceDir, lockfileCandidates(this.placement.source, workingDirectory)),

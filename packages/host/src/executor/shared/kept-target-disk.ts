@@ -208,6 +208,19 @@ export async function releaseKept(image: string, root = KEPT_DISK_ROOT): Promise
 }
 
 /**
+ * Writes back what the kept disks whose images lie under `dir` still hold in memory (syncfs, as
+ * an unmount did), so the images' allocated size on the host is what their file systems hold: a
+ * lineage's saved bytes are measured from it (attempt-lineage.ts), and eviction and the tenant's
+ * storage quota follow those bytes. Without it a lineage read small until the kernel's writeback.
+ */
+export async function flushKeptDisksUnder(dir: string, root = KEPT_DISK_ROOT): Promise<void> {
+  const resolved = await realpath(dir).catch(() => dir);
+  for (const mount of await keptMounts(root, (b) => !b.deleted && isBelow(resolved, b.file))) {
+    await run("sync", ["--file-system", mount.mountPoint]);
+  }
+}
+
+/**
  * Unmounts every kept disk whose image lies under one of `dirs`, or was deleted, and waits
  * until their loop devices are gone: before a directory holding lineages is removed, copied or
  * moved away, and when the agent stops. Throws if one stays mounted.
