@@ -11,7 +11,7 @@
 //                                               # every unmarked file (scripts/test-timings.mjs)
 //
 // The marked files (sandbox, process, browser: scripts/test-timings.mjs) run CONCURRENCY at a time
-// under node's test runner, a process each; the unmarked (in-process) files in FAST_SHARDS shard
+// under node's test runner, a process each; the unmarked (in-process) files in SHARDS shard
 // processes beside them; the CLI's second pass in a process of its own beside both.
 //   node scripts/run-tests.mjs jobs- storage/   # the files whose path contains a substring
 //
@@ -53,7 +53,7 @@ const CONCURRENCY = 3;
  * process (scripts/run-test-shard.mjs): more than the cores, as those files spend much of their
  * time waiting on PostgreSQL and timers, which another shard's tests fill.
  */
-const FAST_SHARDS = 12;
+const SHARDS = 12;
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const args = process.argv.slice(2);
@@ -288,7 +288,7 @@ async function runLane({ title, files, options = [], env = process.env }, dir, i
 }
 
 /**
- * The in-process files dealt into FAST_SHARDS shards of about equal recorded time, each run in
+ * The in-process files dealt into SHARDS shards of about equal recorded time, each run in
  * one process (scripts/run-test-shard.mjs), all at once; each shard's report is printed whole as
  * it ends. A file's time in a shared process is not its time alone, which orders the marked
  * files, so these go to a file of their own (fastTimingsFile). Resolves with { failed, tests,
@@ -301,7 +301,7 @@ async function runShards(files, dir) {
   const previousInShards = readTimings(fastTimingsFile);
   const secondsOf = (file) => previousInShards[nameOf(file)]?.seconds ?? previousTimings[nameOf(file)]?.seconds ?? 5;
   const ordered = [...files].sort((a, b) => secondsOf(b) - secondsOf(a));
-  const shards = Array.from({ length: Math.min(FAST_SHARDS, ordered.length) }, () => ({ files: [], seconds: 0 }));
+  const shards = Array.from({ length: Math.min(SHARDS, ordered.length) }, () => ({ files: [], seconds: 0 }));
   for (const file of ordered) {
     const lightest = shards.reduce((a, b) => (b.seconds < a.seconds ? b : a));
     lightest.files.push(file);

@@ -311,9 +311,17 @@ export async function prepareKeptTargetDisk(
   root = KEPT_DISK_ROOT,
 ): Promise<PreparedKeptTargetDisk> {
   const image = join(targetDir, TARGET_DISK_FILE);
-  const kept = await findKeptMount(image, root).catch(() => null);
+  // Why a kept mount was not adopted, for the evidence (the offline path below then starts over).
+  const notAdopted: string[] = [];
+  const kept = await findKeptMount(image, root).catch((error) => {
+    notAdopted.push(`disk: the lineage's kept mount could not be looked up (${messageOf(error)}); prepared again`);
+    return null;
+  });
   if (kept !== null) {
-    const geometry = await liveGeometry(kept).catch(() => null);
+    const geometry = await liveGeometry(kept).catch((error) => {
+      notAdopted.push(`disk: the kept mount's figures could not be read (${messageOf(error)}); mounted again`);
+      return null;
+    });
     const reserved = geometry === null ? null : reservedBlocksFor(geometry, quotaBytes);
     const capacity = geometry === null ? 0 : (geometry.blocks - geometry.overhead) * geometry.blockSize;
     // Over this size's quota or smaller than it, or unreadable: the offline path says why and starts over.
@@ -335,7 +343,12 @@ export async function prepareKeptTargetDisk(
   return {
     ...prepared,
     mount,
-    notes: [...prepared.notes, ioNote, "disk: the target disk stays mounted for the lineage's next attempt"],
+    notes: [
+      ...notAdopted,
+      ...prepared.notes,
+      ioNote,
+      "disk: the target disk stays mounted for the lineage's next attempt",
+    ],
   };
 }
 
