@@ -7,15 +7,20 @@
 // pays on every run of the inner loop: 150 ms of module loading against 30 ms bundled on this
 // machine (docs/benchmarks.md, issue 21). Run by `npm run build` and scripts/ensure-setup.mjs
 // after tsc; packages/cli/test/harness.ts refuses a bundle older than tsc's output.
+import { rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 const here = dirname(fileURLToPath(import.meta.url));
+const outdir = join(here, "dist", "bundle");
+// esbuild names chunks by their content and never removes the last build's: without this the
+// directory keeps every build's chunks (megabytes each), and a stale one could mask a missing one.
+rmSync(outdir, { recursive: true, force: true });
 
 await build({
   entryPoints: [join(here, "dist", "src", "main.js")],
-  outdir: join(here, "dist", "bundle"),
+  outdir,
   bundle: true,
   splitting: true,
   format: "esm",
