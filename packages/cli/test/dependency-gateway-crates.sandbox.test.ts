@@ -78,15 +78,22 @@ function assertBare(root: string): void {
   walk(root);
 }
 
+/** Where local cargo's reference runs build: one target dir and one CARGO_HOME for the three projects. */
+interface LocalCargo {
+  readonly targetDir: string;
+  readonly home: string;
+}
+
 /**
  * `cargo test` in `dir` as a developer would run it against `indexUrl` standing for crates.io:
- * a fresh CARGO_HOME whose config replaces crates-io with that registry, a target dir of its
- * own. Spawned (never spawnSync): the registry fixture answers from this process's event loop.
+ * a CARGO_HOME whose config replaces crates-io with that registry. The three projects share one
+ * target dir and one home (so every registry crate unpacks to the same path): cargo keys each
+ * unit by package id, features, profile and source path, so what tera, serde_yaml and pest share
+ * (serde, syn, pest, …) is built once and each project's results are those of a dir of its own.
+ * Spawned (never spawnSync): the registry fixture answers from this process's event loop.
  */
-async function localCargoTest(dir: string, indexUrl: string, scratch: string[]): Promise<DirectRun> {
-  const targetDir = mkdtempSync(join(tmpdir(), "kiln-local-cargo-target-"));
-  scratch.push(targetDir);
-  return (await debian()).directCargoTest(dir, { targetDir, upstreamIndex: indexUrl });
+async function localCargoTest(dir: string, indexUrl: string, local: LocalCargo): Promise<DirectRun> {
+  return (await debian()).directCargoTest(dir, { ...local, upstreamIndex: indexUrl });
 }
 
 /** `name version` → checksum of each Cargo.lock package that has a source (i.e. not in the workspace). */
@@ -169,6 +176,11 @@ describe("real Debian crates with no .cargo/config.toml, vendor directory or Car
   let env: Record<string, string>;
   let close: () => Promise<void>;
   const scratch: string[] = [];
+  const localCargo: LocalCargo = {
+    targetDir: mkdtempSync(join(tmpdir(), "kiln-local-cargo-target-")),
+    home: mkdtempSync(join(tmpdir(), "kiln-local-cargo-home-")),
+  };
+  scratch.push(localCargo.targetDir, localCargo.home);
 
   before(async () => {
     upstream = await startSparseRegistry({ crates: [TERA, SERDE_YAML, ...PEST_MEMBERS] });
@@ -209,7 +221,7 @@ describe("real Debian crates with no .cargo/config.toml, vendor directory or Car
     const started = process.hrtime.bigint();
     const [run, local] = await Promise.all([
       runCli(["cargo", "test", "--repository", repository, "--json"], { cwd: kilnDir, env }),
-      localCargoTest(localDir, upstream.indexUrl, scratch),
+      localCargoTest(localDir, upstream.indexUrl, localCargo),
     ]);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     assert.equal(local.exitCode, 0, local.output.slice(-4000));

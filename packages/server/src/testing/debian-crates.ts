@@ -85,6 +85,10 @@ export interface DirectRun {
  * no colour. The toolchain is the host's default cargo on PATH (the one kiln admits by default).
  * With `upstreamIndex`, cargo runs online instead, as a developer would against that sparse
  * index standing for crates.io (the home's config replaces crates-io with it).
+ *
+ * `home` names a CARGO_HOME to use and keep instead of a fresh one removed after the run: runs
+ * that share a target dir share it too, since cargo fingerprints a registry crate's units by the
+ * path it unpacked the crate to (a fresh home per run would rebuild every shared dependency).
  */
 export function directCargoTest(
   dir: string,
@@ -94,9 +98,10 @@ export function directCargoTest(
     args?: readonly string[];
     environment?: Readonly<Record<string, string>>;
     upstreamIndex?: string;
+    home?: string;
   },
 ): Promise<DirectRun> {
-  const home = mkdtempSync(join(tmpdir(), "kiln-direct-home-"));
+  const home = opts.home ?? mkdtempSync(join(tmpdir(), "kiln-direct-home-"));
   const online = opts.upstreamIndex !== undefined;
   if (online) {
     writeFileSync(
@@ -133,7 +138,7 @@ export function directCargoTest(
     });
     child.once("error", reject);
     child.once("close", (exitCode) => {
-      rmSync(home, { recursive: true, force: true });
+      if (opts.home === undefined) rmSync(home, { recursive: true, force: true });
       resolve({ exitCode, output, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
     });
   });
