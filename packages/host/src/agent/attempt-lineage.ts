@@ -15,7 +15,7 @@ import {
   restoreGeneratedLockfiles,
 } from "./generated-lockfiles.js";
 import type { CacheItem, CrateItem, LineageSave, Placement } from "./host-protocol.js";
-import { lockedCrateDigests, workspaceLockfile } from "./lineage-seeding.js";
+import { emptyDirectory, lockedCrateDigests, workspaceLockfile } from "./lineage-seeding.js";
 import type { LineageLease, LineageStore } from "./lineage-store.js";
 import { measureTreeBytes } from "./measure-tree-bytes.js";
 import {
@@ -95,7 +95,7 @@ export class AttemptLineage {
 
   private constructor(
     private readonly store: LineageStore,
-    private readonly lease: LineageLease,
+    private lease: LineageLease,
     private readonly placement: Placement,
     private readonly workspaceDir: string,
     private manifest: SourceManifest,
@@ -103,6 +103,8 @@ export class AttemptLineage {
     readonly notes: readonly string[],
     /** The affected_tests baseline the restored slot carries (null when cold or none). */
     readonly testBaseline: TestBaseline | null,
+    /** A new lineage left unseeded at restore for want of a Cargo.lock to rank seeds by. */
+    private awaitingLockfile: boolean,
   ) {
     this.nextTestBaseline = testBaseline;
   }
@@ -154,7 +156,36 @@ export class AttemptLineage {
         }
       } else notes.push("a Cargo.toml or cargo configuration changed: cargo resolves the lockfile afresh");
     }
-    return new AttemptLineage(store, lease, placement, dirs.workspaceDir, plan.manifest, notes, record?.tests ?? null);
+    return new AttemptLineage(
+      store,
+      lease,
+      placement,
+      dirs.workspaceDir,
+      plan.manifest,
+      notes,
+      record?.tests ?? null,
+      seeded.awaitingLockfile,
+    );
+  }
+
+  /**
+   * A new lineage whose source had no Cargo.lock at restore is seeded once the dependency
+   * gateway had cargo generate one (`lockfile`): the gateway's generate-lockfile wrote nothing
+   * to the slot that a build would use, so the slot is emptied and filled as at restore. Returns
+   * the log line, or null when restore already decided (a lock was there, the lineage is not
+   * new, or seeding is off).
+   */
+  async seedFromGeneratedLockfile(lockfile: string): Promise<string | null> {
+    if (!this.awaitingLockfile || this.placement.lineageSeeds === undefined) return null;
+    this.awaitingLockfile = false;
+    const crates = lockedCrateDigests(lockfile);
+    if (crates === null || crates.length === 0) {
+      return `lineage ${this.lease.key}: not seeded: the Cargo.lock cargo generated locks no crate from outside the workspace`;
+    }
+    await emptyDirectory(this.lease.targetDir);
+    const seeded = await this.store.seed(this.lease, this.placement.lineageSeeds.candidates, crates);
+    this.lease = seeded.lease;
+    return `lineage ${this.lease.key}: ${seeded.note}, ranked by the Cargo.lock cargo generated`;
   }
 
   get targetDir(): string {
@@ -305,22 +336,38 @@ async function seedNewLineage(
   lease: LineageLease,
   placement: Placement,
   workspaceDir: string,
-): Promise<{ lease: LineageLease; note: string | null }> {
+): Promise<{ lease: LineageLease; note: string | null; awaitingLockfile: boolean }> {
   const seeding = placement.lineageSeeds;
-  if (seeding === undefined || lease.outcome !== "cold" || lease.baseGeneration !== 0) return { lease, note: null };
+  if (seeding === undefined || lease.outcome !== "cold" || lease.baseGeneration !== 0) {
+    return { lease, note: null, awaitingLockfile: false };
+  }
   if (!seeding.enabled) {
     return {
       lease: { ...lease, reason: `${lease.reason}; lineage seeding is off for this repository` },
       note: "not seeded: the repository's lineage_seeding setting is off",
+      awaitingLockfile: false,
     };
   }
   const lockfile = await workspaceLockfile(workspaceDir, placement);
-  const crates = lockfile === null ? null : lockedCrateDigests(lockfile);
+  if (lockfile === null) {
+    // Through the dependency gateway cargo generates one before the build: ranked then
+    // (seedFromGeneratedLockfile). Otherwise cargo resolves offline inside the build itself.
+    const gateway = placement.network.policy === "dependency-gateway";
+    return {
+      lease,
+      note: gateway
+        ? "no Cargo.lock in the source: seeds are ranked once the dependency gateway has cargo generate one"
+        : "not seeded: the source has no Cargo.lock to rank seeds by",
+      awaitingLockfile: gateway,
+    };
+  }
+  const crates = lockedCrateDigests(lockfile);
   if (crates === null || crates.length === 0) {
     return {
       lease,
-      note: `not seeded: ${crates === null ? "the source has no Cargo.lock to rank seeds by" : "its Cargo.lock locks no crate from outside the workspace"}`,
+      note: `not seeded: ${crates === null ? "its Cargo.lock is not one cargo could use" : "its Cargo.lock locks no crate from outside the workspace"}`,
+      awaitingLockfile: false,
     };
   }
-  return store.seed(lease, seeding.candidates, crates);
+  return { ...(await store.seed(lease, seeding.candidates, crates)), awaitingLockfile: false };
 }

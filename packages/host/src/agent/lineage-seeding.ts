@@ -15,9 +15,10 @@
  * attempt's time), so a seeded build's results are a cold build's.
  *
  * What ranks: each lineage records with its head (lineage-store.ts) the digests of the locked
- * crates of its last saved run; the job's own come from its Cargo.lock before the fetch. A job
- * without a Cargo.lock (cargo generates it in the sandbox) is not seeded: there is nothing to
- * compare before the build.
+ * crates of its last saved run; the job's own come from its Cargo.lock before the fetch, or,
+ * for a source without one, from the Cargo.lock the dependency gateway had cargo generate
+ * (before anything is built: attempt-lineage.ts' seedFromGeneratedLockfile). A job without a
+ * Cargo.lock that does not go through the gateway is not seeded: cargo resolves inside its build.
  *
  * The copy: the target dir is one sparse disk image (executor/shared/target-disk.ts), copied
  * with `cp --reflink=always` (copy-on-write: O(1) on btrfs or XFS) and, where the file system

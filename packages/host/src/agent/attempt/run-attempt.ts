@@ -75,6 +75,11 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
 
     phase = "fetch";
     const provided = await provideIfGateway(attempt, { toolchain: toolchain.admitted, targetDir: restored.targetDir });
+    const generatedLockfile = provided?.dependencies.generatedLockfile ?? null;
+    if (lineage !== null && generatedLockfile !== null) {
+      const seeded = await lineage.seedFromGeneratedLockfile(generatedLockfile);
+      if (seeded !== null) attempt.system(`kiln: ${seeded}`);
+    }
 
     phase = "plan";
     const testKey = invocationKey(placement, injectedEnvironment(placement));
