@@ -10,36 +10,43 @@ import { personWithToken } from "../src/testing/harness.js";
 const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
 
 /**
- * A library that takes rustc seconds to compile in the dev profile: HEAVY_FUNCTIONS generic
- * functions, each instantiated with four types. Sized so that its compile time stays above
- * critical-path-crate's 3 s floor on an idle machine too (about 15 s on a loaded 2-core one).
+ * A proc macro that takes its time: rustc spends it expanding the crate that uses it, the way a
+ * crate with a slow macro expansion compiles slowly, without burning the CPU a heavy generic
+ * library would (the advisory rests on cargo's measured times, not on what rustc did in them).
+ * It pauses at least 8 s (critical-path-crate's floor is 3 s) and at least three times as long
+ * as has passed since kiln wrote the crate's source (the provision phase, before the build
+ * phase began), so that the crate's share of the build phase stays above one half however long
+ * the sandbox's start, cargo and the other crates took before it on a loaded machine.
  */
-const HEAVY_FUNCTIONS = 1200;
-function heavyLib(): string {
-  const lines: string[] = [];
-  for (let i = 0; i < HEAVY_FUNCTIONS; i++) {
-    lines.push(
-      `pub fn f${i}<T: std::fmt::Debug + Clone>(x: T) -> String { let v = vec![x.clone(), x.clone(), x]; format!("{:?}-{}", v, ${i}) }`,
-    );
-  }
-  lines.push("pub fn all() -> usize {", "    let mut n = 0;");
-  for (let i = 0; i < HEAVY_FUNCTIONS; i++) {
-    lines.push(
-      `    n += f${i}(1u8).len() + f${i}("s").len() + f${i}((${i}u64, "t")).len() + f${i}(Some(1.5f32)).len();`,
-    );
-  }
-  lines.push("    n", "}");
-  return `${lines.join("\n")}\n`;
+const SLOW_MACRO = `use proc_macro::TokenStream;
+use std::os::unix::fs::MetadataExt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn since_the_source_was_written() -> Duration {
+    let manifest = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default()).join("Cargo.toml");
+    let Ok(written) = std::fs::metadata(manifest) else { return Duration::ZERO };
+    let written = Duration::new(written.ctime().max(0) as u64, written.ctime_nsec().clamp(0, 999_999_999) as u32);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    now.saturating_sub(written).min(Duration::from_secs(60))
 }
 
-/** A workspace of one heavy crate and one light one, independent of each other. */
+#[proc_macro]
+pub fn slowly(input: TokenStream) -> TokenStream {
+    std::thread::sleep(Duration::from_secs(8).max(since_the_source_was_written() * 3));
+    input
+}
+`;
+
+/** A workspace of one heavy crate (slow to expand) and one light one, independent of each other. */
 const workspace = () =>
   crate("unused", {
-    "Cargo.toml": `[workspace]\nmembers = ["heavy", "light"]\nresolver = "2"\n`,
-    "heavy/Cargo.toml": `[package]\nname = "heavy"\nversion = "0.1.0"\nedition = "2021"\n`,
-    "heavy/src/lib.rs": heavyLib(),
+    "Cargo.toml": `[workspace]\nmembers = ["heavy", "light", "slowmacro"]\nresolver = "2"\n`,
+    "heavy/Cargo.toml": `[package]\nname = "heavy"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nslowmacro = { path = "../slowmacro" }\n`,
+    "heavy/src/lib.rs": "slowmacro::slowly! {\n    pub fn heavy() -> u32 {\n        2\n    }\n}\n",
     "light/Cargo.toml": `[package]\nname = "light"\nversion = "0.1.0"\nedition = "2021"\n`,
     "light/src/lib.rs": "pub fn one() -> u32 { 1 }\n",
+    "slowmacro/Cargo.toml": `[package]\nname = "slowmacro"\nversion = "0.1.0"\nedition = "2021"\n\n[lib]\nproc-macro = true\n`,
+    "slowmacro/src/lib.rs": SLOW_MACRO,
   });
 
 /**

@@ -5,7 +5,7 @@
  * the host protocol over HTTPS with mutual TLS to A's host listener, builder-2 to B's — every
  * one a separate process talking over loopback (scale-out-cluster.ts).
  *
- * - 20 real jobs of a small real crate (each to a repository of its own), submitted alternately
+ * - 20 real jobs of a small real crate (one unit test in a binary; each to a repository of its own), submitted alternately
  *   through A and B, all pass, and both hosts ran some.
  * - kill -9 of the host running a job: the job passes as attempt 2 on the other host, with one
  *   terminal transition, one terminal event, one settlement, and in the usage export one
@@ -24,7 +24,6 @@ import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { TERMINAL_JOB_STATUSES } from "@kiln/contract";
 import { DIALECTS } from "@kiln/storage/testing";
-import { testedCrate } from "../src/testing/crates.js";
 import { crate, type Doc, explainJob, Jobs, transitionsTo } from "../src/testing/e2e-jobs.js";
 import { type ScaleOutCluster, startScaleOutCluster } from "./scale-out-cluster.js";
 
@@ -33,6 +32,15 @@ const postgres = DIALECTS.find((d) => d.name === "postgres");
 const JOBS = Number(process.env.KILN_SCALE_OUT_JOBS ?? 20);
 /** Only so that a hung run fails by name; never a verdict. */
 const HANG_GUARD_MS = 40 * 60_000;
+
+/**
+ * The small real crate of the spread, drain and stream jobs: one binary with one unit test, so
+ * that `cargo test` compiles and links one test binary (what the scale-out claims rest on is
+ * that each job passes, where, and how its lines travel, not how much cargo compiles).
+ */
+const SMALL_CRATE = crate("widget", {
+  "src/main.rs": "fn main() {}\n\n#[test]\nfn passes() {\n    assert_eq!(1 + 1, 2);\n}\n",
+});
 
 /** A test that sleeps, so a kill finds the attempt still running once cargo has started. */
 const SLOW_CRATE = crate("sleeper", {
@@ -106,7 +114,7 @@ describe("two kiln-servers and two kiln-hosts on PostgreSQL and S3 (separate pro
   let submitted = 0;
 
   /** Submits `files` to `repository` through server `server` (default: alternately A and B). */
-  const submit = async (files = testedCrate("widget", 0), repository = "acme/widget", server = submitted % 2) => {
+  const submit = async (files = SMALL_CRATE, repository = "acme/widget", server = submitted % 2) => {
     submitted += 1;
     const jobs = new Jobs(cluster.api(server, token), repository);
     return jobs.submit(files, `scale-out-${submitted}`);
@@ -190,7 +198,7 @@ describe("two kiln-servers and two kiln-hosts on PostgreSQL and S3 (separate pro
     const repositories = Array.from({ length: JOBS }, (_, i) => `acme/spread-${i + 1}`);
     for (const repository of repositories) await cluster.onboard(tenant, repository);
     const ids: string[] = [];
-    for (const repository of repositories) ids.push(await submit(testedCrate("widget", 0), repository));
+    for (const repository of repositories) ids.push(await submit(SMALL_CRATE, repository));
     const statuses: string[] = [];
     for (const id of ids) statuses.push(await settled(id));
     const failed = ids.filter((_, i) => statuses[i] !== "passed");
@@ -328,7 +336,7 @@ describe("two kiln-servers and two kiln-hosts on PostgreSQL and S3 (separate pro
     // No host admits work, so the job waits, queued, while the stream opens.
     const closed = await op.post("/operator/api/hosts/builder-2/drain");
     assert.equal(closed.status, 200, closed.body);
-    const jobId = await submit(testedCrate("widget", 0), "acme/widget", 1);
+    const jobId = await submit(SMALL_CRATE, "acme/widget", 1);
     const stream = openLogStream(cluster.servers[0]?.url ?? "", token, jobId);
     try {
       const opening = await stream.next();

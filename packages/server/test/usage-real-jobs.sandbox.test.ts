@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { readTenantControls, writeTenantControls } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
-import { testedCrate } from "../src/testing/crates.js";
 import { crate, type Doc, type Embedded, explainJob, startEmbedded } from "../src/testing/e2e-jobs.js";
 
 const SLEEPING_TEST = `#[test]
@@ -10,6 +9,15 @@ fn sleeps() {
     std::thread::sleep(std::time::Duration::from_secs(120));
 }
 `;
+
+/**
+ * A binary whose one unit test passes or fails: one compilation and one link per job (what is
+ * metered is whatever ran; how much cargo compiles is not what the totals check).
+ */
+const oneTest = (name: string, passes: boolean) =>
+  crate(name, {
+    "src/main.rs": `fn main() {}\n\n#[test]\nfn adds() {\n    assert_eq!(2 + 2, ${passes ? 4 : 5});\n}\n`,
+  });
 
 /**
  * Issue 16's must-show on real jobs (each engine, real cargo in the real sandbox, the embedded host):
@@ -47,16 +55,16 @@ for (const dialect of DIALECTS) {
     it("passed, failed, cancelled before placement, cancelled while running: export totals equal the report's", async () => {
       // Cancelled before placement: concurrency 0 admits none, so it stays queued until cancelled.
       await setControls({ maxRunningJobs: 0 });
-      ids.unplaced = await e.jobs.submit(testedCrate("unplaced", 0), "usage-real-unplaced");
+      ids.unplaced = await e.jobs.submit(oneTest("unplaced", true), "usage-real-unplaced");
       const queued = await e.jobs.get(ids.unplaced);
       assert.equal(queued.status, "queued");
       assert.equal((await e.jobs.cancel(ids.unplaced, "usage-real-cancel-unplaced")).status, 200);
       assert.equal((await e.jobs.settle(ids.unplaced, 30_000)).status, "cancelled");
       await setControls({ maxRunningJobs: 10 });
 
-      ids.passed = await e.jobs.submit(testedCrate("passes", 0), "usage-real-passed");
+      ids.passed = await e.jobs.submit(oneTest("passes", true), "usage-real-passed");
       assert.equal((await e.jobs.settle(ids.passed)).status, "passed", await explainJob(e.jobs, ids.passed));
-      ids.failed = await e.jobs.submit(testedCrate("fails", 1), "usage-real-failed");
+      ids.failed = await e.jobs.submit(oneTest("fails", false), "usage-real-failed");
       assert.equal((await e.jobs.settle(ids.failed)).status, "failed", await explainJob(e.jobs, ids.failed));
       ids.running = await e.jobs.submit(
         crate("sleeper", { "tests/sleeps.rs": SLEEPING_TEST, "src/lib.rs": "pub fn nothing() {}\n" }),

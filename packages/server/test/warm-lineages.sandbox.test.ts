@@ -14,8 +14,13 @@ import { crate, type Doc, type Embedded, explainJob, Jobs, startEmbedded } from 
  * run, which the lineage must handle) whose `gamma` depends on `alpha` and on Debian's semver
  * (a registry crate from the directory source, with a build script without rerun-if-changed).
  */
+/**
+ * A member's Cargo.toml. Without doctests (the members have none): `cargo test` would otherwise
+ * run rustdoc on each of the three libraries in every job, warm ones included, which no
+ * lineage keeps.
+ */
 const MEMBER = (name: string, deps = "") =>
-  `[package]\nname = "${name}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n${deps}`;
+  `[package]\nname = "${name}"\nversion = "0.1.0"\nedition = "2021"\n\n[lib]\ndoctest = false\n\n[dependencies]\n${deps}`;
 
 function workspace(options: { betaAnswer?: number; sleepSeconds?: number } = {}) {
   const sleep =
