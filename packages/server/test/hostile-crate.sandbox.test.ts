@@ -96,7 +96,7 @@ describe("a hostile crate in the sandbox, end to end (SQLite, real cargo, real s
     // this is room on a loaded machine for starting the sandbox and cargo and running the script
     // again (no rustc); the test waits for the ceiling, not for a time. For as long as it lasts
     // the bomb keeps both cores busy, which is why the compiling is not done under it.
-    quick = await e.extraApp({ wallClockSeconds: 20 });
+    quick = await e.extraApp({ wallClockSeconds: 30 });
   });
   after(async () => {
     listener.close();

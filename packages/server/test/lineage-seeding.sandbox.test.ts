@@ -81,11 +81,12 @@ const testResults = (evidence: Doc): string[] =>
   (evidence.report.tests as Doc[]).map((t) => `${t.target}:${t.name}=${t.outcome}`).sort();
 
 let keys = 0;
-async function testJob(jobs: Jobs, name: string, lockfile: string): Promise<Doc> {
+/** A passing test job of `manifest(name)` with `lockfile`, or with none (the gateway has cargo generate it: null). */
+async function testJob(jobs: Jobs, name: string, lockfile: string | null): Promise<Doc> {
   const id = await jobs.submit(
     crate(name, {
       "Cargo.toml": manifest(name),
-      "Cargo.lock": lockfile,
+      ...(lockfile === null ? {} : { "Cargo.lock": lockfile }),
       "src/lib.rs": LIB,
     }),
     `seeding-${++keys}`,
@@ -108,7 +109,7 @@ describe("lineage seeding end to end (SQLite, real cargo through the dependency 
     scratch = await mkdtemp(join(tmpdir(), "kiln-seeding-test-"));
     lock = (name) => lockfileFor(name, upstream, scratch);
     e = await startEmbedded({ cratesIoIndex: upstream.indexUrl });
-    for (const name of ["acme/seed", "acme/fresh", "acme/unseeded"]) {
+    for (const name of ["acme/seed", "acme/fresh", "acme/unseeded", "acme/lockless"]) {
       await onboardRepository(e.storage, { tenantId: e.tenant, name, onboardedBy: "test" }, new Date());
     }
   });
@@ -154,6 +155,27 @@ describe("lineage seeding end to end (SQLite, real cargo through the dependency 
     // Both lineages count against the tenant's storage, the copy with its own bytes.
     const listed = (await e.jobs.api("GET", "/api/repositories")).json();
     assert.deepEqual((listed.lineages as Doc[]).map((l) => l.lineage).sort(), [seed.lineage, cache.lineage].sort());
+  });
+
+  it("a new repository without a Cargo.lock is seeded too, ranked by the lock the dependency gateway had cargo generate", async () => {
+    assert.ok(seeded !== undefined, "the seeding test ran");
+    const jobs = new Jobs(e.jobs.api, "acme/lockless");
+    const evidence = await testJob(jobs, "sprout", null);
+    const cache = cacheOf(evidence);
+    assert.equal(cache.outcome, "cold");
+    assert.match(
+      cache.reason,
+      /^seeded: first job of the class; started from a copy of lineage /,
+      JSON.stringify(cache),
+    );
+    assert.ok(["acme/seed", "acme/fresh"].includes(cache.seeded_from?.repository), JSON.stringify(cache));
+    assert.equal(cache.seeded_from.shared_crates, DEPENDENCIES.length, JSON.stringify(cache));
+    assert.ok(cache.reused_units > 0, JSON.stringify(cache));
+    assert.equal((evidence.report.crates as Doc[]).find((c) => c.name === "fnv")?.outcome, "fresh");
+    assert.deepEqual(testResults(evidence), testResults(seeded), "a seeded run's results are a cold run's");
+    const log = await jobs.logText(evidence.job.id);
+    assert.match(log, /generate-lockfile/, "the source had no Cargo.lock: cargo generated one");
+    assert.match(log, /seeded from lineage \S+ .*ranked by the Cargo\.lock cargo generated/);
   });
 
   it("another tenant with the same dependencies starts cold, with the same test results", async () => {
