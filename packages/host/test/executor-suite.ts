@@ -5,7 +5,9 @@
  * `executorSuite("microvm", () => microvmIsolation(…))`. What the host reads back (the target
  * dir's files) goes through the isolation, as the agent's does. Compiles are few (the slowest
  * part in a microVM under software emulation): one crate for passing and failing tests, and one
- * probe crate built once whose build script also serves the cancellation test.
+ * probe crate built once whose build script also serves the cancellation test. What the command
+ * sees from inside (environment, network, file system) a Perl script probes, which needs no
+ * compile.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -165,7 +167,6 @@ export function executorSuite(
       `outcome ${a.result.outcome} exit ${a.result.exitCode}\n--- stdout\n${a.stdout}\n--- stderr\n${a.stderr}\n--- detail\n${a.result.detail.join("\n")}`;
 
     let probe: Job;
-    let probeBinary: string;
     let otherJob: Job;
     let secretPath: string;
 
@@ -174,8 +175,6 @@ export function executorSuite(
       toolchain = await admitToolchain("stable");
       root = await mkdtemp(join(tmpdir(), `kiln-executor-suite-${name}-`));
       probe = await makeJob(root, "probe");
-      // Where the command sees it: the job directories appear at the neutral mount points.
-      probeBinary = join(NEUTRAL_MOUNTS.target, "debug", "probe");
       await writeCrate(probe, "probe", PROBE_CRATE);
       otherJob = await makeJob(root, "other");
       secretPath = join(otherJob.workspaceDir, "secret.txt");
@@ -289,19 +288,28 @@ export function executorSuite(
     it("builds the probe crate; its build script sees only the declared environment", async () => {
       process.env.KILN_HOST_CANARY = "leaked-from-host";
       try {
-        // The binary and the memory test's harness-less test at once (no libtest: in a microVM
-        // under emulation, the binary compiled again as a test harness would double the build).
+        // The library and the memory test's harness-less test at once (no libtest: in a microVM
+        // under emulation, a test harness is the costliest link of all).
         const a = await attempt(probe, {
           argv: ["cargo", "build", "--offline", "--all-targets"],
           environment: { KILN_DECLARED: "declared-value" },
         });
         assert.equal(a.result.exitCode, 0, explain(a));
         assert.deepEqual(
-          await isolation.withTargetFiles(probe.targetDir, ["debug/probe"], 10, async (files) =>
-            files.map((f) => [f.path, f.bytes > 0]),
+          await isolation.withTargetFiles(
+            probe.targetDir,
+            ["debug/libprobe.rlib", "debug/deps/alloc-*"],
+            10,
+            async (files) =>
+              files
+                .filter((f) => !f.path.endsWith(".d"))
+                .map((f) => [f.path.replace(/-[0-9a-f]{16}$/, "-<hash>"), f.bytes > 0]),
           ),
-          [["debug/probe", true]],
-          "the probe binary was built into the target dir, and the host reads it there",
+          [
+            ["debug/deps/alloc-<hash>", true],
+            ["debug/libprobe.rlib", true],
+          ],
+          "the probe library and test binary were built into the target dir, and the host reads them there",
         );
         assert.match(a.stderr, /BUILDENV KILN_DECLARED=declared-value/, explain(a));
         assert.match(a.stderr, new RegExp(`BUILDENV HOME=${NEUTRAL_MOUNTS.home}\\b`));
@@ -315,7 +323,7 @@ export function executorSuite(
       }
     });
 
-    // One attempt of the probe binary for the environment, network and escape probes (in a
+    // One attempt of the probe script for the environment, network and escape probes (in a
     // microVM each attempt is a boot); each test reads its own lines of it.
     let probesRun: Promise<{ attempt: Attempt; connections: number; marker: string; port: number }> | undefined;
     const probesAttempt = () => {
@@ -332,7 +340,19 @@ export function executorSuite(
         process.env.KILN_HOST_CANARY = "leaked-from-host";
         try {
           const a = await attempt(probe, {
-            argv: [probeBinary, "env", "--", "net", ...netTargets(port), "--", "escape", secretPath, marker],
+            argv: [
+              "perl",
+              "-e",
+              PROBE_SCRIPT,
+              "env",
+              "--",
+              "net",
+              ...netTargets(port),
+              "--",
+              "escape",
+              secretPath,
+              marker,
+            ],
             environment: { KILN_DECLARED: "declared-value" },
           });
           return { attempt: a, connections, marker, port };
@@ -562,7 +582,7 @@ export function executorSuite(
   });
 }
 
-/** A crate whose binary probes the sandbox from inside and whose build script prints its environment. */
+/** A crate whose build script prints its environment (and serves the cancellation test) and whose test allocates. */
 const PROBE_CRATE: Record<string, string> = {
   "build.rs": `use std::process::{Command, Stdio};
 
@@ -586,57 +606,8 @@ fn main() {
     }
 }
 `,
-  "src/main.rs": `use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
-
-fn report<T>(what: &str, result: std::io::Result<T>) {
-    match result {
-        Ok(_) => println!("ESCAPE {what} ALLOWED"),
-        Err(e) => println!("ESCAPE {what} DENIED {e}"),
-    }
-}
-
-fn main() {
-    // Several probes in one run, separated by \`--\` (in a microVM each run is a boot).
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    for args in args.split(|a| a == "--") {
-        probe(args);
-    }
-}
-
-fn probe(args: &[String]) {
-    match args.first().map(String::as_str) {
-        Some("env") => {
-            for (k, v) in std::env::vars() {
-                println!("ENV {k}={v}");
-            }
-        }
-        Some("net") => {
-            for target in &args[1..] {
-                let addr: SocketAddr = target.parse().expect("address");
-                match TcpStream::connect_timeout(&addr, Duration::from_secs(3)) {
-                    Ok(_) => println!("NET {target} CONNECTED"),
-                    Err(e) => println!("NET {target} FAILED {e}"),
-                }
-            }
-        }
-        Some("escape") => {
-            let (secret, marker) = (&args[1], &args[2]);
-            report("read /root", std::fs::read_dir("/root"));
-            report("read rustup home", std::fs::read_dir("/root/.rustup/toolchains"));
-            report("read secret", std::fs::read_to_string(secret));
-            report("write /usr", std::fs::write(format!("/usr/{marker}"), b"x"));
-            report("write /etc", std::fs::write(format!("/etc/{marker}"), b"x"));
-            let cargo_dir = std::env::var("PATH").unwrap_or_default().split(':')
-                .find(|d| std::path::Path::new(d).join("cargo").exists()).unwrap_or("/nonexistent").to_string();
-            report("write toolchain", std::fs::write(format!("{cargo_dir}/{marker}"), b"x"));
-            report("write /tmp", std::fs::write(format!("/tmp/{marker}"), b"x"));
-            report("write workspace", std::fs::write(format!("{marker}.txt"), b"x"));
-        }
-        other => panic!("unknown probe {other:?}"),
-    }
-}
-`,
+  // Nothing of its own: the crate is its build script and its harness-less test.
+  "src/lib.rs": "",
   // A test without libtest (harness = false): a plain main, as cheap to build as a binary, that
   // cargo runs as its child.
   "tests/alloc.rs": `use std::io::Write;
@@ -653,16 +624,16 @@ fn main() {
     }
 }
 `,
-  // The binary is not a test target: `--all-targets` builds it once, not again under libtest.
+  // The library is no test target: `--all-targets` builds it once, not again under libtest.
   "Cargo.toml": `[package]
 name = "probe"
 version = "0.1.0"
 edition = "2021"
 
-[[bin]]
-name = "probe"
-path = "src/main.rs"
+[lib]
+path = "src/lib.rs"
 test = false
+doctest = false
 
 [[test]]
 name = "alloc"
@@ -670,3 +641,46 @@ path = "tests/alloc.rs"
 harness = false
 ${LEAN_PROFILE}`,
 };
+
+/**
+ * Probes the isolation from inside, several probes in one run separated by `--` (in a microVM each
+ * run is a boot): `env` prints the environment, `net ADDR:PORT…` tries a TCP connection to each,
+ * `escape SECRET MARKER` tries to read and write where a job must not. Perl (in the guest root and
+ * on the host, as the output test's) makes the same system calls a compiled probe would — opendir,
+ * open, connect — without a compile.
+ */
+const PROBE_SCRIPT = `use strict;
+use warnings;
+use IO::Socket::INET;
+$| = 1;
+sub report { my ($what, $ok) = @_; print "ESCAPE $what ", ($ok ? "ALLOWED" : "DENIED $!"), "\\n"; }
+sub reads { my ($path) = @_; open(my $f, "<", $path) or return 0; my $text; return defined(read($f, $text, 65536)); }
+sub writes { my ($path) = @_; open(my $f, ">", $path) or return 0; print $f "x"; return close($f); }
+my @probes = ([]);
+for (@ARGV) { if ($_ eq "--") { push @probes, [] } else { push @{$probes[-1]}, $_ } }
+for my $probe (@probes) {
+  my ($kind, @args) = @$probe;
+  if ($kind eq "env") {
+    print "ENV $_=$ENV{$_}\\n" for sort keys %ENV;
+  } elsif ($kind eq "net") {
+    for my $target (@args) {
+      my ($host, $port) = split /:/, $target;
+      my $socket = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port, Proto => "tcp", Timeout => 3);
+      print "NET $target ", ($socket ? "CONNECTED" : "FAILED $@"), "\\n";
+    }
+  } elsif ($kind eq "escape") {
+    my ($secret, $marker) = @args;
+    report("read /root", opendir(my $root, "/root"));
+    report("read rustup home", opendir(my $rustup, "/root/.rustup/toolchains"));
+    report("read secret", reads($secret));
+    report("write /usr", writes("/usr/$marker"));
+    report("write /etc", writes("/etc/$marker"));
+    my ($cargo_dir) = grep { -e "$_/cargo" } split /:/, ($ENV{PATH} // "");
+    report("write toolchain", writes(($cargo_dir // "/nonexistent") . "/$marker"));
+    report("write /tmp", writes("/tmp/$marker"));
+    report("write workspace", writes("$marker.txt"));
+  } else {
+    die "unknown probe $kind\\n";
+  }
+}
+`;
