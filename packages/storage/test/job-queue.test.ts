@@ -54,12 +54,16 @@ interface Lease {
 
 for (const dialect of DIALECTS) {
   describe(`job queue [${dialect.name}]`, { skip: dialect.skip }, () => {
-    /** A fresh database with the tenant and STORAGES Storages over it; `main` is the first. */
-    async function withQueue(test: (main: Storage, storages: Storage[]) => Promise<void>) {
+    /**
+     * A fresh database with the tenant and `count` Storages over it (STORAGES where a test races
+     * them all); `main` is the first. A test opens only the Storages it uses: each is a pool and a
+     * migration check that an unused one would spend for nothing.
+     */
+    async function withQueue(count: number, test: (main: Storage, storages: Storage[]) => Promise<void>) {
       const database: TestDatabase = await dialect.createDatabase();
       const storages: Storage[] = [];
       try {
-        for (let i = 0; i < STORAGES; i++) storages.push(await database.open({ maxConnections: 2 }));
+        for (let i = 0; i < count; i++) storages.push(await database.open({ maxConnections: 2 }));
         const [main] = storages;
         assert.ok(main);
         await createTenant(main, { id: TENANT }, clock.now());
@@ -76,7 +80,7 @@ for (const dialect of DIALECTS) {
 
     describe("claim", () => {
       it("places the oldest queued job that fits as attempt 1, leased until now + leaseSeconds", async () => {
-        await withQueue(async (storage) => {
+        await withQueue(1, async (storage) => {
           const big = await enqueue(storage, "job_big", { queuedAt: at(-30), size: "kiln16-cpu" });
           const older = await enqueue(storage, "job_older", { queuedAt: at(-20) });
           const newer = await enqueue(storage, "job_newer", { queuedAt: at(-10) });
@@ -115,7 +119,7 @@ for (const dialect of DIALECTS) {
       });
 
       it("places only sizes whose disk quota the host's free disk covers", async () => {
-        await withQueue(async (storage) => {
+        await withQueue(1, async (storage) => {
           const big = await enqueue(storage, "job_big", { queuedAt: at(-30), size: "kiln16-cpu" });
           const small = await enqueue(storage, "job_small", { queuedAt: at(-20) });
           assert.equal(
@@ -134,7 +138,7 @@ for (const dialect of DIALECTS) {
         `${STORAGES} concurrent claimers on separate connections, 3 queued jobs: each job placed exactly once`,
         NO_HANG,
         async () => {
-          await withQueue(async (main, storages) => {
+          await withQueue(STORAGES, async (main, storages) => {
             const ids = [];
             for (let i = 0; i < 3; i++) ids.push(await enqueue(main, `job_${i}`, { queuedAt: at(-10 + i) }));
 
@@ -163,7 +167,7 @@ for (const dialect of DIALECTS) {
       );
 
       it(`${STORAGES} concurrent claimers draining 24 jobs: every job placed once, none twice`, NO_HANG, async () => {
-        await withQueue(async (main, storages) => {
+        await withQueue(STORAGES, async (main, storages) => {
           const ids: string[] = [];
           for (let i = 0; i < 24; i++) {
             ids.push(await enqueue(main, `job_${String(i).padStart(2, "0")}`, { queuedAt: at(-100 + i) }));
@@ -199,7 +203,7 @@ for (const dialect of DIALECTS) {
         "a claim never waits on a job another claim holds: PostgreSQL skips it, SQLite waits for the single writer",
         NO_HANG,
         async () => {
-          await withQueue(async (main, [a, b]) => {
+          await withQueue(2, async (main, [a, b]) => {
             assert.ok(a && b);
             const first = await enqueue(main, "job_first", { queuedAt: at(-20) });
             const second = await enqueue(main, "job_second", { queuedAt: at(-10) });
@@ -228,7 +232,7 @@ for (const dialect of DIALECTS) {
 
     describe("finish fencing", () => {
       it("a wrong lease token or attempt number is stale and changes nothing; the holder's finish settles once", async () => {
-        await withQueue(async (storage) => {
+        await withQueue(1, async (storage) => {
           const jobId = await enqueue(storage, "job_1");
           const lease = leaseOf(await claim(storage, "host-a", at(0)));
           const before = await snapshot(storage, jobId);
@@ -258,7 +262,7 @@ for (const dialect of DIALECTS) {
       });
 
       it("after the lease was reclaimed and the job placed again, the old holder's finish is stale; the new holder's wins", async () => {
-        await withQueue(async (storage) => {
+        await withQueue(1, async (storage) => {
           const jobId = await enqueue(storage, "job_1");
           const old = leaseOf(await claim(storage, "host-a", at(0)));
           assert.deepEqual(await reclaimExpiredLeases(storage, at(LEASE + 1)), [{ jobId, attempt: 1 }]);
@@ -289,7 +293,7 @@ for (const dialect of DIALECTS) {
       });
 
       it("two concurrent finishes of one attempt on separate connections: exactly one finishes", NO_HANG, async () => {
-        await withQueue(async (main, storages) => {
+        await withQueue(STORAGES, async (main, storages) => {
           const jobId = await enqueue(main, "job_1");
           const lease = leaseOf(await claim(main, "host-a", at(0)));
           const results = await Promise.all(
@@ -316,7 +320,7 @@ for (const dialect of DIALECTS) {
         "a finish and a reclaim of the same expired attempt, concurrently: exactly one takes it",
         NO_HANG,
         async () => {
-          await withQueue(async (main, [a, b]) => {
+          await withQueue(2, async (main, [a, b]) => {
             assert.ok(a && b);
             const jobId = await enqueue(main, "job_1");
             const lease = leaseOf(await claim(main, "host-a", at(0)));
@@ -341,7 +345,7 @@ for (const dialect of DIALECTS) {
 
     describe("lease renewal and reclaim", () => {
       it("renewal extends the lease from now; reclaim takes the attempt only once the renewed lease has expired", async () => {
-        await withQueue(async (storage) => {
+        await withQueue(1, async (storage) => {
           const jobId = await enqueue(storage, "job_1");
           const lease = leaseOf(await claim(storage, "host-a", at(0)));
 
@@ -377,7 +381,7 @@ for (const dialect of DIALECTS) {
       });
 
       it("after reclaim the old holder's renewal and finish are stale, and the job is placed again as attempt 2", async () => {
-        await withQueue(async (storage) => {
+        await withQueue(1, async (storage) => {
           const jobId = await enqueue(storage, "job_1");
           const old = leaseOf(await claim(storage, "host-a", at(0)));
           await reclaimExpiredLeases(storage, at(LEASE + 1));
@@ -404,7 +408,7 @@ for (const dialect of DIALECTS) {
       });
 
       it("a heartbeat after the expiry but before any reclaim still renews, and nothing is then lost", async () => {
-        await withQueue(async (storage) => {
+        await withQueue(1, async (storage) => {
           const jobId = await enqueue(storage, "job_1");
           const lease = leaseOf(await claim(storage, "host-a", at(0)));
           assert.deepEqual(await renew(storage, lease, at(LEASE + 30)), { kind: "renewed", cancelRequested: false });
@@ -414,7 +418,7 @@ for (const dialect of DIALECTS) {
       });
 
       it("a job whose last allowed attempt is lost fails with cause infrastructure and is never placed again", async () => {
-        await withQueue(async (storage) => {
+        await withQueue(1, async (storage) => {
           const jobId = await enqueue(storage, "job_1", { maxAttempts: 2 });
           leaseOf(await claim(storage, "host-a", at(0)));
           assert.deepEqual(await reclaimExpiredLeases(storage, at(100)), [{ jobId, attempt: 1 }]);
@@ -441,7 +445,7 @@ for (const dialect of DIALECTS) {
       });
 
       it(`${STORAGES} concurrent reapers reclaim each expired attempt exactly once`, NO_HANG, async () => {
-        await withQueue(async (main, storages) => {
+        await withQueue(STORAGES, async (main, storages) => {
           const ids = [];
           for (let i = 0; i < 3; i++) {
             ids.push(await enqueue(main, `job_${i}`, { queuedAt: at(-10 + i) }));
@@ -470,7 +474,7 @@ for (const dialect of DIALECTS) {
         "a renewal racing a reclaim on separate connections: renewed (nothing lost) or lost (renewal stale), never both",
         NO_HANG,
         async () => {
-          await withQueue(async (main, [a, b]) => {
+          await withQueue(2, async (main, [a, b]) => {
             assert.ok(a && b);
             const jobId = await enqueue(main, "job_1");
             const lease = leaseOf(await claim(main, "host-a", at(0)));
@@ -496,7 +500,7 @@ for (const dialect of DIALECTS) {
 
     describe("cancellation", () => {
       it("a queued job is cancelled at once, settles with no attempt, and is never placed", async () => {
-        await withQueue(async (storage) => {
+        await withQueue(1, async (storage) => {
           const cancelled = await enqueue(storage, "job_older", { queuedAt: at(-20) });
           const other = await enqueue(storage, "job_newer", { queuedAt: at(-10) });
 
@@ -527,7 +531,7 @@ for (const dialect of DIALECTS) {
       });
 
       it("a running job moves to cancellation_requested; the holder's renewal learns it; its finish settles the job cancelled", async () => {
-        await withQueue(async (storage) => {
+        await withQueue(1, async (storage) => {
           const jobId = await enqueue(storage, "job_1");
           const lease = leaseOf(await claim(storage, "host-a", at(0)));
 
@@ -575,7 +579,7 @@ for (const dialect of DIALECTS) {
       });
 
       it("a job with cancellation requested whose host stops renewing is reclaimed as cancelled, not requeued", async () => {
-        await withQueue(async (storage) => {
+        await withQueue(1, async (storage) => {
           const jobId = await enqueue(storage, "job_1");
           leaseOf(await claim(storage, "host-a", at(0)));
           await cancel(storage, jobId, at(10));
@@ -589,7 +593,7 @@ for (const dialect of DIALECTS) {
       });
 
       it("another tenant's job is not found and left alone; a finished job is terminal", async () => {
-        await withQueue(async (storage) => {
+        await withQueue(1, async (storage) => {
           const jobId = await enqueue(storage, "job_1");
           const before = await snapshot(storage, jobId);
           assert.deepEqual(
@@ -608,7 +612,7 @@ for (const dialect of DIALECTS) {
         "a cancellation arriving while a claim holds the queued job: the job runs with cancellation requested",
         NO_HANG,
         async () => {
-          await withQueue(async (main, [a, b]) => {
+          await withQueue(2, async (main, [a, b]) => {
             assert.ok(a && b);
             const jobId = await enqueue(main, "job_1");
             const holding = held(a);
@@ -630,7 +634,7 @@ for (const dialect of DIALECTS) {
         "a cancellation committed while a reaper reclaims the attempt: the job ends cancelled, not requeued",
         NO_HANG,
         async () => {
-          await withQueue(async (main, [a, b]) => {
+          await withQueue(2, async (main, [a, b]) => {
             assert.ok(a && b);
             const jobId = await enqueue(main, "job_1");
             leaseOf(await claim(main, "host-a", at(0)));
@@ -665,7 +669,7 @@ for (const dialect of DIALECTS) {
         "a cancellation arriving while a reaper requeues the running job: the requeued job is cancelled",
         NO_HANG,
         async () => {
-          await withQueue(async (main, [a, b]) => {
+          await withQueue(2, async (main, [a, b]) => {
             assert.ok(a && b);
             const jobId = await enqueue(main, "job_1");
             leaseOf(await claim(main, "host-a", at(0)));
@@ -690,7 +694,7 @@ for (const dialect of DIALECTS) {
       );
 
       it("a cancellation committed while the holder finishes: the job settles cancelled", NO_HANG, async () => {
-        await withQueue(async (main, [a, b]) => {
+        await withQueue(2, async (main, [a, b]) => {
           assert.ok(a && b);
           const jobId = await enqueue(main, "job_1");
           const lease = leaseOf(await claim(main, "host-a", at(0)));
@@ -725,7 +729,7 @@ for (const dialect of DIALECTS) {
         "a cancellation racing a claim of the queued job on separate connections: never both placed and cancelled",
         NO_HANG,
         async () => {
-          await withQueue(async (main, [a, b]) => {
+          await withQueue(2, async (main, [a, b]) => {
             assert.ok(a && b);
             const jobId = await enqueue(main, "job_1");
             const [placed, cancelled] = await Promise.all([claim(a, "host-a", at(0)), cancel(b, jobId, at(0))]);

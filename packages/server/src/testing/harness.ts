@@ -19,6 +19,8 @@ import { hashToken, mintToken } from "../domain/identity/token-format.js";
 import { SecretBox } from "../domain/secrets/secret-box.js";
 import { inProcessHostProtocol } from "../web/host-protocol/in-process-host-protocol.js";
 import type { AppDeps } from "../web/http/app-deps.js";
+import { defaultBodyWorkers, largeBodiesOf } from "../web/http/body-parsers.js";
+import { BodyWorkerPool } from "../web/http/body-worker-pool.js";
 
 /** A blob store in a fresh temporary directory. */
 export const testBlobs = () => new LocalBlobStore(mkdtempSync(join(tmpdir(), "kiln-blobs-")));
@@ -29,6 +31,19 @@ export interface TestApp {
   storage: Storage;
   clock: ManualClock;
   close(): Promise<void>;
+}
+
+let sharedBodyWorkers: BodyWorkerPool | undefined;
+
+/**
+ * The body workers of the test apps in this process that do not choose their own: one pool, as a
+ * server process has one for all its requests, rather than a worker thread started (and its
+ * modules loaded) by every app whose first job reads a Cargo.toml. Its workers are unreferenced
+ * while idle, so it holds no test process open; a worker that fails is replaced by the next task.
+ */
+function sharedBodyWorkerPool(): BodyWorkerPool {
+  sharedBodyWorkers ??= new BodyWorkerPool(defaultBodyWorkers());
+  return sharedBodyWorkers;
 }
 
 /** The real app on real storage, with every response checked against the contract. */
@@ -44,7 +59,17 @@ export async function testApp(storage: Storage, overrides: Partial<AppDeps> = {}
     checkResponses: true,
     ...overrides,
   };
-  const app = buildApp(deps);
+  // An app that chooses nothing about its large bodies gets this process's body workers; one that
+  // does (its own pool to inspect, none, a bound, ingress shaping) is built as it asks. `deps`
+  // stays as the test gave it, so an app built again from it starts its own as before.
+  const choosesLargeBodies = ["largeBodies", "bodyWorkers", "largeRequestsPerTenant", "tenantIngress"].some(
+    (option) => option in overrides,
+  );
+  const app = buildApp(
+    choosesLargeBodies
+      ? deps
+      : { ...deps, largeBodies: { ...largeBodiesOf({ ...deps, bodyWorkers: 0 }), pool: sharedBodyWorkerPool() } },
+  );
   await app.ready();
   return {
     app,
