@@ -34,6 +34,14 @@ describe("a host's claims and its free disk (40 MiB tmpfs work root, 16 MiB per 
   const jobs: { tenant: string; job: { id: string } }[] = [];
   /** Every claim the agent made: the free disk it said, and whether it got an attempt. */
   const claims: { freeDiskBytes: number | undefined; placed: boolean }[] = [];
+  /**
+   * Waits for `condition`, moving the clock half a second at a time: the agent's polls and
+   * heartbeats fire whenever they were scheduled, however late a loaded machine got to schedule
+   * them (one advance made before a timer was set would leave the wait hanging).
+   */
+  const advanceUntil = async (condition: () => boolean) => {
+    while (!condition()) await clock.advance(500);
+  };
   const executor = Object.assign(new InMemoryExecutor(clock, [], { ends: { kind: "hang" } }), {
     disk: { maxAttemptBytes: 16 * MiB },
   });
@@ -83,8 +91,7 @@ describe("a host's claims and its free disk (40 MiB tmpfs work root, 16 MiB per 
       if ((await readJob(storage.db, { tenantId: tenant, jobId: job.id }))?.job.status !== "running") continue;
       await requestCancellation(storage, { tenantId: tenant, jobId: job.id, by: "u_test", now: clock.now() });
     }
-    await clock.advance(2000);
-    await eventually(() => events.filter((e) => e.type === "attempt:end").length === executor.requests.length);
+    await advanceUntil(() => events.filter((e) => e.type === "attempt:end").length === executor.requests.length);
     await agent?.stop();
     await storage?.close();
     execFileSync("umount", [workRoot]);
@@ -123,8 +130,7 @@ describe("a host's claims and its free disk (40 MiB tmpfs work root, 16 MiB per 
     assert.ok(ended !== undefined);
     const before = claims.length;
     await requestCancellation(storage, { tenantId: ended.tenant, jobId: ended.job.id, by: "u_test", now: clock.now() });
-    await clock.advance(2000);
-    await eventually(() => executor.requests.length === 3);
+    await advanceUntil(() => executor.requests.length === 3);
     assert.ok(claims.slice(before).some((c) => c.placed));
     assert.equal(events.filter((e) => e.type === "attempt:error" || e.type === "claim:error").length, 0);
   });
