@@ -90,7 +90,7 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
       debianCrate,
       debianCrateInstalled,
       materialize,
-      directCargoTest,
+      referenceCargoTest,
       directTestCounts,
       evidenceTestCounts,
       withoutEmpty,
@@ -108,7 +108,7 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
         cwd: dir,
         env,
       }),
-      directCargoTest(directDir, { targetDir }),
+      referenceCargoTest(directDir, { targetDir }),
     ]);
     assert.equal(direct.exitCode, 0, direct.output.slice(-3000));
     assert.equal(run.code, 0, `${run.stderr}\n${run.stdout.slice(-3000)}`);

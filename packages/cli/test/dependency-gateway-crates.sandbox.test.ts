@@ -23,7 +23,7 @@ import { basename, join, relative } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
 import { createClient, type KilnClient } from "@kiln/client";
 import { type SparseRegistry, startSparseRegistry } from "@kiln/host/testing";
-import type { Counts, DirectRun } from "@kiln/server/testing";
+import type { Counts, ReferenceRun } from "@kiln/server/testing";
 import { onboardRepository } from "@kiln/storage";
 import { type CliRun, freshConfigHome, runCli, startListeningEmbedded } from "./harness.js";
 
@@ -90,10 +90,15 @@ interface LocalCargo {
  * target dir and one home (so every registry crate unpacks to the same path): cargo keys each
  * unit by package id, features, profile and source path, so what tera, serde_yaml and pest share
  * (serde, syn, pest, …) is built once and each project's results are those of a dir of its own.
- * Spawned (never spawnSync): the registry fixture answers from this process's event loop.
+ * Spawned (never spawnSync): the registry fixture answers from this process's event loop. Kept
+ * on this machine for the next identical run (referenceCargoTest: the digest of every input).
  */
-async function localCargoTest(dir: string, indexUrl: string, local: LocalCargo): Promise<DirectRun> {
-  return (await debian()).directCargoTest(dir, { ...local, upstreamIndex: indexUrl });
+async function localCargoTest(dir: string, upstream: SparseRegistry, local: LocalCargo): Promise<ReferenceRun> {
+  return (await debian()).referenceCargoTest(dir, {
+    ...local,
+    upstreamIndex: upstream.indexUrl,
+    indexCrates: [...upstream.crates.keys()],
+  });
 }
 
 /** `name version` → checksum of each Cargo.lock package that has a source (i.e. not in the workspace). */
@@ -221,7 +226,7 @@ describe("real Debian crates with no .cargo/config.toml, vendor directory or Car
     const started = process.hrtime.bigint();
     const [run, local] = await Promise.all([
       runCli(["cargo", "test", "--repository", repository, "--json"], { cwd: kilnDir, env }),
-      localCargoTest(localDir, upstream.indexUrl, localCargo),
+      localCargoTest(localDir, upstream, localCargo),
     ]);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     assert.equal(local.exitCode, 0, local.output.slice(-4000));
@@ -256,7 +261,7 @@ describe("real Debian crates with no .cargo/config.toml, vendor directory or Car
       assert.equal(crate.checksum, served?.checksum, `${crate.name} ${crate.version} is the registry's`);
     }
     t.diagnostic(
-      `${repository}: ${localLock.size} locked registry packages; ${total(counts, "passed")} passed, ${total(counts, "ignored")} ignored in ${counts.size} binaries; local cargo ${local.seconds.toFixed(1)} s, both ${seconds.toFixed(1)} s`,
+      `${repository}: ${localLock.size} locked registry packages; ${total(counts, "passed")} passed, ${total(counts, "ignored")} ignored in ${counts.size} binaries; local cargo ${local.seconds.toFixed(1)} s${local.cached ? " (an identical earlier run's, kept on this machine)" : ""}, both ${seconds.toFixed(1)} s`,
     );
     return { job, evidence, localLock, localLockText, counts };
   }

@@ -7,10 +7,10 @@ import { onboardRepository } from "@kiln/storage";
 import {
   debianCrate,
   debianCrateInstalled,
-  directCargoTest,
   directTestCounts,
   evidenceTestCounts,
   materialize,
+  referenceCargoTest,
   withoutEmpty,
 } from "../src/testing/debian-crates.js";
 import { type Embedded, injectApi, Jobs, startEmbedded } from "../src/testing/e2e-jobs.js";
@@ -56,7 +56,7 @@ describe("a Debian-packaged crate end to end", () => {
     const workspace = materialize(files);
     const targetDir = mkdtempSync(join(tmpdir(), "kiln-direct-target-"));
     scratch.push(workspace, targetDir);
-    const [direct, job] = await Promise.all([directCargoTest(workspace, { targetDir }), jobs.settle(id, 150_000)]);
+    const [direct, job] = await Promise.all([referenceCargoTest(workspace, { targetDir }), jobs.settle(id, 150_000)]);
 
     assert.equal(direct.exitCode, 0, `direct cargo test failed:\n${direct.output.slice(-4000)}`);
     assert.equal(job.status, "passed", `${JSON.stringify(job)}\n${await jobs.logText(id)}`);

@@ -9,8 +9,20 @@
  * per-binary test counts both from cargo's own `test result:` lines and from a job's evidence,
  * so the two can be compared.
  */
-import { spawn } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { type SourceFile, sorted } from "./crates.js";
@@ -142,6 +154,103 @@ export function directCargoTest(
       resolve({ exitCode, output, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
     });
   });
+}
+
+/**
+ * Where reference runs are kept on this machine between test runs, beside the microVM tests'
+ * guest (KILN_TEST_CACHE_DIR, default /var/cache/kiln-test).
+ */
+const REFERENCE_RUNS = join(process.env.KILN_TEST_CACHE_DIR ?? "/var/cache/kiln-test", "reference-cargo");
+
+/** A reference run's result, and whether it was read from an earlier identical run. */
+export interface ReferenceRun extends DirectRun {
+  readonly cached: boolean;
+}
+
+/** A stored reference run (REFERENCE_RUNS/<digest>.json). */
+interface StoredReference {
+  readonly exitCode: number;
+  readonly output: string;
+  readonly seconds: number;
+  /** The project's Cargo.lock as cargo left it (null: none). */
+  readonly lockfile: string | null;
+}
+
+/** The sparse index's path of a crate (cargo's layout: 1/, 2/, 3/a/, ab/cd/). */
+function indexPath(name: string): string {
+  const lower = name.toLowerCase();
+  if (lower.length <= 2) return `${lower.length}/${lower}`;
+  if (lower.length === 3) return `3/${lower[0]}/${lower}`;
+  return `${lower.slice(0, 2)}/${lower.slice(2, 4)}/${lower}`;
+}
+
+const commandOutput = (command: string, args: readonly string[]): string => {
+  const ran = spawnSync(command, args, { encoding: "utf8" });
+  if (ran.status !== 0) throw new Error(`${command} ${args.join(" ")} failed: ${ran.stderr}`);
+  return ran.stdout;
+};
+
+/**
+ * directCargoTest as the reference a test compares kiln with: local cargo's result is a
+ * function of its inputs, so a passing run is kept on this machine keyed by a digest of all of
+ * them, and a later run with the same digest reads it instead of building the project again
+ * (writing the project's Cargo.lock back as cargo wrote it). The inputs: every file of the
+ * project with its mode, the arguments, environment and build jobs, `cargo -V` and `rustc -vV`,
+ * Debian's installed crate packages (every registry crate's source, offline or served), and for
+ * a run against a sparse index the index files it serves for `indexCrates`. kiln's own side of
+ * such a test always runs. KILN_TEST_FRESH_REFERENCE=1 runs local cargo regardless (and keeps
+ * the result).
+ */
+export async function referenceCargoTest(
+  dir: string,
+  opts: Parameters<typeof directCargoTest>[1] & { indexCrates?: readonly string[] },
+): Promise<ReferenceRun> {
+  const { indexCrates, ...direct } = opts;
+  const digest = createHash("sha256");
+  const part = (label: string, value: string | Buffer) => {
+    digest.update(`${label}\0${Buffer.byteLength(value)}\0`);
+    digest.update(value);
+  };
+  part("format", "kiln reference cargo test 1");
+  for (const path of walk(dir).sort()) {
+    const file = join(dir, path);
+    part(`file ${path} ${(statSync(file).mode & 0o111) !== 0 ? "x" : "-"}`, readFileSync(file));
+  }
+  part("args", JSON.stringify(direct.args ?? []));
+  part("environment", JSON.stringify(Object.entries(direct.environment ?? {}).sort()));
+  part("jobs", String(direct.jobs ?? 2));
+  part("online", String(direct.upstreamIndex !== undefined));
+  part("cargo", commandOutput("cargo", ["-V"]));
+  part("rustc", commandOutput("rustc", ["-vV"]));
+  part("debian", commandOutput("dpkg-query", ["-W", "librust-*"]));
+  if (direct.upstreamIndex !== undefined) {
+    const base = direct.upstreamIndex.replace(/^sparse\+/, "");
+    for (const name of [...(indexCrates ?? [])].sort()) {
+      const answer = await fetch(new URL(indexPath(name), base));
+      part(`index ${name} ${answer.status}`, Buffer.from(await answer.arrayBuffer()));
+    }
+  }
+  const stored = join(REFERENCE_RUNS, `${digest.digest("hex")}.json`);
+  const lockfilePath = join(dir, "Cargo.lock");
+  if (process.env.KILN_TEST_FRESH_REFERENCE !== "1" && existsSync(stored)) {
+    const kept = JSON.parse(readFileSync(stored, "utf8")) as StoredReference;
+    if (kept.lockfile !== null) writeFileSync(lockfilePath, kept.lockfile);
+    return { exitCode: kept.exitCode, output: kept.output, seconds: kept.seconds, cached: true };
+  }
+  const run = await directCargoTest(dir, direct);
+  if (run.exitCode === 0) {
+    const kept: StoredReference = {
+      exitCode: run.exitCode,
+      output: run.output,
+      seconds: run.seconds,
+      lockfile: existsSync(lockfilePath) ? readFileSync(lockfilePath, "utf8") : null,
+    };
+    mkdirSync(REFERENCE_RUNS, { recursive: true });
+    const partial = `${stored}.${process.pid}.partial`;
+    writeFileSync(partial, JSON.stringify(kept));
+    renameSync(partial, stored);
+  }
+  return { ...run, cached: false };
 }
 
 export interface Counts {
