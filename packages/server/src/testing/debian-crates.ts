@@ -195,7 +195,8 @@ const commandOutput = (command: string, args: readonly string[]): string => {
  * function of its inputs, so a passing run is kept on this machine keyed by a digest of all of
  * them, and a later run with the same digest reads it instead of building the project again
  * (writing the project's Cargo.lock back as cargo wrote it). The inputs: every file of the
- * project with its mode, the arguments, environment and build jobs, `cargo -V` and `rustc -vV`,
+ * project with its mode, the arguments, environment and build jobs (and this process's CARGO_* and
+ * RUST* variables), `cargo -V` and `rustc -vV`,
  * Debian's installed crate packages (every registry crate's source, offline or served), and for
  * a run against a sparse index the index files it serves for `indexCrates`. kiln's own side of
  * such a test always runs. KILN_TEST_FRESH_REFERENCE=1 runs local cargo regardless (and keeps
@@ -218,6 +219,9 @@ export async function referenceCargoTest(
   }
   part("args", JSON.stringify(direct.args ?? []));
   part("environment", JSON.stringify(Object.entries(direct.environment ?? {}).sort()));
+  // What cargo and rustc read from this process's environment too (RUSTFLAGS, RUSTUP_TOOLCHAIN, CARGO_*).
+  const inherited = Object.entries(process.env).filter(([name]) => /^(CARGO|RUST)/.test(name));
+  part("inherited", JSON.stringify(inherited.sort(([a], [b]) => a.localeCompare(b))));
   part("jobs", String(direct.jobs ?? 2));
   part("online", String(direct.upstreamIndex !== undefined));
   part("cargo", commandOutput("cargo", ["-V"]));
