@@ -11,7 +11,7 @@ import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createClient, type KilnClient } from "@kiln/client";
 import { microvmIsolation } from "@kiln/host";
-import { type SparseRegistry, startSparseRegistry, TCG_TEST_KERNEL_ARGUMENTS } from "@kiln/host/testing";
+import { type SparseRegistry, startSparseRegistry } from "@kiln/host/testing";
 import { onboardRepository } from "@kiln/storage";
 import { type CliRun, freshConfigHome, runCli, startListeningEmbedded } from "./harness.js";
 
@@ -105,12 +105,7 @@ describe("kiln cargo on a microVM host (TCG)", () => {
     registry = await startSparseRegistry({ crates: ["itoa"] });
     microvm = await startHost({
       // The boot bound only ends a VM that never boots (a starved guest on a loaded machine boots slowly).
-      isolation: microvmIsolation({
-        accel: "tcg",
-        guestDirectory: GUEST_DIRECTORY,
-        readySeconds: 1800,
-        kernelArguments: TCG_TEST_KERNEL_ARGUMENTS,
-      }),
+      isolation: microvmIsolation({ accel: "tcg", guestDirectory: GUEST_DIRECTORY, readySeconds: 1800 }),
       cratesIoIndex: registry.indexUrl,
     });
     sandbox = await startHost();

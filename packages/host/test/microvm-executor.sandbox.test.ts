@@ -19,7 +19,6 @@ import { type MicrovmHostIsolation, microvmIsolation } from "../src/executor/mic
 import { isolationSettingsFromEnv, selectHostIsolation } from "../src/executor/select-isolation.js";
 import { admitToolchain } from "../src/executor/shared/admit-toolchains.js";
 import { removeJobDirectories } from "../src/executor/shared/remove-job-directories.js";
-import { TCG_TEST_KERNEL_ARGUMENTS } from "../src/testing/index.js";
 import { assertNothingSurvives, executorSuite, hostProcessesMatching, type Job, makeJob } from "./executor-suite.js";
 
 const GUEST_DIRECTORY = process.env.KILN_TEST_GUEST_DIR ?? "/var/cache/kiln-test/guest";
@@ -32,13 +31,7 @@ const READY_SECONDS = 1800;
 
 executorSuite(
   "microvm",
-  () =>
-    microvmIsolation({
-      accel: "tcg",
-      guestDirectory: GUEST_DIRECTORY,
-      readySeconds: READY_SECONDS,
-      kernelArguments: TCG_TEST_KERNEL_ARGUMENTS,
-    }),
+  () => microvmIsolation({ accel: "tcg", guestDirectory: GUEST_DIRECTORY, readySeconds: READY_SECONDS }),
   {
     wallClockSeconds: 1800,
     bombCeilingFactor: 20,
@@ -58,7 +51,6 @@ describe("microvm specifics", () => {
       guestDirectory: GUEST_DIRECTORY,
       maxDiskBytes: 64 * MiB,
       readySeconds: READY_SECONDS,
-      kernelArguments: TCG_TEST_KERNEL_ARGUMENTS,
     });
   });
   after(() => removeJobDirectories([root]));

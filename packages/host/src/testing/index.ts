@@ -22,4 +22,3 @@ export {
   sparseIndexPath,
   startSparseRegistry,
 } from "./sparse-registry.js";
-export { TCG_TEST_KERNEL_ARGUMENTS } from "./tcg-guest.js";

@@ -61,8 +61,6 @@ export interface MicrovmSpec {
   readonly procsFiles: readonly string[];
   /** Under TCG: the host's TSC rate, which the guest's clock then runs at (`tsc_early_khz`). */
   readonly tscKhz: number | null;
-  /** What the kernel's command line gets after its own (`MicrovmExecutorOptions.kernelArguments`). */
-  readonly kernelArguments?: readonly string[];
 }
 
 export interface RunningMicrovm {
@@ -120,15 +118,11 @@ export async function hostTscKhz(): Promise<number | null> {
  * this kernel runs one job's processes and the agent only — the job's own guest, whose boundary
  * is the VM (the host's kernel keeps its own mitigations). No known-answer self-tests of the
  * kernel's crypto implementations at boot (the guest's one user of them is ext4's crc32c): under
- * TCG they were about a tenth of a boot's CPU time (docs/benchmarks.md). No zeroing of every page
- * the kernel hands out (`init_on_alloc=0`; Debian's kernel zeroes them by default): that hardening
- * keeps a kernel bug from showing one process's freed memory to another, and every page here is
- * the job's, the agent's or the read-only images' — while zeroing costs every allocation (under
- * TCG, a tenth of a small crate's `cargo test`: issue 39's figures). Under TCG the TSC's rate
- * is given, as this kernel finds no timer to calibrate it against on a microvm machine and would
- * otherwise hang at boot.
+ * TCG they were about a tenth of a boot's CPU time (docs/benchmarks.md). Under TCG the TSC's rate is given, as
+ * this kernel finds no timer to calibrate it against on a microvm machine and would otherwise
+ * hang at boot.
  */
-export function kernelCommandLine(spec: Pick<MicrovmSpec, "accel" | "tscKhz" | "kernelArguments">): string {
+export function kernelCommandLine(spec: Pick<MicrovmSpec, "accel" | "tscKhz">): string {
   return [
     "console=ttyS0",
     "quiet",
@@ -137,9 +131,7 @@ export function kernelCommandLine(spec: Pick<MicrovmSpec, "accel" | "tscKhz" | "
     "random.trust_cpu=on",
     "mitigations=off",
     "cryptomgr.notests",
-    "init_on_alloc=0",
     ...(spec.accel === "tcg" && spec.tscKhz !== null ? [`tsc_early_khz=${spec.tscKhz}`] : []),
-    ...(spec.kernelArguments ?? []),
   ].join(" ");
 }
 

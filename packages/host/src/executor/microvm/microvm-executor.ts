@@ -63,12 +63,6 @@ export interface MicrovmExecutorOptions {
   readonly readySeconds?: number;
   /** Overrides detection. */
   readonly cgroupLayout?: CgroupLayout;
-  /**
-   * Appended to the guest kernel's command line (launch-microvm.ts has its own): a test machine's
-   * tuning of its emulated guests (`@kiln/host/testing`'s TCG_TEST_KERNEL_ARGUMENTS), never
-   * needed to serve.
-   */
-  readonly kernelArguments?: readonly string[];
 }
 
 export const MICROVM_DEFAULTS = {
@@ -329,7 +323,6 @@ export class MicrovmExecutor implements Executor {
       kvmGroup: setup.kvmGroup,
       procsFiles: cgroup.procsFiles,
       tscKhz: setup.tscKhz,
-      kernelArguments: this.options.kernelArguments,
     });
     const launchedAt = Date.now();
     // What the VM did, as the callbacks below learn it.
