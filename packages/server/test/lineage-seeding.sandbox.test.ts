@@ -195,6 +195,18 @@ describe("lineage seeding end to end (SQLite, real cargo through the dependency 
     assert.equal(cache.reused_units, undefined);
     assert.equal((evidence.report.crates as Doc[]).find((c) => c.name === "fnv")?.outcome, "compiled");
     assert.deepEqual(testResults(evidence), testResults(seeded), "a seeded run's results are a cold run's");
+
+    // Nor when the source has no Cargo.lock and seeds are ranked by the one cargo generated: the
+    // seed is globex's own lineage just built, never one of acme's.
+    await onboardRepository(
+      e.storage,
+      { tenantId: globex.tenant, name: "globex/lockless", onboardedBy: "test" },
+      new Date(),
+    );
+    const lockless = new Jobs(injectApi(e.app, globex.token), "globex/lockless");
+    const own = cacheOf(await testJob(lockless, "sprout", null));
+    assert.equal(own.seeded_from?.lineage, cache.lineage, JSON.stringify(own));
+    assert.equal(own.seeded_from.repository, "globex/fresh");
   });
 
   it("a repository whose lineage_seeding setting is off starts cold, saying why", async () => {

@@ -184,9 +184,15 @@ function indexPath(name: string): string {
   return `${lower.slice(0, 2)}/${lower.slice(2, 4)}/${lower}`;
 }
 
+/** A command's output, run once per process (the toolchain and Debian's packages do not change under a test run). */
+const outputs = new Map<string, string>();
 const commandOutput = (command: string, args: readonly string[]): string => {
+  const key = [command, ...args].join("\0");
+  const known = outputs.get(key);
+  if (known !== undefined) return known;
   const ran = spawnSync(command, args, { encoding: "utf8" });
   if (ran.status !== 0) throw new Error(`${command} ${args.join(" ")} failed: ${ran.stderr}`);
+  outputs.set(key, ran.stdout);
   return ran.stdout;
 };
 
