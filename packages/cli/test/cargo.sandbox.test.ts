@@ -20,6 +20,7 @@ import { onboardRepository, readJob, writeTenantSettings } from "@kiln/storage";
 import { captureWorkspace } from "../src/archive/capture.js";
 import { buildArchive, uploadIdOf } from "../src/archive/layout.js";
 import {
+  CLI_NODE,
   type CliRun,
   freshConfigHome,
   runCli,
@@ -56,6 +57,29 @@ const jsonLines = (run: CliRun): Doc[] =>
     .filter((l) => l.trim() !== "")
     .map((l) => JSON.parse(l));
 
+/**
+ * The first test's crate. On the runtime, Debian's semver 1.0.14 (its sources, its
+ * .cargo/config.toml and six test binaries, as the CLI captures them). On the machine's node
+ * (scripts/run-tests.mjs' second pass of the CLI's tests) a generated crate of five test binaries
+ * and no dependency: that pass tests the CLI on that node (capture, upload, --json, --junit, the
+ * jobs commands), and building semver through kiln is the same on any node the CLI runs on, which
+ * the runtime's pass of this file and server/test/debian-crate.sandbox already show.
+ */
+const PARITY_CRATE_ON_THIS_NODE =
+  CLI_NODE === process.execPath ? "semver 1.0.14 (Debian)" : "a generated five-binary crate";
+
+function generatedParityCrate(): Record<string, string> {
+  const test = (name: string) => `#[test]\nfn ${name}() {\n    assert_eq!(parity::double(2), 4);\n}\n`;
+  return {
+    "Cargo.toml": manifest("parity"),
+    "src/lib.rs":
+      "/// ```\n/// assert_eq!(parity::double(3), 6);\n/// ```\npub fn double(x: u32) -> u32 {\n    x * 2\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn doubles() {\n        assert_eq!(super::double(1), 2);\n    }\n\n    #[test]\n    #[ignore]\n    fn ignored() {}\n}\n",
+    "tests/first.rs": test("first"),
+    "tests/second.rs": test("second"),
+    "tests/third.rs": test("third"),
+  };
+}
+
 describe("kiln cargo against a real server (embedded, listening on loopback)", () => {
   let endpoint: string;
   let token: string;
@@ -85,7 +109,7 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     for (const d of scratch) rmSync(d, { recursive: true, force: true });
   });
 
-  it("a Debian crate (semver 1.0.14): kiln cargo test gives the same per-binary results as local cargo; jobs commands read it", async () => {
+  it(`${PARITY_CRATE_ON_THIS_NODE}: kiln cargo test gives the same per-binary results as local cargo; jobs commands read it`, async () => {
     const {
       debianCrate,
       debianCrateInstalled,
@@ -95,11 +119,18 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
       evidenceTestCounts,
       withoutEmpty,
     } = await debian();
-    assert.ok(debianCrateInstalled("semver", "1.0.14"), "apt-get install librust-semver-dev librust-serde-dev");
     // Two copies: local cargo writes Cargo.lock into its own, never into the one kiln captures.
-    const dir = materialize(debianCrate("semver", "1.0.14"));
-    const directDir = materialize(debianCrate("semver", "1.0.14"));
-    scratch.push(dir, directDir);
+    let dir: string;
+    let directDir: string;
+    if (CLI_NODE === process.execPath) {
+      assert.ok(debianCrateInstalled("semver", "1.0.14"), "apt-get install librust-semver-dev librust-serde-dev");
+      dir = materialize(debianCrate("semver", "1.0.14"));
+      directDir = materialize(debianCrate("semver", "1.0.14"));
+      scratch.push(dir, directDir);
+    } else {
+      dir = workspace(generatedParityCrate());
+      directDir = workspace(generatedParityCrate());
+    }
     const targetDir = mkdtempSync(join(tmpdir(), "kiln-cli-direct-target-"));
     scratch.push(targetDir);
     // kiln and the local run at the same time (the local one in its own target dir, outside the workspace).
