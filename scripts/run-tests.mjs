@@ -29,7 +29,7 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { dirname, join, relative, sep } from "node:path";
 import { Transform } from "node:stream";
 import { finished } from "node:stream/promises";
@@ -178,6 +178,10 @@ try {
   const dir = mkdtempSync(join(runTmp, "lanes-"));
   const inProcess = files.filter((f) => markOf(f) === "in-process");
   const marked = files.filter((f) => markOf(f) !== "in-process");
+  // On a machine the gate saturates its wall time is the CPU the tests spend (docs/benchmarks.md):
+  // the machine's busy CPU while they run is printed beside the time.
+  const busyBefore = machineBusySeconds();
+  const lanesStarted = performance.now();
   const [shards, cliPass, markedRun] = await Promise.all([
     runShards(inProcess, dir),
     cliFiles.length === 0
@@ -194,6 +198,8 @@ try {
         ),
     marked.length === 0 ? { failed: false, tests: 0, measured: new Map() } : runTestFiles(marked),
   ]);
+  const busy = machineBusySeconds() - busyBefore;
+  const lanesSeconds = (performance.now() - lanesStarted) / 1000;
   const inShards = new Map(shards.measured.map(([file, timing]) => [nameOf(file), timing]));
   recordTimings(fastTimingsFile, readTimings(fastTimingsFile), inShards, new Set(everyFile.map(nameOf)), at());
   if (markedRun.measured.size > 0)
@@ -205,6 +211,7 @@ try {
     [
       `npm test: the ten slowest files (wall time, ${relative(root, timingsFile)}; in-process files' in their shard, ${relative(root, fastTimingsFile)}):`,
       ...slowestLines(new Map([...markedRun.measured, ...inShards])),
+      `npm test: the tests took ${lanesSeconds.toFixed(0)} s; the machine's ${availableParallelism()} cores were busy ${busy.toFixed(0)} CPU-s of it (${((100 * busy) / (lanesSeconds * availableParallelism())).toFixed(0)} %, other work on the machine included)`,
       `npm test: ${shards.tests + markedRun.tests} tests in ${files.length} files${cliFiles.length > 0 ? `, and ${cliPass.tests} of the CLI's again on Node.js ${runtime.machine.version}` : ""}: ${testsFailed ? "FAILED" : "all passed"}`,
       "",
     ].join("\n"),
@@ -216,6 +223,17 @@ try {
 }
 // Not process.exit: it could cut off the summary still being written to a pipe.
 process.exitCode = failed ? 1 : 0;
+
+/** CPU-seconds every core of the machine has spent busy since boot (/proc/stat: all but idle and iowait). */
+function machineBusySeconds() {
+  const [user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8")
+    .split("\n")[0]
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  return (user + nice + system + irq + softirq + steal) / 100;
+}
 
 /** Now, as the timings files record it. */
 function at() {
