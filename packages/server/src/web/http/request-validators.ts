@@ -1,5 +1,5 @@
 import { CATALOGUE } from "@kiln/contract";
-import { Ajv, type Options } from "ajv";
+import { Ajv, type Options, type ValidateFunction } from "ajv";
 import addFormatsModule from "ajv-formats";
 import type { FastifyInstance, FastifySchemaValidationError } from "fastify";
 
@@ -117,6 +117,29 @@ export interface CheckedValidator {
   errors: FastifySchemaValidationError[] | null;
 }
 
+/**
+ * `schema`'s check, compiled by `ajv` the first time it is called: an app registers every
+ * catalogued operation, and compiling all their schemas was most of a process's start (a
+ * kiln-server, a kiln-host's agent, each test process), while one process calls few of them.
+ * That every schema compiles is tested (request-validators.test.ts).
+ */
+function compiledOnFirstUse(
+  ajv: Ajv,
+  schema: object,
+): { (data: unknown): boolean; errors: ValidateFunction["errors"] } {
+  let compiled: ValidateFunction | null = null;
+  const check = Object.assign(
+    (data: unknown): boolean => {
+      compiled ??= ajv.compile(schema);
+      const ok = compiled(data);
+      check.errors = compiled.errors;
+      return ok;
+    },
+    { errors: null as ValidateFunction["errors"] },
+  );
+  return check;
+}
+
 /** The JSON body Ajv: a body already carries its types, so nothing is converted. */
 export const jsonBodyAjv = () => ajvWith({ coerceTypes: false });
 
@@ -126,7 +149,7 @@ export const jsonBodyAjv = () => ajvWith({ coerceTypes: false });
  * validator) and in the body worker (body-worker.ts) alike.
  */
 export function checkedValidatorOf(ajv: Ajv, schema: object): CheckedValidator {
-  const check = ajv.compile(schema);
+  const check = compiledOnFirstUse(ajv, schema);
   if (!API_SCHEMAS.has(schema)) {
     const plain = Object.assign(
       (data: unknown) => {
@@ -173,7 +196,7 @@ export function checkedElsewhere(body: object, errors: FastifySchemaValidationEr
  * instead of compiling the whole catalogue again (most of an app's start).
  */
 let ajvs: { readonly textual: Ajv; readonly json: Ajv } | null = null;
-const routeAjvs = () => {
+export const routeAjvs = () => {
   ajvs ??= { textual: ajvWith({ coerceTypes: "array" }), json: jsonBodyAjv() };
   return ajvs;
 };
