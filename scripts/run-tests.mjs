@@ -150,6 +150,12 @@ let failed = true;
 try {
   // The test files' processes inherit this process's environment.
   process.env.TMPDIR = runTmp;
+  // Every node process of the run (test files, shards, kiln-servers, kiln-hosts, the CLI on the
+  // runtime) keeps the V8 code of the modules it compiles in the run's directory, where the next
+  // one to load them reads it: compiling the packages' and their dependencies' modules was a sixth
+  // of each process's start, and the run starts hundreds. Node keys each entry by the module's
+  // content and its own version (the machine's Node 20 has no compile cache and ignores this).
+  process.env.NODE_COMPILE_CACHE ??= join(runTmp, "node-compile-cache");
   process.env.KILN_TEST_POSTGRES_URL = cluster.url;
   // The machine's own node, for the tests of what kiln does on one too old for it.
   process.env.KILN_TEST_MACHINE_NODE = runtime.machine.node;
