@@ -99,10 +99,16 @@ export async function startMachineHost(
     stop: async () => {
       await agent.stop();
       gateway.close();
-      // Every attempt's scratch is removed by now; the host's own directory goes with it.
+      // Every attempt's scratch is removed by now; the host's own directory goes with it (a host
+      // that ran no attempt never made it: nothing to say then).
       if (scratchRoot !== undefined) {
         await rmdir(scratchRoot).catch((error: unknown) =>
-          log.warn({ scratchRoot, err: error }, `the host's scratch root could not be removed: ${messageOf(error)}`),
+          (error as NodeJS.ErrnoException).code === "ENOENT"
+            ? undefined
+            : log.warn(
+                { scratchRoot, err: error },
+                `the host's scratch root could not be removed: ${messageOf(error)}`,
+              ),
         );
       }
     },
