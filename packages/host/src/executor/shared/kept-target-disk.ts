@@ -30,6 +30,7 @@
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { chown, mkdir, readFile, realpath, rmdir, statfs } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -69,10 +70,15 @@ async function mountTable(): Promise<{ point: string; source: string }[]> {
   });
 }
 
-/** A loop device's backing file (`deleted` when unlinked), or null when it is not attached. */
-async function loopBacking(device: string): Promise<{ file: string; deleted: boolean } | null> {
+/**
+ * A loop device's backing file (`deleted` when unlinked), or null when it is not attached. Read
+ * synchronously: a sysfs attribute is memory the kernel formats on the spot (a few microseconds),
+ * while an asynchronous read costs four thread-pool round trips, and a host keeps a disk mounted
+ * for every lineage it holds.
+ */
+function loopBacking(device: string): { file: string; deleted: boolean } | null {
   try {
-    const backing = (await readFile(join("/sys/block", device, "loop", "backing_file"), "utf8")).trim();
+    const backing = readFileSync(join("/sys/block", device, "loop", "backing_file"), "utf8").trim();
     const deleted = backing.endsWith(" (deleted)");
     return { file: deleted ? backing.slice(0, -" (deleted)".length) : backing, deleted };
   } catch {
@@ -93,8 +99,12 @@ async function keptMounts(
   const mounted = (await mountTable()).filter((m) => m.source.startsWith("/dev/loop") && isBelow(root, m.point));
   if (mounted.length === 0) return [];
   const loops = [...new Set(mounted.map((m) => m.source.slice("/dev/".length)))];
-  const backings = await Promise.all(loops.map(async (loop) => ({ loop, backing: await loopBacking(loop) })));
-  const chosen = new Set(backings.flatMap(({ loop, backing }) => (backing !== null && pick(backing) ? [loop] : [])));
+  const chosen = new Set(
+    loops.filter((loop) => {
+      const backing = loopBacking(loop);
+      return backing !== null && pick(backing);
+    }),
+  );
   return mounted.flatMap((m) => {
     const loop = m.source.slice("/dev/".length);
     return chosen.has(loop) ? [{ device: m.source, mountPoint: m.point, loop }] : [];
@@ -196,8 +206,7 @@ async function release(mounts: readonly (KeptMount & { loop: string })[], timeou
   // launcher that copied the root lets its copy go within milliseconds).
   const deadline = Date.now() + timeoutMs;
   for (let delay = 2; ; delay = Math.min(delay * 2, 100)) {
-    const attached = await Promise.all(mounts.map(async (m) => (await loopBacking(m.loop)) !== null));
-    const held = mounts.filter((_, i) => attached[i]);
+    const held = mounts.filter((m) => loopBacking(m.loop) !== null);
     if (held.length === 0) return failures;
     if (Date.now() > deadline) return [...failures, ...held.map((m) => `${m.device} is still attached`)];
     await sleep(delay);
