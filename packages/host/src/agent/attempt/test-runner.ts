@@ -51,7 +51,8 @@ export const HARNESS_SUFFIX = ".kiln-harness";
 /**
  * The variables bash itself acts on when they are in its environment (a warning on the job's
  * stderr for an LC_ALL naming a locale the system lacks, a BASH_ENV file sourced, shell options
- * turned on): the runner's bash starts without them, and the binary gets them back.
+ * turned on): the runner's bash starts without them, and the binary gets them back. (`--norc`:
+ * Debian's bash reads ~/.bashrc when its stdin is a socket, as it guesses sshd started it.)
  */
 const BASH_SENSITIVE = ["LC_ALL", "BASH_ENV", "SHELLOPTS", "BASHOPTS"];
 
@@ -65,7 +66,7 @@ const TEST_RUNNER_ENTRY = `script=$1 exe=$4
 shift
 case $exe in */deps/*) ;; *) shift 3; exec "$exe" "$@" ;; esac
 ${BASH_SENSITIVE.map((v) => `[ -z "\${${v}+x}" ] || { export KILN_TEST_RUNNER_${v}="$${v}"; unset ${v}; }`).join("\n")}
-exec /bin/bash -c "$script" kiln-test-runner "$@"
+exec /bin/bash --norc -c "$script" kiln-test-runner "$@"
 `;
 
 export const TEST_RUNNER_SCRIPT = `retries=$1 policy=$2 exe=$3
