@@ -48,64 +48,109 @@ export const MAX_RERUN_TESTS = 50;
 /** Beside each test binary, what the runner found it to be (libtest or not) and of which build. */
 export const HARNESS_SUFFIX = ".kiln-harness";
 
+/**
+ * The variables bash itself acts on when they are in its environment (a warning on the job's
+ * stderr for an LC_ALL naming a locale the system lacks, a BASH_ENV file sourced, shell options
+ * turned on): the runner's bash starts without them, and the binary gets them back. (`--norc`:
+ * Debian's bash reads ~/.bashrc when its stdin is a socket, as it guesses sshd started it.)
+ */
+const BASH_SENSITIVE = ["LC_ALL", "BASH_ENV", "SHELLOPTS", "BASHOPTS"];
+
+/**
+ * What cargo starts for every binary it runs through the runner: sh (dash, which starts in a
+ * millisecond) execs anything that is not a test binary untouched, and hands test binaries to
+ * bash (TEST_RUNNER_SCRIPT), whose builtins tell the time (`$EPOCHREALTIME`) and do what would
+ * otherwise cost a process each (date twice, base64, stat, mktemp).
+ */
+const TEST_RUNNER_ENTRY = `script=$1 exe=$4
+shift
+case $exe in */deps/*) ;; *) shift 3; exec "$exe" "$@" ;; esac
+${BASH_SENSITIVE.map((v) => `[ -z "\${${v}+x}" ] || { export KILN_TEST_RUNNER_${v}="$${v}"; unset ${v}; }`).join("\n")}
+exec /bin/bash --norc -c "$script" kiln-test-runner "$@"
+`;
+
 export const TEST_RUNNER_SCRIPT = `retries=$1 policy=$2 exe=$3
 shift 3
-case $exe in */deps/*) ;; *) exec "$exe" "$@" ;; esac
-now() { date +%s%N; }
-b64() { printf %s "$1" | base64 -w0; }
-exe64=$(b64 "$exe")
-mark() { printf '{"reason":"kiln-test-%s","executable":"%s",%s"at_ns":%s}\\n' "$1" "$exe64" "$2" "$(now)"; }
+saved=()
+for v in ${BASH_SENSITIVE.join(" ")}; do s=KILN_TEST_RUNNER_$v; if [ -n "\${!s+x}" ]; then saved+=("$v=\${!s}"); unset "$s"; fi; done
+# Base64 of $1 into $b64, byte by byte (no process).
+b64() {
+  local LC_ALL=C
+  local s=$1 i n a b c t
+  local A=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/
+  n=\${#s} b64=
+  for ((i = 0; i < n; i += 3)); do
+    printf -v a %d "'\${s:i:1}"; printf -v b %d "'\${s:i+1:1}"; printf -v c %d "'\${s:i+2:1}"
+    t=$(((a & 255) << 16 | (b & 255) << 8 | (c & 255)))
+    b64+=\${A:t>>18&63:1}\${A:t>>12&63:1}
+    if ((i + 1 < n)); then b64+=\${A:t>>6&63:1}; else b64+==; fi
+    if ((i + 2 < n)); then b64+=\${A:t&63:1}; else b64+==; fi
+  done
+}
+b64 "$exe"; exe64=$b64
+# Nanoseconds since the epoch (the clock date +%s%N reads, to the microsecond; any locale's radix).
+mark() { printf '{"reason":"kiln-test-%s","executable":"%s",%s"at_ns":%s000}\\n' "$1" "$exe64" "$2" "\${EPOCHREALTIME//[!0-9]/}"; }
 # What the binary is (libtest knows --report-time; --logfile while libtest still has it) is read
-# once per build of it, kept beside it ($exe${HARNESS_SUFFIX}) with its size and mtime: a warm run
-# reads no binary (regex's are ~37 MB each).
-id=$(stat -c '%s %y' "$exe" 2>/dev/null) kind=
-if [ -r "$exe${HARNESS_SUFFIX}" ]; then { read -r kind; read -r was; } <"$exe${HARNESS_SUFFIX}"; [ -n "$id" ] && [ "$was" = "$id" ] || kind=; fi
+# once per build of it, kept beside it ($exe${HARNESS_SUFFIX}), valid while newer than the
+# binary (a rebuilt binary is newer): a warm run reads no binary (regex's are ~37 MB each).
+harness=$exe${HARNESS_SUFFIX} kind=
+if [ -r "$harness" ] && [ "$harness" -nt "$exe" ]; then read -r kind <"$harness"; fi
 if [ -z "$kind" ]; then
   kind=plain
   if grep -qaF -e 'report-time' "$exe" 2>/dev/null; then
     kind=libtest
     if grep -qaF -e 'logfile' "$exe" 2>/dev/null; then kind=logfile; fi
   fi
-  [ -z "$id" ] || printf '%s\n%s\n' "$kind" "$id" >"$exe${HARNESS_SUFFIX}" 2>/dev/null
+  [ ! -e "$exe" ] || printf '%s\\n' "$kind" >"$harness" 2>/dev/null
 fi
 libtest=false
 case $kind in libtest|logfile) libtest=true ;; esac
-run() { if $libtest; then RUSTC_BOOTSTRAP=-1 "$exe" "$@" -Z unstable-options --report-time; else "$exe" "$@"; fi; }
-dir=$(mktemp -d) || exit 101
+run() {
+  if $libtest; then set -- "$@" -Z unstable-options --report-time; fi
+  if [ \${#saved[@]} -gt 0 ]; then
+    if $libtest; then /usr/bin/env "\${saved[@]}" RUSTC_BOOTSTRAP=-1 "$exe" "$@"; else /usr/bin/env "\${saved[@]}" "$exe" "$@"; fi
+  elif $libtest; then RUSTC_BOOTSTRAP=-1 "$exe" "$@"; else "$exe" "$@"; fi
+}
+# The runner's own files, named by its pid (cargo runs one binary at a time; the job's /tmp is its own).
+tmp="\${TMPDIR:-/tmp}/kiln-test-runner.$$"
 log=
 # --logfile is deprecated in libtest: used only while the binary still knows it.
 if [ "$kind" = logfile ]; then
-  log="$dir/log"
+  log="$tmp.log"
   for a in "$@"; do case $a in --logfile|--logfile=*) log= ;; esac; done
+  # Made empty first: a log an earlier runner of the same pid left is never read as this one's.
+  if [ -n "$log" ] && ! { : >"$log"; } 2>/dev/null; then exit 101; fi
 fi
+cleanup() { if [ -n "$log" ] || [ -e "$tmp.failed" ]; then rm -f -- "$tmp.log" "$tmp.failed" "$tmp.try"; fi; }
 mark binary-start ''
 if [ -n "$log" ]; then run "$@" --logfile "$log"; else run "$@"; fi
 rc=$?
 mark binary-end "\\"exit\\":$rc,"
-if [ "$rc" -gt 128 ]; then rm -rf "$dir"; kill -"$((rc - 128))" $$; exit "$rc"; fi
+if [ "$rc" -gt 128 ]; then cleanup; kill -"$((rc - 128))" $$; exit "$rc"; fi
 if [ "$rc" -eq 101 ] && [ "$retries" -gt 0 ] && [ -n "$log" ]; then
   keep=
   for a in "$@"; do case $a in --ignored|--include-ignored|--nocapture|--show-output) keep="$keep $a";; esac; done
-  sed -n 's/^failed \\(.*\\)$/\\1/p' "$log" | sed 's/ <[0-9.]*s>$//' >"$dir/failed"
+  sed -n 's/^failed \\(.*\\)$/\\1/p' "$log" | sed 's/ <[0-9.]*s>$//' >"$tmp.failed"
   all=true
   # Nothing to re-run, or a mass failure (more than ${MAX_RERUN_TESTS} tests) that is not flakiness.
-  if [ ! -s "$dir/failed" ] || [ "$(wc -l <"$dir/failed")" -gt ${MAX_RERUN_TESTS} ]; then all=false; : >"$dir/failed"; fi
+  if [ ! -s "$tmp.failed" ] || [ "$(wc -l <"$tmp.failed")" -gt ${MAX_RERUN_TESTS} ]; then all=false; : >"$tmp.failed"; fi
   while IFS= read -r name; do
     t=1 passed=false
+    b64 "$name"; name64=$b64
     while [ "$t" -le "$retries" ] && ! $passed; do
       t=$((t + 1))
-      mark try-start "\\"test\\":\\"$(b64 "$name")\\",\\"try\\":$t,"
-      rm -f "$dir/try"
-      run --exact "$name" $keep --logfile "$dir/try" </dev/null
+      mark try-start "\\"test\\":\\"$name64\\",\\"try\\":$t,"
+      rm -f -- "$tmp.try"
+      run --exact "$name" $keep --logfile "$tmp.try" </dev/null
       r=$?
-      if [ "$r" -eq 0 ] && sed 's/ <[0-9.]*s>$//' "$dir/try" 2>/dev/null | grep -qxF -e "ok $name"; then passed=true; fi
-      mark try-end "\\"test\\":\\"$(b64 "$name")\\",\\"try\\":$t,\\"exit\\":$r,\\"passed\\":$passed,"
+      if [ "$r" -eq 0 ] && sed 's/ <[0-9.]*s>$//' "$tmp.try" 2>/dev/null | grep -qxF -e "ok $name"; then passed=true; fi
+      mark try-end "\\"test\\":\\"$name64\\",\\"try\\":$t,\\"exit\\":$r,\\"passed\\":$passed,"
     done
     $passed || all=false
-  done <"$dir/failed"
+  done <"$tmp.failed"
   if $all && [ "$policy" = pass ]; then rc=0; fi
 fi
-rm -rf "$dir"
+cleanup
 exit "$rc"
 `;
 
@@ -116,7 +161,7 @@ const HOST_TRIPLES: Readonly<Record<string, string>> = {
 
 /** The `--config` argument that makes cargo run test binaries through kiln's test runner. */
 export function testRunnerConfig(triple: string, retries: number, policy: FlakyPolicy): string {
-  const runner = ["/bin/sh", "-c", TEST_RUNNER_SCRIPT, "kiln-test-runner", String(retries), policy];
+  const runner = ["/bin/sh", "-c", TEST_RUNNER_ENTRY, "kiln-test-runner", TEST_RUNNER_SCRIPT, String(retries), policy];
   return `target.${triple}.runner=${JSON.stringify(runner)}`;
 }
 

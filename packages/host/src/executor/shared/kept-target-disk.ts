@@ -30,7 +30,8 @@
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chown, mkdir, readdir, readFile, realpath, rmdir, statfs } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { chown, mkdir, readFile, realpath, rmdir, statfs } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
@@ -69,35 +70,45 @@ async function mountTable(): Promise<{ point: string; source: string }[]> {
   });
 }
 
-/** Every attached loop device and the path of its backing file (`deleted` when unlinked). */
-async function loopBackings(): Promise<{ device: string; file: string; deleted: boolean }[]> {
-  const devices = (await readdir("/sys/block").catch(() => [] as string[])).filter((d) => d.startsWith("loop"));
-  const found: { device: string; file: string; deleted: boolean }[] = [];
-  for (const device of devices) {
-    try {
-      const backing = (await readFile(join("/sys/block", device, "loop", "backing_file"), "utf8")).trim();
-      const deleted = backing.endsWith(" (deleted)");
-      found.push({ device, file: deleted ? backing.slice(0, -" (deleted)".length) : backing, deleted });
-    } catch {
-      // Not attached, or detached while we looked.
-    }
+/**
+ * A loop device's backing file (`deleted` when unlinked), or null when it is not attached. Read
+ * synchronously: a sysfs attribute is memory the kernel formats on the spot (a few microseconds),
+ * while an asynchronous read costs four thread-pool round trips, and a host keeps a disk mounted
+ * for every lineage it holds.
+ */
+function loopBacking(device: string): { file: string; deleted: boolean } | null {
+  try {
+    const backing = readFileSync(join("/sys/block", device, "loop", "backing_file"), "utf8").trim();
+    const deleted = backing.endsWith(" (deleted)");
+    return { file: deleted ? backing.slice(0, -" (deleted)".length) : backing, deleted };
+  } catch {
+    // Not attached (no loop/ directory), or detached while we looked.
+    return null;
   }
-  return found;
 }
 
-/** The kept mounts (under `root`) of the loop devices chosen by `pick`. */
+/**
+ * The kept mounts (under `root`) of the loop devices chosen by `pick`. Only the loop devices
+ * mounted under the root are looked up in sysfs: a host has many more loop devices (attached
+ * or not, a hundred after a test run), and this runs several times per attempt.
+ */
 async function keptMounts(
   root: string,
   pick: (backing: { file: string; deleted: boolean }) => boolean,
 ): Promise<(KeptMount & { loop: string })[]> {
-  const chosen = (await loopBackings()).filter(pick);
-  if (chosen.length === 0) return [];
-  const table = await mountTable();
-  return chosen.flatMap(({ device }) =>
-    table
-      .filter((m) => m.source === `/dev/${device}` && isBelow(root, m.point))
-      .map((m) => ({ device: `/dev/${device}`, mountPoint: m.point, loop: device })),
+  const mounted = (await mountTable()).filter((m) => m.source.startsWith("/dev/loop") && isBelow(root, m.point));
+  if (mounted.length === 0) return [];
+  const loops = [...new Set(mounted.map((m) => m.source.slice("/dev/".length)))];
+  const chosen = new Set(
+    loops.filter((loop) => {
+      const backing = loopBacking(loop);
+      return backing !== null && pick(backing);
+    }),
   );
+  return mounted.flatMap((m) => {
+    const loop = m.source.slice("/dev/".length);
+    return chosen.has(loop) ? [{ device: m.source, mountPoint: m.point, loop }] : [];
+  });
 }
 
 /** The image's kept mount, or null; throws if it has several (never made by this module). */
@@ -111,6 +122,8 @@ export async function findKeptMount(image: string, root = KEPT_DISK_ROOT): Promi
 
 /** Makes the root a tmpfs of its own (once per boot, under a lock: agents of one host share it). */
 async function ensureRoot(root: string): Promise<void> {
+  // Mounted already (every attempt after the host's first): nothing to lock (it is never unmounted).
+  if ((await mountTable()).some((m) => m.point === root)) return;
   await mkdir(root, { recursive: true, mode: 0o700 });
   await run("flock", [
     `${root}.lock`,
@@ -140,8 +153,10 @@ export async function mountKept(
     await rmdir(point).catch(() => undefined);
     throw error;
   }
-  const { stdout } = await run("findmnt", ["--noheadings", "--output", "SOURCE", "--mountpoint", point]);
-  const device = stdout.trim();
+  // The loop device mount attached, from the mount table (as findmnt reads it, without a process).
+  const shown = await realpath(point);
+  const device = (await mountTable()).findLast((m) => m.point === shown)?.source;
+  if (device === undefined) throw new Error(`${image} was mounted at ${point}, which the mount table does not show`);
   // Direct I/O: no second page cache of the image, and the loop device's worker submits
   // asynchronously (docs/benchmarks.md, pair (c″)). A backing file system that refuses O_DIRECT
   // keeps it buffered.
@@ -191,8 +206,7 @@ async function release(mounts: readonly (KeptMount & { loop: string })[], timeou
   // launcher that copied the root lets its copy go within milliseconds).
   const deadline = Date.now() + timeoutMs;
   for (let delay = 2; ; delay = Math.min(delay * 2, 100)) {
-    const attached = new Set((await loopBackings()).map((b) => b.device));
-    const held = mounts.filter((m) => attached.has(m.loop));
+    const held = mounts.filter((m) => loopBacking(m.loop) !== null);
     if (held.length === 0) return failures;
     if (Date.now() > deadline) return [...failures, ...held.map((m) => `${m.device} is still attached`)];
     await sleep(delay);

@@ -1,0 +1,97 @@
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { chmod, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { promisify } from "node:util";
+import { HARNESS_SUFFIX, testRunnerConfig } from "../src/agent/attempt/test-runner.js";
+
+const run = promisify(execFile);
+
+/** The runner's argv as cargo gets it from the `--config` value, with the binary and its arguments after it. */
+function runnerArgv(exe: string, args: string[]): string[] {
+  const config = testRunnerConfig("x86_64-unknown-linux-gnu", 2, "pass");
+  return [...(JSON.parse(config.slice(config.indexOf("=") + 1)) as string[]), exe, ...args];
+}
+
+async function throughRunner(
+  exe: string,
+  args: string[],
+  environment: Record<string, string> = {},
+): Promise<{ stdout: string; stderr: string }> {
+  const [command, ...rest] = runnerArgv(exe, args);
+  return run(command ?? "/bin/sh", rest, { env: { PATH: "/usr/bin:/bin", ...environment } });
+}
+
+/**
+ * kiln's test runner script as cargo runs it (real sh and bash, no sandbox), around a stand-in
+ * test binary that prints its arguments and the variables bash itself would act on.
+ */
+describe("the test runner script", () => {
+  let dir: string;
+  let exe: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), "kiln-test-runner-"));
+    await mkdir(join(dir, "deps"));
+    exe = join(dir, "deps", "stand-in-0123456789abcdef");
+    await writeFile(
+      exe,
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansions, not a JavaScript template
+      '#!/bin/sh\necho "args: $*"\necho "LC_ALL=${LC_ALL-unset} BASH_ENV=${BASH_ENV-unset} saved=${KILN_TEST_RUNNER_LC_ALL-none}"\n',
+    );
+    await chmod(exe, 0o755);
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  it("marks the binary's start and end around its own output, with its exit status and the time in nanoseconds", async () => {
+    const { stdout, stderr } = await throughRunner(exe, ["--exact", "a b"]);
+    const lines = stdout.trimEnd().split("\n");
+    assert.equal(lines.length, 4, stdout);
+    const start = JSON.parse(lines[0] ?? "") as Record<string, unknown>;
+    const end = JSON.parse(lines[3] ?? "") as Record<string, unknown>;
+    assert.equal(start.reason, "kiln-test-binary-start");
+    assert.equal(end.reason, "kiln-test-binary-end");
+    assert.equal(end.exit, 0);
+    for (const marker of [start, end]) {
+      assert.equal(Buffer.from(String(marker.executable), "base64").toString("utf8"), exe);
+      assert.match(String(marker.at_ns), /^\d{19}$/);
+    }
+    const startNs = BigInt(String(start.at_ns));
+    const endNs = BigInt(String(end.at_ns));
+    assert.ok(endNs >= startNs, `${endNs} >= ${startNs}`);
+    // The clock is the wall clock date +%s%N reads.
+    const nowNs = BigInt(Date.now()) * 1_000_000n;
+    assert.ok(nowNs - startNs < 60_000_000_000n && startNs - nowNs < 60_000_000_000n, `${startNs} near ${nowNs}`);
+    assert.equal(lines[1], "args: --exact a b");
+    assert.equal(stderr, "");
+    // Not libtest (no option text): kept beside the binary as such, read instead of the binary next time.
+    assert.equal(await readFile(`${exe}${HARNESS_SUFFIX}`, "utf8"), "plain\n");
+  });
+
+  it("gives the binary LC_ALL and BASH_ENV as the job set them, and bash warns about nothing on the job's stderr", async () => {
+    const { stdout, stderr } = await throughRunner(exe, [], {
+      LC_ALL: "xx_XX.UTF-8",
+      BASH_ENV: join(dir, "absent-bash-env"),
+    });
+    assert.match(stdout, new RegExp(`LC_ALL=xx_XX.UTF-8 BASH_ENV=${join(dir, "absent-bash-env")} saved=none`));
+    assert.equal(stderr, "");
+  });
+
+  it("a rebuilt binary (newer than what was found) is looked at again", async () => {
+    await writeFile(`${exe}${HARNESS_SUFFIX}`, "libtest\n");
+    await utimes(`${exe}${HARNESS_SUFFIX}`, 1_000_000, 1_000_000);
+    const { stdout } = await throughRunner(exe, []);
+    // Run as it is (plain): without libtest's --report-time, which the stale entry would have added.
+    assert.match(stdout, /^args: $/m);
+    assert.equal(await readFile(`${exe}${HARNESS_SUFFIX}`, "utf8"), "plain\n");
+  });
+
+  it("anything not under deps/ (a doctest rustdoc runs) is exec'd untouched: no markers", async () => {
+    const other = join(dir, "doctest-stand-in");
+    await writeFile(other, '#!/bin/sh\necho "args: $*"\n');
+    await chmod(other, 0o755);
+    const { stdout } = await throughRunner(other, ["x"]);
+    assert.equal(stdout, "args: x\n");
+  });
+});
