@@ -513,6 +513,9 @@ export function executorSuite(
       assert.equal(a.result.exitCode, null);
       // Not before the ceiling; that it was the ceiling (not `sleep 30` ending) the outcome says.
       assert.ok(a.elapsedMs >= 1900, `took ${a.elapsedMs} ms`);
+      // A guest that hangs accounts for itself only on its console (its kernel's warnings since
+      // boot, a lockup's backtrace): an attempt ended at its ceiling carries it.
+      if (name === "microvm") assert.match(a.result.detail.join("\n"), /^console: \S/m, explain(a));
       await assertNothingSurvives(a.attemptId);
     });
 
