@@ -167,6 +167,13 @@ export function executorSuite(
       `outcome ${a.result.outcome} exit ${a.result.exitCode}\n--- stdout\n${a.stdout}\n--- stderr\n${a.stderr}\n--- detail\n${a.result.detail.join("\n")}`;
 
     let probe: Job;
+    /**
+     * Where the attempts that are killed (the fork bombs', the ceiling's) run: a microVM killed
+     * while it runs leaves its target disk uncleanly unmounted, and the next attempt on that disk
+     * starts on a fresh one; on the probe's, the cancellation test would compile the probe's
+     * build script again (about 10 CPU-seconds under TCG).
+     */
+    let killedJob: Job;
     let otherJob: Job;
     let secretPath: string;
 
@@ -175,6 +182,7 @@ export function executorSuite(
       toolchain = await admitToolchain("stable");
       root = await mkdtemp(join(tmpdir(), `kiln-executor-suite-${name}-`));
       probe = await makeJob(root, "probe");
+      killedJob = await makeJob(root, "killed");
       await writeCrate(probe, "probe", PROBE_CRATE);
       otherJob = await makeJob(root, "other");
       secretPath = join(otherJob.workspaceDir, "secret.txt");
@@ -450,7 +458,7 @@ export function executorSuite(
       // its cgroup refused are still reported — the microVM's from its agent, asked before the kill.
       const controller = new AbortController();
       const spawner = await attempt(
-        probe,
+        killedJob,
         {
           argv: [
             "sh",
@@ -485,7 +493,7 @@ export function executorSuite(
       // ceiling, 200 s.) The ceiling only ends a bomb that never meets the limit.
       const bombController = new AbortController();
       const bomb = await attempt(
-        probe,
+        killedJob,
         {
           argv: ["sh", "-c", "bomb() { bomb | bomb & }; bomb; while :; do sleep 1 || exit 3; done"],
           limits: { ...DEFAULT_LIMITS, pids: 64 },
@@ -508,11 +516,14 @@ export function executorSuite(
     });
 
     it("ends an attempt at the wall-clock ceiling", async () => {
-      const a = await attempt(probe, { argv: ["sleep", "30"], wallClockSeconds: 2 });
+      const a = await attempt(killedJob, { argv: ["sleep", "30"], wallClockSeconds: 2 });
       assert.equal(a.result.outcome, "wall_clock_ceiling", explain(a));
       assert.equal(a.result.exitCode, null);
       // Not before the ceiling; that it was the ceiling (not `sleep 30` ending) the outcome says.
       assert.ok(a.elapsedMs >= 1900, `took ${a.elapsedMs} ms`);
+      // A guest that hangs accounts for itself only on its console (its kernel's warnings since
+      // boot, a lockup's backtrace): an attempt ended at its ceiling carries it.
+      if (name === "microvm") assert.match(a.result.detail.join("\n"), /^console: \S/m, explain(a));
       await assertNothingSurvives(a.attemptId);
     });
 

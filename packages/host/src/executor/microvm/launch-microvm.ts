@@ -112,8 +112,10 @@ export async function hostTscKhz(): Promise<number | null> {
 }
 
 /**
- * The guest kernel's command line: the serial console (quiet: only errors, which the host keeps
- * as diagnostics), a panic powers the VM off at once (-no-reboot), no PCI to probe, and no
+ * The guest kernel's command line: the serial console at warning level (a few lines at boot; a
+ * soft lockup's, an RCU stall's or a hung task's report with its backtrace, which `quiet` would
+ * cut to its first line — the host keeps the console's tail as a failed or timed-out attempt's
+ * diagnostics), a panic powers the VM off at once (-no-reboot), no PCI to probe, and no
  * speculative-execution mitigations: they keep a kernel's processes from reading its memory, and
  * this kernel runs one job's processes and the agent only — the job's own guest, whose boundary
  * is the VM (the host's kernel keeps its own mitigations). No known-answer self-tests of the
@@ -125,7 +127,7 @@ export async function hostTscKhz(): Promise<number | null> {
 export function kernelCommandLine(spec: Pick<MicrovmSpec, "accel" | "tscKhz">): string {
   return [
     "console=ttyS0",
-    "quiet",
+    "loglevel=5",
     "panic=-1",
     "pci=off",
     "random.trust_cpu=on",

@@ -468,6 +468,10 @@ export class MicrovmExecutor implements Executor {
           ? "cancelled: the microVM was killed with everything in it"
           : `wall-clock ceiling of ${request.wallClockSeconds} s reached: the microVM was killed with everything in it`,
       );
+      // A guest that hangs rather than computes says why only on its console, where its kernel
+      // prints warnings and errors: a soft lockup's or an RCU stall's report and backtrace.
+      if (finished === "wall_clock_ceiling" && vm.consoleTail() !== "")
+        detail.push(`console: ${vm.consoleTail().slice(-3000)}`);
       return { ending: finished, exit: null, oomKilled, usage };
     }
     if (settled === null) {
