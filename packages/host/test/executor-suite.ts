@@ -119,8 +119,11 @@ export function executorSuite(
      * a loaded machine forks slowly.
      */
     readonly bombCeilingFactor?: number;
+    /** The attempts' vCPUs (default 2). */
+    readonly vcpus?: number;
   } = {},
 ): void {
+  const limits = { ...DEFAULT_LIMITS, vcpus: options.vcpus ?? DEFAULT_LIMITS.vcpus };
   describe(`executor suite: ${name}`, () => {
     let isolation: HostIsolation;
     let toolchain: AdmittedToolchain;
@@ -139,7 +142,7 @@ export function executorSuite(
       const started = Date.now();
       const running = isolation.executor.run({
         attemptId,
-        limits: DEFAULT_LIMITS,
+        limits,
         ...job,
         toolchain,
         workingDirectory: ".",
@@ -441,7 +444,7 @@ export function executorSuite(
       const a = await attempt(probe, {
         argv: ["cargo", "test", "--offline", "--test", "alloc"],
         environment: { KILN_ALLOC_MIB: "512" },
-        limits: { ...DEFAULT_LIMITS, memoryBytes: 256 * MiB },
+        limits: { ...limits, memoryBytes: 256 * MiB },
       });
       assert.equal(a.result.oomKilled, true, explain(a));
       assert.equal(a.result.outcome, "exited", explain(a));
@@ -465,7 +468,7 @@ export function executorSuite(
             "-c",
             '(i=0; while [ "$i" -lt 1000 ]; do sleep 600 & i=$((i+1)); echo "spawned $i"; done); echo "spawner exited $?"; exec sleep 600',
           ],
-          limits: { ...DEFAULT_LIMITS, pids: 64 },
+          limits: { ...limits, pids: 64 },
           wallClockSeconds: 20 * (options.bombCeilingFactor ?? 1),
           signal: controller.signal,
         },
@@ -496,7 +499,7 @@ export function executorSuite(
         killedJob,
         {
           argv: ["sh", "-c", "bomb() { bomb | bomb & }; bomb; while :; do sleep 1 || exit 3; done"],
-          limits: { ...DEFAULT_LIMITS, pids: 64 },
+          limits: { ...limits, pids: 64 },
           wallClockSeconds: 10 * (options.bombCeilingFactor ?? 1),
           signal: bombController.signal,
         },

@@ -7,6 +7,7 @@ import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { type SparseRegistry, startSparseRegistry } from "@kiln/host/testing";
 import { onboardRepository } from "@kiln/storage";
+import { REGISTRY_CRATE_DEPENDENCIES, REGISTRY_CRATE_LIB, registryCrateManifest } from "../src/testing/crates.js";
 import { crate, type Doc, type Embedded, explainJob, injectApi, Jobs, startEmbedded } from "../src/testing/e2e-jobs.js";
 import { personWithToken } from "../src/testing/harness.js";
 
@@ -19,43 +20,11 @@ const run = promisify(execFile);
  * second tenant with the same dependencies starts cold; a repository with lineage_seeding off
  * starts cold.
  */
-/**
- * The registry crates the test crates depend on: two small ones without dependencies of their
- * own (what is seeded is whichever crates the lockfiles share, so their size is not the point,
- * and three cold builds of serde and serde_json cost far more CPU than showing the seeding needs).
- */
-const DEPENDENCIES = ["itoa", "fnv"];
-
-/** A test crate's Cargo.toml: package `name`, itoa 1 and fnv 1 from crates.io (the gateway's registry). */
-const manifest = (name: string): string =>
-  `[package]\nname = "${name}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nitoa = "1"\nfnv = "1"\n`;
-
-/** A test crate's src/lib.rs: two tests that pass only with both dependencies built. */
-const LIB = `
-pub fn render(n: u64) -> String {
-    itoa::Buffer::new().format(n).to_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn formats_with_itoa() {
-        assert_eq!(super::render(128), "128");
-    }
-    #[test]
-    fn hashes_with_fnv() {
-        let mut map = fnv::FnvHashMap::default();
-        map.insert("a", 2);
-        assert_eq!(map["a"], 2);
-    }
-}
-`;
-
-/** A Cargo.lock for `manifest(name)` resolved against the test registry, as a developer's machine would have it. */
+/** A Cargo.lock for `registryCrateManifest(name)` resolved against the test registry, as a developer's machine would have it. */
 async function lockfileFor(name: string, registry: SparseRegistry, scratch: string): Promise<string> {
   const project = await mkdtemp(join(scratch, `lock-${name}-`));
   await mkdir(join(project, "src"));
-  await writeFile(join(project, "Cargo.toml"), manifest(name));
+  await writeFile(join(project, "Cargo.toml"), registryCrateManifest(name));
   await writeFile(join(project, "src", "lib.rs"), "");
   await run(
     "cargo",
@@ -81,13 +50,13 @@ const testResults = (evidence: Doc): string[] =>
   (evidence.report.tests as Doc[]).map((t) => `${t.target}:${t.name}=${t.outcome}`).sort();
 
 let keys = 0;
-/** A passing test job of `manifest(name)` with `lockfile`, or with none (the gateway has cargo generate it: null). */
+/** A passing test job of `registryCrateManifest(name)` with `lockfile`, or with none (the gateway has cargo generate it: null). */
 async function testJob(jobs: Jobs, name: string, lockfile: string | null): Promise<Doc> {
   const id = await jobs.submit(
     crate(name, {
-      "Cargo.toml": manifest(name),
+      "Cargo.toml": registryCrateManifest(name),
       ...(lockfile === null ? {} : { "Cargo.lock": lockfile }),
-      "src/lib.rs": LIB,
+      "src/lib.rs": REGISTRY_CRATE_LIB,
     }),
     `seeding-${++keys}`,
   );
@@ -105,7 +74,7 @@ describe("lineage seeding end to end (SQLite, real cargo through the dependency 
   let seeded: Doc;
 
   before(async () => {
-    upstream = await startSparseRegistry({ crates: DEPENDENCIES });
+    upstream = await startSparseRegistry({ crates: REGISTRY_CRATE_DEPENDENCIES });
     scratch = await mkdtemp(join(tmpdir(), "kiln-seeding-test-"));
     lock = (name) => lockfileFor(name, upstream, scratch);
     e = await startEmbedded({ cratesIoIndex: upstream.indexUrl });
@@ -169,7 +138,7 @@ describe("lineage seeding end to end (SQLite, real cargo through the dependency 
       JSON.stringify(cache),
     );
     assert.ok(["acme/seed", "acme/fresh"].includes(cache.seeded_from?.repository), JSON.stringify(cache));
-    assert.equal(cache.seeded_from.shared_crates, DEPENDENCIES.length, JSON.stringify(cache));
+    assert.equal(cache.seeded_from.shared_crates, REGISTRY_CRATE_DEPENDENCIES.length, JSON.stringify(cache));
     assert.ok(cache.reused_units > 0, JSON.stringify(cache));
     assert.equal((evidence.report.crates as Doc[]).find((c) => c.name === "fnv")?.outcome, "fresh");
     assert.deepEqual(testResults(evidence), testResults(seeded), "a seeded run's results are a cold run's");
