@@ -115,7 +115,8 @@ if (files.length === 0) {
  * Those are packages/cli's tests and packages/mcp's that start `kiln mcp`, but for the ones whose
  * time is real cargo builds of registry crates through the dependency gateway and of edits on a
  * warm lineage (more than ten minutes on two cores): what the CLI does in them (capture, upload,
- * log stream, exit code) is what cargo and unchanged-reruns have it do on that node.
+ * log stream, exit code) is what cargo and unchanged-reruns have it do on that node. On that node
+ * the tests against a real server run on SQLite alone (CLI_DIALECTS, packages/cli/test/harness.ts).
  */
 const CLI_TESTS_ON_THE_RUNTIME_ONLY = [
   "dependency-gateway-crates.sandbox.test.js",

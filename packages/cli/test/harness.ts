@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Embedded, startEmbedded } from "@kiln/server/testing";
+import { DIALECTS } from "@kiln/storage/testing";
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The repository root (this file runs from packages/cli/dist/test). */
@@ -17,6 +18,12 @@ export const KILN_BIN = join(REPO_ROOT, "packages/cli/dist/bundle/main.js");
  * up while kiln's services need 22).
  */
 export const CLI_NODE = process.env.KILN_TEST_CLI_NODE ?? process.execPath;
+/**
+ * The engines the tests of the CLI against a real server run on: both on the runtime; on the
+ * machine's node (the second pass) SQLite alone, as what that pass tests is the CLI on that node,
+ * and a server's answers to it are the same on either engine, which the runtime's pass shows.
+ */
+export const CLI_DIALECTS = CLI_NODE === process.execPath ? DIALECTS : DIALECTS.filter((d) => d.name === "sqlite");
 assertBundleFresh();
 
 /**

@@ -7,9 +7,8 @@ import { after, before, describe, it } from "node:test";
 import { buildApp } from "@kiln/server";
 import type { TestApp } from "@kiln/server/testing";
 import { createTenant, registerHost } from "@kiln/storage";
-import { DIALECTS } from "@kiln/storage/testing";
 import type { FastifyInstance } from "fastify";
-import { type CliRun, freshConfigHome, runCli, serverTesting } from "./harness.js";
+import { CLI_DIALECTS, type CliRun, freshConfigHome, runCli, serverTesting } from "./harness.js";
 
 /** The operation this test's server leaves without a handler, so it answers 501 not_implemented. */
 const UNIMPLEMENTED = "operator.platform.states";
@@ -27,7 +26,7 @@ interface HostView {
  * mutations through derived commands, refusals as Refusal documents with a non-zero exit, and
  * the credential never shown.
  */
-for (const dialect of DIALECTS) {
+for (const dialect of CLI_DIALECTS) {
   describe(`kiln operator against a real server (${dialect.name})`, { skip: dialect.skip }, () => {
     let t: TestApp;
     let app: FastifyInstance;

@@ -5,8 +5,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { DIALECTS } from "@kiln/storage/testing";
-import { freshConfigHome, KILN_BIN, runCli, serverTesting, startCli, until } from "./harness.js";
+import { CLI_DIALECTS, freshConfigHome, KILN_BIN, runCli, serverTesting, startCli, until } from "./harness.js";
 
 /** A Cargo workspace (no git): enough for `kiln cargo` to find its root and read its tree. */
 function workspace(): string {
@@ -46,7 +45,7 @@ function runWithClosedStdout(
   });
 }
 
-for (const dialect of DIALECTS) {
+for (const dialect of CLI_DIALECTS) {
   describe(`kiln repos against a real server (${dialect.name})`, { skip: dialect.skip }, () => {
     let close: () => Promise<void>;
     let admin: Record<string, string>;

@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { DIALECTS } from "@kiln/storage/testing";
 import { parseSettingValue } from "../src/commands/settings.js";
-import { freshConfigHome, runCli, serverTesting } from "./harness.js";
+import { CLI_DIALECTS, freshConfigHome, runCli, serverTesting } from "./harness.js";
 
 /** `kiln settings` against a real server on each engine (SQLite and PostgreSQL). */
-for (const dialect of DIALECTS) {
+for (const dialect of CLI_DIALECTS) {
   describe(`kiln settings against a real server (${dialect.name})`, { skip: dialect.skip }, () => {
     let close: () => Promise<void>;
     let admin: Record<string, string>;

@@ -5,15 +5,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { registerHost } from "@kiln/storage";
-import { DIALECTS } from "@kiln/storage/testing";
-import { freshConfigHome, runCli, serverTesting } from "./harness.js";
+import { CLI_DIALECTS, freshConfigHome, runCli, serverTesting } from "./harness.js";
 
 /**
  * A size no host of the deployment can place (issue 36: a kiln4-cpu job on a two-core `npm start`
  * waited queued forever): `kiln cargo test --size kiln4-cpu` is refused at submission, naming the
  * size, the sizes the deployment places and what to do instead.
  */
-for (const dialect of DIALECTS) {
+for (const dialect of CLI_DIALECTS) {
   describe(`kiln cargo --size no host can place (${dialect.name})`, { skip: dialect.skip }, () => {
     let close: () => Promise<void>;
     let env: Record<string, string>;

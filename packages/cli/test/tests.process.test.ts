@@ -1,14 +1,13 @@
 import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { DIALECTS } from "@kiln/storage/testing";
-import { freshConfigHome, runCli, serverTesting } from "./harness.js";
+import { CLI_DIALECTS, freshConfigHome, runCli, serverTesting } from "./harness.js";
 
 /**
  * `kiln tests` (repositories.tests) and the summary's flaky lines, against a real server holding
  * five test jobs whose evidence is in issue 37's agreed shape (server test-history-fixtures.ts).
  */
-for (const dialect of DIALECTS) {
+for (const dialect of CLI_DIALECTS) {
   describe(`kiln tests and the flaky summary against a real server (${dialect.name})`, { skip: dialect.skip }, () => {
     let close: () => Promise<void>;
     let env: Record<string, string>;

@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { DIALECTS } from "@kiln/storage/testing";
-import { freshConfigHome, runCli, serverTesting } from "./harness.js";
+import { CLI_DIALECTS, freshConfigHome, runCli, serverTesting } from "./harness.js";
 
 /** `kiln usage` against a real server on each engine (SQLite and PostgreSQL). */
-for (const dialect of DIALECTS) {
+for (const dialect of CLI_DIALECTS) {
   describe(`kiln usage against a real server (${dialect.name})`, { skip: dialect.skip }, () => {
     let endpoint: string;
     let close: () => Promise<void>;
