@@ -30,7 +30,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
-import { dirname, join, relative, sep } from "node:path";
+import { basename, dirname, join, relative, sep } from "node:path";
 import { Transform } from "node:stream";
 import { finished } from "node:stream/promises";
 import { run } from "node:test";
@@ -92,7 +92,18 @@ function allTestFiles() {
 
 const everyFile = allTestFiles();
 const nameOf = (file) => sourceOf(root, file);
-const previousTimings = readTimings(timingsFile);
+/**
+ * The times a run without its own (a fresh clone: every CI run) orders and deals the files by: a
+ * full gate's, committed in scripts/test-timings-seed/ (refreshed by copying .kiln-test's two
+ * files there after a full run). Without them a fresh clone started the files in name order, and
+ * the slowest ones late.
+ */
+const SEED_TIMINGS = join(root, "scripts", "test-timings-seed");
+function timingsOrSeed(file) {
+  const own = readTimings(file);
+  return Object.keys(own).length > 0 ? own : readTimings(join(SEED_TIMINGS, basename(file)));
+}
+const previousTimings = timingsOrSeed(timingsFile);
 const files = slowestFirst(
   everyFile
     .filter((f) => !fast || markOf(f) === "in-process")
@@ -323,7 +334,7 @@ async function runShards(files, dir) {
   if (files.length === 0) return { failed: false, tests: 0, measured: [] };
   // Dealt longest first, each to the shard with the least so far, by the files' last times in a
   // shard (their times alone where they have none yet).
-  const previousInShards = readTimings(fastTimingsFile);
+  const previousInShards = timingsOrSeed(fastTimingsFile);
   const secondsOf = (file) => previousInShards[nameOf(file)]?.seconds ?? previousTimings[nameOf(file)]?.seconds ?? 5;
   const ordered = [...files].sort((a, b) => secondsOf(b) - secondsOf(a));
   const shards = Array.from({ length: Math.min(SHARDS, ordered.length) }, () => ({ files: [], seconds: 0 }));
