@@ -105,11 +105,12 @@ if [ -z "$kind" ]; then
 fi
 libtest=false
 case $kind in libtest|logfile) libtest=true ;; esac
+# libtest's timer (--report-time) is unstable: RUSTC_BOOTSTRAP=-1 lets a stable binary take it. Only
+# the binary (and what it starts) runs with this environment after here.
+if $libtest; then export RUSTC_BOOTSTRAP=-1; fi
 run() {
   if $libtest; then set -- "$@" -Z unstable-options --report-time; fi
-  if [ \${#saved[@]} -gt 0 ]; then
-    if $libtest; then /usr/bin/env "\${saved[@]}" RUSTC_BOOTSTRAP=-1 "$exe" "$@"; else /usr/bin/env "\${saved[@]}" "$exe" "$@"; fi
-  elif $libtest; then RUSTC_BOOTSTRAP=-1 "$exe" "$@"; else "$exe" "$@"; fi
+  if [ \${#saved[@]} -gt 0 ]; then /usr/bin/env "\${saved[@]}" "$exe" "$@"; else "$exe" "$@"; fi
 }
 # The runner's own files, named by its pid (cargo runs one binary at a time; the job's /tmp is its own).
 tmp="\${TMPDIR:-/tmp}/kiln-test-runner.$$"
