@@ -87,6 +87,17 @@ describe("the test runner script", () => {
     assert.equal(await readFile(`${exe}${HARNESS_SUFFIX}`, "utf8"), "plain\n");
   });
 
+  it("a note beside the binary that names no known kind (the job's code can write it) is not taken: the binary is looked at again", async () => {
+    for (const forged of ["libtestx\n", `${"x".repeat(1_000_000)}\n`, "\n"]) {
+      await writeFile(`${exe}${HARNESS_SUFFIX}`, forged);
+      await utimes(`${exe}${HARNESS_SUFFIX}`, Date.now() / 1000 + 60, Date.now() / 1000 + 60);
+      const { stdout, stderr } = await throughRunner(exe, ["--exact", "t"]);
+      assert.match(stdout, /^args: --exact t$/m, `forged ${JSON.stringify(forged.slice(0, 12))}`);
+      assert.equal(stderr, "");
+      assert.equal(await readFile(`${exe}${HARNESS_SUFFIX}`, "utf8"), "plain\n");
+    }
+  });
+
   it("anything not under deps/ (a doctest rustdoc runs) is exec'd untouched: no markers", async () => {
     const other = join(dir, "doctest-stand-in");
     await writeFile(other, '#!/bin/sh\necho "args: $*"\n');

@@ -94,7 +94,10 @@ mark() { printf '{"reason":"kiln-test-%s","executable":"%s",%s"at_ns":%s000}\\n'
 # once per build of it, kept beside it ($exe${HARNESS_SUFFIX}), valid while newer than the
 # binary (a rebuilt binary is newer): a warm run reads no binary (regex's are ~37 MB each).
 harness=$exe${HARNESS_SUFFIX} kind=
-if [ -r "$harness" ] && [ "$harness" -nt "$exe" ]; then read -r kind <"$harness"; fi
+# The note is in the job's target dir, which the job's own code can write: only a known kind, from
+# its first 16 bytes, is taken; anything else is looked at again.
+if [ -r "$harness" ] && [ "$harness" -nt "$exe" ]; then read -r -N 16 kind <"$harness"; kind=\${kind%%$'\n'*}; fi
+case $kind in plain|libtest|logfile) ;; *) kind= ;; esac
 if [ -z "$kind" ]; then
   kind=plain
   if grep -qaF -e 'report-time' "$exe" 2>/dev/null; then
