@@ -20,7 +20,7 @@ import { onboardRepository, readJob, writeTenantSettings } from "@kiln/storage";
 import { captureWorkspace } from "../src/archive/capture.js";
 import { buildArchive, uploadIdOf } from "../src/archive/layout.js";
 import {
-  CLI_NODE,
+  CLI_ON_THE_RUNTIME,
   type CliRun,
   freshConfigHome,
   runCli,
@@ -65,8 +65,7 @@ const jsonLines = (run: CliRun): Doc[] =>
  * jobs commands), and building semver through kiln is the same on any node the CLI runs on, which
  * the runtime's pass of this file and server/test/debian-crate.sandbox already show.
  */
-const PARITY_CRATE_ON_THIS_NODE =
-  CLI_NODE === process.execPath ? "semver 1.0.14 (Debian)" : "a generated five-binary crate";
+const PARITY_CRATE_ON_THIS_NODE = CLI_ON_THE_RUNTIME ? "semver 1.0.14 (Debian)" : "a generated five-binary crate";
 
 function generatedParityCrate(): Record<string, string> {
   const test = (name: string) => `#[test]\nfn ${name}() {\n    assert_eq!(parity::double(2), 4);\n}\n`;
@@ -122,7 +121,7 @@ describe("kiln cargo against a real server (embedded, listening on loopback)", (
     // Two copies: local cargo writes Cargo.lock into its own, never into the one kiln captures.
     let dir: string;
     let directDir: string;
-    if (CLI_NODE === process.execPath) {
+    if (CLI_ON_THE_RUNTIME) {
       assert.ok(debianCrateInstalled("semver", "1.0.14"), "apt-get install librust-semver-dev librust-serde-dev");
       dir = materialize(debianCrate("semver", "1.0.14"));
       directDir = materialize(debianCrate("semver", "1.0.14"));

@@ -18,12 +18,14 @@ export const KILN_BIN = join(REPO_ROOT, "packages/cli/dist/bundle/main.js");
  * up while kiln's services need 22).
  */
 export const CLI_NODE = process.env.KILN_TEST_CLI_NODE ?? process.execPath;
+/** Whether the bundle runs on the tests' own node (the first pass), not the machine's (the second). */
+export const CLI_ON_THE_RUNTIME = CLI_NODE === process.execPath;
 /**
  * The engines the tests of the CLI against a real server run on: both on the runtime; on the
  * machine's node (the second pass) SQLite alone, as what that pass tests is the CLI on that node,
  * and a server's answers to it are the same on either engine, which the runtime's pass shows.
  */
-export const CLI_DIALECTS = CLI_NODE === process.execPath ? DIALECTS : DIALECTS.filter((d) => d.name === "sqlite");
+export const CLI_DIALECTS = CLI_ON_THE_RUNTIME ? DIALECTS : DIALECTS.filter((d) => d.name === "sqlite");
 assertBundleFresh();
 
 /**
