@@ -81,8 +81,11 @@ export function held(storage: Storage): { storage: Storage; ready: Promise<void>
 /**
  * Whether `pending` (started while another transaction is held open) finished without waiting
  * for it ("settled") or is waiting for it ("pending"). On PostgreSQL the verdict is the server's:
- * a backend of this database waiting on a lock, or the promise settling, whichever is seen
- * first. On SQLite a writer waits at BEGIN IMMEDIATE, which no catalog shows; the promise is
+ * a backend of this database waiting on a lock another backend of this database holds, or the
+ * promise settling, whichever is seen first. The holder must be of this database: a commit that
+ * notifies (every job move does, notifyAtCommit) takes the cluster's one notification-queue lock,
+ * so while another test's database commits, a move here can wait a moment for a lock that is no
+ * transaction of this test's (a gate saw it as "pending" under load). On SQLite a writer waits at BEGIN IMMEDIATE, which no catalog shows; the promise is
  * given many turns of the event loop (its BUSY retries run in them) and is "pending" if it has
  * not settled by then — a wait that ended early would show as "settled", so the answer can only
  * err towards "settled".
@@ -98,8 +101,12 @@ export async function blockedOrSettled(probe: Storage, pending: Promise<unknown>
       await nextTurn();
       if (settled) return "settled";
       const waiting = await sql<{ n: number }>`
-        select count(*)::int as n from pg_stat_activity
-        where datname = current_database() and wait_event_type = 'Lock'`.execute(probe.db);
+        select count(*)::int as n from pg_stat_activity waiter
+        where waiter.datname = current_database() and waiter.wait_event_type = 'Lock'
+          and exists (
+            select 1 from pg_stat_activity blocker
+            where blocker.pid = any(pg_blocking_pids(waiter.pid)) and blocker.datname = current_database()
+          )`.execute(probe.db);
       if ((waiting.rows[0]?.n ?? 0) > 0) return settled ? "settled" : "pending";
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
