@@ -31,6 +31,10 @@ if (!debianCrateInstalled("regex", "1.7.1"))
 
 const dir = materialize(debianCrate("regex", "1.7.1"));
 const targetDir = mkdtempSync(join(tmpdir(), "kiln-test-timing-target-"));
+// The job's own /tmp in kiln, where the runner keeps its log: both modes run with it, so the
+// runner's file stays out of the machine's /tmp.
+const jobTmp = mkdtempSync(join(tmpdir(), "kiln-test-timing-tmp-"));
+const environment = { TMPDIR: jobTmp };
 const runner = ["--config", testRunnerConfig("x86_64-unknown-linux-gnu", 2, "pass")];
 
 /** Per binary: its measured wall time and the sum and count of its tests' measured durations. */
@@ -42,7 +46,7 @@ function binaries(output) {
       const marker = JSON.parse(line);
       const at = BigInt(marker.at_ns);
       if (marker.reason === "kiln-test-binary-start") {
-        open = { executable: Buffer.from(marker.executable, "base64").toString(), start: at, sumMs: 0, tests: 0 };
+        open = { executable: marker.executable, start: at, sumMs: 0, tests: 0 };
       } else if (open !== null) {
         found.push({ ...open, wallMs: Number(at - open.start) / 1e6 });
         open = null;
@@ -71,7 +75,7 @@ try {
   let lastRunnerOutput = "";
   for (let i = 0; i < RUNS; i++) {
     for (const mode of i % 2 === 0 ? ["plain", "runner"] : ["runner", "plain"]) {
-      const run = await directCargoTest(dir, { targetDir, args: mode === "runner" ? runner : [] });
+      const run = await directCargoTest(dir, { targetDir, environment, args: mode === "runner" ? runner : [] });
       if (run.exitCode !== 0) throw new Error(`${mode} cargo test failed:\n${run.output.slice(-2000)}`);
       seconds[mode].push(run.seconds);
       libtestSeconds[mode].push(finishedIn(run.output));
@@ -95,7 +99,7 @@ try {
     }
     grepRounds.push(Number(process.hrtime.bigint() - started) / 1e9);
   }
-  const single = await directCargoTest(dir, { targetDir, args: [...runner, "--", "--test-threads=1"] });
+  const single = await directCargoTest(dir, { targetDir, environment, args: [...runner, "--", "--test-threads=1"] });
   if (single.exitCode !== 0) throw new Error(`cargo test -- --test-threads=1 failed:\n${single.output.slice(-2000)}`);
   const loadAfter = loadavg()[0];
 
@@ -157,4 +161,5 @@ try {
 } finally {
   rmSync(dir, { recursive: true, force: true });
   rmSync(targetDir, { recursive: true, force: true });
+  rmSync(jobTmp, { recursive: true, force: true });
 }

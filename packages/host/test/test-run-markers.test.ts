@@ -5,9 +5,10 @@ import { OutputTail, TestRunMarkers } from "../src/agent/attempt/test-run-marker
 import { withoutReportedTime } from "../src/agent/attempt/test-runner.js";
 
 const EXE = "/work/target/debug/deps/noisy-0123456789abcdef";
-const b64 = (text: string) => Buffer.from(text).toString("base64");
+/** A JSON string's body, as the runner writes names and paths. */
+const js = (text: string) => JSON.stringify(text).slice(1, -1);
 const marker = (kind: string, members: string) =>
-  `{"reason":"kiln-test-${kind}","executable":"${b64(EXE)}",${members}"at_ns":${1_000_000_000n}}`;
+  `{"reason":"kiln-test-${kind}","executable":"${js(EXE)}",${members}"at_ns":${1_000_000_000n}}`;
 
 describe("the test runner's markers: what a re-run keeps of its output", () => {
   it("a re-run printing 20,000 lines keeps only its tail (within the limit) and says it was cut; the log gets every line", () => {
@@ -19,10 +20,10 @@ describe("the test runner's markers: what a re-run keeps of its output", () => {
       logged += 1;
       markers.tryOutput(line, logged);
     };
-    feed(marker("try-start", `"test":"${b64("tests::noisy")}","try":2,`));
+    feed(marker("try-start", `"test":"${js("tests::noisy")}","try":2,`));
     const lines = 20_000;
     for (let i = 0; i < lines; i++) feed(`noise line ${i}`);
-    feed(marker("try-end", `"test":"${b64("tests::noisy")}","try":2,"exit":101,"passed":false,`));
+    feed(marker("try-end", `"test":"${js("tests::noisy")}","try":2,"exit":101,"passed":false,`));
     assert.equal(logged, lines);
 
     const { summary, retries } = markers.apply(
@@ -88,10 +89,10 @@ describe("the test runner's markers: what a re-run keeps of its output", () => {
     const LIB = "/work/target/debug/deps/lib-0123456789abcdef";
     const TOOL = "/work/target/debug/deps/tool-0123456789abcdef";
     const at = (exe: string, kind: string, members: string) =>
-      `{"reason":"kiln-test-${kind}","executable":"${b64(exe)}",${members}"at_ns":${1_000_000_000n}}`;
+      `{"reason":"kiln-test-${kind}","executable":"${js(exe)}",${members}"at_ns":${1_000_000_000n}}`;
     const rerun = (name: string, passed: boolean) => [
-      at(LIB, "try-start", `"test":"${b64(name)}","try":2,`),
-      at(LIB, "try-end", `"test":"${b64(name)}","try":2,"exit":${passed ? 0 : 101},"passed":${passed},`),
+      at(LIB, "try-start", `"test":"${js(name)}","try":2,`),
+      at(LIB, "try-end", `"test":"${js(name)}","try":2,"exit":${passed ? 0 : 101},"passed":${passed},`),
     ];
     /** The lib binary fails `failed` tests, of which those in `flaky` pass on their re-run. */
     const failedCount = (

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { chmod, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { HARNESS_SUFFIX, testRunnerConfig } from "../src/agent/attempt/test-runner.js";
@@ -54,7 +54,7 @@ describe("the test runner script", () => {
     assert.equal(end.reason, "kiln-test-binary-end");
     assert.equal(end.exit, 0);
     for (const marker of [start, end]) {
-      assert.equal(Buffer.from(String(marker.executable), "base64").toString("utf8"), exe);
+      assert.equal(marker.executable, exe);
       assert.match(String(marker.at_ns), /^\d{19}$/);
     }
     const startNs = BigInt(String(start.at_ns));
@@ -95,6 +95,27 @@ describe("the test runner script", () => {
       assert.match(stdout, /^args: --exact t$/m, `forged ${JSON.stringify(forged.slice(0, 12))}`);
       assert.equal(stderr, "");
       assert.equal(await readFile(`${exe}${HARNESS_SUFFIX}`, "utf8"), "plain\n");
+    }
+  });
+
+  it("gives a libtest binary one log file of cargo's, emptied for each binary and left in the job's tmp dir: no process removes it", async () => {
+    const tmp = await mkdtemp(join(dir, "tmp-"));
+    const lib = join(dir, "deps", "libtest-stand-in-0123456789abcdef");
+    // libtest's option text (so the runner gives it --logfile and --report-time); it writes the log it is given.
+    await writeFile(
+      lib,
+      '#!/bin/sh\n# --report-time --logfile\necho "args: $*"\nwhile [ $# -gt 0 ]; do [ "$1" = --logfile ] && echo "ok $0" >>"$2"; shift; done\n',
+    );
+    await chmod(lib, 0o755);
+    for (const round of [1, 2]) {
+      const { stdout, stderr } = await throughRunner(lib, ["--quiet"], { TMPDIR: tmp });
+      const log = join(tmp, `kiln-test-runner.cargo-${process.pid}.log`);
+      assert.match(stdout, new RegExp(`^args: --quiet --logfile ${log} -Z unstable-options --report-time$`, "m"));
+      assert.match(stdout, /"reason":"kiln-test-binary-end","executable":"[^"]+","exit":0,/);
+      assert.equal(stderr, "");
+      assert.deepEqual(await readdir(tmp), [basename(log)], `round ${round}`);
+      // Emptied before each binary: only this run's line, never the last one's.
+      assert.equal(await readFile(log, "utf8"), `ok ${lib}\n`, `round ${round}`);
     }
   });
 

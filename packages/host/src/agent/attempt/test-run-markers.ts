@@ -81,7 +81,6 @@ const TRIES_OUTPUT_TOTAL = 4 * 2 ** 20;
 
 const MARKER = /^\{"reason":"kiln-test-(binary-start|binary-end|try-start|try-end)",/;
 
-const decode = (value: unknown): string => Buffer.from(String(value), "base64").toString("utf8");
 const nanoseconds = (value: unknown): bigint => BigInt(String(value));
 const baseName = (path: string): string => path.slice(path.lastIndexOf("/") + 1);
 const msBetween = (start: bigint, end: bigint | null): number =>
@@ -115,7 +114,7 @@ export class TestRunMarkers {
       // Not the runner's (a test printed something like it): an ordinary output line.
       return false;
     }
-    const executable = decode(value.executable);
+    const executable = String(value.executable);
     switch (kind) {
       case "binary-start":
         this.#binaries.push({ executable, startNs: at, endNs: null, exitCode: null });
@@ -132,7 +131,7 @@ export class TestRunMarkers {
       case "try-start":
         this.#open = {
           executable,
-          test: decode(value.test),
+          test: String(value.test),
           try: Number(value.try),
           startNs: at,
           endNs: null,

@@ -22,7 +22,7 @@ import type { FlakyPolicy } from "@kiln/contract";
  * else run through the runner (cargo hands doctests to rustdoc with the same runner, as
  * `--test-runtool`) is exec'd untouched.
  * The markers are JSON lines starting with `{"reason":` on stdout: kept out of the job's log
- * like cargo's own messages, read by TestRunMarkers. Names and paths are base64 in them.
+ * like cargo's own messages, read by TestRunMarkers. Names and paths are JSON strings in them.
  */
 /**
  * What libtest writes on stderr (without a newline) for the runner's `--logfile`: not the job's
@@ -73,23 +73,24 @@ export const TEST_RUNNER_SCRIPT = `retries=$1 policy=$2 exe=$3
 shift 3
 saved=()
 for v in ${BASH_SENSITIVE.join(" ")}; do s=KILN_TEST_RUNNER_$v; if [ -n "\${!s+x}" ]; then saved+=("$v=\${!s}"); unset "$s"; fi; done
-# Base64 of $1 into $b64, byte by byte (no process).
-b64() {
+# $1 as the body of a JSON string, into $js (no process; a control character only costs a loop).
+jstr() {
   local LC_ALL=C
-  local s=$1 i n a b c t
-  local A=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/
-  n=\${#s} b64=
-  for ((i = 0; i < n; i += 3)); do
-    printf -v a %d "'\${s:i:1}"; printf -v b %d "'\${s:i+1:1}"; printf -v c %d "'\${s:i+2:1}"
-    t=$(((a & 255) << 16 | (b & 255) << 8 | (c & 255)))
-    b64+=\${A:t>>18&63:1}\${A:t>>12&63:1}
-    if ((i + 1 < n)); then b64+=\${A:t>>6&63:1}; else b64+==; fi
-    if ((i + 2 < n)); then b64+=\${A:t&63:1}; else b64+==; fi
-  done
+  local s=$1 out= i c
+  s=\${s//\\\\/\\\\\\\\} s=\${s//\\"/\\\\\\"}
+  if [[ $s == *[[:cntrl:]]* ]]; then
+    for ((i = 0; i < \${#s}; i++)); do
+      c=\${s:i:1}
+      if [[ $c == [[:cntrl:]] ]]; then printf -v c '\\\\u%04x' "'$c"; fi
+      out+=$c
+    done
+    s=$out
+  fi
+  js=$s
 }
-b64 "$exe"; exe64=$b64
+jstr "$exe"; exejs=$js
 # Nanoseconds since the epoch (the clock date +%s%N reads, to the microsecond; any locale's radix).
-mark() { printf '{"reason":"kiln-test-%s","executable":"%s",%s"at_ns":%s000}\\n' "$1" "$exe64" "$2" "\${EPOCHREALTIME//[!0-9]/}"; }
+mark() { printf '{"reason":"kiln-test-%s","executable":"%s",%s"at_ns":%s000}\\n' "$1" "$exejs" "$2" "\${EPOCHREALTIME//[!0-9]/}"; }
 # What the binary is (libtest knows --report-time; --logfile while libtest still has it) is read
 # once per build of it, kept beside it ($exe${HARNESS_SUFFIX}), valid while newer than the
 # binary (a rebuilt binary is newer): a warm run reads no binary (regex's are ~37 MB each).
@@ -115,17 +116,20 @@ run() {
   if $libtest; then set -- "$@" -Z unstable-options --report-time; fi
   if [ \${#saved[@]} -gt 0 ]; then /usr/bin/env "\${saved[@]}" "$exe" "$@"; else "$exe" "$@"; fi
 }
-# The runner's own files, named by its pid (cargo runs one binary at a time; the job's /tmp is its own).
+# The runner's own files. The binary's log is named by cargo's pid ($PPID): cargo runs its test
+# binaries one at a time, so each run empties and reuses that one file instead of leaving one per
+# binary or paying a process (rm) to remove it; it stays in the job's /tmp, which ends with the
+# job. A re-run's files are named by this runner's pid and removed.
 tmp="\${TMPDIR:-/tmp}/kiln-test-runner.$$"
 log=
 # --logfile is deprecated in libtest: used only while the binary still knows it.
 if [ "$kind" = logfile ]; then
-  log="$tmp.log"
+  log="\${TMPDIR:-/tmp}/kiln-test-runner.cargo-$PPID.log"
   for a in "$@"; do case $a in --logfile|--logfile=*) log= ;; esac; done
-  # Made empty first: a log an earlier runner of the same pid left is never read as this one's.
+  # Made empty first: the last binary's log is never read as this one's.
   if [ -n "$log" ] && ! { : >"$log"; } 2>/dev/null; then exit 101; fi
 fi
-cleanup() { if [ -n "$log" ] || [ -e "$tmp.failed" ]; then rm -f -- "$tmp.log" "$tmp.failed" "$tmp.try"; fi; }
+cleanup() { if [ -e "$tmp.failed" ]; then rm -f -- "$tmp.failed" "$tmp.try"; fi; }
 mark binary-start ''
 if [ -n "$log" ]; then run "$@" --logfile "$log"; else run "$@"; fi
 rc=$?
@@ -140,15 +144,15 @@ if [ "$rc" -eq 101 ] && [ "$retries" -gt 0 ] && [ -n "$log" ]; then
   if [ ! -s "$tmp.failed" ] || [ "$(wc -l <"$tmp.failed")" -gt ${MAX_RERUN_TESTS} ]; then all=false; : >"$tmp.failed"; fi
   while IFS= read -r name; do
     t=1 passed=false
-    b64 "$name"; name64=$b64
+    jstr "$name"; namejs=$js
     while [ "$t" -le "$retries" ] && ! $passed; do
       t=$((t + 1))
-      mark try-start "\\"test\\":\\"$name64\\",\\"try\\":$t,"
+      mark try-start "\\"test\\":\\"$namejs\\",\\"try\\":$t,"
       rm -f -- "$tmp.try"
       run --exact "$name" $keep --logfile "$tmp.try" </dev/null
       r=$?
       if [ "$r" -eq 0 ] && sed 's/ <[0-9.]*s>$//' "$tmp.try" 2>/dev/null | grep -qxF -e "ok $name"; then passed=true; fi
-      mark try-end "\\"test\\":\\"$name64\\",\\"try\\":$t,\\"exit\\":$r,\\"passed\\":$passed,"
+      mark try-end "\\"test\\":\\"$namejs\\",\\"try\\":$t,\\"exit\\":$r,\\"passed\\":$passed,"
     done
     $passed || all=false
   done <"$tmp.failed"
