@@ -21,6 +21,7 @@ import { randomBytes } from "node:crypto";
 import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
+import { machineCpuTicks } from "../scripts/machine-cpu.mjs";
 import { dist, requireBuilt } from "./support/built-packages.mjs";
 import { startInProcessKiln } from "./support/in-process-kiln.mjs";
 import { inlineJob } from "./support/inline-job.mjs";
@@ -103,13 +104,12 @@ const secondsBetween = (a, b) => (a && b ? (Date.parse(b) - Date.parse(a)) / 100
  * other processes took while the benchmark ran — the noise its numbers carry.
  */
 function cpuTicks() {
-  const [, ...fields] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).map(Number);
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = fields;
+  const { busy, idle } = machineCpuTicks();
   const own = readFileSync("/proc/self/stat", "utf8").split(") ")[1].split(" ").map(Number);
   // utime, stime, cutime, cstime are fields 14–17 of /proc/<pid>/stat, i.e. 11–14 after "(comm) ".
   return {
-    machine: user + nice + system + irq + softirq + steal,
-    idle: idle + iowait,
+    machine: busy,
+    idle,
     own: own[11] + own[12] + own[13] + own[14],
     children: own[13] + own[14],
   };

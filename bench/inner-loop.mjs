@@ -12,9 +12,10 @@
 // `node packages/cli/dist/src/main.js cargo test --json` in a git work tree of the crate, as a
 // developer runs it. Must run as root (the sandbox executor requires it).
 import { execFileSync, spawn } from "node:child_process";
-import { appendFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, cpSync, existsSync, mkdirSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
+import { machineCpuTicks } from "../scripts/machine-cpu.mjs";
 import { dist, requireBuilt, root } from "./support/built-packages.mjs";
 import { commitWorkTree } from "./support/git-work-tree.mjs";
 import { startInProcessKiln } from "./support/in-process-kiln.mjs";
@@ -153,11 +154,7 @@ function layOut(crate) {
 }
 
 /** CPU ticks of the whole machine (busy and idle): what other processes took while the bench ran. */
-function cpuTicks() {
-  const [, ...fields] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).map(Number);
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = fields;
-  return { busy: user + nice + system + irq + softirq + steal, idle: idle + iowait };
-}
+const cpuTicks = machineCpuTicks;
 
 async function bare(workspace, targetDir) {
   const run = await directCargoTest(workspace, { targetDir, jobs: VCPUS, environment: INJECTED });

@@ -36,6 +36,7 @@ import { finished } from "node:stream/promises";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
 import { fileURLToPath } from "node:url";
+import { machineCpuTicks } from "./machine-cpu.mjs";
 import { startThrowawayCluster } from "./postgres-cluster.mjs";
 import { projectRuntime } from "./project-runtime.mjs";
 import { markOf, readTimings, recordTimings, slowestFirst, slowestLines, sourceOf } from "./test-timings.mjs";
@@ -242,15 +243,9 @@ try {
 // Not process.exit: it could cut off the summary still being written to a pipe.
 process.exitCode = failed ? 1 : 0;
 
-/** CPU-seconds every core of the machine has spent busy since boot (/proc/stat: all but idle and iowait). */
+/** CPU-seconds every core of the machine has spent busy since boot. */
 function machineBusySeconds() {
-  const [user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8")
-    .split("\n")[0]
-    .trim()
-    .split(/\s+/)
-    .slice(1)
-    .map(Number);
-  return (user + nice + system + irq + softirq + steal) / 100;
+  return machineCpuTicks().busy / 100;
 }
 
 /** Now, as the timings files record it. */
