@@ -5,7 +5,8 @@
 // timed with libtest --report-time, flaky retries armed at 2), interleaved in the same run,
 // CARGO_BUILD_JOBS=2. Then, from the runner's own output, the sum of the tests' measured
 // durations against the test binaries' measured wall time, with libtest's default test threads
-// and with one (`-- --test-threads=1`), where the two can be compared literally.
+// and with one (`-- --test-threads=1`), where the two can be compared literally. And what
+// libtest's two options (--report-time, --logfile) cost by themselves, the binaries run directly.
 //
 //   npm run build && node bench/test-timing.mjs [--runs N]
 import { spawnSync } from "node:child_process";
@@ -99,6 +100,37 @@ try {
     }
     grepRounds.push(Number(process.hrtime.bigint() - started) / 1e9);
   }
+  // libtest's own share: the binaries run directly (no cargo, no runner), one after another, with
+  // each option the runner adds, alone and together; rounds rotate the order of the options.
+  const OPTIONS = {
+    nothing: [],
+    "--report-time": ["-Z", "unstable-options", "--report-time"],
+    "--logfile": ["--logfile", join(jobTmp, "libtest.log")],
+    "both, as the runner runs them": [
+      "--logfile",
+      join(jobTmp, "libtest.log"),
+      "-Z",
+      "unstable-options",
+      "--report-time",
+    ],
+  };
+  const optionSeconds = Object.fromEntries(Object.keys(OPTIONS).map((name) => [name, []]));
+  for (let round = 0; round < RUNS; round++) {
+    const names = Object.keys(OPTIONS);
+    for (const name of [...names.slice(round % names.length), ...names.slice(0, round % names.length)]) {
+      const started = process.hrtime.bigint();
+      for (const exe of testBinaries) {
+        const run = spawnSync(exe, OPTIONS[name], {
+          cwd: dir,
+          env: { ...process.env, RUSTC_BOOTSTRAP: "-1" },
+          stdio: ["ignore", "pipe", "pipe"],
+          maxBuffer: 64 * 2 ** 20,
+        });
+        if (run.status !== 0) throw new Error(`${exe} ${OPTIONS[name].join(" ")}: exit ${run.status}`);
+      }
+      optionSeconds[name].push(Number(process.hrtime.bigint() - started) / 1e9);
+    }
+  }
   const single = await directCargoTest(dir, { targetDir, environment, args: [...runner, "--", "--test-threads=1"] });
   if (single.exitCode !== 0) throw new Error(`cargo test -- --test-threads=1 failed:\n${single.output.slice(-2000)}`);
   const loadAfter = loadavg()[0];
@@ -132,6 +164,19 @@ try {
       `(${fmt(testBinaries.reduce((n, f) => n + statSync(f).size, 0) / 2 ** 20, 0)} MiB): ` +
       `${fmt(Math.min(...grepRounds), 3)} s (rounds: ${grepRounds.map((r) => fmt(r, 3)).join(", ")}); ` +
       `harness notes the runner kept beside them: ${harnessNotes}`,
+  );
+  const bare = median(optionSeconds.nothing);
+  console.log(`\n## libtest's options: the ${testBinaries.length} binaries run directly, ${RUNS} rounds\n`);
+  console.log(
+    table(
+      ["options", "median wall s", "cost", "all rounds s"],
+      Object.entries(optionSeconds).map(([name, runs]) => [
+        name,
+        fmt(median(runs)),
+        name === "nothing" ? "–" : `${fmt(((median(runs) - bare) / bare) * 100, 1)} %`,
+        runs.map((r) => fmt(r)).join(", "),
+      ]),
+    ),
   );
   for (const [label, output] of [
     ["default test threads", lastRunnerOutput],

@@ -10,8 +10,8 @@ import { HARNESS_SUFFIX, testRunnerConfig } from "../src/agent/attempt/test-runn
 const run = promisify(execFile);
 
 /** The runner's argv as cargo gets it from the `--config` value, with the binary and its arguments after it. */
-function runnerArgv(exe: string, args: string[]): string[] {
-  const config = testRunnerConfig("x86_64-unknown-linux-gnu", 2, "pass");
+function runnerArgv(exe: string, args: string[], retries = 2): string[] {
+  const config = testRunnerConfig("x86_64-unknown-linux-gnu", retries, "pass");
   return [...(JSON.parse(config.slice(config.indexOf("=") + 1)) as string[]), exe, ...args];
 }
 
@@ -19,8 +19,9 @@ async function throughRunner(
   exe: string,
   args: string[],
   environment: Record<string, string> = {},
+  retries = 2,
 ): Promise<{ stdout: string; stderr: string }> {
-  const [command, ...rest] = runnerArgv(exe, args);
+  const [command, ...rest] = runnerArgv(exe, args, retries);
   return run(command ?? "/bin/sh", rest, { env: { PATH: "/usr/bin:/bin", ...environment } });
 }
 
@@ -117,6 +118,16 @@ describe("the test runner script", () => {
       // Emptied before each binary: only this run's line, never the last one's.
       assert.equal(await readFile(log, "utf8"), `ok ${lib}\n`, `round ${round}`);
     }
+  });
+
+  it("gives a libtest binary no log file when flaky_retries is 0: nothing would read it", async () => {
+    const tmp = await mkdtemp(join(dir, "tmp-"));
+    const lib = join(dir, "deps", "libtest-no-retries-0123456789abcdef");
+    await writeFile(lib, '#!/bin/sh\n# --report-time --logfile\necho "args: $*"\n');
+    await chmod(lib, 0o755);
+    const { stdout } = await throughRunner(lib, ["--quiet"], { TMPDIR: tmp }, 0);
+    assert.match(stdout, /^args: --quiet -Z unstable-options --report-time$/m);
+    assert.deepEqual(await readdir(tmp), []);
   });
 
   it("anything not under deps/ (a doctest rustdoc runs) is exec'd untouched: no markers", async () => {
