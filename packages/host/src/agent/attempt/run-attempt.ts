@@ -89,12 +89,24 @@ export async function runAttempt(deps: AttemptRunnerDeps, placement: Placement):
     }
 
     phase = cargoStep(placement);
+    const building = lineage;
     const cargo = await runCargo(attempt, {
       toolchain: toolchain.admitted,
       targetDir: restored.targetDir,
       warmTarget: lineage?.warm ?? false,
       arguments: affected.arguments,
       provided,
+      ...(building === null
+        ? {}
+        : {
+            onBuildFinished: () =>
+              building.writeBackEarly((error) =>
+                deps.reporting.log.warn(
+                  { jobId: placement.jobId, attempt: placement.attempt, err: error },
+                  "the target disk's early write-back failed; the save writes it all back",
+                ),
+              ),
+          }),
     });
     const outcome = attemptOutcome(cargo.run, attempt.cancelled);
 

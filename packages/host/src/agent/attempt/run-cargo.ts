@@ -70,6 +70,9 @@ export function cargoArgv(
   ];
 }
 
+/** cargo's line (stderr) saying its build is done: what follows in a test job is the test binaries. */
+const BUILD_FINISHED = /^\s*Finished /;
+
 /** The phase cargo runs in: `test` for test and bench jobs, `build` for the rest. */
 export function cargoStep(placement: Placement): "test" | "build" {
   const op = placement.invocation.operation;
@@ -109,6 +112,8 @@ export async function runCargo(
     readonly arguments: readonly string[] | null;
     /** What the dependency gateway provided (a dependency-gateway job), else null. */
     readonly provided: ProvidedForBuild | null;
+    /** Called once when a test job's build is finished (cargo's `Finished` line), before its test binaries run. */
+    readonly onBuildFinished?: () => void;
   },
 ): Promise<CargoRun> {
   const { deps, placement, dirs } = attempt;
@@ -119,6 +124,7 @@ export async function runCargo(
   const lines = new FailureLines();
   let runner: { triple: string } | null = null;
   const markers = new TestRunMarkers((executable, exitCode) => observer.testBinaryExited?.(executable, exitCode));
+  let onBuildFinished = cargoStep(placement) === "test" ? input.onBuildFinished : undefined;
   const splitters = {
     stdout: new LineSplitter((line) => {
       if (markers.marker(line)) return;
@@ -135,6 +141,10 @@ export async function runCargo(
       const line = runner !== null ? written.replaceAll(LOGFILE_WARNING, "") : written;
       if (line === "" && written !== "") return;
       if (markers.inTry) return markers.tryOutput(line, attempt.logs.push("stderr", line));
+      if (onBuildFinished !== undefined && BUILD_FINISHED.test(line)) {
+        onBuildFinished();
+        onBuildFinished = undefined;
+      }
       observer.pushLine("stderr", line);
       lines.note(line, attempt.logs.push("stderr", line));
     }),
