@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { createSandboxExecutor } from "@kiln/host";
 import { onboardRepository } from "@kiln/storage";
 import { DEBIAN_SOURCE_CONFIG, debianCrate, debianCrateInstalled } from "../src/testing/debian-crates.js";
 import { crate, type Doc, type Embedded, explainJob, Jobs, startEmbedded } from "../src/testing/e2e-jobs.js";
@@ -67,7 +68,11 @@ describe("warm lineages end to end (SQLite, real cargo, real sandbox)", {
     passes(jobs, await jobs.submit(files, `lineage-${++keys}`));
 
   before(async () => {
-    e = await startEmbedded();
+    // Each attempt's disk quota lowered to 2 GiB (these crates write under 100 MB): the host claims
+    // a job only while the disk's free space covers its quota (disk-headroom.ts), and at the sizes'
+    // 16 GiB two concurrent jobs needed 32 GiB free on this machine; with less, the concurrent test
+    // below ran its jobs one after the other and failed.
+    e = await startEmbedded({ executor: createSandboxExecutor({ maxDiskBytes: 2 * 2 ** 30 }) });
   });
   after(() => e.close());
 
