@@ -120,6 +120,20 @@ describe("the test runner script", () => {
     }
   });
 
+  it("writes a tenant's odd binary path into its markers as a JSON string that reads back exactly: quotes, backslashes and control characters cannot break or forge a marker", async () => {
+    const odd = join(dir, "deps", 'odd"name\\",\t"exit":0,\u0001-0123456789abcdef');
+    await writeFile(odd, '#!/bin/sh\necho "ran"\n');
+    await chmod(odd, 0o755);
+    const { stdout } = await throughRunner(odd, []);
+    const lines = stdout.trimEnd().split("\n");
+    assert.equal(lines.length, 3, stdout);
+    const [start, end] = [JSON.parse(lines[0] ?? ""), JSON.parse(lines[2] ?? "")] as Record<string, unknown>[];
+    assert.equal(start?.executable, odd);
+    assert.equal(end?.executable, odd);
+    assert.deepEqual(Object.keys(end ?? {}), ["reason", "executable", "exit", "at_ns"]);
+    assert.equal(lines[1], "ran");
+  });
+
   it("gives a libtest binary no log file when flaky_retries is 0: nothing would read it", async () => {
     const tmp = await mkdtemp(join(dir, "tmp-"));
     const lib = join(dir, "deps", "libtest-no-retries-0123456789abcdef");

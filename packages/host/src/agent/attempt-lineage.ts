@@ -199,10 +199,6 @@ export class AttemptLineage {
   }
 
   /**
-   * After the run: checks the slot in when cargo ran to its end (pass or fail), else discards
-   * it. Returns the log line saying which.
-   */
-  /**
    * Starts writing back what cargo has written to the kept target disk so far, while the attempt
    * goes on: called when a test job's build is finished and its test binaries start, so the
    * save's own write-back (flushKeptDisksUnder, on the way to the job's result) is left with
@@ -215,13 +211,13 @@ export class AttemptLineage {
     this.earlyWriteBack = flushKeptDisksUnder(this.lease.targetDir).catch(reported);
   }
 
-  /** Waits for the early write-back: a `sync` still running holds the disk, which a discard unmounts. */
-  private async settleWriteBack(): Promise<void> {
-    await this.earlyWriteBack;
-  }
-
+  /**
+   * After the run: checks the slot in when cargo ran to its end (pass or fail), else discards
+   * it. Returns the log line saying which.
+   */
   async save(outcome: LineageEnding, at: Date): Promise<string> {
-    await this.settleWriteBack();
+    // A `sync` still running holds the disk, which a discard unmounts.
+    await this.earlyWriteBack;
     try {
       return await this.checkInOrDiscard(outcome, at);
     } catch (error) {
@@ -293,7 +289,7 @@ export class AttemptLineage {
   async abandon(at: Date): Promise<void> {
     if (this.settled) return;
     this.settled = true;
-    await this.settleWriteBack();
+    await this.earlyWriteBack;
     await this.store.discard(this.lease, "ended with an error of the host agent", at);
   }
 
