@@ -92,8 +92,11 @@ describe("a host's claims and its free disk (40 MiB tmpfs work root, 16 MiB per 
       if ((await readJob(storage.db, { tenantId: tenant, jobId: job.id }))?.job.status !== "running") continue;
       await requestCancellation(storage, { tenantId: tenant, jobId: job.id, by: "u_test", now: clock.now() });
     }
-    // Every placed claim's attempt ends (attempt:end), whether or not it had reached the executor.
-    await advanceUntil(() => events.filter((e) => e.type === "attempt:end").length === placedClaims());
+    // Every placed claim's attempt ends (attempt:end, or attempt:error when its result could not be
+    // reported), whether or not it had reached the executor.
+    await advanceUntil(
+      () => events.filter((e) => e.type === "attempt:end" || e.type === "attempt:error").length === placedClaims(),
+    );
     await agent?.stop();
     await storage?.close();
     execFileSync("umount", [workRoot]);
