@@ -16,12 +16,13 @@
 // and the temp dir is handed to that user. Run as any other user, they run as that user.
 
 import { spawn } from "node:child_process";
-import { accessSync, constants, statSync } from "node:fs";
+import { accessSync, constants, readFileSync, statSync } from "node:fs";
 import { appendFile, chmod, chown, mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { processTreeTicks } from "./machine-cpu.mjs";
 
 const POSTGRES_BIN = process.env.KILN_POSTGRES_BIN ?? "/usr/lib/postgresql/15/bin";
 const SERVICE_USER = "postgres";
@@ -31,7 +32,8 @@ const SERVICE_USER = "postgres";
  * fsync, synchronous_commit and full_page_writes (on), as a production cluster has them;
  * without it they are off, which is what tests want.
  * @param {{ durable?: boolean }} [options]
- * @returns {Promise<{ url: string, dataDir: string, stop: () => Promise<void> }>}
+ * `cpuSeconds()` is the CPU the cluster's processes have spent so far (0 once stopped).
+ * @returns {Promise<{ url: string, dataDir: string, cpuSeconds: () => number, stop: () => Promise<void> }>}
  */
 export async function startThrowawayCluster(options = {}) {
   const durable = options.durable === true;
@@ -79,6 +81,10 @@ export async function startThrowawayCluster(options = {}) {
           `unix_socket_directories = '${dir}'`,
           // Durability is pointless for a cluster deleted after the run, and fsync is slow.
           ...(durable ? [] : ["fsync = off", "synchronous_commit = off", "full_page_writes = off"]),
+          // Test databases are emptied by DELETE and reused (packages/storage/src/testing/
+          // reused-postgres-databases.ts): a vacuum would free the dead rows' space and the next
+          // test's rows would be read back out of the order they were inserted in.
+          ...(durable ? [] : ["autovacuum = off"]),
           // Test files run in parallel, each opening pools of several connections.
           "max_connections = 300",
           "",
@@ -99,7 +105,12 @@ export async function startThrowawayCluster(options = {}) {
         })();
         return stopped;
       };
-      return { url, dataDir, stop };
+      const cpuSeconds = () => {
+        // postmaster.pid's first line is the postmaster's PID; every backend is its child.
+        const pid = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
+        return processTreeTicks(pid) / 100;
+      };
+      return { url, dataDir, cpuSeconds: () => (stopped === undefined ? cpuSeconds() : 0), stop };
     }
     throw lastError ?? new Error("PostgreSQL did not start");
   } catch (error) {
