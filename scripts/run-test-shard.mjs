@@ -9,13 +9,15 @@
 //
 //   node scripts/run-test-shard.mjs FILES.json RESULT.json [--isolation process --concurrency N]
 //
-// RESULT.json receives { failed, tests, measured: [[file, { seconds, passed }]] }: each file's time from
-// its first test's start to its last test's end in this process, for the run's ten slowest.
+// RESULT.json receives { failed, tests, measured: [[file, { seconds, passed }]], cpuSeconds }: each
+// file's time from its first test's start to its last test's end in this process, for the run's ten
+// slowest, and the CPU the lane spent, with the processes it started.
 import { readFileSync, writeFileSync } from "node:fs";
 import { Transform } from "node:stream";
 import { finished } from "node:stream/promises";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
+import { processTreeTicks } from "./machine-cpu.mjs";
 
 const [filesJson, resultJson, ...options] = process.argv.slice(2);
 const option = (name, fallback) => {
@@ -70,6 +72,8 @@ const measured = files
     return [file, { seconds: Math.round((to - from) / 100) / 10, passed }];
   });
 // A shard whose files ran no test at all failed to run them.
-writeFileSync(resultJson, JSON.stringify({ failed: failed || tests === 0, tests, measured }));
+// The CPU this lane spent, with what its files started (for the run's closing line).
+const cpuSeconds = processTreeTicks(process.pid) / 100;
+writeFileSync(resultJson, JSON.stringify({ failed: failed || tests === 0, tests, measured, cpuSeconds }));
 // Not waiting for what a file left running (a timer, a socket): every test has reported.
 process.exit(0);

@@ -200,11 +200,12 @@ try {
   // On a machine the gate saturates its wall time is the CPU the tests spend (docs/benchmarks.md):
   // the machine's busy CPU while they run is printed beside the time.
   const busyBefore = machineBusySeconds();
+  const postgresBefore = cluster.cpuSeconds();
   const lanesStarted = performance.now();
   const [shards, cliPass, markedRun] = await Promise.all([
     runShards(inProcess, dir),
     cliFiles.length === 0
-      ? { failed: false, tests: 0, measured: [] }
+      ? { failed: false, tests: 0, measured: [], cpuSeconds: 0 }
       : runLane(
           {
             title: `the kiln CLI's tests with the CLI on the machine's Node.js ${runtime.machine.version}`,
@@ -218,6 +219,7 @@ try {
     marked.length === 0 ? { failed: false, tests: 0, measured: new Map() } : runTestFiles(marked),
   ]);
   const busy = machineBusySeconds() - busyBefore;
+  const postgresBusy = cluster.cpuSeconds() - postgresBefore;
   const lanesSeconds = (performance.now() - lanesStarted) / 1000;
   const inShards = new Map(shards.measured.map(([file, timing]) => [nameOf(file), timing]));
   recordTimings(fastTimingsFile, readTimings(fastTimingsFile), inShards, new Set(everyFile.map(nameOf)), at());
@@ -231,6 +233,7 @@ try {
       `npm test: the ten slowest files (wall time, ${relative(root, timingsFile)}; in-process files' in their shard, ${relative(root, fastTimingsFile)}):`,
       ...slowestLines(new Map([...markedRun.measured, ...inShards])),
       `npm test: the tests took ${lanesSeconds.toFixed(0)} s; the machine's ${availableParallelism()} cores were busy ${busy.toFixed(0)} CPU-s of it (${((100 * busy) / (lanesSeconds * availableParallelism())).toFixed(0)} %, other work on the machine included)`,
+      `npm test: of those, ${postgresBusy.toFixed(0)} CPU-s were PostgreSQL's, ${shards.cpuSeconds.toFixed(0)} the in-process files' shards'${cliFiles.length > 0 ? `, ${cliPass.cpuSeconds.toFixed(0)} the CLI's second pass's` : ""}, ${(busy - postgresBusy - shards.cpuSeconds - cliPass.cpuSeconds).toFixed(0)} the marked files' with what they start (servers, hosts, builds, guests) and the rest of the machine's`,
       `npm test: ${shards.tests + markedRun.tests} tests in ${files.length} files${cliFiles.length > 0 ? `, and ${cliPass.tests} of the CLI's again on Node.js ${runtime.machine.version}` : ""}: ${testsFailed ? "FAILED" : "all passed"}`,
       "",
     ].join("\n"),
@@ -294,7 +297,7 @@ async function runTestFiles(ordered) {
 
 /**
  * One lane in a process of its own (scripts/run-test-shard.mjs with `options`, environment
- * `env`), its report printed whole when it ends. Resolves with { failed, tests, measured }.
+ * `env`), its report printed whole when it ends. Resolves with { failed, tests, measured, cpuSeconds }.
  */
 async function runLane({ title, files, options = [], env = process.env }, dir, id) {
   const filesJson = join(dir, `files-${id}.json`);
@@ -314,7 +317,7 @@ async function runLane({ title, files, options = [], env = process.env }, dir, i
   const code = await new Promise((resolve) => child.on("close", resolve));
   process.stdout.write(`npm test: ${title} (${files.length} files)\n`);
   process.stdout.write(Buffer.concat(output));
-  if (code !== 0 || !existsSync(resultJson)) return { failed: true, tests: 0, measured: [] };
+  if (code !== 0 || !existsSync(resultJson)) return { failed: true, tests: 0, measured: [], cpuSeconds: 0 };
   return JSON.parse(readFileSync(resultJson, "utf8"));
 }
 
@@ -323,10 +326,10 @@ async function runLane({ title, files, options = [], env = process.env }, dir, i
  * one process (scripts/run-test-shard.mjs), all at once; each shard's report is printed whole as
  * it ends. A file's time in a shared process is not its time alone, which orders the marked
  * files, so these go to a file of their own (fastTimingsFile). Resolves with { failed, tests,
- * measured }.
+ * measured, cpuSeconds }.
  */
 async function runShards(files, dir) {
-  if (files.length === 0) return { failed: false, tests: 0, measured: [] };
+  if (files.length === 0) return { failed: false, tests: 0, measured: [], cpuSeconds: 0 };
   // Dealt longest first, each to the shard with the least so far, by the files' last times in a
   // shard (their times alone where they have none yet).
   const previousInShards = timingsOrSeed(fastTimingsFile);
@@ -347,5 +350,6 @@ async function runShards(files, dir) {
     failed: results.some((r) => r.failed),
     tests: results.reduce((n, r) => n + r.tests, 0),
     measured: results.flatMap((r) => r.measured),
+    cpuSeconds: results.reduce((n, r) => n + r.cpuSeconds, 0),
   };
 }
