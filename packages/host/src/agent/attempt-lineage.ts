@@ -5,7 +5,6 @@
  * the evidence's `caches` item saying what happened.
  */
 import type { ExecutionOutcome, MountPoints } from "../executor/executor.js";
-import { flushKeptDisksUnder } from "../executor/shared/kept-target-disk.js";
 import {
   captureGeneratedLockfiles,
   type GeneratedLockfile,
@@ -201,14 +200,14 @@ export class AttemptLineage {
   /**
    * Starts writing back what cargo has written to the kept target disk so far, while the attempt
    * goes on: called when a test job's build is finished and its test binaries start, so the
-   * save's own write-back (flushKeptDisksUnder, on the way to the job's result) is left with
+   * save's own write-back (LineageStore.writeBack, on the way to the job's result) is left with
    * only what the tests wrote. After a one-file edit of regex that was about 0.4 s of rebuilt
    * binaries on the result's path. A failure is `reported` and leaves the save's write-back to
    * do it all (and fail the save if it fails too).
    */
   writeBackEarly(reported: (error: unknown) => void): void {
     if (this.settled || this.earlyWriteBack !== null) return;
-    this.earlyWriteBack = flushKeptDisksUnder(this.lease.targetDir).catch(reported);
+    this.earlyWriteBack = this.store.writeBack(this.lease).catch(reported);
   }
 
   /**
@@ -240,7 +239,7 @@ export class AttemptLineage {
     const workingDirectory = this.placement.invocation.working_directory ?? ".";
     // A target disk kept mounted holds its last writes in memory: written back first, so the
     // lineage's bytes below are what it holds (kept-target-disk.ts).
-    await flushKeptDisksUnder(this.lease.targetDir);
+    await this.store.writeBack(this.lease);
     // Independent reads of the finished attempt's directories: side by side.
     const [lockfiles, manifest, measured, lockfile] = await Promise.all([
       captureGeneratedLockfiles(this.workspaceDir, lockfileCandidates(this.placement.source, workingDirectory)),

@@ -47,7 +47,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { releaseKeptDisksUnder } from "../executor/shared/kept-target-disk.js";
+import { flushKeptDisksUnder, releaseKeptDisksUnder } from "../executor/shared/kept-target-disk.js";
 import { type CopyMethod, copyTargetDir, emptyDirectory, type SeedCandidate, sharedCount } from "./lineage-seeding.js";
 
 /** What keys a lineage: the tenant's repository and the job class (`<family>/<profile>/<toolchain>`). */
@@ -284,6 +284,16 @@ export class LineageStore {
         checkoutMs: elapsed(),
       };
     });
+  }
+
+  /**
+   * Writes back what a kept target disk under the lease's target dir still holds in memory
+   * (flushKeptDisksUnder): before check-in measures the slot's bytes, and early, while a test
+   * job's binaries run (AttemptLineage.writeBackEarly). A method of the store so that a test can
+   * see when each write-back runs and hold one back.
+   */
+  writeBack(lease: LineageLease): Promise<void> {
+    return flushKeptDisksUnder(lease.targetDir);
   }
 
   /**
