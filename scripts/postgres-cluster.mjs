@@ -81,10 +81,6 @@ export async function startThrowawayCluster(options = {}) {
           `unix_socket_directories = '${dir}'`,
           // Durability is pointless for a cluster deleted after the run, and fsync is slow.
           ...(durable ? [] : ["fsync = off", "synchronous_commit = off", "full_page_writes = off"]),
-          // Test databases are emptied by DELETE and reused (packages/storage/src/testing/
-          // reused-postgres-databases.ts): a vacuum would free the dead rows' space and the next
-          // test's rows would be read back out of the order they were inserted in.
-          ...(durable ? [] : ["autovacuum = off"]),
           // Test files run in parallel, each opening pools of several connections.
           "max_connections = 300",
           "",

@@ -6,32 +6,24 @@
  * Each test file does `for (const dialect of DIALECTS) describe(..., { skip: dialect.skip }, ...)`.
  *
  * PostgreSQL needs a server: `KILN_TEST_POSTGRES_URL` names a cluster (as a superuser) on which
- * each test database is made (then dropped, or emptied for the next test). Without it the
- * PostgreSQL tests fail, loudly and by design — a suite that silently skipped an engine would
- * pass while proving nothing about it. `KILN_TEST_SKIP_POSTGRES=1` skips them on purpose, and
- * the test output says so.
+ * each test database is created and dropped. Without it the PostgreSQL tests fail, loudly and
+ * by design — a suite that silently skipped an engine would pass while proving nothing about
+ * it. `KILN_TEST_SKIP_POSTGRES=1` skips them on purpose, and the test output says so.
  *
  *   node scripts/postgres-cluster.mjs -- node --test packages/storage/dist/test/
  *
- * A migrated database is a copy of a template migrated once (`migration-templates.ts`), and on
- * PostgreSQL one a test is done with is emptied for the next (`reused-postgres-databases.ts`):
- * every test still gets a database of its own with no rows, without running every migration or
- * copying the template for each of them.
+ * A migrated database is a copy of a template migrated once (`migration-templates.ts`): every
+ * test still gets a database of its own, without running every migration for each of them.
  */
+import { randomBytes } from "node:crypto";
 import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DialectName, Storage } from "../dialect.js";
 import { type OpenStorageOptions, openStorage } from "../open-storage.js";
 import { SQLITE_FILE_NAME } from "../sqlite/open-sqlite-storage.js";
+import { administer } from "./cluster-session.js";
 import { postgresTemplate, sqliteTemplate } from "./migration-templates.js";
-import {
-  administer,
-  emptyThrough,
-  giveBackMigratedDatabase,
-  takeMigratedDatabase,
-  testDatabaseName,
-} from "./reused-postgres-databases.js";
 
 /** What a new test database holds: the current schema (the default), or nothing at all. */
 export interface NewTestDatabase {
@@ -45,11 +37,6 @@ export interface TestDatabase {
   readonly options: OpenStorageOptions;
   open(extra?: { maxConnections?: number }): Promise<Storage>;
   dispose(): Promise<void>;
-  /**
-   * Closes `storage`, the last one open on this database, and disposes of the database: on
-   * PostgreSQL it is emptied through that storage's session first, which saves opening another.
-   */
-  disposeWith(storage: Storage): Promise<void>;
 }
 
 export interface DialectUnderTest {
@@ -69,18 +56,10 @@ const sqlite: DialectUnderTest = {
     const template = options?.migrated === false ? undefined : await sqliteTemplate();
     const dataDir = await mkdtemp(join(tmpdir(), "kiln-storage-test-"));
     if (template !== undefined) await copyFile(template, join(dataDir, SQLITE_FILE_NAME));
-    const dispose = () => rm(dataDir, { recursive: true, force: true });
     return {
       options: { dataDir },
       open: () => openStorage({ dataDir }),
-      dispose,
-      disposeWith: async (storage) => {
-        try {
-          await storage.close();
-        } finally {
-          await dispose();
-        }
-      },
+      dispose: () => rm(dataDir, { recursive: true, force: true }),
     };
   },
   openFresh: () => openFresh(sqlite),
@@ -93,31 +72,11 @@ const postgres: DialectUnderTest = {
   name: "postgres",
   skip: process.env.KILN_TEST_SKIP_POSTGRES === "1" ? "KILN_TEST_SKIP_POSTGRES=1" : false,
   async createDatabase(options) {
-    const { clusterUrl, url: databaseUrl, drop, name } = await postgresTestDatabase(options);
+    const { url: databaseUrl, drop } = await createPostgresTestDatabase(options);
     return {
       options: { databaseUrl, dataDir: NO_DATA_DIR },
       open: (extra) => openStorage({ databaseUrl, dataDir: NO_DATA_DIR, ...extra }),
       dispose: drop,
-      disposeWith: async (storage) => {
-        if (name === undefined) {
-          try {
-            await storage.close();
-          } finally {
-            await drop();
-          }
-          return;
-        }
-        let emptied = false;
-        try {
-          emptied = await emptyThrough(clusterUrl, storage.db);
-        } finally {
-          try {
-            await storage.close();
-          } finally {
-            await giveBackMigratedDatabase(clusterUrl, name, { emptied });
-          }
-        }
-      },
     };
   },
   openFresh: () => openFresh(postgres),
@@ -131,20 +90,13 @@ export function openSqliteForTest(): Promise<Storage> {
 }
 
 /**
- * A database `kiln_test_<random>` of the caller's own on the cluster at `KILN_TEST_POSTGRES_URL`:
- * a migrated one with no rows (reused-postgres-databases.ts: emptied after an earlier test, or a
- * copy of the migrated template), or a new empty one with `migrated: false`. `drop()` ends any
- * sessions left on it and drops it, or empties it for the next test.
+ * Creates a database `kiln_test_<random>` on the cluster at `KILN_TEST_POSTGRES_URL`: a copy of
+ * the migrated template, or empty with `migrated: false`. `drop()` removes it, disconnecting any
+ * sessions left.
  */
 export async function createPostgresTestDatabase(
   options?: NewTestDatabase,
 ): Promise<{ url: string; drop(): Promise<void> }> {
-  const { url, drop } = await postgresTestDatabase(options);
-  return { url, drop };
-}
-
-/** As createPostgresTestDatabase, with the cluster and, when migrated, the name to give it back by. */
-async function postgresTestDatabase(options?: NewTestDatabase) {
   const clusterUrl = process.env.KILN_TEST_POSTGRES_URL;
   if (!clusterUrl) {
     throw new Error(
@@ -153,24 +105,20 @@ async function postgresTestDatabase(options?: NewTestDatabase) {
         "or set KILN_TEST_SKIP_POSTGRES=1 to skip them deliberately.",
     );
   }
-  const urlOf = (database: string) => {
-    const url = new URL(clusterUrl);
-    url.pathname = `/${database}`;
-    return url.toString();
+  const name = `kiln_test_${randomBytes(6).toString("hex")}`;
+  const template = options?.migrated === false ? "" : ` template ${await postgresTemplate(clusterUrl)}`;
+  // FILE_COPY copies the template's files; PostgreSQL 15's default (WAL_LOG) writes every block
+  // of it to the WAL, which for a few hundred databases a run was most of the cluster's CPU. The
+  // checkpoint FILE_COPY asks for costs little on the throwaway cluster (fsync off). Both this
+  // and the drop go through the process's one session to the cluster (cluster-session.ts).
+  await administer(clusterUrl, `create database ${name}${template} strategy = file_copy`);
+  const url = new URL(clusterUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    // FORCE: a test that failed half-way may leave connections open.
+    drop: () => administer(clusterUrl, `drop database if exists ${name} with (force)`),
   };
-  if (options?.migrated === false) {
-    const empty = testDatabaseName();
-    await administer(clusterUrl, `create database ${empty}`);
-    return {
-      clusterUrl,
-      url: urlOf(empty),
-      name: undefined,
-      // FORCE: a test that failed half-way may leave connections open.
-      drop: () => administer(clusterUrl, `drop database if exists ${empty} with (force)`),
-    };
-  }
-  const name = await takeMigratedDatabase(clusterUrl, await postgresTemplate(clusterUrl));
-  return { clusterUrl, url: urlOf(name), name, drop: () => giveBackMigratedDatabase(clusterUrl, name) };
 }
 
 async function openFresh(dialect: DialectUnderTest): Promise<Storage> {
@@ -182,5 +130,14 @@ async function openFresh(dialect: DialectUnderTest): Promise<Storage> {
     await database.dispose();
     throw error;
   }
-  return { ...storage, close: () => database.disposeWith(storage) };
+  return {
+    ...storage,
+    close: async () => {
+      try {
+        await storage.close();
+      } finally {
+        await database.dispose();
+      }
+    },
+  };
 }
