@@ -39,7 +39,16 @@ import { fileURLToPath } from "node:url";
 import { machineCpuTicks } from "./machine-cpu.mjs";
 import { startThrowawayCluster } from "./postgres-cluster.mjs";
 import { projectRuntime } from "./project-runtime.mjs";
-import { markOf, readTimings, recordTimings, slowestFirst, slowestLines, sourceOf } from "./test-timings.mjs";
+import {
+  costliestLines,
+  markOf,
+  readFileCpu,
+  readTimings,
+  recordTimings,
+  slowestFirst,
+  slowestLines,
+  sourceOf,
+} from "./test-timings.mjs";
 
 /** Thirty minutes: a bound on one test that hangs, never a measure of speed. */
 const TEST_TIMEOUT_MS = 30 * 60 * 1000;
@@ -211,12 +220,16 @@ try {
             title: `the kiln CLI's tests with the CLI on the machine's Node.js ${runtime.machine.version}`,
             files: cliFiles,
             options: ["--isolation", "process", "--concurrency", "1"],
-            env: { ...process.env, KILN_TEST_CLI_NODE: runtime.machine.node },
+            env: {
+              ...process.env,
+              KILN_TEST_CLI_NODE: runtime.machine.node,
+              KILN_TEST_CPU_FILE: join(dir, "cli-pass-cpu.jsonl"),
+            },
           },
           dir,
           "cli",
         ),
-    marked.length === 0 ? { failed: false, tests: 0, measured: new Map() } : runTestFiles(marked),
+    marked.length === 0 ? { failed: false, tests: 0, measured: new Map() } : runTestFiles(marked, dir),
   ]);
   const busy = machineBusySeconds() - busyBefore;
   const postgresBusy = cluster.cpuSeconds() - postgresBefore;
@@ -232,6 +245,8 @@ try {
     [
       `npm test: the ten slowest files (wall time, ${relative(root, timingsFile)}; in-process files' in their shard, ${relative(root, fastTimingsFile)}):`,
       ...slowestLines(new Map([...markedRun.measured, ...inShards])),
+      `npm test: the ten costliest files run in a process of their own (CPU with what they started, PostgreSQL's apart; wall time in brackets; all ${markedRun.measured.size} of them: ${[...markedRun.measured.values()].reduce((n, t) => n + (t.cpuSeconds ?? 0), 0).toFixed(0)} CPU-s):`,
+      ...costliestLines(markedRun.measured),
       `npm test: the tests took ${lanesSeconds.toFixed(0)} s; the machine's ${availableParallelism()} cores were busy ${busy.toFixed(0)} CPU-s of it (${((100 * busy) / (lanesSeconds * availableParallelism())).toFixed(0)} %, other work on the machine included)`,
       `npm test: of those, ${postgresBusy.toFixed(0)} CPU-s were PostgreSQL's, ${shards.cpuSeconds.toFixed(0)} the in-process files' shards'${cliFiles.length > 0 ? `, ${cliPass.cpuSeconds.toFixed(0)} the CLI's second pass's` : ""}, ${(busy - postgresBusy - shards.cpuSeconds - cliPass.cpuSeconds).toFixed(0)} the marked files' with what they start (servers, hosts, builds, guests) and the rest of the machine's`,
       `npm test: ${shards.tests + markedRun.tests} tests in ${files.length} files${cliFiles.length > 0 ? `, and ${cliPass.tests} of the CLI's again on Node.js ${runtime.machine.version}` : ""}: ${testsFailed ? "FAILED" : "all passed"}`,
@@ -258,14 +273,22 @@ function at() {
 
 /**
  * Runs the marked files, `CONCURRENCY` at a time in the order given (node's `--test` would sort
- * them), under the spec reporter on stdout. Resolves with whether any test or file failed (a file
- * that never reported failed: it did not run), the number of tests, and each file's wall time.
+ * them), under the spec reporter on stdout, each file's process with scripts/test-file-cpu.mjs
+ * preloaded. Resolves with whether any test or file failed (a file that never reported failed:
+ * it did not run), the number of tests, and each file's wall time and CPU.
  */
-async function runTestFiles(ordered) {
+async function runTestFiles(ordered, dir) {
   // A test that never settles (a wait on a condition that cannot come) fails by name after
   // TEST_TIMEOUT_MS instead of holding the whole run until CI's own limit; no verdict rests on it,
   // the slowest test (real builds on a loaded machine) takes a fraction of it.
-  const events = run({ files: ordered, concurrency: CONCURRENCY, timeout: TEST_TIMEOUT_MS });
+  const cpuFile = join(dir, "marked-cpu.jsonl");
+  const events = run({
+    files: ordered,
+    concurrency: CONCURRENCY,
+    timeout: TEST_TIMEOUT_MS,
+    execArgv: ["--import", join(root, "scripts", "test-file-cpu.mjs")],
+    env: { ...process.env, KILN_TEST_CPU_FILE: cpuFile },
+  });
   const measured = new Map();
   let anyFailed = false;
   let tests = 0;
@@ -292,6 +315,10 @@ async function runTestFiles(ordered) {
   const report = events.pipe(timed).pipe(spec());
   report.pipe(process.stdout);
   await finished(report);
+  for (const [file, cpuSeconds] of readFileCpu(cpuFile)) {
+    const timing = measured.get(nameOf(file));
+    if (timing !== undefined) timing.cpuSeconds = Math.round(cpuSeconds * 10) / 10;
+  }
   return { failed: anyFailed || measured.size !== ordered.length, tests, measured };
 }
 

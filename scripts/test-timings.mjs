@@ -3,8 +3,9 @@
 // order that starts the slowest files first, and the ten slowest printed at the end of a run.
 //
 // A file's wall time is its own process's, from spawn to exit, as node's test runner reports it
-// (the file-level `test:complete` event). No verdict depends on it: it orders the files and is
-// shown to people.
+// (the file-level `test:complete` event), and a file run in a process of its own also has the CPU
+// that process spent with what it started (scripts/test-file-cpu.mjs). No verdict depends on
+// either: they order the files and are shown to people.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, relative } from "node:path";
 
@@ -82,5 +83,33 @@ export function slowestLines(measured, count = 10) {
   const slowest = [...measured].sort(([, a], [, b]) => b.seconds - a.seconds).slice(0, count);
   return slowest.map(
     ([name, { seconds, passed }]) => `${seconds.toFixed(1).padStart(7)} s  ${name}${passed ? "" : "  (failed)"}`,
+  );
+}
+
+/**
+ * What scripts/test-file-cpu.mjs appended to `path`: each file's CPU-seconds, with what its
+ * process started, by built file (empty when nothing was appended).
+ * @returns {Map<string, number>}
+ */
+export function readFileCpu(path) {
+  const cpu = new Map();
+  if (!existsSync(path)) return cpu;
+  for (const line of readFileSync(path, "utf8").split("\n")) {
+    if (line.trim() === "") continue;
+    const { file, cpuSeconds } = JSON.parse(line);
+    cpu.set(file, cpuSeconds);
+  }
+  return cpu;
+}
+
+/** The lines that name this run's ten costliest files by CPU (those measured), costliest first. */
+export function costliestLines(measured, count = 10) {
+  const costliest = [...measured]
+    .filter(([, timing]) => timing.cpuSeconds !== undefined)
+    .sort(([, a], [, b]) => b.cpuSeconds - a.cpuSeconds)
+    .slice(0, count);
+  return costliest.map(
+    ([name, { cpuSeconds, seconds }]) =>
+      `${cpuSeconds.toFixed(1).padStart(7)} CPU-s  ${name}  (${seconds.toFixed(1)} s)`,
   );
 }
