@@ -245,8 +245,12 @@ try {
     [
       `npm test: the ten slowest files (wall time, ${relative(root, timingsFile)}; in-process files' in their shard, ${relative(root, fastTimingsFile)}):`,
       ...slowestLines(new Map([...markedRun.measured, ...inShards])),
-      `npm test: the ten costliest files run in a process of their own (CPU with what they started, PostgreSQL's apart; wall time in brackets; all ${markedRun.measured.size} of them: ${[...markedRun.measured.values()].reduce((n, t) => n + (t.cpuSeconds ?? 0), 0).toFixed(0)} CPU-s):`,
-      ...costliestLines(markedRun.measured),
+      ...(markedRun.measured.size === 0
+        ? []
+        : [
+            `npm test: the ten costliest files run in a process of their own (CPU with what they started, PostgreSQL's apart; wall time in brackets; all ${markedRun.measured.size} of them: ${[...markedRun.measured.values()].reduce((n, t) => n + (t.cpuSeconds ?? 0), 0).toFixed(0)} CPU-s):`,
+            ...costliestLines(markedRun.measured),
+          ]),
       `npm test: the tests took ${lanesSeconds.toFixed(0)} s; the machine's ${availableParallelism()} cores were busy ${busy.toFixed(0)} CPU-s of it (${((100 * busy) / (lanesSeconds * availableParallelism())).toFixed(0)} %, other work on the machine included)`,
       `npm test: of those, ${postgresBusy.toFixed(0)} CPU-s were PostgreSQL's, ${shards.cpuSeconds.toFixed(0)} the in-process files' shards'${cliFiles.length > 0 ? `, ${cliPass.cpuSeconds.toFixed(0)} the CLI's second pass's` : ""}, ${(busy - postgresBusy - shards.cpuSeconds - cliPass.cpuSeconds).toFixed(0)} the marked files' with what they start (servers, hosts, builds, guests) and the rest of the machine's`,
       `npm test: ${shards.tests + markedRun.tests} tests in ${files.length} files${cliFiles.length > 0 ? `, and ${cliPass.tests} of the CLI's again on Node.js ${runtime.machine.version}` : ""}: ${testsFailed ? "FAILED" : "all passed"}`,
