@@ -23,26 +23,32 @@ export async function administer(clusterUrl: string, statement: string): Promise
 /**
  * One session to the cluster's `postgres` database, holding the process open only while a
  * statement runs on it: a test file's process ends when its tests do, with this session still open.
- * A session the server ended is opened again on the next statement.
+ * A session the server ended is opened again by the next statement.
  */
 class AdminSession {
-  private constructor(
-    private readonly clusterUrl: string,
-    private client: pg.Client,
-    private broken = false,
-  ) {}
+  private client: pg.Client | null = null;
+
+  private constructor(private readonly clusterUrl: string) {}
 
   static async open(clusterUrl: string): Promise<AdminSession> {
-    return new AdminSession(clusterUrl, await AdminSession.connect(clusterUrl));
+    const session = new AdminSession(clusterUrl);
+    await session.connect();
+    return session;
   }
 
-  private static async connect(clusterUrl: string): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: clusterUrl });
+  private async connect(): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: this.clusterUrl });
     await client.connect();
-    // An idle session the server ends (the cluster stopping) must not end the process with an
-    // unhandled 'error': the next statement finds the session broken and opens another.
-    client.on("error", () => {});
+    // A session the server ends while idle (a restart, the cluster stopping) is dropped here and
+    // opened again by the next statement, rather than failing it or ending the process with an
+    // unhandled 'error'.
+    const lost = () => {
+      if (this.client === client) this.client = null;
+    };
+    client.on("error", lost);
+    client.on("end", lost);
     AdminSession.socketOf(client)?.unref();
+    this.client = client;
     return client;
   }
 
@@ -60,18 +66,11 @@ class AdminSession {
   }
 
   private async runNow(statement: string): Promise<void> {
-    if (this.broken) {
-      this.client = await AdminSession.connect(this.clusterUrl);
-      this.broken = false;
-    }
-    const socket = AdminSession.socketOf(this.client);
+    const client = this.client ?? (await this.connect());
+    const socket = AdminSession.socketOf(client);
     socket?.ref();
     try {
-      await this.client.query(statement);
-    } catch (error) {
-      // A statement's own error leaves the session usable; a lost connection does not.
-      if ((error as { code?: string }).code === undefined) this.broken = true;
-      throw error;
+      await client.query(statement);
     } finally {
       socket?.unref();
     }
