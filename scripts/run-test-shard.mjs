@@ -17,7 +17,6 @@ import { Transform } from "node:stream";
 import { finished } from "node:stream/promises";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
-import { fileURLToPath } from "node:url";
 import { processTreeTicks } from "./machine-cpu.mjs";
 
 const [filesJson, resultJson, ...options] = process.argv.slice(2);
@@ -61,12 +60,7 @@ const timed = new Transform({
     done(null, event);
   },
 });
-// In a process per file, each file's CPU goes where KILN_TEST_CPU_FILE says (scripts/test-file-cpu.mjs).
-const execArgv =
-  isolation === "process" && process.env.KILN_TEST_CPU_FILE !== undefined
-    ? ["--import", fileURLToPath(new URL("./test-file-cpu.mjs", import.meta.url))]
-    : [];
-const report = run({ files, isolation, concurrency, timeout: TEST_TIMEOUT_MS, execArgv }).pipe(timed).pipe(spec());
+const report = run({ files, isolation, concurrency, timeout: TEST_TIMEOUT_MS }).pipe(timed).pipe(spec());
 report.pipe(process.stdout);
 await finished(report);
 // Tests a file registers through a helper module are reported under the helper's name: the

@@ -220,11 +220,7 @@ try {
             title: `the kiln CLI's tests with the CLI on the machine's Node.js ${runtime.machine.version}`,
             files: cliFiles,
             options: ["--isolation", "process", "--concurrency", "1"],
-            env: {
-              ...process.env,
-              KILN_TEST_CLI_NODE: runtime.machine.node,
-              KILN_TEST_CPU_FILE: join(dir, "cli-pass-cpu.jsonl"),
-            },
+            env: { ...process.env, KILN_TEST_CLI_NODE: runtime.machine.node },
           },
           dir,
           "cli",

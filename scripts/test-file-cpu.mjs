@@ -1,6 +1,5 @@
-// Preloaded (`--import`) into each test file's process that scripts/run-tests.mjs and
-// scripts/run-test-shard.mjs start one per file: when the file's process exits, it appends the
-// CPU it spent, with every process it started and waited for (servers, hosts, sandboxes, cargo,
+// Preloaded (`--import`) into each marked test file's process scripts/run-tests.mjs starts: when
+// the file's process exits, it appends the CPU it spent, with every process it started and waited for (servers, hosts, sandboxes, cargo,
 // guests), to the JSON-lines file KILN_TEST_CPU_FILE names. What the closing lines rank the
 // files by, and what decides which files to cut: on a machine the gate saturates, its wall time is
 // the CPU its files spend. PostgreSQL's share is the cluster's, not a file's.

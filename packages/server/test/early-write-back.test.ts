@@ -12,15 +12,8 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { silentLogger } from "@kiln/contract";
 import { ManualClock } from "@kiln/contract/testing";
-import {
-  cargoOutputObserver,
-  HostAgent,
-  type HostProtocol,
-  type LineageLease,
-  LineageStore,
-  sandboxIsolation,
-} from "@kiln/host";
-import { InMemoryExecutor } from "@kiln/host/testing";
+import { type HostAgent, type HostProtocol, type LineageLease, LineageStore } from "@kiln/host";
+import { agentOnExecutor, InMemoryExecutor } from "@kiln/host/testing";
 import { createTenant, readJob, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import { HostService } from "../src/domain/hosts/host-service.js";
@@ -105,20 +98,14 @@ describe("a test job's early write-back of its warm target disk", () => {
         return stored;
       },
     };
-    agent = new HostAgent({
+    agent = agentOnExecutor(protocol, clock, {
       hostId: "early-write-back",
-      protocol,
-      isolation: sandboxIsolation({ executor, clock }),
-      clock,
-      reporting: { log: silentLogger, emit: (e) => events.push(e) },
-      resolveToolchain: async (name) => ({ name, path: "/nonexistent/toolchain" }),
-      newObserver: cargoOutputObserver,
+      executor,
       workRoot: join(scratch, "work"),
       lineages,
       vcpus: 4,
       memoryBytes: 8 * 2 ** 30,
-      pollMs: 500,
-      heartbeatSeconds: 2,
+      emit: (e) => events.push(e),
     });
     await agent.start();
   });

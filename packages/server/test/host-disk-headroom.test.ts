@@ -13,8 +13,8 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { silentLogger } from "@kiln/contract";
 import { ManualClock } from "@kiln/contract/testing";
-import { cargoOutputObserver, HostAgent, type HostProtocol, sandboxIsolation } from "@kiln/host";
-import { InMemoryExecutor } from "@kiln/host/testing";
+import type { HostAgent, HostProtocol } from "@kiln/host";
+import { agentOnExecutor, InMemoryExecutor } from "@kiln/host/testing";
 import { createTenant, readJob, requestCancellation, type Storage } from "@kiln/storage";
 import { openSqliteForTest } from "@kiln/storage/testing";
 import { HostService } from "../src/domain/hosts/host-service.js";
@@ -67,21 +67,13 @@ describe("a host's claims and its free disk (40 MiB tmpfs work root, 16 MiB per 
         return placement;
       },
     };
-    agent = new HostAgent({
+    agent = agentOnExecutor(protocol, clock, {
       hostId: "small-disk",
-      protocol,
-      // The sandbox's housekeeping around an in-memory executor: the attempts' directories are
-      // removed as the sandbox removes them.
-      isolation: sandboxIsolation({ executor, clock }),
-      clock,
-      reporting: { log: silentLogger, emit: (e) => events.push(e) },
-      resolveToolchain: async (name) => ({ name, path: "/nonexistent/toolchain" }),
-      newObserver: cargoOutputObserver,
+      executor,
       workRoot,
       vcpus: 16,
       memoryBytes: 32 * 2 ** 30,
-      pollMs: 500,
-      heartbeatSeconds: 2,
+      emit: (e) => events.push(e),
     });
     await agent.start();
   });

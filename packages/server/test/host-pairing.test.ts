@@ -13,8 +13,8 @@ import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { type AttemptResult, type SourceEntry, silentLogger } from "@kiln/contract";
 import { ManualClock } from "@kiln/contract/testing";
-import { cargoOutputObserver, HostAgent, type HostProtocol, sandboxIsolation } from "@kiln/host";
-import { InMemoryExecutor } from "@kiln/host/testing";
+import type { HostAgent, HostProtocol } from "@kiln/host";
+import { agentOnExecutor, InMemoryExecutor } from "@kiln/host/testing";
 import { type BlobStore, createTenant, readJob, requestCancellation, type Storage } from "@kiln/storage";
 import { DIALECTS } from "@kiln/storage/testing";
 import { HostService } from "../src/domain/hosts/host-service.js";
@@ -74,19 +74,13 @@ async function pair(storage: Storage): Promise<Pairing> {
   // A work root other users may traverse, as <data dir>/attempts is: each attempt must close its own.
   const workRoot = mkdtempSync(join(tmpdir(), "kiln-pairing-"));
   chmodSync(workRoot, 0o755);
-  const agent = new HostAgent({
+  const agent = agentOnExecutor(protocol, clock, {
     hostId: "memory-host",
-    protocol,
-    isolation: sandboxIsolation({ executor, clock }),
-    clock,
-    reporting: { log: silentLogger, emit },
-    resolveToolchain: async (name) => ({ name, path: "/nonexistent/toolchain" }),
-    newObserver: cargoOutputObserver,
+    executor,
     workRoot,
     vcpus: 2,
     memoryBytes: 8 * 2 ** 30,
-    pollMs: 500,
-    heartbeatSeconds: 2,
+    emit,
   });
   const reaper = startLeaseReaper({
     storage,

@@ -1,3 +1,4 @@
+export { agentOnExecutor } from "./agent-on-executor.js";
 export { agentWithoutExecutor } from "./agent-without-executor.js";
 export { cgroupDirectoriesNamed } from "./cgroup-directories.js";
 export { commitRepository, type GitServer, startGitServer } from "./git-server.js";
